@@ -1,0 +1,60 @@
+"""The Gaussian mechanism: classical and analytic calibrations.
+
+* classical (Dwork & Roth 2014, Thm. A.1; used by 001, Section IV-A):
+  ``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (proved only for ``epsilon < 1``).
+* analytic (Balle & Wang 2018, Thm. 8): the smallest ``sigma`` with
+  ``Phi(Delta/(2 sigma) - eps sigma/Delta) - e^eps Phi(-Delta/(2 sigma) - eps sigma/Delta) <= delta``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtr
+
+from dpgossip.errors import ConfigError
+
+__all__ = ["gaussian_mechanism_delta", "analytic_gaussian_sigma", "classical_gaussian_sigma"]
+
+
+def _check(epsilon: float, delta: float | None = None) -> None:
+    if not np.isfinite(epsilon) or epsilon <= 0:
+        raise ConfigError(f"epsilon must be a positive number, got {epsilon!r}")
+    if delta is not None and not 0 < delta < 1:
+        raise ConfigError(f"delta must be in (0, 1), got {delta!r}")
+
+
+def gaussian_mechanism_delta(epsilon: float, mahalanobis: float) -> float:
+    """Exact ``delta(eps)`` of a Gaussian mechanism whose mean shift has Mahalanobis norm ``D``.
+
+    ``delta = Phi(D/2 - eps/D) - e^eps Phi(-D/2 - eps/D)`` (Balle & Wang 2018, Thm. 8).
+    """
+    D = float(mahalanobis)
+    if D == 0:
+        return 0.0
+    a = D / 2 - epsilon / D
+    b = -D / 2 - epsilon / D
+    return float(max(ndtr(a) - np.exp(epsilon + log_ndtr(b)), 0.0))
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Smallest ``sigma`` such that the Gaussian mechanism with L2 sensitivity ``Delta`` is
+    ``(epsilon, delta)``-DP (Balle & Wang 2018, analytic Gaussian mechanism), by bisection on
+    ``log sigma`` of the exact, decreasing ``delta(sigma)``."""
+    _check(epsilon, delta)
+
+    def gap(log_sigma: float) -> float:
+        return gaussian_mechanism_delta(epsilon, sensitivity / np.exp(log_sigma)) - delta
+
+    lo, hi = np.log(sensitivity) - 10.0, np.log(sensitivity) + 10.0
+    while gap(lo) < 0:
+        lo -= 10.0
+    while gap(hi) > 0:
+        hi += 10.0
+    return float(np.exp(brentq(gap, lo, hi, xtol=1e-14, rtol=1e-14)))
+
+
+def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (the calibration 001 uses for LDP)."""
+    _check(epsilon, delta)
+    return float(sensitivity * np.sqrt(2 * np.log(1.25 / delta)) / epsilon)

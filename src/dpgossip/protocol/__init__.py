@@ -1,0 +1,22 @@
+"""The algorithms as pure maths: centralized power method, D-PM and D-DP-PM, LDP baseline, metrics."""
+
+from dpgossip.protocol.ddppm import deflation_vector, run_matrix
+from dpgossip.protocol.gossip import gossip, gossip_states
+from dpgossip.protocol.ldp import LdpResult, ldp_sigma, run_ldp
+from dpgossip.protocol.metrics import (
+    captured_energy,
+    error_per_iteration,
+    sin_angle,
+    subspace_distance,
+)
+from dpgossip.protocol.params import NoiseSchedule, ProtocolParams, resolve_params
+from dpgossip.protocol.power import Spectrum, centralized_power_method, top_singular
+from dpgossip.protocol.result import RunResult
+from dpgossip.protocol.spectrum import xi_eigenvalues, xi_matrix
+
+__all__ = [
+    "run_matrix", "deflation_vector", "gossip", "gossip_states", "LdpResult", "ldp_sigma", "run_ldp",
+    "captured_energy", "error_per_iteration", "sin_angle", "subspace_distance", "NoiseSchedule",
+    "ProtocolParams", "resolve_params", "Spectrum", "centralized_power_method", "top_singular",
+    "RunResult", "xi_eigenvalues", "xi_matrix",
+]

@@ -1,0 +1,39 @@
+"""Synchronous gossip averaging with a mixing matrix.
+
+One round replaces every agent's vector by the ``W``-weighted average of its own and its neighbours'
+vectors: ``s^(k) = (W (x) I_d) s^(k-1)`` (privacy-model.md, Section 1). After ``c`` rounds,
+``||s^(c) - 1 s_bar^T|| <= SLEM(W)^c ||s^(0) - 1 s_bar^T||`` (Appendix A1 of 001).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["gossip", "gossip_states", "mixing_operator"]
+
+_SPARSE_FROM = 64
+
+
+def mixing_operator(W: np.ndarray) -> np.ndarray | sp.csr_matrix:
+    """``W`` as a CSR matrix when it is large and sparse, else as a dense array."""
+    W = np.asarray(W, dtype=float)
+    if W.shape[0] >= _SPARSE_FROM and np.count_nonzero(W) < 0.25 * W.size:
+        return sp.csr_matrix(W)
+    return W
+
+
+def gossip(W: np.ndarray | sp.csr_matrix, S: np.ndarray, c: int) -> np.ndarray:
+    """Apply ``c`` rounds: return ``W^c S`` for ``S`` of shape ``(m, d)``."""
+    for _ in range(c):
+        S = W @ S
+    return np.asarray(S)
+
+
+def gossip_states(W: np.ndarray | sp.csr_matrix, S: np.ndarray, c: int) -> np.ndarray:
+    """All states ``s^(0..c)``, shape ``(c + 1, m, d)``; ``s^(k-1)`` is what is sent in round ``k``."""
+    out = np.empty((c + 1,) + S.shape)
+    out[0] = S
+    for k in range(1, c + 1):
+        out[k] = W @ out[k - 1]
+    return out

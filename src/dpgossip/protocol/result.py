@@ -1,0 +1,46 @@
+"""The result of one D-DP-PM run, shared by the matrix backend and the discrete-event engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpgossip.protocol.params import ProtocolParams
+
+__all__ = ["RunResult"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RunResult:
+    """Everything one run computed; arrays indexed by component ``l = 0..r-1`` first.
+
+    With ``n`` rows, ``m`` agents, ``d`` columns, ``T`` iterations, ``c`` rounds:
+    """
+
+    Q: np.ndarray
+    """``(n, r)`` final estimates, column ``l`` is ``q_l^(T) / ||q_l^(T)||`` (Algorithm 1, line 9)."""
+    iterates: np.ndarray
+    """``(r, T + 1, n)`` unnormalised ``q^(t)``, ``t = 0..T``."""
+    z: np.ndarray
+    """``(r, T, m, d)`` local projections ``z_i^(t) = X_i^T q_i^(t-1)``, ``t = 1..T``."""
+    z_half: np.ndarray
+    """``(r, T, m, d)`` consensus results ``z_i^(t+1/2) = m (W^c z^(t))_i``."""
+    noise: np.ndarray
+    """``(r, T + 1, n)`` realised latent noise: ``[q^(0); p^(1); ...; p^(T)]`` of each component."""
+    data: tuple[np.ndarray, ...]
+    """The (deflated) data matrix each component ran on; ``data[0]`` is ``X``."""
+    deflation: np.ndarray
+    """``(r, m, d)`` deflation vectors ``b_i`` computed after each component (see ``deflate``)."""
+    params: ProtocolParams
+    backend: str
+    seed_entropy: int | None = None
+    states: np.ndarray | None = None
+    """``(r, T, c + 1, m, d)`` gossip states ``s^(t,k)`` when recorded (``s^(t,k-1)`` is sent in round k)."""
+    info: dict[str, object] = field(default_factory=dict)
+    """Backend-specific facts (traffic, completion time, failures)."""
+
+    @property
+    def q_final(self) -> np.ndarray:
+        """``(r, n)`` unnormalised final vectors ``q_l^(T)``."""
+        return self.iterates[:, -1, :]

@@ -1,0 +1,49 @@
+"""Shared fixtures: small networks and data built without the package's builders (independent oracles)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.topology.network import Network
+
+PAPER_W = np.array([[.5, .25, 0, .25], [.25, .5, .25, 0], [0, .25, .5, .25], [.25, 0, .25, .5]])
+
+
+def metropolis(graph: nx.Graph) -> np.ndarray:
+    """Metropolis-Hastings weights written out directly: W_ij = 1 / (1 + max(d_i, d_j))."""
+    m = graph.number_of_nodes()
+    W = np.zeros((m, m))
+    for i, j in graph.edges():
+        W[i, j] = W[j, i] = 1.0 / (1 + max(graph.degree(i), graph.degree(j)))
+    W[np.diag_indices(m)] = 1.0 - W.sum(axis=1)
+    return W
+
+
+def net_from_graph(graph: nx.Graph, name: str = "test") -> Network:
+    return Network(graph=graph, W=metropolis(graph), name=name, mixing="metropolis")
+
+
+@pytest.fixture
+def paper_ring() -> Network:
+    return Network(graph=nx.cycle_graph(4), W=PAPER_W, name="paper-ring4", mixing="explicit")
+
+
+def spiked_data(n: int, d: int, spectrum: list[float], m: int, seed: int = 0) -> PartitionedData:
+    """Data with prescribed singular values, rows scaled into the unit ball, equal partition."""
+    rng = np.random.default_rng(seed)
+    k = len(spectrum)
+    U, _ = np.linalg.qr(rng.standard_normal((n, k)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, k)))
+    X = U @ np.diag(spectrum) @ V.T
+    X /= np.linalg.norm(X, axis=1).max()
+    base, extra = divmod(n, m)
+    sizes = tuple(base + (i < extra) for i in range(m))
+    return PartitionedData(X=X, sizes=sizes, name="spiked")
+
+
+@pytest.fixture
+def small_data() -> PartitionedData:
+    return spiked_data(40, 6, [5, 3, 2, 1, 0.5, 0.2], 4)
