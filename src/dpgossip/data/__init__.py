@@ -1,0 +1,178 @@
+"""Datasets for the decentralized DP power method: load, preprocess and split rows among agents.
+
+Pipeline of :func:`load_dataset`: raw matrix (bundled dataset, synthetic spectrum or user file)
+-> :func:`preprocess` (public, global-statistics preprocessing into the unit ball)
+-> :func:`partition_sizes` -> :class:`PartitionedData` (Eq. (1) of 001: agent ``i`` holds the
+block ``X_i`` of consecutive rows).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from numbers import Integral
+from pathlib import Path
+
+import numpy as np
+
+from dpgossip.data.bundled import DATASETS, load_bundled
+from dpgossip.data.loading import MATRIX_SUFFIXES, load_matrix
+from dpgossip.data.partition import PartitionedData, partition_sizes
+from dpgossip.data.preprocess import SCALES, preprocess
+from dpgossip.data.raw import RawData
+from dpgossip.data.synthetic import SPECTRUM_KINDS, spectrum_values, synthetic_data
+from dpgossip.errors import ConfigError, did_you_mean
+
+__all__ = [
+    "DATASETS",
+    "MATRIX_SUFFIXES",
+    "PARTITIONS",
+    "SCALES",
+    "SPECTRUM_KINDS",
+    "PartitionedData",
+    "RawData",
+    "load_bundled",
+    "load_dataset",
+    "load_matrix",
+    "partition_sizes",
+    "preprocess",
+    "spectrum_values",
+    "synthetic_data",
+]
+
+PARTITIONS: tuple[str, ...] = ("equal", "explicit", "random")
+"""Accepted values of ``partition``."""
+
+_SYNTHETIC_KEYS: tuple[str, ...] = ("n", "d", "spectrum")
+
+
+def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str = "equal",
+                 sizes: Sequence[int] | None = None, min_rows: int = 1, center: bool = False,
+                 standardize: bool = True, scale: str = "max_norm",
+                 synthetic: Mapping[str, object] | None = None,
+                 rng: np.random.Generator | None = None) -> PartitionedData:
+    """Load a dataset, preprocess it into the unit ball and split its rows among agents.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        ``"wine"``, ``"breast_cancer"``, ``"diabetes"`` (see :data:`DATASETS`; labels and targets
+        dropped), ``"synthetic"`` (needs ``synthetic`` and ``rng``), or a path to a ``.csv`` or
+        ``.npy`` file (see :func:`load_matrix`).
+    agents : int
+        Number of agents ``m >= 1``.
+    partition : {"equal", "explicit", "random"}
+        How rows are split (:func:`partition_sizes`): sizes differing by at most one; the given
+        ``sizes``; or a uniformly random composition with at least ``min_rows`` rows per agent
+        (needs ``rng``). Agent ``i`` always holds consecutive rows.
+    sizes : list of int, optional
+        Rows per agent, only with ``partition="explicit"``; positive and summing to ``n``.
+    min_rows : int
+        Smallest number of rows any agent may hold (all rules), ``>= 1``.
+    center, standardize, scale
+        Passed to :func:`preprocess`. Note that ``standardize=True`` (the default) changes a
+        synthetic spectrum; pass ``standardize=False`` to keep it (``"max_norm"`` then only
+        divides every singular value by the largest row norm).
+    synthetic : dict, optional
+        ``{"n": rows, "d": cols, "spectrum": ...}`` for ``source="synthetic"``; see
+        :mod:`dpgossip.data.synthetic` for the spectrum schema.
+    rng : numpy.random.Generator, optional
+        Needed for ``"synthetic"`` and ``partition="random"``. The synthetic matrix is drawn
+        first, then the partition.
+
+    Returns
+    -------
+    PartitionedData
+        The preprocessed matrix (every row in the unit ball) and the per-agent sizes.
+
+    Raises
+    ------
+    ConfigError
+        For any bad option, naming the field (``data.source``, ``data.partition``,
+        ``data.sizes``, ``data.min_rows``, ...), the value and what is allowed.
+
+    Examples
+    --------
+    >>> data = load_dataset("wine", agents=10)
+    >>> data.n, data.d, data.sizes[:3]
+    (178, 13, (18, 18, 18))
+    """
+    if isinstance(agents, bool) or not isinstance(agents, Integral) or agents < 1:
+        raise ConfigError(f"network.agents must be a positive integer, got {agents!r}")
+    if not isinstance(partition, str) or partition not in PARTITIONS:
+        hint = did_you_mean(partition, PARTITIONS) if isinstance(partition, str) else ""
+        raise ConfigError(f"data.partition must be one of {list(PARTITIONS)}, "
+                          f"got {partition!r}{hint}")
+    if isinstance(min_rows, bool) or not isinstance(min_rows, Integral) or min_rows < 1:
+        raise ConfigError(f"data.min_rows must be an integer >= 1, got {min_rows!r}")
+    if partition == "explicit":
+        _check_sizes(sizes, int(agents))
+    elif sizes is not None:
+        raise ConfigError(f"data.sizes = {sizes!r} is only used with data.partition = "
+                          f"'explicit', got partition {partition!r}")
+    if partition == "random" and not isinstance(rng, np.random.Generator):
+        raise ConfigError("data.partition = 'random' needs rng, a numpy.random.Generator, "
+                          f"got {rng!r}")
+
+    raw = _raw(source, synthetic, rng)
+    X = preprocess(raw.X, center=center, standardize=standardize, scale=scale)
+    n = X.shape[0]
+    if partition == "random" and agents <= n < min_rows * agents:
+        raise ConfigError(f"data.min_rows = {min_rows} is too large: {agents} agents x "
+                          f"{min_rows} rows > {n} rows; allowed: 1 to {n // agents}")
+    counts = partition_sizes(n, int(agents), partition, sizes=None if sizes is None
+                             else list(sizes), min_rows=int(min_rows), rng=rng)
+    data = PartitionedData(X=X, sizes=counts, name=raw.name)
+    if min(data.sizes) < min_rows:
+        i = int(np.argmin(data.sizes))
+        raise ConfigError(f"data.min_rows = {min_rows} is too large: agent {i} gets "
+                          f"{data.sizes[i]} rows with partition {partition!r} "
+                          f"({n} rows, {agents} agents); allowed: 1 to {min(data.sizes)}")
+    return data
+
+
+def _check_sizes(sizes: Sequence[int] | None, agents: int) -> None:
+    if sizes is None or isinstance(sizes, (str, bytes, Mapping)) \
+            or not isinstance(sizes, (Sequence, np.ndarray)):
+        raise ConfigError(f"data.sizes must list the rows of each of the {agents} agents for "
+                          f"data.partition = 'explicit', got {sizes!r}")
+    for i, s in enumerate(sizes):
+        if isinstance(s, bool) or not isinstance(s, Integral):
+            raise ConfigError(f"data.sizes[{i}] = {s!r} must be an integer number of rows")
+    if len(sizes) != agents:
+        raise ConfigError(f"data.sizes must list one size per agent ({agents}), got "
+                          f"{len(sizes)}: {list(sizes)!r}")
+
+
+def _raw(source: str | os.PathLike[str], synthetic: Mapping[str, object] | None,
+         rng: np.random.Generator | None) -> RawData:
+    if source == "synthetic":
+        if not isinstance(synthetic, Mapping):
+            raise ConfigError("data.source = 'synthetic' needs data.synthetic = "
+                              f"{{'n': rows, 'd': cols, 'spectrum': ...}}, got {synthetic!r}")
+        for key in synthetic:
+            if key not in _SYNTHETIC_KEYS:
+                raise ConfigError(f"data.synthetic: unknown key {key!r}"
+                                  f"{did_you_mean(str(key), _SYNTHETIC_KEYS)}; "
+                                  f"allowed: {list(_SYNTHETIC_KEYS)}")
+        missing = [k for k in _SYNTHETIC_KEYS if k not in synthetic]
+        if missing:
+            raise ConfigError(f"data.synthetic is missing {missing} (needs keys "
+                              f"{list(_SYNTHETIC_KEYS)}), got {dict(synthetic)!r}")
+        return synthetic_data(synthetic["n"], synthetic["d"], synthetic["spectrum"], rng=rng)
+    if synthetic is not None:
+        raise ConfigError(f"data.synthetic is only used with data.source = 'synthetic', "
+                          f"got source {source!r}")
+    if isinstance(source, str) and source in DATASETS:
+        return load_bundled(source)
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+        return load_matrix(source)
+    choices = (*DATASETS, "synthetic")
+    hint = did_you_mean(source, choices) if isinstance(source, str) else ""
+    raise ConfigError(f"data.source: unknown source {source!r}{hint}; allowed: "
+                      f"{', '.join(choices)}, or a path to a {' or '.join(MATRIX_SUFFIXES)} file")
+
+
+def _looks_like_path(source: str) -> bool:
+    return bool(Path(source).suffix) or "/" in source or os.sep in source \
+        or Path(source).exists()

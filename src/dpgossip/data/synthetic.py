@@ -1,0 +1,213 @@
+r"""Synthetic matrices with a prescribed singular spectrum.
+
+.. math::
+
+    X = U \operatorname{diag}(s) V^\top, \qquad U \in \mathbb{R}^{n \times k},\;
+    V \in \mathbb{R}^{d \times k},\; U^\top U = V^\top V = I_k,
+
+with ``U`` and ``V`` Haar-distributed (uniform on their Stiefel manifolds) and
+``s_1 >= s_2 >= ... >= s_k > 0``. The singular values of ``X`` are exactly ``s`` (up to rounding)
+and its right singular vectors, the principal directions sought by the power method, are the
+columns of ``V``. The eigengap ``s_1^2 / s_2^2`` of ``X^T X`` is thus set directly.
+
+Spectrum schema (the ``spectrum`` argument, config field ``data.spectrum``)
+---------------------------------------------------------------------------
+* a list of numbers ``[s_1, ..., s_k]``: positive, non-increasing, ``1 <= k <= min(n, d)``;
+* ``{"kind": "geometric", "ratio": r, "top": s_1 = 1.0, "k": min(n, d)}``:
+  ``s_i = s_1 r^{i-1}`` for ``i = 1..k``, with ``0 < r <= 1``;
+* ``{"kind": "gap", "gap": g, "ratio": r, "k": min(n, d)}``: ``s_1 = 1``, ``s_2 = 1/g`` and a
+  geometric tail ``s_i = r^{i-2} / g`` for ``i = 2..k``, with ``g >= 1`` and ``0 < r <= 1``.
+
+``top`` and ``k`` are optional; ``ratio`` and ``gap`` are required.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from numbers import Integral, Real
+
+import numpy as np
+
+from dpgossip.data.raw import RawData
+from dpgossip.errors import ConfigError, did_you_mean
+
+__all__ = ["SPECTRUM_KINDS", "spectrum_values", "synthetic_data"]
+
+SPECTRUM_KINDS: tuple[str, ...] = ("geometric", "gap")
+"""Named spectrum families accepted as ``{"kind": ...}``."""
+
+_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # kind: (required keys, optional keys), besides "kind"
+    "geometric": (("ratio",), ("top", "k")),
+    "gap": (("gap", "ratio"), ("k",)),
+}
+
+
+def synthetic_data(n: int, d: int, spectrum: Sequence[float] | Mapping[str, object], *,
+                   rng: np.random.Generator) -> RawData:
+    r"""Draw ``X = U diag(s) V^T`` (``n x d``) with the given singular values.
+
+    Parameters
+    ----------
+    n, d : int
+        Number of rows (``data.rows``) and columns (``data.cols``), both ``>= 1``.
+    spectrum : list of float or dict
+        Singular values ``s`` or a named family; see the module docstring for the schema.
+    rng : numpy.random.Generator
+        Source of randomness. ``U`` is drawn first, then ``V``, each as the ``Q`` factor of a
+        standard Gaussian matrix with the signs of ``diag(R)`` absorbed, which makes it Haar
+        distributed.
+
+    Returns
+    -------
+    RawData
+        ``X`` with singular values exactly ``s`` (to rounding, about ``1e-15 s_1``) and
+        ``rank(X) = k``; it is *not* scaled into the unit ball.
+
+    Raises
+    ------
+    ConfigError
+        For a bad ``n``, ``d``, ``spectrum`` or ``rng``.
+    """
+    n = _positive_int(n, "data.rows")
+    d = _positive_int(d, "data.cols")
+    s = spectrum_values(spectrum, n, d)
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError("data.source = 'synthetic' needs rng, a numpy.random.Generator, "
+                          f"got {rng!r}")
+    k = s.size
+    U = _haar_stiefel(rng, n, k)
+    V = _haar_stiefel(rng, d, k)
+    X = (U * s) @ V.T
+    return RawData(X=X, name="synthetic",
+                   provenance=f"synthetic: X = U diag(s) V^T with Haar-random U ({n} x {k}) and "
+                              f"V ({d} x {k}); s = {_describe(spectrum, s)}")
+
+
+def spectrum_values(spectrum: Sequence[float] | Mapping[str, object], n: int,
+                    d: int) -> np.ndarray:
+    """Resolve a spectrum specification to the singular values ``s_1 >= ... >= s_k > 0``.
+
+    Parameters
+    ----------
+    spectrum : list of float or dict
+        See the module docstring.
+    n, d : int
+        Shape of the matrix; ``k`` may not exceed ``min(n, d)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``k`` singular values, ``float64``, read-only.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``data.spectrum``, the bad value and what is allowed.
+    """
+    kmax = min(n, d)
+    if isinstance(spectrum, Mapping):
+        s = _family(spectrum, kmax)
+    elif isinstance(spectrum, (Sequence, np.ndarray)) and not isinstance(spectrum, str):
+        s = _explicit(spectrum, kmax)
+    else:
+        raise ConfigError(f"data.spectrum must be a list of singular values or a dict with 'kind' "
+                          f"in {list(SPECTRUM_KINDS)}, got {spectrum!r}")
+    s.setflags(write=False)
+    return s
+
+
+def _explicit(values: Sequence[float] | np.ndarray, kmax: int) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise ConfigError(f"data.spectrum must be a flat list of singular values, got an array of "
+                          f"shape {values.shape}")
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if not 1 <= len(values) <= kmax:
+        raise ConfigError(f"data.spectrum must list between 1 and min(n, d) = {kmax} singular "
+                          f"values, got {len(values)}")
+    s = np.empty(len(values))
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, Real) or not np.isfinite(v) or v <= 0:
+            raise ConfigError(f"data.spectrum[{i}] = {_show(v)}: singular values must be positive "
+                              "finite numbers")
+        s[i] = float(v)
+    drops = np.flatnonzero(np.diff(s) > 0)
+    if drops.size:
+        i = int(drops[0])
+        raise ConfigError(f"data.spectrum must be non-increasing, but s[{i}] = {float(s[i])!r} < "
+                          f"s[{i + 1}] = {float(s[i + 1])!r}")
+    return s
+
+
+def _family(spec: Mapping[str, object], kmax: int) -> np.ndarray:
+    kind = spec.get("kind")
+    if kind not in _KEYS:
+        hint = did_you_mean(kind, SPECTRUM_KINDS) if isinstance(kind, str) else ""
+        raise ConfigError(f"data.spectrum.kind must be one of {list(SPECTRUM_KINDS)}, "
+                          f"got {kind!r}{hint}")
+    required, optional = _KEYS[kind]
+    allowed = ("kind", *required, *optional)
+    for key in spec:
+        if key not in allowed:
+            hint = did_you_mean(str(key), allowed)
+            raise ConfigError(f"data.spectrum: unknown key {key!r} for kind {kind!r}{hint}; "
+                              f"allowed: {list(allowed)}")
+    for key in required:
+        if key not in spec:
+            raise ConfigError(f"data.spectrum: kind {kind!r} needs {key!r} "
+                              f"(keys: {list(required)} required, {list(optional)} optional)")
+    k = spec.get("k", kmax)
+    if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= kmax:
+        raise ConfigError(f"data.spectrum.k must be an integer in [1, min(n, d) = {kmax}], "
+                          f"got {_show(k)}")
+    ratio = _number(spec["ratio"], "data.spectrum.ratio", "0 < ratio <= 1",
+                    lambda r: 0 < r <= 1)
+    powers = ratio ** np.arange(int(k), dtype=float)
+    if kind == "geometric":
+        top = _number(spec.get("top", 1.0), "data.spectrum.top", "top > 0", lambda t: t > 0)
+        s = top * powers
+    else:
+        gap = _number(spec["gap"], "data.spectrum.gap", "gap >= 1", lambda g: g >= 1)
+        s = np.concatenate(([1.0], powers[: int(k) - 1] / gap))
+    if not np.all(s > 0):
+        i = int(np.flatnonzero(s <= 0)[0])
+        raise ConfigError(f"data.spectrum: {dict(spec)!r} underflows to s[{i}] = 0; "
+                          "use a larger ratio or a smaller k")
+    return s
+
+
+def _number(value: object, field: str, allowed: str, ok: Callable[[float], bool]) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) \
+            or not ok(float(value)):
+        raise ConfigError(f"{field} must be a number with {allowed}, got {_show(value)}")
+    return float(value)
+
+
+def _positive_int(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ConfigError(f"{field} must be a positive integer, got {_show(value)}")
+    return int(value)
+
+
+def _show(value: object) -> str:
+    """``repr`` of a value, with numpy scalars shown as plain Python numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
+def _haar_stiefel(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """Haar-distributed ``rows x cols`` matrix with orthonormal columns (``cols <= rows``)."""
+    Q, R = np.linalg.qr(rng.standard_normal((rows, cols)))
+    signs = np.sign(np.diag(R))
+    signs[signs == 0] = 1.0
+    return Q * signs
+
+
+def _describe(spec: Sequence[float] | Mapping[str, object], s: np.ndarray) -> str:
+    if isinstance(spec, Mapping):
+        return f"{dict(spec)!r} (k = {s.size})"
+    if s.size <= 6:
+        return "[" + ", ".join(f"{v:.6g}" for v in s) + "]"
+    head = ", ".join(f"{v:.6g}" for v in s[:3])
+    return f"[{head}, ..., {s[-1]:.6g}] (k = {s.size})"
