@@ -9,7 +9,9 @@ import pytest
 from dpgossip.data.partition import PartitionedData
 from dpgossip.topology.network import Network
 
-PAPER_W = np.array([[.5, .25, 0, .25], [.25, .5, .25, 0], [0, .25, .5, .25], [.25, 0, .25, .5]])
+PAPER_W = np.array(
+    [[0.5, 0.25, 0, 0.25], [0.25, 0.5, 0.25, 0], [0, 0.25, 0.5, 0.25], [0.25, 0, 0.25, 0.5]]
+)
 
 
 def metropolis(graph: nx.Graph) -> np.ndarray:

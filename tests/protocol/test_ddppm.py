@@ -31,14 +31,21 @@ def test_dpm_with_many_rounds_equals_centralized(paper_ring, small_data):
 
 def test_recursion_is_alpha_xi(paper_ring, small_data):
     """q^(t) = alpha Xi q^(t-1) + p^(t), with Xi of Eq. (13) built independently."""
-    params = resolve_params(small_data, paper_ring, iterations=4, consensus_steps=2,
-                            noise=NoiseSchedule(kind="constant", scale=0.05))
+    params = resolve_params(
+        small_data,
+        paper_ring,
+        iterations=4,
+        consensus_steps=2,
+        noise=NoiseSchedule(kind="constant", scale=0.05),
+    )
     res = run_matrix(small_data, paper_ring, params, seed=11)
     m = 4
     Wc = np.linalg.matrix_power(paper_ring.W, 2)
     D = np.zeros((small_data.n, m * small_data.d))
     for i in range(m):
-        D[small_data.offsets[i]:small_data.offsets[i + 1], i * 6:(i + 1) * 6] = small_data.block(i)
+        D[small_data.offsets[i] : small_data.offsets[i + 1], i * 6 : (i + 1) * 6] = (
+            small_data.block(i)
+        )
     Xi = D @ (m * np.kron(Wc, np.eye(6))) @ D.T
     np.testing.assert_allclose(Xi, xi_matrix(small_data, paper_ring.W, 2), atol=1e-12)
     for t in range(1, 5):
@@ -49,7 +56,7 @@ def test_recursion_is_alpha_xi(paper_ring, small_data):
 def test_noise_free_error_decays_at_mu_ratio_down_to_consensus_floor():
     """In the eigenbasis of Xi: tan(u_1, q^(t)) <= (mu_2/mu_1)^t tan(u_1, q^(0)) (exactly), and the error
     to the true v saturates at sin(v, u_1), the consensus floor of Theorem 3 (Davis-Kahan bound)."""
-    data = spiked_data(60, 8, [6, 3, 1, .5, .3, .2, .1, .05], 6, seed=2)
+    data = spiked_data(60, 8, [6, 3, 1, 0.5, 0.3, 0.2, 0.1, 0.05], 6, seed=2)
     net = net_from_graph(nx.cycle_graph(6))
     c = 3
     params = resolve_params(data, net, iterations=40, consensus_steps=c, noise=NONE)
@@ -76,7 +83,7 @@ def test_noise_free_error_decays_at_mu_ratio_down_to_consensus_floor():
 
 
 def test_rank_two_deflation_recovers_subspace():
-    data = spiked_data(48, 6, [5, 3, 1.5, .5, .2, .1], 4, seed=7)
+    data = spiked_data(48, 6, [5, 3, 1.5, 0.5, 0.2, 0.1], 4, seed=7)
     net = net_from_graph(nx.cycle_graph(4))
     params = resolve_params(data, net, iterations=60, consensus_steps=100, rank=2, noise=NONE)
     res = run_matrix(data, net, params, seed=0)
@@ -87,8 +94,13 @@ def test_rank_two_deflation_recovers_subspace():
 
 
 def test_same_seed_same_result_different_seed_differs(paper_ring, small_data):
-    params = resolve_params(small_data, paper_ring, iterations=5, consensus_steps=2,
-                            noise=NoiseSchedule(kind="geometric", scale=0.2))
+    params = resolve_params(
+        small_data,
+        paper_ring,
+        iterations=5,
+        consensus_steps=2,
+        noise=NoiseSchedule(kind="geometric", scale=0.2),
+    )
     a = run_matrix(small_data, paper_ring, params, seed=42)
     b = run_matrix(small_data, paper_ring, params, seed=42)
     c = run_matrix(small_data, paper_ring, params, seed=43)
@@ -101,16 +113,27 @@ def test_agent_noise_comes_from_its_own_stream(paper_ring, small_data):
     from dpgossip.data.partition import PartitionedData
 
     other = PartitionedData(X=small_data.X, sizes=(10, 12, 8, 10))
-    params = resolve_params(small_data, paper_ring, iterations=3, consensus_steps=1,
-                            noise=NoiseSchedule(kind="constant", scale=1.0), sigma_q=1.0)
+    params = resolve_params(
+        small_data,
+        paper_ring,
+        iterations=3,
+        consensus_steps=1,
+        noise=NoiseSchedule(kind="constant", scale=1.0),
+        sigma_q=1.0,
+    )
     a = run_matrix(small_data, paper_ring, params, seed=9)
     b = run_matrix(other, paper_ring, params, seed=9)
     np.testing.assert_array_equal(a.noise[0, :, :10], b.noise[0, :, :10])
 
 
 def test_geometric_schedule_and_alpha_rule(paper_ring, small_data):
-    params = resolve_params(small_data, paper_ring, iterations=6, consensus_steps=3,
-                            noise=NoiseSchedule(kind="geometric", scale=0.5))
+    params = resolve_params(
+        small_data,
+        paper_ring,
+        iterations=6,
+        consensus_steps=3,
+        noise=NoiseSchedule(kind="geometric", scale=0.5),
+    )
     mu1, mu2 = params.mu[:2]
     assert 1 / mu1 < params.alpha[0] < 1 / mu2
     np.testing.assert_allclose(params.alpha[0], 1 / np.sqrt(mu1 * mu2))
@@ -120,14 +143,22 @@ def test_geometric_schedule_and_alpha_rule(paper_ring, small_data):
     np.testing.assert_allclose([mu1, mu2], ev[:2], rtol=1e-10)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"iterations": 0, "consensus_steps": 1}, r"protocol.iterations must be an integer >= 1, got 0"),
-    ({"iterations": 3, "consensus_steps": -1}, r"protocol.consensus_steps .* got -1"),
-    ({"iterations": 3, "consensus_steps": 1, "rank": 0}, r"protocol.rank .* got 0"),
-    ({"iterations": 3, "consensus_steps": 1, "noise": None, "sigma_q": -1.0},
-     r"protocol.sigma_q must be a positive number, got -1.0"),
-    ({"iterations": 3, "consensus_steps": 1, "alpha": -2.0}, r"protocol.alpha .* got -2.0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (
+            {"iterations": 0, "consensus_steps": 1},
+            r"protocol.iterations must be an integer >= 1, got 0",
+        ),
+        ({"iterations": 3, "consensus_steps": -1}, r"protocol.consensus_steps .* got -1"),
+        ({"iterations": 3, "consensus_steps": 1, "rank": 0}, r"protocol.rank .* got 0"),
+        (
+            {"iterations": 3, "consensus_steps": 1, "noise": None, "sigma_q": -1.0},
+            r"protocol.sigma_q must be a positive number, got -1.0",
+        ),
+        ({"iterations": 3, "consensus_steps": 1, "alpha": -2.0}, r"protocol.alpha .* got -2.0"),
+    ],
+)
 def test_bad_parameters(paper_ring, small_data, kwargs, match):
     with pytest.raises(ConfigError, match=match):
         resolve_params(small_data, paper_ring, **kwargs)
@@ -139,7 +170,13 @@ def test_negative_noise_rejected():
     with pytest.raises(ConfigError, match=r"protocol.noise.values\[1\] .* got -1"):
         NoiseSchedule(kind="explicit", values=(0.1, -1.0))
     with pytest.raises(ConfigError, match=r"standard deviations must be >= 0"):
-        ProtocolParams(iterations=1, consensus_steps=0, rank=1, alpha=(1.0,), sigma_q=1.0,
-                       sigma_p=np.array([[-1.0]]))
+        ProtocolParams(
+            iterations=1,
+            consensus_steps=0,
+            rank=1,
+            alpha=(1.0,),
+            sigma_q=1.0,
+            sigma_p=np.array([[-1.0]]),
+        )
     with pytest.raises(ConfigError, match=r"protocol.noise.schedule must be one of .* got 'gauss'"):
         NoiseSchedule(kind="gauss")

@@ -6,8 +6,14 @@ from dpgossip.protocol.gossip import gossip, gossip_states, mixing_operator
 from tests.conftest import metropolis
 
 
-@pytest.mark.parametrize("graph", [nx.cycle_graph(9), nx.grid_2d_graph(3, 4),
-                                   nx.connected_watts_strogatz_graph(30, 4, 0.2, seed=3)])
+@pytest.mark.parametrize(
+    "graph",
+    [
+        nx.cycle_graph(9),
+        nx.grid_2d_graph(3, 4),
+        nx.connected_watts_strogatz_graph(30, 4, 0.2, seed=3),
+    ],
+)
 @pytest.mark.parametrize("c", [1, 3, 10])
 def test_consensus_within_slem_bound(graph, c):
     graph = nx.convert_node_labels_to_integers(graph)
@@ -19,7 +25,7 @@ def test_consensus_within_slem_bound(graph, c):
     mean = Z.mean(axis=0)
     out = gossip(mixing_operator(W), Z, c)
     # Appendix A1 of 001: ||W^c z - z_bar|| <= SLEM^c ||z - z_bar||
-    assert np.linalg.norm(out - mean) <= slem ** c * np.linalg.norm(Z - mean) * (1 + 1e-12)
+    assert np.linalg.norm(out - mean) <= slem**c * np.linalg.norm(Z - mean) * (1 + 1e-12)
     # the average is preserved exactly (doubly stochastic)
     np.testing.assert_allclose(out.mean(axis=0), mean, atol=1e-13)
 

@@ -7,7 +7,9 @@ from dpgossip.protocol import ldp_sigma, run_ldp
 
 
 def test_paper_calibration_formula():
-    assert ldp_sigma(2.0, 1e-5, "paper") == pytest.approx(np.sqrt(2 * np.log(1.25e5)) / 2, rel=1e-15)
+    assert ldp_sigma(2.0, 1e-5, "paper") == pytest.approx(
+        np.sqrt(2 * np.log(1.25e5)) / 2, rel=1e-15
+    )
 
 
 @pytest.mark.parametrize("eps, delta", [(0.5, 1e-5), (1, 1e-3), (5, 0.008), (40, 1e-4)])
@@ -23,7 +25,7 @@ def test_analytic_calibration_meets_delta_exactly(eps, delta):
 
 def test_run_ldp_is_reproducible_and_close_at_large_epsilon():
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((50, 4)) @ np.diag([3, 1, .5, .2]) / 10
+    X = rng.standard_normal((50, 4)) @ np.diag([3, 1, 0.5, 0.2]) / 10
     a = run_ldp(X, 1, 1e5, 1e-5, np.random.default_rng(1))
     b = run_ldp(X, 1, 1e5, 1e-5, np.random.default_rng(1))
     np.testing.assert_array_equal(a.U_hat, b.U_hat)

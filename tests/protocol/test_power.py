@@ -5,7 +5,7 @@ from dpgossip.protocol import centralized_power_method, top_singular
 
 def test_centralized_power_method_matches_eigh():
     rng = np.random.default_rng(1)
-    X = rng.standard_normal((30, 5)) @ np.diag([4, 2.5, 1.5, 1, .5])
+    X = rng.standard_normal((30, 5)) @ np.diag([4, 2.5, 1.5, 1, 0.5])
     q0 = rng.standard_normal((30, 3))
     Q = centralized_power_method(X, q0, 300)
     ev, vec = np.linalg.eigh(X @ X.T)

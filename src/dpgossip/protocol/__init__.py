@@ -15,8 +15,24 @@ from dpgossip.protocol.result import RunResult
 from dpgossip.protocol.spectrum import xi_eigenvalues, xi_matrix
 
 __all__ = [
-    "run_matrix", "deflation_vector", "gossip", "gossip_states", "LdpResult", "ldp_sigma", "run_ldp",
-    "captured_energy", "error_per_iteration", "sin_angle", "subspace_distance", "NoiseSchedule",
-    "ProtocolParams", "resolve_params", "Spectrum", "centralized_power_method", "top_singular",
-    "RunResult", "xi_eigenvalues", "xi_matrix",
+    "run_matrix",
+    "deflation_vector",
+    "gossip",
+    "gossip_states",
+    "LdpResult",
+    "ldp_sigma",
+    "run_ldp",
+    "captured_energy",
+    "error_per_iteration",
+    "sin_angle",
+    "subspace_distance",
+    "NoiseSchedule",
+    "ProtocolParams",
+    "resolve_params",
+    "Spectrum",
+    "centralized_power_method",
+    "top_singular",
+    "RunResult",
+    "xi_eigenvalues",
+    "xi_matrix",
 ]

@@ -42,8 +42,14 @@ def deflation_vector(q_norm: float, alpha: float, z_half_i: np.ndarray) -> np.nd
     return (q_norm / alpha) * z_half_i / s
 
 
-def run_matrix(data: PartitionedData, network: Network, params: ProtocolParams,
-               seed: int | np.random.SeedSequence, *, record_states: bool = False) -> RunResult:
+def run_matrix(
+    data: PartitionedData,
+    network: Network,
+    params: ProtocolParams,
+    seed: int | np.random.SeedSequence,
+    *,
+    record_states: bool = False,
+) -> RunResult:
     """Run D-DP-PM (Algorithm 1 of 001) synchronously with ideal links.
 
     Parameters
@@ -84,8 +90,9 @@ def run_matrix(data: PartitionedData, network: Network, params: ProtocolParams,
         alpha = params.alpha[l]
         for i in range(m):
             sl = slice(data.offsets[i], data.offsets[i + 1])
-            noise[l, :, sl] = draw_component_noise(streams.agents[i], data.sizes[i],
-                                                   params.sigma_q, params.sigma_p[l]).reshape(T + 1, -1)
+            noise[l, :, sl] = draw_component_noise(
+                streams.agents[i], data.sizes[i], params.sigma_q, params.sigma_p[l]
+            ).reshape(T + 1, -1)
         q = noise[l, 0].copy()
         iterates[l, 0] = q
         for t in range(1, T + 1):
@@ -107,9 +114,19 @@ def run_matrix(data: PartitionedData, network: Network, params: ProtocolParams,
                 sl = slice(data.offsets[i], data.offsets[i + 1])
                 X[sl] -= np.outer(Q[sl, l], b)
 
-    return RunResult(Q=Q, iterates=iterates, z=z_all, z_half=zh_all, noise=noise, data=tuple(used),
-                     deflation=deflation, params=params, backend="matrix",
-                     seed_entropy=_entropy(seq), states=states)
+    return RunResult(
+        Q=Q,
+        iterates=iterates,
+        z=z_all,
+        z_half=zh_all,
+        noise=noise,
+        data=tuple(used),
+        deflation=deflation,
+        params=params,
+        backend="matrix",
+        seed_entropy=_entropy(seq),
+        states=states,
+    )
 
 
 def _entropy(seq: np.random.SeedSequence) -> int | None:

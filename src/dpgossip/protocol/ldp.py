@@ -41,12 +41,19 @@ def ldp_sigma(epsilon: float, delta: float, calibration: str = "analytic") -> fl
         return classical_gaussian_sigma(epsilon, delta)
     if calibration == "analytic":
         return analytic_gaussian_sigma(epsilon, delta)
-    raise ConfigError(f"ldp calibration must be one of {', '.join(LDP_CALIBRATIONS)}, "
-                      f"got {calibration!r}")
+    raise ConfigError(
+        f"ldp calibration must be one of {', '.join(LDP_CALIBRATIONS)}, got {calibration!r}"
+    )
 
 
-def run_ldp(X: np.ndarray, rank: int, epsilon: float, delta: float, rng: np.random.Generator,
-            calibration: str = "analytic") -> LdpResult:
+def run_ldp(
+    X: np.ndarray,
+    rank: int,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    calibration: str = "analytic",
+) -> LdpResult:
     """Release ``X + G`` and return its ``rank`` top left singular vectors."""
     sigma = ldp_sigma(epsilon, delta, calibration)
     noisy = np.asarray(X, dtype=float) + sigma * rng.standard_normal(np.shape(X))

@@ -35,7 +35,10 @@ def subspace_distance(U: np.ndarray, U_hat: np.ndarray) -> float:
 
 
 def captured_energy(X: np.ndarray, U_hat: np.ndarray, r: int | None = None) -> float:
-    """``||X^T orth(U_hat)||_F^2 / sum_{i<=r} sigma_i(X)^2``: share of the best rank-r energy captured (<= 1)."""
+    """Share of the best rank-r energy captured (<= 1).
+
+    ``||X^T orth(U_hat)||_F^2 / sum_{i<=r} sigma_i(X)^2``.
+    """
     Qh = _orth(U_hat)
     r = Qh.shape[1] if r is None else r
     s = np.linalg.svd(np.asarray(X, dtype=float), compute_uv=False)

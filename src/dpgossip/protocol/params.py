@@ -9,8 +9,8 @@
 For rank ``r > 1`` component ``l`` uses ``mu_l`` and ``mu_{l+1}`` in place of ``mu_1, mu_2``: after ``l - 1``
 deflations the leading eigenvalues of the deflated problem are approximately those.
 
-Note: ``alpha`` and the geometric schedule depend on the spectrum of the data; like 001 we treat them as public
-design parameters. The auditor does not charge for choosing them.
+Note: ``alpha`` and the geometric schedule depend on the spectrum of the data; like 001 we treat them
+as public design parameters. The auditor does not charge for choosing them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ class NoiseSchedule:
     """How ``sigma_p(t)``, ``t = 1..T``, is set.
 
     ``kind`` is one of ``none``, ``constant`` (``sigma_p(t) = scale``), ``geometric``
-    (``sigma_p(t) = scale (mu_2/mu_1)^t``, Corollary 1 of 001) or ``explicit`` (``values``, one per iteration).
+    (``sigma_p(t) = scale (mu_2/mu_1)^t``, Corollary 1 of 001) or ``explicit`` (``values``, one per
+    iteration).
     """
 
     kind: str = "geometric"
@@ -45,13 +46,19 @@ class NoiseSchedule:
 
     def __post_init__(self) -> None:
         if self.kind not in NOISE_KINDS:
-            raise ConfigError(f"protocol.noise.schedule must be one of {', '.join(NOISE_KINDS)}, "
-                              f"got {self.kind!r}")
+            raise ConfigError(
+                f"protocol.noise.schedule must be one of {', '.join(NOISE_KINDS)}, "
+                f"got {self.kind!r}"
+            )
         if not np.isfinite(self.scale) or self.scale < 0:
-            raise ConfigError(f"protocol.noise.scale must be a finite number >= 0, got {self.scale!r}")
+            raise ConfigError(
+                f"protocol.noise.scale must be a finite number >= 0, got {self.scale!r}"
+            )
         for t, v in enumerate(self.values):
             if not np.isfinite(v) or v < 0:
-                raise ConfigError(f"protocol.noise.values[{t}] must be a finite number >= 0, got {v!r}")
+                raise ConfigError(
+                    f"protocol.noise.values[{t}] must be a finite number >= 0, got {v!r}"
+                )
 
     def sigmas(self, T: int, ratio: float) -> np.ndarray:
         """``sigma_p(1..T)`` for a component whose eigenvalue ratio ``mu_{l+1}/mu_l`` is ``ratio``."""
@@ -61,10 +68,12 @@ class NoiseSchedule:
         if self.kind == "constant":
             return np.full(T, float(self.scale))
         if self.kind == "geometric":
-            return self.scale * ratio ** t
+            return self.scale * ratio**t
         if len(self.values) != T:
-            raise ConfigError(f"protocol.noise.values must have one value per iteration ({T}), "
-                              f"got {len(self.values)}")
+            raise ConfigError(
+                f"protocol.noise.values must have one value per iteration ({T}), "
+                f"got {len(self.values)}"
+            )
         return np.asarray(self.values, dtype=float)
 
     def to_row(self) -> dict[str, object]:
@@ -96,24 +105,37 @@ class ProtocolParams:
         if not np.isfinite(self.sigma_q) or self.sigma_q <= 0:
             raise ConfigError(f"protocol.sigma_q must be a positive number, got {self.sigma_q!r}")
         if len(self.alpha) != self.rank or any((not np.isfinite(a)) or a <= 0 for a in self.alpha):
-            raise ConfigError(f"protocol.alpha must be positive (one per component), got {self.alpha!r}")
+            raise ConfigError(
+                f"protocol.alpha must be positive (one per component), got {self.alpha!r}"
+            )
         sp = np.array(self.sigma_p, dtype=float).reshape(self.rank, self.iterations)
         if np.any(~np.isfinite(sp)) or np.any(sp < 0):
-            raise ConfigError(f"protocol.noise: standard deviations must be >= 0, got {sp.tolist()!r}")
+            raise ConfigError(
+                f"protocol.noise: standard deviations must be >= 0, got {sp.tolist()!r}"
+            )
         sp.setflags(write=False)
         object.__setattr__(self, "sigma_p", sp)
 
     def to_row(self) -> dict[str, object]:
         """Tidy row (component 1's alpha; the schedule's first and last values)."""
-        return {"T": self.iterations, "c": self.consensus_steps, "rank": self.rank,
-                "alpha": self.alpha[0], "sigma_q": self.sigma_q,
-                "sigma_p_first": float(self.sigma_p[0, 0]), "sigma_p_last": float(self.sigma_p[0, -1])}
+        return {
+            "T": self.iterations,
+            "c": self.consensus_steps,
+            "rank": self.rank,
+            "alpha": self.alpha[0],
+            "sigma_q": self.sigma_q,
+            "sigma_p_first": float(self.sigma_p[0, 0]),
+            "sigma_p_last": float(self.sigma_p[0, -1]),
+        }
 
 
 def check_counts(T: object, c: object, r: object) -> None:
     """Validate ``T >= 1``, ``c >= 0``, ``r >= 1`` (integers)."""
-    for name, value, low in (("protocol.iterations", T, 1), ("protocol.consensus_steps", c, 0),
-                             ("protocol.rank", r, 1)):
+    for name, value, low in (
+        ("protocol.iterations", T, 1),
+        ("protocol.consensus_steps", c, 0),
+        ("protocol.rank", r, 1),
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
 
@@ -129,8 +151,10 @@ def _alpha(rule: float | str | Mapping[str, float], mu_hi: float, mu_lo: float) 
         if not 0 < pos < 1:
             raise ConfigError(f"protocol.alpha.position must be in (0, 1), got {pos!r}")
     elif rule != "geometric_mean":
-        raise ConfigError(f"protocol.alpha must be a positive number, 'geometric_mean' or "
-                          f"{{position = t}}, got {rule!r}")
+        raise ConfigError(
+            f"protocol.alpha must be a positive number, 'geometric_mean' or "
+            f"{{position = t}}, got {rule!r}"
+        )
     if mu_hi <= 0:
         raise ConfigError("the data give Xi = 0 (all rows zero?): no eigenvector to estimate")
     if mu_lo <= 1e-12 * mu_hi:
@@ -140,12 +164,18 @@ def _alpha(rule: float | str | Mapping[str, float], mu_hi: float, mu_lo: float) 
     return float(np.exp(-(1 - pos) * np.log(mu_hi) - pos * np.log(mu_lo)))
 
 
-def resolve_params(data: PartitionedData, network: Network, *, iterations: int,
-                   consensus_steps: int, rank: int = 1,
-                   alpha: float | str | Mapping[str, float] = "geometric_mean",
-                   sigma_q: float | None = None,
-                   noise: NoiseSchedule | None = None,
-                   sigma_p: Sequence[Sequence[float]] | None = None) -> ProtocolParams:
+def resolve_params(
+    data: PartitionedData,
+    network: Network,
+    *,
+    iterations: int,
+    consensus_steps: int,
+    rank: int = 1,
+    alpha: float | str | Mapping[str, float] = "geometric_mean",
+    sigma_q: float | None = None,
+    noise: NoiseSchedule | None = None,
+    sigma_p: Sequence[Sequence[float]] | None = None,
+) -> ProtocolParams:
     """Apply the rules of Corollary 1 of 001 to get concrete parameters.
 
     Parameters
@@ -182,8 +212,15 @@ def resolve_params(data: PartitionedData, network: Network, *, iterations: int,
     else:
         sp = np.asarray(sigma_p, dtype=float)
         if sp.shape != (rank, iterations):
-            raise ConfigError(f"sigma_p must have shape (rank, T) = {(rank, iterations)}, "
-                              f"got {sp.shape}")
-    return ProtocolParams(iterations=iterations, consensus_steps=consensus_steps, rank=rank,
-                          alpha=alphas, sigma_q=float(sigma_q), sigma_p=sp,
-                          mu=tuple(float(x) for x in mu))
+            raise ConfigError(
+                f"sigma_p must have shape (rank, T) = {(rank, iterations)}, got {sp.shape}"
+            )
+    return ProtocolParams(
+        iterations=iterations,
+        consensus_steps=consensus_steps,
+        rank=rank,
+        alpha=alphas,
+        sigma_q=float(sigma_q),
+        sigma_p=sp,
+        mu=tuple(float(x) for x in mu),
+    )

@@ -21,7 +21,7 @@ class Spectrum:
     @property
     def eigenvalues(self) -> np.ndarray:
         """Eigenvalues ``lambda_i = sigma_i^2`` of ``X X^T``."""
-        return self.singular_values ** 2
+        return self.singular_values**2
 
 
 def top_singular(X: np.ndarray, r: int) -> Spectrum:

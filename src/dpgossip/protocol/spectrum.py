@@ -17,7 +17,9 @@ __all__ = ["xi_matrix", "xi_apply", "xi_eigenvalues"]
 _DENSE_LIMIT = 2500
 
 
-def xi_matrix(data: PartitionedData, W: np.ndarray, c: int, X: np.ndarray | None = None) -> np.ndarray:
+def xi_matrix(
+    data: PartitionedData, W: np.ndarray, c: int, X: np.ndarray | None = None
+) -> np.ndarray:
     """Dense ``Xi = m D (W^c (x) I) D^T`` (Eq. (13) of 001), ``n x n``.
 
     ``X`` overrides ``data.X`` (same partition), e.g. for deflated data.
@@ -28,8 +30,9 @@ def xi_matrix(data: PartitionedData, W: np.ndarray, c: int, X: np.ndarray | None
     return data.m * Wc[np.ix_(owner, owner)] * (X @ X.T)
 
 
-def xi_apply(data: PartitionedData, W: np.ndarray, c: int, q: np.ndarray,
-             X: np.ndarray | None = None) -> np.ndarray:
+def xi_apply(
+    data: PartitionedData, W: np.ndarray, c: int, q: np.ndarray, X: np.ndarray | None = None
+) -> np.ndarray:
     """``Xi q`` without forming ``Xi``: ``z = D^T q``, ``c`` mixing rounds, ``m D z``."""
     X = data.X if X is None else X
     Z = np.add.reduceat(X * q[:, None], data.offsets[:-1], axis=0)
@@ -38,8 +41,9 @@ def xi_apply(data: PartitionedData, W: np.ndarray, c: int, q: np.ndarray,
     return data.m * np.einsum("nd,nd->n", X, Z[data.agent_of_row()])
 
 
-def xi_eigenvalues(data: PartitionedData, W: np.ndarray, c: int, k: int = 2,
-                   X: np.ndarray | None = None) -> np.ndarray:
+def xi_eigenvalues(
+    data: PartitionedData, W: np.ndarray, c: int, k: int = 2, X: np.ndarray | None = None
+) -> np.ndarray:
     """The ``k`` eigenvalues of ``Xi`` of largest modulus, ordered by decreasing modulus.
 
     ``Xi`` is symmetric (``W`` is), but may be indefinite when ``W^c`` has negative eigenvalues; the power
@@ -50,8 +54,9 @@ def xi_eigenvalues(data: PartitionedData, W: np.ndarray, c: int, k: int = 2,
     if n <= _DENSE_LIMIT:
         ev = np.linalg.eigvalsh(xi_matrix(data, W, c, X))
     else:
-        op = spla.LinearOperator((n, n), matvec=lambda v: xi_apply(data, W, c, np.ravel(v), X),
-                                 dtype=float)
+        op = spla.LinearOperator(
+            (n, n), matvec=lambda v: xi_apply(data, W, c, np.ravel(v), X), dtype=float
+        )
         ev = spla.eigsh(op, k=min(k + 2, n - 1), which="LM", return_eigenvectors=False)
     ev = ev[np.argsort(-np.abs(ev))]
     return np.abs(ev[:k])

@@ -12,11 +12,11 @@ __all__ = ["Network"]
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Network:
-    """A connected undirected graph on agents ``0..m-1`` and its doubly-stochastic mixing matrix ``W``.
+    """A connected undirected graph on agents ``0..m-1`` and its doubly-stochastic mixing matrix.
 
-    Construct it with :func:`dpgossip.topology.make_network`, which validates ``W`` (Assumption 2 of 001):
-    symmetric, nonnegative, rows and columns summing to one, weights only on edges and the diagonal,
-    connected graph, second largest eigenvalue modulus (SLEM) below one.
+    Construct it with :func:`dpgossip.topology.make_network`, which validates ``W``
+    (Assumption 2 of 001): symmetric, nonnegative, rows and columns summing to one, weights only
+    on edges and the diagonal, connected graph, second largest eigenvalue modulus (SLEM) below one.
     """
 
     graph: nx.Graph

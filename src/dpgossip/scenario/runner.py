@@ -1,0 +1,169 @@
+"""Run one point of a scenario: build data and network, resolve parameters, run the backend, measure.
+
+Seeds: repeat ``k`` of every point uses ``SeedSequence(seed, spawn_key=(k,))`` (common random numbers
+across points, so comparisons between points are paired); the graph of a random topology and a random
+partition use ``SeedSequence(seed, spawn_key=(2**31,))``, the same for every repeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpgossip.data import load_dataset
+from dpgossip.protocol import (
+    NoiseSchedule,
+    captured_energy,
+    error_per_iteration,
+    resolve_params,
+    run_ldp,
+    run_matrix,
+    subspace_distance,
+    top_singular,
+)
+from dpgossip.topology import make_network
+
+__all__ = ["run_point", "build_problem", "repeat_seed"]
+
+_STRUCTURE_KEY = 2**31
+
+
+def repeat_seed(seed: int, repeat: int) -> np.random.SeedSequence:
+    """Seed of repeat ``repeat``: ``SeedSequence(seed, spawn_key=(repeat,))``."""
+    return np.random.SeedSequence(seed, spawn_key=(repeat,))
+
+
+def _resolve_path(value: str, base: Path | None) -> str:
+    if base is None:
+        return value
+    p = Path(value)
+    if p.suffix and not p.is_absolute() and (base / p).exists():
+        return str(base / p)
+    return value
+
+
+def build_problem(cfg: Mapping[str, Any], base: Path | None = None):
+    """Data, network and resolved protocol parameters of one point."""
+    structure = np.random.default_rng(
+        np.random.SeedSequence(cfg["seed"], spawn_key=(_STRUCTURE_KEY,))
+    )
+    net_cfg, data_cfg, proto = cfg["network"], cfg["data"], cfg["protocol"]
+    topology = _resolve_path(net_cfg["topology"], base)
+    kwargs: dict[str, Any] = {
+        "agents": net_cfg.get("agents"),
+        "seed": structure,
+        "params": net_cfg.get("params"),
+    }
+    if net_cfg.get("mixing") is not None:
+        kwargs["mixing"] = net_cfg["mixing"]
+    network = make_network(topology, **kwargs)
+    data = load_dataset(
+        _resolve_path(data_cfg["source"], base),
+        agents=network.m,
+        partition=data_cfg["partition"],
+        sizes=data_cfg.get("sizes"),
+        min_rows=data_cfg["min_rows"],
+        center=data_cfg["center"],
+        standardize=(
+            data_cfg["source"] != "synthetic"
+            if data_cfg["standardize"] is None
+            else data_cfg["standardize"]
+        ),
+        scale=data_cfg["scale"],
+        synthetic=data_cfg.get("synthetic"),
+        rng=structure,
+    )
+    noise_cfg = proto.get("noise") or {}
+    noise = NoiseSchedule(
+        kind=noise_cfg.get("schedule", "geometric"),
+        scale=float(noise_cfg.get("scale", 1.0)),
+        values=tuple(float(v) for v in noise_cfg.get("values", ())),
+    )
+    params = resolve_params(
+        data,
+        network,
+        iterations=proto["iterations"],
+        consensus_steps=proto["consensus_steps"],
+        rank=proto["rank"],
+        alpha=proto["alpha"],
+        sigma_q=proto.get("sigma_q"),
+        noise=noise,
+    )
+    return data, network, params
+
+
+def run_point(
+    cfg: Mapping[str, Any], axes: Mapping[str, Any], base: Path | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run every repeat of one point.
+
+    Returns
+    -------
+    runs, iterations
+        Tidy rows: one per repeat (final metrics), and one per repeat, component and iteration
+        (``error = sin(u_l, q_l^(t))``, Eq. (37) of 001).
+    """
+    data, network, params = build_problem(cfg, base)
+    spec = top_singular(data.X, params.rank)
+    base_row = {
+        **{k.replace(".", "_"): v for k, v in axes.items()},
+        **network.to_row(),
+        **data.to_row(),
+        **params.to_row(),
+        "backend": cfg["backend"],
+    }
+    runs, iters = [], []
+    for k in range(cfg["repeats"]):
+        seq = repeat_seed(cfg["seed"], k)
+        if cfg["backend"] == "engine":
+            from dpgossip.engine import NetworkConditions, run_engine
+
+            cond = NetworkConditions.from_mapping((cfg.get("engine") or {}).get("conditions") or {})
+            res = run_engine(data, network, params, seq, conditions=cond, record_transcript=False)
+        else:
+            res = run_matrix(data, network, params, seq)
+        err = error_per_iteration(res.iterates, spec.U)
+        row = {
+            **base_row,
+            "repeat": k,
+            "error": float(err[0, -1]),
+            "subspace_distance": subspace_distance(spec.U, res.Q),
+            "captured_energy": captured_energy(data.X, res.Q),
+        }
+        summary = res.info.get("summary") if res.info else None
+        if summary is not None and hasattr(summary, "to_row"):
+            row.update(summary.to_row())
+        base_cfg = cfg.get("baseline") or {}
+        if base_cfg.get("ldp"):
+            ldp = run_ldp(
+                data.X,
+                params.rank,
+                base_cfg["epsilon"],
+                base_cfg["delta"],
+                np.random.default_rng(np.random.SeedSequence(cfg["seed"], spawn_key=(k, 1))),
+                base_cfg["calibration"],
+            )
+            row.update(
+                {
+                    "ldp_error": subspace_distance(spec.U, ldp.U_hat),
+                    **ldp.to_row(),
+                    "epsilon": base_cfg["epsilon"],
+                    "delta": base_cfg["delta"],
+                }
+            )
+        runs.append(row)
+        for l in range(params.rank):
+            for t in range(params.iterations + 1):
+                iters.append(
+                    {
+                        **base_row,
+                        "repeat": k,
+                        "component": l + 1,
+                        "iteration": t,
+                        "error": float(err[l, t]),
+                    }
+                )
+    return runs, iters

@@ -1,0 +1,318 @@
+"""The scenario schema: every key, its type, default and allowed values, and validation at load.
+
+Errors name the path of the bad value (``protocol.consensus_steps[2]``), the value and what is allowed;
+unknown keys get a did-you-mean. A list given where the schema expects one value is a sweep axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dpgossip.errors import ConfigError, did_you_mean
+
+__all__ = ["Field", "SCHEMA", "validate", "REQUIRED", "axis_paths"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Field:
+    """One scalar setting.
+
+    ``kind`` is ``int``, ``float``, ``str``, ``bool``, ``"list"`` (a list value, e.g. explicit sizes), or
+    ``"table"`` (an inline table checked by ``check``). A list where a scalar kind is expected is a sweep axis
+    when ``sweep`` is true.
+    """
+
+    kind: Any
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    low: float | None = None
+    low_open: bool = False
+    high: float | None = None
+    high_open: bool = False
+    sweep: bool = True
+    check: Callable[[str, Any], Any] | None = None
+    doc: str = ""
+
+
+def _noise_table(path: str, value: Any) -> dict[str, Any]:
+    from dpgossip.protocol.params import NOISE_KINDS
+
+    allowed = {"schedule": str, "scale": float, "values": "list"}
+    out = _sub_table(path, value, allowed)
+    sched = out.setdefault("schedule", "geometric")
+    if sched not in NOISE_KINDS:
+        raise ConfigError(
+            f"{path}.schedule: {sched!r} is not allowed; use one of "
+            f"{', '.join(NOISE_KINDS)}{did_you_mean(str(sched), NOISE_KINDS)}"
+        )
+    scale = out.setdefault("scale", 1.0)
+    if (
+        not (isinstance(scale, (int, float)) and not isinstance(scale, bool))
+        or scale < 0
+        or not math.isfinite(scale)
+    ):
+        raise ConfigError(f"{path}.scale must be a finite number >= 0, got {scale!r}")
+    for i, v in enumerate(out.get("values", [])):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+            raise ConfigError(f"{path}.values[{i}] must be a number >= 0, got {v!r}")
+    if sched == "explicit" and "values" not in out:
+        raise ConfigError(f"{path}: schedule 'explicit' needs values = [one per iteration]")
+    return out
+
+
+def _alpha_value(path: str, value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ConfigError(
+            f"{path} must be a positive number, 'geometric_mean' or "
+            f"{{ position = t }}, got {value!r}"
+        )
+    if isinstance(value, (int, float)):
+        if value <= 0 or not math.isfinite(value):
+            raise ConfigError(f"{path} must be a positive number, got {value!r}")
+        return float(value)
+    if value == "geometric_mean":
+        return value
+    if isinstance(value, Mapping):
+        out = _sub_table(path, value, {"position": float})
+        pos = out.get("position", 0.5)
+        if not 0 < pos < 1:
+            raise ConfigError(f"{path}.position must be in (0, 1), got {pos!r}")
+        return out
+    raise ConfigError(
+        f"{path} must be a positive number, 'geometric_mean' or {{ position = t }}, got {value!r}"
+    )
+
+
+def _free_table(path: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path} must be a table, got {value!r}")
+    return dict(value)
+
+
+def _sub_table(path: str, value: Any, allowed: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path} must be a table, got {value!r}")
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        if key not in allowed:
+            raise ConfigError(
+                f"{path}.{key}: unknown key{did_you_mean(key, list(allowed))}; "
+                f"allowed: {', '.join(allowed)}"
+            )
+        kind = allowed[key]
+        if kind is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if kind == "list":
+            if not isinstance(v, list):
+                raise ConfigError(f"{path}.{key} must be a list, got {v!r}")
+        elif not isinstance(v, kind) or isinstance(v, bool) and kind is not bool:
+            raise ConfigError(f"{path}.{key} must be {kind.__name__}, got {v!r}")
+        out[key] = v
+    return out
+
+
+SCHEMA: dict[str, dict[str, Field]] = {
+    "": {
+        "name": Field(kind=str, default=REQUIRED, sweep=False, doc="scenario name"),
+        "description": Field(kind=str, default="", sweep=False),
+        "seed": Field(kind=int, default=0, low=0, sweep=False, doc="root seed of the scenario"),
+        "repeats": Field(kind=int, default=1, low=1, sweep=False, doc="independent runs per point"),
+        "backend": Field(kind=str, default="matrix", choices=("matrix", "engine")),
+    },
+    "data": {
+        "source": Field(
+            kind=str,
+            default=REQUIRED,
+            doc="wine | breast_cancer | diabetes | synthetic | path to .csv/.npy",
+        ),
+        "partition": Field(kind=str, default="equal", choices=("equal", "explicit", "random")),
+        "sizes": Field(kind="list", default=None, doc="rows per agent (partition = 'explicit')"),
+        "min_rows": Field(kind=int, default=1, low=1),
+        "center": Field(kind=bool, default=False),
+        "standardize": Field(
+            kind=bool, default=None, doc="z-score columns; default true except for synthetic data"
+        ),
+        "scale": Field(kind=str, default="max_norm", choices=("max_norm", "unit_rows", "none")),
+        "synthetic": Field(
+            kind="table",
+            default=None,
+            check=_free_table,
+            doc="{ n, d, spectrum } for source = 'synthetic'",
+        ),
+    },
+    "network": {
+        "topology": Field(
+            kind=str, default=REQUIRED, doc="builder name, shipped file name or path"
+        ),
+        "agents": Field(kind=int, default=None, low=2),
+        "mixing": Field(
+            kind=str,
+            default=None,
+            doc="mixing rule; default 'metropolis', or the file's W for files that carry one",
+        ),
+        "params": Field(
+            kind="table",
+            default=None,
+            check=_free_table,
+            sweep=False,
+            doc="builder parameters, e.g. { p = 0.3 }",
+        ),
+    },
+    "protocol": {
+        "iterations": Field(kind=int, default=REQUIRED, low=1),
+        "consensus_steps": Field(kind=int, default=REQUIRED, low=0),
+        "rank": Field(kind=int, default=1, low=1),
+        "alpha": Field(kind="table", default="geometric_mean", check=_alpha_value),
+        "sigma_q": Field(kind=float, default=None, low=0, low_open=True),
+        "noise": Field(kind="table", default=None, check=_noise_table),
+    },
+    "baseline": {
+        "ldp": Field(kind=bool, default=False, doc="also run the LDP baseline of 001 Section IV-A"),
+        "epsilon": Field(kind=float, default=None, low=0, low_open=True),
+        "delta": Field(kind=float, default=None, low=0, low_open=True, high=1, high_open=True),
+        "calibration": Field(kind=str, default="analytic", choices=("paper", "analytic")),
+    },
+    "engine": {
+        "conditions": Field(
+            kind="table",
+            default=None,
+            check=_free_table,
+            sweep=False,
+            doc="network conditions for backend = 'engine'",
+        ),
+    },
+    "output": {
+        "dir": Field(kind=str, default=None, sweep=False),
+        "plots": Field(kind=bool, default=True, sweep=False),
+    },
+}
+
+# Sections whose content is validated by another module (privacy, engine) are added there.
+EXTRA_SECTIONS: dict[str, Callable[[str, Any], Any]] = {}
+
+
+def _check_scalar(path: str, f: Field, value: Any) -> Any:
+    if f.kind == "table":
+        return f.check(path, value) if f.check else value
+    if f.kind == "list":
+        if not isinstance(value, list):
+            raise ConfigError(f"{path} must be a list, got {value!r}")
+        return value
+    if f.kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, f.kind) or (isinstance(value, bool) and f.kind is not bool):
+        raise ConfigError(
+            f"{path} must be {_kind_name(f.kind)}, got {value!r} ({type(value).__name__})"
+        )
+    if f.choices is not None and value not in f.choices:
+        raise ConfigError(
+            f"{path}: {value!r} is not allowed; use one of "
+            f"{', '.join(map(str, f.choices))}{did_you_mean(str(value), f.choices)}"
+        )
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if f.kind is float and not math.isfinite(value):
+            raise ConfigError(f"{path} must be finite, got {value!r}")
+        if f.low is not None and (value < f.low or (f.low_open and value == f.low)):
+            raise ConfigError(
+                f"{path} must be {'>' if f.low_open else '>='} {f.low:g}, got {value!r}"
+            )
+        if f.high is not None and (value > f.high or (f.high_open and value == f.high)):
+            raise ConfigError(
+                f"{path} must be {'<' if f.high_open else '<='} {f.high:g}, got {value!r}"
+            )
+    return value
+
+
+def _kind_name(kind: Any) -> str:
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        kind, str(kind)
+    )
+
+
+def _check_field(path: str, f: Field, value: Any) -> Any:
+    is_axis = (
+        isinstance(value, list)
+        and f.kind != "list"
+        or (f.kind == "list" and isinstance(value, list) and value and isinstance(value[0], list))
+    )
+    if is_axis:
+        if not f.sweep:
+            raise ConfigError(f"{path} cannot be swept (a list was given: {value!r})")
+        if not value:
+            raise ConfigError(f"{path}: an empty list is not a sweep axis; give at least one value")
+        return [_check_scalar(f"{path}[{i}]", f, v) for i, v in enumerate(value)]
+    return _check_scalar(path, f, value)
+
+
+def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a parsed scenario and fill defaults; return the resolved configuration.
+
+    Raises
+    ------
+    ConfigError
+        Naming the path, the value and what is allowed.
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"a scenario must be a TOML table, got {type(raw).__name__}")
+    sections = [s for s in SCHEMA if s] + list(EXTRA_SECTIONS)
+    out: dict[str, Any] = {}
+    top = SCHEMA[""]
+    for key, value in raw.items():
+        if key in top:
+            continue
+        if key not in sections:
+            raise ConfigError(
+                f"{key}: unknown key{did_you_mean(key, list(top) + sections)}; "
+                f"allowed top-level keys: {', '.join(list(top) + sections)}"
+            )
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key} must be a table ([{key}]), got {value!r}")
+    for name, fields in SCHEMA.items():
+        given = raw if name == "" else raw.get(name, {})
+        target = out if name == "" else out.setdefault(name, {})
+        for key in given:
+            if name and key not in fields:
+                raise ConfigError(
+                    f"{name}.{key}: unknown key{did_you_mean(key, list(fields))}; "
+                    f"allowed in [{name}]: {', '.join(fields)}"
+                )
+        for key, f in fields.items():
+            path = f"{name}.{key}" if name else key
+            if key in given:
+                target[key] = _check_field(path, f, given[key])
+            elif f.default is REQUIRED:
+                if name == "" or name in raw or _section_required(name):
+                    raise ConfigError(f"{path} is required ({f.doc or _kind_name(f.kind)})")
+            else:
+                target[key] = f.default
+    for name, check in EXTRA_SECTIONS.items():
+        if name in raw:
+            out[name] = check(name, raw[name])
+    return out
+
+
+def _section_required(name: str) -> bool:
+    return name in ("data", "network", "protocol")
+
+
+def axis_paths(config: Mapping[str, Any]) -> list[str]:
+    """Dotted paths of the sweep axes of a validated configuration (values that are lists)."""
+    paths = []
+    for name, fields in SCHEMA.items():
+        section = config if name == "" else config.get(name, {})
+        for key, f in fields.items():
+            v = section.get(key)
+            if isinstance(v, list) and (f.kind != "list" or (v and isinstance(v[0], list))):
+                paths.append(f"{name}.{key}" if name else key)
+    return paths

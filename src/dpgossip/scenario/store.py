@@ -1,0 +1,76 @@
+"""The results folder: atomic writes of tidy CSV and JSON files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_write_text", "write_csv", "write_json", "read_csv"]
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``: a reader (or
+    an interrupted run) never sees a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Tidy CSV: the union of the rows' keys as columns, in first-seen order."""
+    rows = list(rows)
+    cols: list[str] = []
+    for r in rows:
+        cols.extend(k for k in r if k not in cols)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: _fmt(v) for k, v in r.items()})
+    atomic_write_text(path, buf.getvalue())
+
+
+def _fmt(v: Any) -> Any:
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, (list, tuple, dict)):
+        return json.dumps(v, default=str)
+    return v
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Pretty JSON, atomically."""
+    atomic_write_text(
+        path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n"
+    )
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """Rows of a CSV written by :func:`write_csv` (values as strings)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))

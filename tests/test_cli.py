@@ -1,0 +1,129 @@
+"""The command line: user mistakes exit 2 with a one-line message and no traceback."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpgossip.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+GOOD = """
+name = "t"
+seed = 3
+repeats = 2
+[data]
+source = "wine"
+[network]
+topology = "ring"
+agents = 4
+[protocol]
+iterations = 4
+consensus_steps = [1, 3]
+"""
+
+
+def test_run_writes_tidy_results(tmp_path):
+    out = tmp_path / "out"
+    assert main(["run", str(write(tmp_path, GOOD)), "--out", str(out)]) == 0
+    rows = list(csv.DictReader(open(out / "runs.csv")))
+    assert len(rows) == 4 and {r["protocol_consensus_steps"] for r in rows} == {"1", "3"}
+    iters = list(csv.DictReader(open(out / "iterations.csv")))
+    assert len(iters) == 2 * 2 * 5
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["points"] == 2 and summary["versions"]["numpy"]
+    assert json.loads((out / "config.resolved.json").read_text())["protocol"]["rank"] == 1
+
+
+def test_quickstart_scenario_runs(tmp_path):
+    assert main(["run", str(ROOT / "scenarios" / "quickstart.toml"), "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "runs.csv")))
+    assert len(rows) == 20
+    # D-DP-PM beats the LDP baseline on the quickstart (median over repeats)
+    err = sorted(float(r["error"]) for r in rows)
+    ldp = sorted(float(r["ldp_error"]) for r in rows)
+    assert err[10] < ldp[10]
+
+
+BAD = [
+    (GOOD.replace('topology = "ring"', 'topology = "ring"\n[extra]'), "extra: unknown key"),
+    (GOOD.replace("agents = 4", "agents = 400"), "data has 178 rows but there are 400 agents"),
+    (GOOD.replace('topology = "ring"', 'topology = "rign"'), "did you mean 'ring'"),
+    (GOOD.replace("iterations = 4", "iterations = 0"), "protocol.iterations must be >= 1, got 0"),
+    (
+        GOOD.replace("consensus_steps = [1, 3]", "consensus_steps = -1"),
+        "protocol.consensus_steps must be >= 0, got -1",
+    ),
+    (
+        GOOD.replace("[protocol]", '[protocol]\nnoise = { schedule = "constant", scale = -2 }'),
+        "protocol.noise.scale must be a finite number >= 0, got -2",
+    ),
+    (GOOD.replace("[network]", '[network]\nmixing = "metropolis_fast"'), "network.mixing"),
+    (GOOD.replace('source = "wine"', 'source = "wine"\nscale = "none"'), "norm"),
+    (GOOD.replace('source = "wine"', 'source = "nope.csv"'), "nope.csv"),
+    ("name = ", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text, needle", BAD)
+def test_bad_scenarios_exit_2_with_message(tmp_path, capsys, text, needle):
+    assert main(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "runs.csv").exists()
+
+
+def test_disconnected_graph_and_bad_w_from_files(tmp_path, capsys):
+    g = tmp_path / "g.edgelist"
+    g.write_text("0 1\n2 3\n")
+    assert main(["topology", str(g)]) == 2
+    assert "disconnected" in capsys.readouterr().err.lower()
+    f = tmp_path / "w.json"
+    f.write_text(
+        json.dumps(
+            {
+                "directed": False,
+                "multigraph": False,
+                "graph": {},
+                "nodes": [{"id": 0}, {"id": 1}, {"id": 2}],
+                "edges": [{"source": 0, "target": 1}, {"source": 1, "target": 2}],
+                "W": [[0.5, 0.5, 0], [0.5, 0.25, 0.25], [0, 0.25, 0.5]],
+            }
+        )
+    )
+    assert main(["topology", str(f)]) == 2
+    assert "sum" in capsys.readouterr().err
+    f.write_text(
+        json.dumps(
+            {
+                "directed": False,
+                "multigraph": False,
+                "graph": {},
+                "nodes": [{"id": 0}, {"id": 1}, {"id": 2}],
+                "edges": [{"source": 0, "target": 1}, {"source": 1, "target": 2}],
+                "W": [[0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]],
+            }
+        )
+    )
+    assert main(["topology", str(f)]) == 2
+    assert "(0, 2)" in capsys.readouterr().err
+
+
+def test_console_script_has_no_traceback(tmp_path):
+    p = subprocess.run(
+        [sys.executable, "-m", "dpgossip.cli", "topology", "ring", "--agents", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "network.agents" in p.stderr
