@@ -1,0 +1,104 @@
+"""Neighbouring datasets (privacy-model.md, Section 3) and candidate replacements for the worst-case search.
+
+``bounded`` (default, as in 001): ``X'`` equals ``X`` except one row ``x`` of the target, replaced by ``x'``
+with ``||x'|| <= 1`` and ``||x - x'|| <= 1``. ``replace-one``: any ``x'`` in the unit ball.
+
+Candidates ``x' = x + t u`` for unit directions ``u`` (top right singular directions of ``X`` and of ``X_j``,
+``-x``, random directions), with ``t`` the largest step the constraints allow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpgossip.errors import ConfigError, did_you_mean
+
+__all__ = ["Neighbour", "NEIGHBOUR_KINDS", "max_step", "candidate_neighbours", "is_neighbour"]
+
+NEIGHBOUR_KINDS = ("bounded", "replace-one")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Neighbour:
+    """Row ``row`` (global index) replaced by ``x_new``."""
+
+    row: int
+    x_new: np.ndarray
+    label: str = ""
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """The neighbouring matrix ``X'``."""
+        Xn = np.array(X, dtype=float)
+        Xn[self.row] = self.x_new
+        return Xn
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row."""
+        return {"row": self.row, "replacement": " ".join(f"{v:.6g}" for v in self.x_new),
+                "direction": self.label}
+
+
+def max_step(x: np.ndarray, u: np.ndarray, kind: str = "bounded") -> float:
+    """Largest ``t >= 0`` with ``||x + t u|| <= 1`` (and ``t <= 1`` for ``bounded``), ``||u|| = 1``.
+
+    From ``||x||^2 + 2 t x.u + t^2 <= 1``: ``t = -x.u + sqrt((x.u)^2 + 1 - ||x||^2)``.
+    """
+    xu = float(x @ u)
+    t = -xu + np.sqrt(max(xu * xu + 1.0 - float(x @ x), 0.0))
+    return float(min(t, 1.0)) if kind == "bounded" else float(t)
+
+
+def is_neighbour(x: np.ndarray, x_new: np.ndarray, kind: str = "bounded", tol: float = 1e-9) -> bool:
+    """Whether replacing ``x`` by ``x_new`` is allowed."""
+    ok = np.linalg.norm(x_new) <= 1 + tol
+    if kind == "bounded":
+        ok = ok and np.linalg.norm(x_new - x) <= 1 + tol
+    return bool(ok)
+
+
+def candidate_neighbours(X: np.ndarray, rows: np.ndarray, *, kind: str = "bounded",
+                         per_target: int = 100, directions: int = 3,
+                         rng: np.random.Generator) -> list[Neighbour]:
+    """About ``per_target`` candidate neighbours that change one of ``rows`` (the target's rows).
+
+    Rows are taken by decreasing leverage (``||U_k^T e_row||`` with the top singular vectors of ``X``);
+    for each, the directions are: ``-x``, ``+-v_1..v_directions`` (top right singular vectors of ``X``
+    and of the target's block), then random unit directions to fill up.
+    """
+    if kind not in NEIGHBOUR_KINDS:
+        raise ConfigError(f"privacy.neighbours: unknown kind {kind!r}"
+                          f"{did_you_mean(kind, NEIGHBOUR_KINDS)}; known: {', '.join(NEIGHBOUR_KINDS)}")
+    if per_target < 1:
+        raise ConfigError(f"privacy.candidates must be >= 1, got {per_target}")
+    X = np.asarray(X, dtype=float)
+    d = X.shape[1]
+    U, _, Vt = np.linalg.svd(X, full_matrices=False)
+    _, _, Vt_j = np.linalg.svd(X[rows], full_matrices=False)
+    k = min(directions, Vt.shape[0])
+    lev = np.linalg.norm(U[rows, :k], axis=1)
+    order = np.asarray(rows)[np.argsort(-lev)]
+    dirs_fixed = [("v%d" % i, s * Vt[i]) for i in range(k) for s in (1, -1)]
+    dirs_fixed += [("vj%d" % i, s * Vt_j[i]) for i in range(min(k, Vt_j.shape[0])) for s in (1, -1)]
+    out: list[Neighbour] = []
+    per_row = max(1, min(len(dirs_fixed) + 1, per_target // max(1, min(len(order), per_target))))
+    for r in order:
+        x = X[r]
+        cands = []
+        nx_ = np.linalg.norm(x)
+        if nx_ > 0:
+            cands.append(("-x", -x / nx_))
+        cands += dirs_fixed
+        for label, u in cands[:per_row]:
+            t = max_step(x, u, kind)
+            out.append(Neighbour(row=int(r), x_new=x + t * u, label=label))
+            if len(out) >= per_target:
+                return out
+    while len(out) < per_target:
+        r = int(rng.choice(order))
+        u = rng.standard_normal(d)
+        u /= np.linalg.norm(u)
+        t = max_step(X[r], u, kind)
+        out.append(Neighbour(row=r, x_new=X[r] + t * u, label="random"))
+    return out

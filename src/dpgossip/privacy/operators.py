@@ -1,0 +1,141 @@
+"""Matrix-free view maps: ``g -> G g`` and ``v -> G^T v`` for a view of one component.
+
+With the latent noise standardised, ``w = diag(std) g``, ``g ~ N(0, I_N)``, a view is ``V = G g`` with
+
+    G g = [ (B (x) I_d) z^(1); ...; (B (x) I_d) z^(T); q^(T)[final_rows]; std[known] g[known] ]
+
+where ``q^(0) = w_0``, ``q^(t) = P q^(t-1) + w_t`` and ``z^(t) = D^T q^(t-1)`` (Eqs. (16)-(18) of 001),
+``P = alpha Xi`` applied without forming it: ``P q = alpha m D (W^c (x) I_d) D^T q``. The adjoint uses that
+``P`` is symmetric: latent block ``s`` of ``G^T v`` is ``std_s * R_s`` with
+
+    R_T = f,   R_s = P R_(s+1) + D (B^T (x) I_d) v_(s+1)          (f = v's final part, scattered)
+
+plus ``std[known] v_known`` on the known coordinates. Each costs ``T`` applications of ``P`` to a block
+of vectors, ``O(T (n d + m^2 d) b)`` for ``b`` vectors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ViewOperator", "view_operator"]
+
+
+class ViewOperator:
+    """The linear map ``G`` of a view (see the module docstring); data ``X`` fixed at construction.
+
+    Parameters
+    ----------
+    X
+        Data of the component, ``n x d``.
+    offsets
+        Row offsets of the agents' blocks (``m + 1``).
+    W
+        Mixing matrix.
+    T, c, alpha
+        Iterations, gossip rounds, scaling.
+    latent_std
+        ``(N,)`` standard deviations of ``w``.
+    B
+        ``(r, m)`` compression basis of the received messages (``r = 0``: no messages).
+    final_rows
+        Indices of ``q^(T)`` in the view.
+    known
+        Indices of ``w`` the adversary knows.
+    """
+
+    def __init__(self, X: np.ndarray, offsets: np.ndarray, W: np.ndarray, *, T: int, c: int,
+                 alpha: float, latent_std: np.ndarray, B: np.ndarray, final_rows: np.ndarray,
+                 known: np.ndarray) -> None:
+        self.X = np.asarray(X, dtype=float)
+        self.n, self.d = self.X.shape
+        self.offsets = np.asarray(offsets)
+        self.m = self.offsets.size - 1
+        self._blocks = [(int(self.offsets[i]), int(self.offsets[i + 1])) for i in range(self.m)]
+        self._XT = [np.ascontiguousarray(self.X[a:e].T) for a, e in self._blocks]
+        self.T, self.c, self.alpha = T, c, float(alpha)
+        self.mWc = self.m * np.linalg.matrix_power(np.asarray(W, dtype=float), c)
+        self.std = np.asarray(latent_std, dtype=float)
+        self.B = np.asarray(B, dtype=float).reshape(-1, self.m)
+        self.final_rows = np.asarray(final_rows, dtype=int)
+        self.known = np.asarray(known, dtype=int)
+        self.r = self.B.shape[0]
+        self.K = T * self.r * self.d + self.final_rows.size + self.known.size
+        self.N = self.n * (T + 1)
+
+    # --- building blocks -------------------------------------------------------------------------
+    def _Dt(self, q: np.ndarray) -> np.ndarray:
+        """``D^T q`` as ``(m, d, b)``: ``z_i = X_i^T q_i`` (one BLAS product per agent)."""
+        out = np.empty((self.m, self.d, q.shape[1]))
+        for i, (a, e) in enumerate(self._blocks):
+            np.matmul(self._XT[i], q[a:e], out=out[i])
+        return out
+
+    def _D(self, y: np.ndarray) -> np.ndarray:
+        """``D y`` for ``y`` of shape ``(m, d, b)``: row block ``i`` is ``X_i y_i``."""
+        out = np.empty((self.n, y.shape[2]))
+        for i, (a, e) in enumerate(self._blocks):
+            np.matmul(self.X[a:e], y[i], out=out[a:e])
+        return out
+
+    def apply_P(self, q: np.ndarray) -> np.ndarray:
+        """``P q = alpha m D (W^c (x) I_d) D^T q`` for ``q`` of shape ``(n, b)``."""
+        z = self._Dt(q)
+        zh = (self.mWc @ z.reshape(self.m, -1)).reshape(z.shape)
+        return self.alpha * self._D(zh)
+
+    # --- the view map ----------------------------------------------------------------------------
+    def forward(self, g: np.ndarray) -> np.ndarray:
+        """``G g`` for standardised latent vectors ``g`` of shape ``(N, b)``; returns ``(K, b)``."""
+        g = np.asarray(g, dtype=float).reshape(self.N, -1)
+        b = g.shape[1]
+        n, T = self.n, self.T
+        w = g * self.std[:, None]
+        out = np.empty((self.K, b))
+        q = w[:n]
+        pos = 0
+        step = self.r * self.d
+        for t in range(1, T + 1):
+            if self.r:
+                z = self._Dt(q)
+                out[pos:pos + step] = (self.B @ z.reshape(self.m, -1)).reshape(step, b)
+                pos += step
+            q = self.apply_P(q) + w[t * n:(t + 1) * n]
+        nf = self.final_rows.size
+        out[pos:pos + nf] = q[self.final_rows]
+        pos += nf
+        out[pos:] = w[self.known]
+        return out
+
+    def adjoint(self, v: np.ndarray) -> np.ndarray:
+        """``G^T v`` for ``v`` of shape ``(K, b)``; returns ``(N, b)``."""
+        v = np.asarray(v, dtype=float).reshape(self.K, -1)
+        b = v.shape[1]
+        n, T, d = self.n, self.T, self.d
+        step = self.r * d
+        nf = self.final_rows.size
+        msgs = v[:T * step].reshape(T, self.r, d, b) if self.r else None
+        R = np.zeros((n, b))
+        R[self.final_rows] = v[T * step:T * step + nf]
+        out = np.empty((self.N, b))
+        out[T * n:] = R
+        for s in range(T - 1, -1, -1):
+            R = self.apply_P(R)
+            if msgs is not None:
+                y = (self.B.T @ msgs[s].reshape(self.r, -1)).reshape(self.m, d, b)
+                R = R + self._D(y)
+            out[s * n:(s + 1) * n] = R
+        out[self.known] += v[T * step + nf:]
+        return out * self.std[:, None]
+
+    def covariance(self) -> np.ndarray:
+        """``S = G G^T`` (``K x K``), as ``forward(adjoint(I_K))``."""
+        S = self.forward(self.adjoint(np.eye(self.K)))
+        return (S + S.T) / 2
+
+
+def view_operator(X: np.ndarray, offsets: np.ndarray, W: np.ndarray, *, T: int, c: int,
+                  alpha: float, latent_std: np.ndarray, spec) -> ViewOperator:
+    """The :class:`ViewOperator` of a :class:`~dpgossip.privacy.views.ViewSpec` on data ``X``."""
+    return ViewOperator(X, offsets, W, T=T, c=c, alpha=alpha, latent_std=latent_std, B=spec.B,
+                        final_rows=spec.final_rows, known=spec.known)
