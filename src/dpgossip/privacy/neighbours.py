@@ -79,8 +79,8 @@ def candidate_neighbours(X: np.ndarray, rows: np.ndarray, *, kind: str = "bounde
     k = min(directions, Vt.shape[0])
     lev = np.linalg.norm(U[rows, :k], axis=1)
     order = np.asarray(rows)[np.argsort(-lev)]
-    dirs_fixed = [("v%d" % i, s * Vt[i]) for i in range(k) for s in (1, -1)]
-    dirs_fixed += [("vj%d" % i, s * Vt_j[i]) for i in range(min(k, Vt_j.shape[0])) for s in (1, -1)]
+    dirs_fixed = [(f"v{i}", s * Vt[i]) for i in range(k) for s in (1, -1)]
+    dirs_fixed += [(f"vj{i}", s * Vt_j[i]) for i in range(min(k, Vt_j.shape[0])) for s in (1, -1)]
     out: list[Neighbour] = []
     per_row = max(1, min(len(dirs_fixed) + 1, per_target // max(1, min(len(order), per_target))))
     for r in order:
