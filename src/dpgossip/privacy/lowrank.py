@@ -26,7 +26,10 @@ from scipy.linalg.lapack import dpstrf
 
 from dpgossip.privacy.operators import ViewOperator
 
-__all__ = ["WhitenedCovariance", "difference_rowspace", "LowRankPencil", "pencil_eigenvalues"]
+__all__ = [
+    "WhitenedCovariance", "JointWhitening", "difference_rowspace", "LowRankPencil",
+    "pencil_eigenvalues",
+]
 
 
 class WhitenedCovariance:
@@ -150,3 +153,59 @@ def pencil_eigenvalues(white: WhitenedCovariance, view0: ViewOperator, view1: Vi
         lam = np.concatenate([lam, np.zeros(Q.shape[1] - lam.size)])
     return LowRankPencil(lam=lam, rank=white.rank, outside=outside,
                          support_ok=outside <= support_tol)
+
+
+class JointWhitening:
+    """Whitening of a joint view ``V = [M ; w_k]`` whose known randomness ``w_k`` has diagonal covariance.
+
+    ``M = F_u w_u + F_k w_k``; the joint covariance factors as ``[[L_u, F_k D_k], [0, D_k]]`` (messages first)
+    with ``D_k = diag(std_k)`` and ``L_u L_u^T = F_u diag(std_u^2) F_u^T`` the conditional covariance of
+    ``M`` given ``w_k``. Only ``L_u`` is a dense factorisation (``K_m = K - n_k`` instead of ``K``), and the
+    products with ``F_k`` and ``F_k^T`` are one forward / adjoint of the view operator.
+
+    Whitening: ``a_k = w_k / std_k``, ``a_m = L_u^{-1} (M - F_k w_k)``.
+    """
+
+    def __init__(self, op: ViewOperator, *, max_condition: float = 1e10) -> None:
+        self.op = op
+        self.known = op.known
+        self.std_k = op.std[self.known]
+        self.Km = op.K - self.known.size
+        std_u = op.std.copy()
+        std_u[self.known] = 0.0
+        self.op_u = ViewOperator(op.X, op.offsets, op.W,
+                                 T=op.T, c=op.c, alpha=op.alpha, latent_std=std_u, B=op.B,
+                                 final_rows=op.final_rows, known=np.zeros(0, dtype=int))
+        GT = self.op_u.adjoint(np.eye(self.Km))
+        S = self.op_u.forward(GT)
+        self.white_u = WhitenedCovariance((S + S.T) / 2, factor=GT, max_condition=max_condition)
+        self.rank = self.white_u.rank + self.known.size
+        self.K = op.K
+        self.method = self.white_u.method
+        self.condition = self.white_u.condition
+
+    def _Fk(self, wk: np.ndarray) -> np.ndarray:
+        g = np.zeros((self.op.N, wk.shape[1]))
+        g[self.known] = wk / self.std_k[:, None]
+        return self.op.forward(g)[: self.Km]
+
+    def _FkT(self, vm: np.ndarray) -> np.ndarray:
+        v = np.zeros((self.K, vm.shape[1]))
+        v[: self.Km] = vm
+        return self.op.adjoint(v)[self.known] / self.std_k[:, None]
+
+    def whiten(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whitened coordinates ``[a_m ; a_k]`` and relative components outside the range."""
+        Y = np.asarray(Y, dtype=float)
+        Ym, Yk = Y[: self.Km], Y[self.Km:]
+        am, rel = self.white_u.whiten(Ym - self._Fk(Yk))
+        return np.vstack([am, Yk / self.std_k[:, None]]), rel
+
+    def whiten_transpose(self, A: np.ndarray) -> np.ndarray:
+        """``Wh^T A`` (see :meth:`WhitenedCovariance.whiten_transpose`)."""
+        A = np.asarray(A, dtype=float)
+        r = self.white_u.rank
+        vm = self.white_u.whiten_transpose(A[:r])
+        vk = A[r:] / self.std_k[:, None] - self._FkT(vm)
+        return np.vstack([vm, vk])
+

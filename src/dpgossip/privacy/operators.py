@@ -54,7 +54,8 @@ class ViewOperator:
         self._blocks = [(int(self.offsets[i]), int(self.offsets[i + 1])) for i in range(self.m)]
         self._XT = [np.ascontiguousarray(self.X[a:e].T) for a, e in self._blocks]
         self.T, self.c, self.alpha = T, c, float(alpha)
-        self.mWc = self.m * np.linalg.matrix_power(np.asarray(W, dtype=float), c)
+        self.W = np.asarray(W, dtype=float)
+        self.mWc = self.m * np.linalg.matrix_power(self.W, c)
         self.std = np.asarray(latent_std, dtype=float)
         self.B = np.asarray(B, dtype=float).reshape(-1, self.m)
         self.final_rows = np.asarray(final_rows, dtype=int)
