@@ -47,6 +47,9 @@ class RunStreams:
 def run_streams(seed: int | np.random.SeedSequence, m: int) -> RunStreams:
     """Spawn the per-agent streams and the network stream of a run (see the module docstring)."""
     root = as_seed_sequence(seed)
+    # spawn from a fresh copy: SeedSequence.spawn advances the caller's object, and the same seed must
+    # always give the same streams (e.g. one SeedSequence passed to both backends)
+    root = np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key, pool_size=root.pool_size)
     agent_root, network_root = root.spawn(2)
     agents = tuple(np.random.default_rng(s) for s in agent_root.spawn(m))
     return RunStreams(agents=agents, network=np.random.default_rng(network_root))
