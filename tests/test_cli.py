@@ -127,3 +127,74 @@ def test_console_script_has_no_traceback(tmp_path):
         text=True,
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr and "network.agents" in p.stderr
+
+
+# --- sweeps: workers, scheduler, report (issue 5) ---------------------------------------------
+
+ZIPPED = GOOD.replace("iterations = 4", "iterations = [4, 6]") + (
+    '\n[sweep]\nzip = [["protocol.consensus_steps", "protocol.iterations"]]\n'
+    "[output]\nplots = false\n"
+)
+
+
+def test_run_with_workers_and_zip_matches_in_process(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    scenario = str(write(tmp_path, ZIPPED))
+    assert main(["run", scenario, "--out", str(one), "-q"]) == 0
+    assert main(["run", scenario, "--out", str(two), "--workers", "2", "-q"]) == 0
+    rows = list(csv.DictReader(open(one / "runs.csv")))
+    assert [(r["protocol_consensus_steps"], r["protocol_iterations"]) for r in rows] == [
+        ("1", "4"),
+        ("1", "4"),
+        ("3", "6"),
+        ("3", "6"),
+    ]
+    for name in ("runs.csv", "iterations.csv", "summary.json"):
+        assert (one / name).read_bytes() == (two / name).read_bytes()
+
+
+def test_rerun_reports_resumed_points(tmp_path, capsys):
+    scenario = str(write(tmp_path, ZIPPED))
+    assert main(["run", scenario, "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    assert main(["run", scenario, "--out", str(tmp_path / "o")]) == 0
+    assert "resuming: 2 of 2 points already finished" in capsys.readouterr().err
+
+
+def test_unreachable_scheduler_exits_2(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    argv = ["run", str(write(tmp_path, ZIPPED)), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the Dask scheduler within 0.5 s" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+BAD_SWEEPS = [
+    (
+        ZIPPED.replace("iterations = [4, 6]", "iterations = [4, 6, 8]"),
+        "sweep.zip[0]: the lists of a zip group must have equal lengths",
+    ),
+    (ZIPPED.replace('"protocol.iterations"]', '"protocol.iteration"]'), "did you mean"),
+    (GOOD + "[baseline]\nldp = true\n", "baseline.epsilon is required when baseline.ldp = true"),
+    (GOOD + "[engine]\nloss = 0.1\n", "engine conditions are given"),
+]
+
+
+@pytest.mark.parametrize("text, needle", BAD_SWEEPS)
+def test_bad_sweeps_exit_2_with_message(tmp_path, capsys, text, needle):
+    assert main(["run", str(write(tmp_path, text)), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_report_subcommand(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "o"
+    assert main(["run", str(write(tmp_path, ZIPPED)), "--out", str(out), "-q"]) == 0
+    assert not (out / "plots").exists()  # [output] plots = false
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "error_vs_c.png" in printed and (out / "plots" / "error_vs_iteration.png").is_file()
+    assert main(["report", str(tmp_path / "missing")]) == 2

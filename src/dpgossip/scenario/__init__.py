@@ -1,31 +1,65 @@
-"""Scenario files: load and validate TOML, expand sweeps, run points, write tidy results."""
+"""Scenario files: load and validate TOML, expand sweeps, run points (resumably, in parallel), write
+tidy results and plots.
+
+>>> from dpgossip.scenario import load_scenario, run_scenario          # doctest: +SKIP
+>>> run_scenario(load_scenario("scenarios/quickstart.toml"), workers=2)  # doctest: +SKIP
+PosixPath('results/quickstart')
+"""
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.scenario.assemble import assemble, remove_stale_outputs
+from dpgossip.scenario.execute import (
+    DASK_TIMEOUT,
+    PointTask,
+    connect_dask,
+    resolve_workers,
+    run_dask,
+    run_inline,
+    run_pool,
+)
 from dpgossip.scenario.expand import Point, expand, point_hash
-from dpgossip.scenario.runner import run_point
-from dpgossip.scenario.schema import SCHEMA, validate
-from dpgossip.scenario.store import write_csv, write_json
-from dpgossip.scenario.summary import library_versions, summarise
+from dpgossip.scenario.preflight import Structures, preflight
+from dpgossip.scenario.progress import Progress
+from dpgossip.scenario.results import PointResult, read_point, write_point
+from dpgossip.scenario.schema import SCHEMA, register_section, validate
 
-__all__ = ["load_scenario", "run_scenario", "Scenario", "expand", "Point", "point_hash", "SCHEMA"]
+__all__ = [
+    "load_scenario",
+    "run_scenario",
+    "Scenario",
+    "expand",
+    "Point",
+    "PointResult",
+    "point_hash",
+    "register_section",
+    "SCHEMA",
+]
 
 
 class Scenario:
-    """A validated scenario: its resolved configuration and the folder it was loaded from."""
+    """A validated scenario: its resolved configuration, the file it was loaded from and its raw table."""
 
-    __slots__ = ("config", "path")
+    __slots__ = ("config", "path", "raw")
 
-    def __init__(self, config: dict[str, Any], path: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        path: Path | None = None,
+        raw: Mapping[str, Any] | None = None,
+    ) -> None:
         self.config = config
         self.path = path
+        self.raw = raw
 
     @property
     def name(self) -> str:
@@ -38,6 +72,28 @@ class Scenario:
     def points(self) -> list[Point]:
         return expand(self.config)
 
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
+        """A copy with settings replaced, re-validated (e.g. ``{"repeats": 2, "protocol.iterations":
+        5}``; dotted paths for settings inside sections).
+
+        Raises
+        ------
+        ConfigError
+            If the result is invalid (paths are checked like any setting).
+        """
+        raw = copy.deepcopy(dict(self.raw if self.raw is not None else self.config))
+        for path, value in overrides.items():
+            parts = path.split(".")
+            node = raw
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        try:
+            return Scenario(validate(raw), self.path, raw)
+        except ConfigError as exc:
+            where = f"{self.path}: " if self.path is not None else ""
+            raise ConfigError(f"{where}{exc}") from None
+
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file (errors name the file and the bad path)."""
@@ -49,52 +105,141 @@ def load_scenario(path: str | Path) -> Scenario:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     try:
-        return Scenario(validate(raw), path)
+        return Scenario(validate(raw), path, raw)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def run_scenario(scenario: Scenario, out: str | Path | None = None, *, quiet: bool = False) -> Path:
-    """Run every point and repeat; write ``runs.csv``, ``iterations.csv``, ``summary.json`` and
-    ``config.resolved.json`` into ``out`` (default ``results/<name>``). Returns the folder."""
+def run_scenario(
+    scenario: Scenario,
+    out: str | Path | None = None,
+    *,
+    quiet: bool = False,
+    workers: int | None = 1,
+    scheduler: str | None = None,
+    scheduler_timeout: float = DASK_TIMEOUT,
+    plots: bool | None = None,
+) -> Path:
+    """Run every point and repeat of a scenario and write its results folder.
+
+    Finished points are stored in ``out/points/<hash>.json`` as they complete; a rerun skips them, so an
+    interrupted sweep resumes where it stopped and ends with the same tables as an uninterrupted one.
+    See :mod:`dpgossip.scenario.assemble` for the files.
+
+    Parameters
+    ----------
+    scenario
+        From :func:`load_scenario`.
+    out
+        Results folder (default ``[output] dir``, else ``results/<name>``).
+    quiet
+        No progress on stderr.
+    workers
+        Local processes: 1 (default) runs in this process, ``N > 1`` a process pool, 0 one per CPU.
+    scheduler
+        Address of a Dask scheduler (``tcp://host:8786``); runs the points on that cluster instead.
+    scheduler_timeout
+        Seconds to wait for the scheduler before raising ``ConfigError``.
+    plots
+        Draw the plots (default: ``[output] plots``); skipped with a notice without matplotlib.
+
+    Returns
+    -------
+    Path
+        The results folder.
+
+    Raises
+    ------
+    ConfigError
+        A point that cannot be built or run (naming the point), an unreachable scheduler, bad workers.
+    KeyboardInterrupt
+        Propagated after the finished points were saved.
+    """
     cfg = scenario.config
+    n_workers = resolve_workers(workers)
+    if scheduler is not None and workers not in (None, 1):
+        raise ConfigError("--workers and --scheduler cannot be combined; the Dask cluster has its own")
     out_dir = Path(out or cfg["output"].get("dir") or Path("results") / scenario.name)
     points = scenario.points()
-    runs: list[dict[str, Any]] = []
-    iters: list[dict[str, Any]] = []
+    structures = preflight(points, scenario.base)
+    client = connect_dask(scheduler, scheduler_timeout) if scheduler is not None else None
+    try:
+        return _run(scenario, out_dir, points, structures, n_workers, client, scheduler, quiet, plots)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _run(
+    scenario: Scenario,
+    out_dir: Path,
+    points: list[Point],
+    structures: Structures,
+    n_workers: int,
+    client: Any,
+    scheduler: str | None,
+    quiet: bool,
+    plots: bool | None,
+) -> Path:
+    cfg = scenario.config
+    remove_stale_outputs(out_dir, cfg)
+    structures.save(out_dir)
     t0 = time.perf_counter()
+    results: dict[str, PointResult] = {}
+    tasks: list[PointTask] = []
+    seen: set[str] = set()
+    base = str(scenario.base) if scenario.base is not None else None
     for p in points:
-        r, it = run_point(p.config, p.axes, scenario.base)
-        for row in r + it:
-            row["point"] = p.index
-        runs.extend(r)
-        iters.extend(it)
-        if not quiet:
-            print(
-                f"[{p.index + 1}/{len(points)}] {p.axes or scenario.name}: "
-                f"error {sum(x['error'] for x in r) / len(r):.4g}",
-                file=sys.stderr,
-            )
-    write_csv(out_dir / "runs.csv", runs)
-    write_csv(out_dir / "iterations.csv", iters)
-    axes = [k.replace(".", "_") for k in points[0].axes]
-    metrics = [
-        m
-        for m in ("error", "subspace_distance", "captured_energy", "ldp_error")
-        if any(m in r for r in runs)
-    ]
-    write_json(out_dir / "config.resolved.json", cfg)
-    write_json(
-        out_dir / "summary.json",
+        key = structures.keys[p.index]
+        if key in seen:
+            continue  # the same configuration twice in a sweep: computed once
+        seen.add(key)
+        stored = read_point(out_dir, key, p.index)
+        if stored is not None:
+            results[key] = stored
+        else:
+            tasks.append(PointTask(index=p.index, key=key, config=p.config, axes=p.axes, base=base))
+    progress = Progress(len(results) + len(tasks), quiet=quiet)
+    progress.skipped(len(results), str(out_dir / "points"))
+    if client is not None:
+        stream = run_dask(tasks, client)
+    elif n_workers > 1 and len(tasks) > 1:
+        stream = run_pool(tasks, n_workers)
+    else:
+        stream = run_inline(tasks)
+    try:
+        for result in stream:
+            write_point(out_dir, result)
+            results[result.key] = result
+            progress.update(result)
+    finally:
+        stream.close()  # stops a pool or cluster at once when we leave early
+        progress.close()
+    assemble(
+        out_dir,
+        cfg,
+        points,
+        results,
+        structures.stems,
+        structures.keys,
         {
-            "scenario": scenario.name,
-            "points": len(points),
-            "repeats": cfg["repeats"],
-            "seed_entropy": cfg["seed"],
             "seconds": round(time.perf_counter() - t0, 3),
-            "versions": library_versions(),
-            "config": cfg,
-            "results": summarise(runs, ["point", *axes], metrics),
+            "computed": len(tasks),
+            "resumed": len(results) - len(tasks),
+            "workers": n_workers if scheduler is None else None,
+            "scheduler": scheduler,
         },
     )
+    if cfg["output"]["plots"] if plots is None else plots:
+        _plots(out_dir, quiet)
     return out_dir
+
+
+def _plots(out_dir: Path, quiet: bool) -> None:
+    from dpgossip.report import PlotsUnavailable, make_report
+
+    try:
+        make_report(out_dir)
+    except PlotsUnavailable as exc:
+        if not quiet:
+            print(f"plots skipped: {exc}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Sweep expansion: every list-valued setting is an axis; points are the cartesian product."""
+"""Sweep expansion: every list-valued setting is an axis; points are the cartesian product of the axes,
+except that the axes of a ``[sweep] zip`` group advance together (see :mod:`dpgossip.scenario.sweep`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgossip.scenario.schema import axis_paths
+from dpgossip.scenario.sweep import axis_groups
 
-__all__ = ["Point", "expand", "point_hash"]
+__all__ = ["Point", "expand", "point_hash", "axis_groups_of"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -44,16 +46,33 @@ def _set(config: dict[str, Any], path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def axis_groups_of(config: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """The axis groups of a validated configuration: zip groups, and every other axis alone."""
+    return axis_groups(axis_paths(config), (config.get("sweep") or {}).get("zip", []))
+
+
 def expand(config: Mapping[str, Any]) -> list[Point]:
-    """All points of a validated configuration, in row-major order of the axes as they appear."""
+    """All points of a validated configuration.
+
+    Row-major order over the axis groups, in the order their first axis appears in the configuration
+    (the last group varies fastest); the axes of a zip group take their ``k``-th values together.
+    Point configurations are fully scalar and carry no ``sweep`` table; ``Point.axes`` lists every axis
+    in :func:`~dpgossip.scenario.schema.axis_paths` order.
+    """
     paths = axis_paths(config)
-    values = [_get(config, p) for p in paths]
+    groups = axis_groups_of(config)
+    columns = [list(zip(*(_get(config, p) for p in g), strict=True)) for g in groups]
     points = []
-    for idx, combo in enumerate(itertools.product(*values) if paths else [()]):
-        cfg = copy.deepcopy(dict(config))
-        for p, v in zip(paths, combo, strict=True):
-            _set(cfg, p, v)
-        points.append(Point(index=idx, config=cfg, axes=dict(zip(paths, combo, strict=True))))
+    for idx, combo in enumerate(itertools.product(*columns)):
+        chosen = {
+            p: v
+            for g, vals in zip(groups, combo, strict=True)
+            for p, v in zip(g, vals, strict=True)
+        }
+        cfg = copy.deepcopy({k: v for k, v in config.items() if k != "sweep"})
+        for p in paths:
+            _set(cfg, p, chosen[p])
+        points.append(Point(index=idx, config=cfg, axes={p: chosen[p] for p in paths}))
     return points
 
 

@@ -26,9 +26,20 @@ from dpgossip.protocol import (
 )
 from dpgossip.topology import make_network
 
-__all__ = ["run_point", "build_problem", "repeat_seed"]
+__all__ = [
+    "run_point",
+    "run_sections",
+    "build_problem",
+    "build_structure",
+    "repeat_seed",
+    "TIMING_COLUMNS",
+]
 
 _STRUCTURE_KEY = 2**31
+
+TIMING_COLUMNS: frozenset[str] = frozenset({"wall_time"})
+"""Columns of a backend's summary left out of the tidy rows: they measure this machine, not the run,
+and would make two runs of the same scenario differ (a point's time is in ``timing.json``)."""
 
 
 def repeat_seed(seed: int, repeat: int) -> np.random.SeedSequence:
@@ -45,12 +56,16 @@ def _resolve_path(value: str, base: Path | None) -> str:
     return value
 
 
-def build_problem(cfg: Mapping[str, Any], base: Path | None = None):
-    """Data, network and resolved protocol parameters of one point."""
+def build_structure(cfg: Mapping[str, Any], base: Path | None = None):
+    """Network and partitioned data of one point (no protocol parameters).
+
+    Both draw from one structure stream, ``SeedSequence(seed, spawn_key=(2**31,))``: first the graph of
+    a random topology, then a synthetic matrix and a random partition.
+    """
     structure = np.random.default_rng(
         np.random.SeedSequence(cfg["seed"], spawn_key=(_STRUCTURE_KEY,))
     )
-    net_cfg, data_cfg, proto = cfg["network"], cfg["data"], cfg["protocol"]
+    net_cfg, data_cfg = cfg["network"], cfg["data"]
     topology = _resolve_path(net_cfg["topology"], base)
     kwargs: dict[str, Any] = {
         "agents": net_cfg.get("agents"),
@@ -76,6 +91,13 @@ def build_problem(cfg: Mapping[str, Any], base: Path | None = None):
         synthetic=data_cfg.get("synthetic"),
         rng=structure,
     )
+    return network, data
+
+
+def build_problem(cfg: Mapping[str, Any], base: Path | None = None):
+    """Data, network and resolved protocol parameters of one point."""
+    network, data = build_structure(cfg, base)
+    proto = cfg["protocol"]
     noise_cfg = proto.get("noise") or {}
     noise = NoiseSchedule(
         kind=noise_cfg.get("schedule", "geometric"),
@@ -121,7 +143,7 @@ def run_point(
         if cfg["backend"] == "engine":
             from dpgossip.engine import NetworkConditions, run_engine
 
-            cond = NetworkConditions.from_mapping((cfg.get("engine") or {}).get("conditions") or {})
+            cond = NetworkConditions.from_mapping(cfg.get("engine") or {})
             res = run_engine(data, network, params, seq, conditions=cond, record_transcript=False)
         else:
             res = run_matrix(data, network, params, seq)
@@ -135,7 +157,7 @@ def run_point(
         }
         summary = res.info.get("summary") if res.info else None
         if summary is not None and hasattr(summary, "to_row"):
-            row.update(summary.to_row())
+            row.update({k: v for k, v in summary.to_row().items() if k not in TIMING_COLUMNS})
         base_cfg = cfg.get("baseline") or {}
         if base_cfg.get("ldp"):
             ldp = run_ldp(
@@ -167,3 +189,21 @@ def run_point(
                     }
                 )
     return runs, iters
+
+
+def run_sections(
+    cfg: Mapping[str, Any], base: Path | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Extra tidy tables of one point from the registered sections present in ``cfg`` that have a
+    ``run`` hook (see :mod:`dpgossip.scenario.sections`), keyed by table name."""
+    from dpgossip.scenario.sections import EXTRA_SECTIONS, load_plugins
+
+    load_plugins(cfg)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, entry in EXTRA_SECTIONS.items():
+        if name in cfg and entry.run is not None:
+            for table, rows in entry.run(cfg, base).items():
+                if table in ("runs", "iterations", "points"):
+                    raise ValueError(f"section {name!r} may not write the {table!r} table")
+                out.setdefault(table, []).extend(dict(r) for r in rows)
+    return out

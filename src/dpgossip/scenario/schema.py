@@ -2,6 +2,17 @@
 
 Errors name the path of the bad value (``protocol.consensus_steps[2]``), the value and what is allowed;
 unknown keys get a did-you-mean. A list given where the schema expects one value is a sweep axis.
+
+Besides the sections of :data:`SCHEMA`, a scenario may have
+
+* ``[sweep]`` with ``zip = [[path, ...], ...]``: axes that vary together (:mod:`~dpgossip.scenario.sweep`);
+* ``[engine]``: network conditions for ``backend = "engine"``, checked by
+  :meth:`dpgossip.engine.NetworkConditions.from_mapping`;
+* sections registered by other modules, e.g. ``[privacy]`` (:mod:`~dpgossip.scenario.sections`; before
+  the auditor registers it, ``[privacy]`` is accepted as a free table).
+
+Combinations of settings that are valid alone but not together are rejected by
+:mod:`~dpgossip.scenario.compat`.
 """
 
 from __future__ import annotations
@@ -12,8 +23,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.scenario.compat import check_combinations
+from dpgossip.scenario.sections import (
+    EXTRA_SECTIONS,
+    free_table,
+    known_sections,
+    load_plugins,
+    register_section,
+    section_for,
+)
+from dpgossip.scenario.sweep import check_sweep
 
-__all__ = ["Field", "SCHEMA", "validate", "REQUIRED", "axis_paths"]
+__all__ = [
+    "Field",
+    "SCHEMA",
+    "EXTRA_SECTIONS",
+    "REQUIRED",
+    "validate",
+    "axis_paths",
+    "setting_paths",
+    "register_section",
+]
 
 
 class _Required:
@@ -183,23 +213,32 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "delta": Field(kind=float, default=None, low=0, low_open=True, high=1, high_open=True),
         "calibration": Field(kind=str, default="analytic", choices=("paper", "analytic")),
     },
-    "engine": {
-        "conditions": Field(
-            kind="table",
-            default=None,
-            check=_free_table,
-            sweep=False,
-            doc="network conditions for backend = 'engine'",
-        ),
-    },
     "output": {
         "dir": Field(kind=str, default=None, sweep=False),
         "plots": Field(kind=bool, default=True, sweep=False),
     },
 }
 
-# Sections whose content is validated by another module (privacy, engine) are added there.
-EXTRA_SECTIONS: dict[str, Callable[[str, Any], Any]] = {}
+
+
+def _engine_table(path: str, value: Any) -> dict[str, Any]:
+    """``[engine]``: the network conditions of :class:`dpgossip.engine.NetworkConditions`, checked at
+    load. The older nested form ``[engine] conditions = { ... }`` is accepted and flattened."""
+    table = free_table(path, value)
+    if "conditions" in table:
+        if len(table) > 1:
+            raise ConfigError(
+                f"{path}: give the network conditions either directly in [{path}] or under "
+                f"{path}.conditions, not both"
+            )
+        table = free_table(f"{path}.conditions", table["conditions"])
+    from dpgossip.engine.conditions import NetworkConditions
+
+    NetworkConditions.from_mapping(table)
+    return table
+
+
+register_section("engine", _engine_table)
 
 
 def _check_scalar(path: str, f: Field, value: Any) -> Any:
@@ -258,6 +297,10 @@ def _check_field(path: str, f: Field, value: Any) -> Any:
 def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a parsed scenario and fill defaults; return the resolved configuration.
 
+    The resolved configuration has every key of :data:`SCHEMA` (defaults filled), each registered or
+    plugin section that was given (see :mod:`dpgossip.scenario.sections`) and ``sweep`` (``{"zip":
+    [...]}``). Settings given as lists stay lists: they are the sweep axes.
+
     Raises
     ------
     ConfigError
@@ -265,7 +308,8 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"a scenario must be a TOML table, got {type(raw).__name__}")
-    sections = [s for s in SCHEMA if s] + list(EXTRA_SECTIONS)
+    load_plugins(raw)
+    sections = [s for s in SCHEMA if s] + known_sections() + ["sweep"]
     out: dict[str, Any] = {}
     top = SCHEMA[""]
     for key, value in raw.items():
@@ -296,23 +340,73 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
                     raise ConfigError(f"{path} is required ({f.doc or _kind_name(f.kind)})")
             else:
                 target[key] = f.default
-    for name, check in EXTRA_SECTIONS.items():
-        if name in raw:
-            out[name] = check(name, raw[name])
+    for name in raw:
+        if name in top or name in SCHEMA or name == "sweep":
+            continue
+        entry = section_for(name)
+        if entry is not None:
+            out[name] = entry.validate(name, raw[name])
+    axes = axis_paths(out)
+    settings = setting_paths(out)
+    out["sweep"] = check_sweep(
+        raw.get("sweep"),
+        axes,
+        settings,
+        {p: len(_lookup(out, p)) for p in axes},
+        {p: _lookup(out, p) for p in settings},
+    )
+    check_combinations(raw, out)
     return out
+
+
+def _lookup(config: Mapping[str, Any], path: str) -> Any:
+    node: Any = config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
 def _section_required(name: str) -> bool:
     return name in ("data", "network", "protocol")
 
 
+def _is_axis(f: Field | None, value: Any) -> bool:
+    if not isinstance(value, list):
+        return False
+    if f is None:
+        return True
+    return f.kind != "list" or bool(value and isinstance(value[0], list))
+
+
 def axis_paths(config: Mapping[str, Any]) -> list[str]:
-    """Dotted paths of the sweep axes of a validated configuration (values that are lists)."""
+    """Dotted paths of the sweep axes of a validated configuration (values that are lists).
+
+    Order: the sections of :data:`SCHEMA` in order, then the registered sections' sweepable keys.
+    """
     paths = []
     for name, fields in SCHEMA.items():
         section = config if name == "" else config.get(name, {})
         for key, f in fields.items():
-            v = section.get(key)
-            if isinstance(v, list) and (f.kind != "list" or (v and isinstance(v[0], list))):
+            if _is_axis(f, section.get(key)):
                 paths.append(f"{name}.{key}" if name else key)
+    for name, entry in EXTRA_SECTIONS.items():
+        section = config.get(name)
+        if isinstance(section, Mapping):
+            paths.extend(f"{name}.{k}" for k in entry.sweepable if _is_axis(None, section.get(k)))
     return paths
+
+
+def setting_paths(config: Mapping[str, Any] | None = None) -> dict[str, bool]:
+    """Every dotted setting path, mapped to whether it may be swept.
+
+    Registered sections contribute their sweepable keys (only those present in ``config`` when given).
+    """
+    out = {
+        (f"{name}.{key}" if name else key): f.sweep
+        for name, fields in SCHEMA.items()
+        for key, f in fields.items()
+    }
+    for name, entry in EXTRA_SECTIONS.items():
+        if config is None or name in config:
+            out.update({f"{name}.{k}": True for k in entry.sweepable})
+    return out

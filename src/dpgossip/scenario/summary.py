@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -41,19 +42,26 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> dict[str, float]:
 def summarise(
     rows: Iterable[Mapping[str, Any]], by: Sequence[str], metrics: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """Group rows by the columns ``by`` and give ``mean_ci`` of each metric present."""
+    """Group rows by the columns ``by`` and give ``mean_ci`` of each metric present (groups in
+    first-seen order; table- or list-valued columns group by their content)."""
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in rows:
-        groups.setdefault(tuple(r.get(b) for b in by), []).append(r)
+        groups.setdefault(tuple(_hashable(r.get(b)) for b in by), []).append(r)
     out = []
-    for key, rs in groups.items():
-        entry: dict[str, Any] = dict(zip(by, key, strict=True))
+    for rs in groups.values():
+        entry: dict[str, Any] = {b: rs[0].get(b) for b in by}
         for mname in metrics:
             vals = [float(r[mname]) for r in rs if r.get(mname) not in (None, "")]
             if vals:
                 entry[mname] = mean_ci(vals)
         out.append(entry)
     return out
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
 
 
 def library_versions() -> dict[str, str]:

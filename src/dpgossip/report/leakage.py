@@ -1,0 +1,193 @@
+"""Pairwise leakage plots: an (observer, target) heatmap and leakage against hop distance.
+
+Input format (what the privacy auditor passes): a sequence of mappings, one per ordered pair,
+
+=============  =========================================================================
+``observer``   int, the agent that observes (the adversary's position)
+``target``     int, the agent whose data leaks
+``hops``       int, shortest-path distance between them in the communication graph
+``value``      float, the leakage of the pair, e.g. epsilon at a fixed delta (the key can be
+               renamed with ``value_key``, e.g. ``value_key="epsilon"``)
+``series``     optional str, splits :func:`plot_leakage_vs_hops` into one curve per series
+=============  =========================================================================
+
+A pair given twice (in the heatmap), a missing key or a non-finite hop count raises ``ValueError``.
+Missing pairs are drawn grey in the heatmap. Infinite leakage (no privacy) is drawn at the top of the
+colour scale and marked with ``inf``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpgossip.report.figures import colours, new_figure, require_matplotlib, save
+
+__all__ = ["plot_pair_heatmap", "plot_leakage_vs_hops", "LEAKAGE_KEYS"]
+
+LEAKAGE_KEYS: tuple[str, ...] = ("observer", "target", "hops")
+"""Keys every row needs besides the value."""
+
+
+def _check(rows: Sequence[Mapping[str, Any]], value_key: str) -> None:
+    if not rows:
+        raise ValueError("no leakage rows to plot")
+    for k, row in enumerate(rows):
+        for key in (*LEAKAGE_KEYS, value_key):
+            if key not in row or row[key] is None:
+                raise ValueError(f"leakage row {k} has no {key!r}: {dict(row)!r}")
+
+
+def plot_pair_heatmap(
+    rows: Sequence[Mapping[str, Any]],
+    path: str | Path,
+    *,
+    value_key: str = "value",
+    value_label: str = r"$\varepsilon$",
+    title: str | None = None,
+    log: bool = False,
+) -> Path:
+    """Heatmap of the leakage of every (observer, target) pair; saved as PNG at ``path``.
+
+    Rows are observers and columns targets, over the sorted union of agents in the table; cells are
+    annotated with their values for up to 12 agents.
+
+    Parameters
+    ----------
+    rows
+        The tidy table (see the module docstring).
+    path
+        PNG file to write.
+    value_key
+        Key of the leakage value in each row.
+    value_label
+        Colour bar label.
+    title
+        Figure title.
+    log
+        Logarithmic colour scale (positive finite values only).
+    """
+    _check(rows, value_key)
+    require_matplotlib()
+    agents = sorted({int(r["observer"]) for r in rows} | {int(r["target"]) for r in rows})
+    index = {a: i for i, a in enumerate(agents)}
+    M = np.full((len(agents), len(agents)), np.nan)
+    for r in rows:
+        i, j = index[int(r["observer"])], index[int(r["target"])]
+        if not np.isnan(M[i, j]):
+            raise ValueError(
+                f"pair (observer {r['observer']}, target {r['target']}) is given twice; give one "
+                "value per pair (filter the table, e.g. by point)"
+            )
+        M[i, j] = float(r[value_key])
+    finite = M[np.isfinite(M)]
+    top = float(finite.max()) if finite.size else 1.0
+    shown = np.where(np.isposinf(M), top, M)
+    masked = np.ma.masked_invalid(shown)
+    from matplotlib import colormaps
+    from matplotlib.colors import LogNorm
+
+    cmap = colormaps["magma_r"].with_extremes(bad="0.85")
+    norm = None
+    if log:
+        pos = finite[finite > 0]
+        if pos.size:
+            norm = LogNorm(vmin=float(pos.min()), vmax=float(pos.max()))
+            masked = np.ma.masked_where(~(shown > 0), masked)
+    n = len(agents)
+    size = min(10.0, max(4.2, 0.45 * n + 2.0))
+    fig = new_figure(size + 1.0, size)
+    ax = fig.subplots()
+    im = ax.imshow(masked, cmap=cmap, norm=norm, origin="upper", interpolation="nearest")
+    cbar = fig.colorbar(im, ax=ax, shrink=0.8)
+    cbar.set_label(value_label)
+    ticks = range(n) if n <= 40 else range(0, n, max(1, n // 20))
+    ax.set_xticks(list(ticks), [str(agents[t]) for t in ticks], fontsize="small")
+    ax.set_yticks(list(ticks), [str(agents[t]) for t in ticks], fontsize="small")
+    ax.set_xlabel("target agent (whose data)")
+    ax.set_ylabel("observer agent")
+    if n <= 12:
+        scale = (top or 1.0)
+        for i in range(n):
+            for j in range(n):
+                v = M[i, j]
+                if np.isnan(v):
+                    continue
+                text = "inf" if np.isinf(v) else f"{v:.3g}"
+                dark = np.isinf(v) or (v / scale > 0.55 if not log else False)
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="white" if dark else "black")
+    ax.set_title(title or "pairwise leakage", fontsize="medium")
+    return save(fig, path)
+
+
+def plot_leakage_vs_hops(
+    rows: Sequence[Mapping[str, Any]],
+    path: str | Path,
+    *,
+    value_key: str = "value",
+    value_label: str = r"$\varepsilon$",
+    title: str | None = None,
+    log: bool = False,
+) -> Path:
+    """Leakage of every pair against its hop distance, with the worst case (max) and the mean per hop
+    distance as lines; one colour per ``series`` when the rows have that key. Saved as PNG at ``path``.
+
+    Parameters
+    ----------
+    rows
+        The tidy table (see the module docstring).
+    path
+        PNG file to write.
+    value_key
+        Key of the leakage value in each row.
+    value_label
+        y-axis label.
+    title
+        Figure title.
+    log
+        Logarithmic y axis.
+    """
+    _check(rows, value_key)
+    series: dict[str, list[tuple[int, float]]] = {}
+    for k, r in enumerate(rows):
+        hops = float(r["hops"])
+        if not math.isfinite(hops):
+            raise ValueError(f"leakage row {k}: hops must be a finite integer, got {r['hops']!r}")
+        series.setdefault(str(r.get("series", "")), []).append((int(hops), float(r[value_key])))
+    fig = new_figure(6.4, 4.4)
+    ax = fig.subplots()
+    rng = np.random.default_rng(0)  # jitter only; fixed so the figure is reproducible
+    finite_all = [v for pts in series.values() for _, v in pts if math.isfinite(v)]
+    top = max(finite_all) if finite_all else 1.0
+    for (name, pts), c in zip(series.items(), colours(len(series), ordered=False), strict=True):
+        h = np.array([p[0] for p in pts], dtype=float)
+        v = np.array([p[1] for p in pts], dtype=float)
+        shown = np.where(np.isposinf(v), top, v)
+        jitter = rng.uniform(-0.12, 0.12, size=h.size) if len(series) == 1 else 0.0
+        ax.scatter(h + jitter, shown, s=12, color=c, alpha=0.45, lw=0)
+        levels = sorted(set(h.astype(int)))
+        worst = [float(np.max(v[h == x])) for x in levels]
+        mean = [float(np.mean(v[h == x])) for x in levels]
+        prefix = f"{name}: " if name else ""
+        ax.plot(levels, np.where(np.isposinf(worst), top, worst), "-o", color=c, ms=4,
+                label=f"{prefix}worst pair")
+        ax.plot(levels, np.where(np.isposinf(mean), top, mean), ":", color=c,
+                label=f"{prefix}mean over pairs")
+        if any(np.isinf(worst)):
+            ax.text(0.01, 0.98, "some pairs have infinite leakage (drawn at the top)",
+                    transform=ax.transAxes, fontsize="small", va="top")
+    if log:
+        ax.set_yscale("log")
+    hops_all = sorted({p[0] for pts in series.values() for p in pts})
+    ax.set_xticks(hops_all)
+    ax.set_xlabel("hop distance between observer and target")
+    ax.set_ylabel(value_label)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(title or "leakage against hop distance", fontsize="medium")
+    return save(fig, path)

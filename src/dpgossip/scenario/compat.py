@@ -1,0 +1,80 @@
+"""Checks across settings: combinations that are each valid alone but not together.
+
+Run by :func:`dpgossip.scenario.schema.validate` after every section is resolved. A setting that is a
+sweep axis is checked for each of its values (a combination is an error when it occurs at any point).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpgossip.errors import ConfigError
+
+__all__ = ["check_combinations"]
+
+
+def _values(value: Any, *, list_kind: bool = False) -> list[Any]:
+    """The values a setting takes over the sweep: the list of an axis, else the single value."""
+    if isinstance(value, list) and (not list_kind or (value and isinstance(value[0], list))):
+        return value
+    return [value]
+
+
+def check_combinations(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    """Raise ``ConfigError`` for incompatible settings of a resolved configuration.
+
+    Checked: the LDP baseline and its budget; ``data.sizes`` and ``data.partition``; ``data.synthetic``
+    and ``data.source``; ``[engine]`` conditions and ``backend``.
+    """
+    _check_baseline(config["baseline"])
+    _check_data(config["data"])
+    backends = _values(config["backend"])
+    if "engine" in raw and "engine" not in backends:
+        raise ConfigError(
+            "engine: engine conditions are given ([engine]) but backend is 'matrix', which "
+            "ignores them; set backend = \"engine\" to simulate them, or remove [engine]"
+        )
+
+
+def _check_baseline(base: Mapping[str, Any]) -> None:
+    on = any(_values(base["ldp"]))
+    for key, example in (("epsilon", "5.0"), ("delta", "1e-5")):
+        if on and base[key] is None:
+            raise ConfigError(
+                f"baseline.{key} is required when baseline.ldp = true (the LDP baseline needs its "
+                f"(epsilon, delta) budget), e.g. {key} = {example}"
+            )
+        if not on and base[key] is not None:
+            raise ConfigError(
+                f"baseline.{key} = {base[key]!r} is given but baseline.ldp = false, so no baseline "
+                "is run; set baseline.ldp = true or remove it"
+            )
+
+
+def _check_data(data: Mapping[str, Any]) -> None:
+    partitions = _values(data["partition"])
+    sizes = data["sizes"]
+    if sizes is not None:
+        other = [p for p in partitions if p != "explicit"]
+        if other:
+            raise ConfigError(
+                f"data.sizes is only used with data.partition = 'explicit', got partition "
+                f"{other[0]!r}; set partition = \"explicit\" or remove data.sizes"
+            )
+    elif "explicit" in partitions:
+        raise ConfigError(
+            "data.partition = 'explicit' needs data.sizes = [rows of agent 0, rows of agent 1, ...]"
+        )
+    sources = _values(data["source"])
+    if data["synthetic"] is not None:
+        other = [s for s in sources if s != "synthetic"]
+        if other:
+            raise ConfigError(
+                f"data.synthetic is only used with data.source = 'synthetic', got source "
+                f"{other[0]!r}"
+            )
+    elif "synthetic" in sources:
+        raise ConfigError(
+            "data.source = 'synthetic' needs data.synthetic = { n = rows, d = cols, spectrum = ... }"
+        )

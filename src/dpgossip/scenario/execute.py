@@ -1,0 +1,270 @@
+"""Where the points of a sweep run: in this process, a local process pool, or a Dask cluster.
+
+The unit of work is one point with all its repeats (:class:`PointTask` -> :func:`run_task` ->
+:class:`~dpgossip.scenario.results.PointResult`). Seeds depend only on the point's configuration, so
+every executor gives the same rows; results come back in completion order and are put in point order
+when the folder is assembled.
+
+* :func:`run_inline` -- one after the other in this process (``--workers 1``, the default);
+* :func:`run_pool` -- a :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn`` start method
+  (``--workers N``); workers ignore SIGINT and are terminated when the sweep is interrupted;
+* :func:`run_dask` -- ``dask.distributed.Client(address)`` (``--scheduler ADDRESS``, extra ``dask``);
+  the workers need the same dpgossip and numpy versions as this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpgossip.errors import ConfigError
+from dpgossip.scenario.results import PointResult, jsonable
+
+__all__ = [
+    "PointTask",
+    "run_task",
+    "run_inline",
+    "run_pool",
+    "run_dask",
+    "connect_dask",
+    "DASK_TIMEOUT",
+    "resolve_workers",
+]
+
+DASK_TIMEOUT = 10.0
+"""Seconds to wait for a Dask scheduler before giving up."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointTask:
+    """One point to run: its resolved scalar configuration, axis values and the scenario's folder."""
+
+    index: int
+    key: str
+    config: dict[str, Any]
+    axes: dict[str, Any]
+    base: str | None = None
+
+
+def _label(task: PointTask) -> str:
+    from dpgossip.scenario.progress import axes_label
+
+    return f"point {task.index} ({axes_label(task.axes)})" if task.axes else ""
+
+
+def run_task(task: PointTask) -> PointResult:
+    """Run every repeat of one point (top-level function: picklable for process pools and Dask).
+
+    Raises
+    ------
+    ConfigError
+        With the point's index and axis values prepended (when the scenario has axes).
+    """
+    from dpgossip.scenario import runner
+
+    base = Path(task.base) if task.base else None
+    t0 = time.perf_counter()
+    try:
+        runs, iters = runner.run_point(task.config, task.axes, base)
+        tables = {"runs": runs, "iterations": iters, **runner.run_sections(task.config, base)}
+    except ConfigError as exc:
+        label = _label(task)
+        if not label:
+            raise
+        raise ConfigError(f"{label}: {exc}") from None
+    return PointResult(
+        index=task.index,
+        key=task.key,
+        axes=jsonable(task.axes),
+        tables=jsonable(tables),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def resolve_workers(workers: int | None) -> int:
+    """``workers`` as a count: ``None`` or 1 is in-process, 0 means one per CPU.
+
+    Raises
+    ------
+    ConfigError
+        For a negative or non-integer count.
+    """
+    import os
+
+    if workers is None:
+        return 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ConfigError(f"--workers must be an integer >= 0 (0 = one per CPU), got {workers!r}")
+    return workers or (os.cpu_count() or 1)
+
+
+def run_inline(tasks: Iterable[PointTask]) -> Iterator[PointResult]:
+    """Run the tasks one after the other in this process."""
+    for task in tasks:
+        yield run_task(task)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if stop is not None:
+        stop()
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.terminate()
+
+
+@contextlib.contextmanager
+def _sigint(handler: Any) -> Iterator[bool]:
+    """Install ``handler`` for SIGINT while the block runs (main thread only; yields whether it could)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield True
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:
+    """Run the tasks on ``workers`` local processes (``spawn``), yielding results as they finish.
+
+    The workers are started with SIGINT ignored, so Ctrl-C reaches only this process; it is turned into
+    ``KeyboardInterrupt`` between results (never inside the pool's bookkeeping), after which the pending
+    tasks are cancelled and the workers terminated. Results already yielded are kept by the caller. A
+    second Ctrl-C interrupts at once.
+    """
+    tasks = list(tasks)
+    if not tasks:
+        return
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_ignore_sigint,
+    )
+    clean = False
+    try:
+        with _sigint(signal.SIG_IGN):  # children inherit the ignored SIGINT
+            pending: set[Future[PointResult]] = {pool.submit(run_task, t) for t in tasks}
+        with _sigint(request_stop):
+            while pending:
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                if stop.is_set():
+                    raise KeyboardInterrupt
+                for fut in finished:
+                    yield fut.result()
+                    if stop.is_set():
+                        raise KeyboardInterrupt
+        clean = True
+    finally:
+        if clean:
+            pool.shutdown(wait=True)
+        else:
+            _terminate(pool)  # before shutdown, which forgets the processes
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def connect_dask(address: str, timeout: float = DASK_TIMEOUT) -> Any:
+    """A ``distributed.Client`` connected to the scheduler at ``address``, its workers checked.
+
+    Raises
+    ------
+    ConfigError
+        Dask not installed (naming ``pip install "dpgossip[dask]"``), scheduler unreachable within
+        ``timeout`` seconds, or workers with other dpgossip/numpy versions.
+    """
+    client = _dask_client(address, timeout)
+    try:
+        _check_versions(client, address)
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _dask_client(address: str, timeout: float) -> Any:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError(
+            f'--scheduler {address}: running on a Dask cluster needs dask.distributed; '
+            'install it with: pip install "dpgossip[dask]"'
+        ) from None
+    try:
+        return Client(address, timeout=f"{timeout}s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ConfigError(
+            f"--scheduler {address}: cannot reach the Dask scheduler within {timeout:g} s ({exc}); "
+            "check the address (e.g. tcp://host:8786) and that the scheduler is running"
+        ) from None
+
+
+def _check_versions(client: Any, address: str) -> None:
+    """The workers must run the same dpgossip and numpy as this process (same numbers)."""
+    from importlib import metadata
+
+    wanted = {}
+    for name in ("dpgossip", "numpy"):
+        try:
+            wanted[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            wanted[name] = None
+
+    def versions() -> dict[str, str | None]:
+        from importlib import metadata as md
+
+        out: dict[str, str | None] = {}
+        for name in ("dpgossip", "numpy"):
+            try:
+                out[name] = md.version(name)
+            except md.PackageNotFoundError:
+                out[name] = None
+        return out
+
+    for worker, have in client.run(versions).items():
+        for name, version in wanted.items():
+            if have.get(name) != version:
+                raise ConfigError(
+                    f"--scheduler {address}: worker {worker} has {name} {have.get(name)}, this "
+                    f"process has {version}; install the same versions on every worker"
+                )
+
+
+def run_dask(tasks: Iterable[PointTask], client: Any) -> Iterator[PointResult]:
+    """Run the tasks on a Dask cluster (``client`` from :func:`connect_dask`), yielding results as they
+    finish; the client is closed at the end. On an error or interruption the pending tasks are
+    cancelled."""
+    try:
+        tasks = list(tasks)
+        if not tasks:
+            return
+        from distributed import as_completed
+
+        futures = client.map(run_task, tasks, pure=False)
+        try:
+            for fut in as_completed(futures, loop=client.loop):
+                yield fut.result()
+        except BaseException:
+            client.cancel(futures)
+            raise
+    finally:
+        client.close()

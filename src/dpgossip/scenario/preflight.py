@@ -1,0 +1,150 @@
+"""Before a sweep runs: build every distinct network and dataset once, and save the networks.
+
+Building them in the main process finds configuration errors that only show when a point is built (too
+many agents for the data, a disconnected random graph, a bad file) before any worker starts, and with
+the point that causes them. Each distinct network is saved as ``DIR/networks/<name>-<hash>.json``
+(node-link JSON with its ``W``, readable by ``dpgossip topology FILE``) for the report's topology
+drawings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpgossip.errors import ConfigError
+from dpgossip.scenario.expand import Point, point_hash
+from dpgossip.scenario.progress import axes_label
+
+__all__ = ["Structures", "preflight", "structure_key", "input_file"]
+
+
+def structure_key(config: dict[str, Any]) -> str:
+    """Hash of what determines a point's network and data: seed, ``[network]`` and ``[data]``."""
+    relevant = {k: config[k] for k in ("seed", "network", "data")}
+    text = json.dumps(relevant, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _network_key(config: dict[str, Any]) -> str:
+    text = json.dumps({k: config[k] for k in ("seed", "network")}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Structures:
+    """The distinct networks of a sweep.
+
+    Attributes
+    ----------
+    stems
+        Point index -> file stem of its network (``<name>-<hash>``).
+    networks
+        File stem -> (network, the ``[network]`` table and seed that built it).
+    keys
+        Point index -> the key its results are stored under: ``point_hash`` of its configuration, with
+        the SHA-256 of every user file it reads (``data.source``, ``network.topology``) mixed in, so
+        that editing such a file invalidates the stored points.
+    """
+
+    stems: dict[int, str]
+    networks: dict[str, tuple[Any, dict[str, Any], int]]
+    keys: dict[int, str]
+
+    def save(self, out_dir: Path) -> list[Path]:
+        """Write every network to ``out_dir/networks/<stem>.json`` (atomically); returns the paths."""
+        from dpgossip.topology import save_graph_json, spectral_summary
+
+        paths = []
+        for stem, (network, net_cfg, seed) in self.networks.items():
+            path = Path(out_dir) / "networks" / f"{stem}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            s = spectral_summary(network.W)
+            save_graph_json(
+                network.graph,
+                network.W,
+                tmp,
+                description=f"{network.name}: {network.m} agents, mixing {network.mixing!r}, "
+                f"SLEM {s.slem:.6g}",
+                source="dpgossip run: the network of a scenario",
+                extra={
+                    "network_name": network.name,
+                    "mixing": network.mixing,
+                    "scenario_network": net_cfg,
+                    "seed": seed,
+                },
+            )
+            tmp.replace(path)
+            paths.append(path)
+        return paths
+
+
+def preflight(points: Sequence[Point], base: Path | None) -> Structures:
+    """Build the network and data of every distinct structure among ``points``.
+
+    Parameters
+    ----------
+    points
+        The sweep's points.
+    base
+        Folder of the scenario file (relative data and topology paths).
+
+    Returns
+    -------
+    Structures
+        The distinct networks and the network of each point.
+
+    Raises
+    ------
+    ConfigError
+        From building a network or dataset, prefixed with the first point that uses it.
+    """
+    from dpgossip.scenario.runner import build_structure
+
+    built: dict[str, str] = {}
+    stems: dict[int, str] = {}
+    networks: dict[str, tuple[Any, dict[str, Any], int]] = {}
+    keys: dict[int, str] = {}
+    digests: dict[Path, str] = {}
+    for p in points:
+        inputs = {}
+        for value in (p.config["data"]["source"], p.config["network"]["topology"]):
+            file = input_file(value, base)
+            if file is not None:
+                if file not in digests:
+                    digests[file] = hashlib.sha256(file.read_bytes()).hexdigest()
+                inputs[str(value)] = digests[file]
+        keys[p.index] = point_hash({**p.config, "inputs": inputs}) if inputs else p.key
+        skey = structure_key(p.config)
+        if skey not in built:
+            try:
+                network, _ = build_structure(p.config, base)
+            except ConfigError as exc:
+                prefix = f"point {p.index} ({axes_label(p.axes)}): " if p.axes else ""
+                raise ConfigError(f"{prefix}{exc}") from None
+            stem = f"{_safe(network.name)}-{_network_key(p.config)}"
+            built[skey] = stem
+            networks.setdefault(stem, (network, p.config["network"], p.config["seed"]))
+        stems[p.index] = built[skey]
+    return Structures(stems=stems, networks=networks, keys=keys)
+
+
+def input_file(value: Any, base: Path | None) -> Path | None:
+    """The user file a ``data.source`` or ``network.topology`` value reads, if it names one (a path
+    with an extension that exists, relative to the scenario's folder or the working directory)."""
+    if not isinstance(value, str) or not Path(value).suffix:
+        return None
+    for candidate in ([base / value] if base is not None else []) + [Path(value)]:
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name)).strip("._") or "network"

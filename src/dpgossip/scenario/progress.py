@@ -1,0 +1,117 @@
+"""Progress of a sweep on stderr: a tqdm bar with ETA on a terminal, plain lines otherwise.
+
+* ``quiet``: nothing.
+* stderr is a terminal and tqdm is installed (extra ``progress``): one bar with rate and ETA.
+* otherwise: one line per finished point, ``[3/9] c=5: error 0.0123 (0.4 s; ETA 2.1 s)``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Any
+
+from dpgossip.scenario.results import PointResult
+
+__all__ = ["Progress", "axes_label"]
+
+_SHORT = {
+    "protocol.consensus_steps": "c",
+    "protocol.iterations": "T",
+    "protocol.rank": "r",
+    "network.topology": "topology",
+    "network.agents": "m",
+    "baseline.epsilon": "eps",
+    "baseline.delta": "delta",
+    "data.source": "data",
+}
+
+
+def axes_label(axes: dict[str, Any], *, short: bool = True) -> str:
+    """``"topology=ring, c=5"`` from the axis values of a point (short names for common settings)."""
+    parts = []
+    for path, value in axes.items():
+        name = _SHORT.get(path, path.split(".")[-1]) if short else path
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+            value = "{" + value + "}"
+        parts.append(f"{name}={value}")
+    return ", ".join(parts)
+
+
+class Progress:
+    """Reports finished points of a sweep.
+
+    Parameters
+    ----------
+    total
+        Number of points of the sweep.
+    quiet
+        Report nothing.
+    stream
+        Where to report (default ``sys.stderr``).
+    """
+
+    def __init__(self, total: int, *, quiet: bool = False, stream: IO[str] | None = None) -> None:
+        self.total = total
+        self.quiet = quiet
+        self.stream = stream if stream is not None else sys.stderr
+        self.done = 0
+        self._computed = 0
+        self._todo = total
+        self._t0 = time.perf_counter()
+        self._bar: Any = None
+        if not quiet and _isatty(self.stream):
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self._bar = tqdm(total=total, file=self.stream, unit="point", dynamic_ncols=True)
+
+    def skipped(self, n: int, where: str) -> None:
+        """Note ``n`` points already finished in ``where`` (a resumed run)."""
+        self.done += n
+        self._todo = self.total - n
+        if self.quiet or n == 0:
+            return
+        msg = f"resuming: {n} of {self.total} points already finished in {where}"
+        if self._bar is not None:
+            self._bar.update(n)
+            self._bar.write(msg, file=self.stream)
+        else:
+            print(msg, file=self.stream, flush=True)
+
+    def update(self, result: PointResult) -> None:
+        """Report one finished point."""
+        self.done += 1
+        self._computed += 1
+        if self.quiet:
+            return
+        label = axes_label(result.axes) or f"point {result.index}"
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{label}: error {result.mean_error():.3g}", refresh=False)
+            self._bar.update(1)
+            return
+        elapsed = time.perf_counter() - self._t0
+        left = self._todo - self._computed
+        eta = elapsed / self._computed * left
+        print(
+            f"[{self.done}/{self.total}] {label}: error {result.mean_error():.4g} "
+            f"({result.seconds:.2f} s; ETA {eta:.1f} s)",
+            file=self.stream,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        """Close the bar (if any)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,183 @@
+"""Plots of a results folder: drawn after a run, redrawn by `dpgossip report`, skipped without
+matplotlib; the leakage plots on a synthetic table."""
+
+import json
+import sys
+
+import networkx as nx
+import pytest
+
+from dpgossip.cli import main
+from dpgossip.errors import ConfigError
+from dpgossip.report import (
+    PlotsUnavailable,
+    make_report,
+    plot_leakage_vs_hops,
+    plot_pair_heatmap,
+    plot_topology,
+)
+from dpgossip.scenario import run_scenario
+from dpgossip.scenario.sections import EXTRA_SECTIONS, free_table, register_section
+
+from ..scenario.helpers import small
+
+pytest.importorskip("matplotlib")
+
+
+def is_png(path):
+    return path.is_file() and path.stat().st_size > 1000 and path.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """topology x c with the LDP baseline and rank 2: every error plot but error vs epsilon."""
+    out = tmp_path_factory.mktemp("swept")
+    sc = small(
+        repeats=2,
+        network={"topology": ["ring", "grid"]},
+        protocol={"consensus_steps": [1, 4], "iterations": 4, "rank": 2},
+        baseline={"ldp": True, "epsilon": 5.0, "delta": 0.008},
+        output={"plots": True},
+    )
+    run_scenario(sc, out, quiet=True)
+    return out
+
+
+def test_run_draws_the_plots(swept):
+    plots = swept / "plots"
+    names = json.loads((plots / "plots.json").read_text())
+    assert {
+        "error_vs_iteration.png",
+        "error_vs_iteration_component2.png",
+        "error_vs_c.png",
+    } <= set(names)
+    assert "error_vs_epsilon.png" not in names
+    topo = sorted(n for n in names if n.startswith("topology_"))
+    assert len(topo) == 2 and topo[0].startswith("topology_grid-") and topo[1].startswith(
+        "topology_ring-"
+    )
+    assert all(is_png(plots / n) for n in names)
+
+
+def test_report_command_redraws_from_files(swept, capsys):
+    plots = swept / "plots"
+    before = sorted(p.name for p in plots.glob("*.png"))
+    for p in plots.glob("*.png"):
+        p.unlink()
+    (plots / "stale.png").write_bytes(b"\x89PNG not ours")
+    assert main(["report", str(swept)]) == 0
+    assert f"{len(before)} plots written" in capsys.readouterr().out
+    after = sorted(p.name for p in plots.glob("*.png"))
+    assert after == sorted([*before, "stale.png"])  # files we did not write are left alone
+    assert all(is_png(plots / n) for n in before)
+
+
+def test_error_vs_epsilon_with_zipped_noise(tmp_path):
+    sc = small(
+        repeats=2,
+        protocol={"consensus_steps": 3, "iterations": 4,
+                  "noise": [{"scale": 0.2}, {"scale": 0.05}, {"scale": 0.01}]},
+        baseline={"ldp": True, "epsilon": [1.0, 3.0, 10.0], "delta": 1e-5},
+        sweep={"zip": [["protocol.noise", "baseline.epsilon"]]},
+    )
+    run_scenario(sc, tmp_path, quiet=True, plots=True)
+    assert is_png(tmp_path / "plots" / "error_vs_epsilon.png")
+    assert not (tmp_path / "plots" / "error_vs_c.png").exists()
+
+
+def test_output_plots_false_is_honoured(tmp_path):
+    run_scenario(small(), tmp_path, quiet=True)
+    assert not (tmp_path / "plots").exists()
+
+
+def test_without_matplotlib_run_skips_plots_with_a_notice(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    run_scenario(small(), tmp_path, plots=True)
+    err = capsys.readouterr().err
+    assert 'plots skipped: matplotlib is not installed; install it with: pip install "dpgossip[plot]"' in err
+    assert (tmp_path / "runs.csv").is_file() and not list(tmp_path.glob("plots/*.png"))
+    with pytest.raises(PlotsUnavailable):
+        make_report(tmp_path)
+    assert main(["report", str(tmp_path)]) == 2
+    assert "dpgossip[plot]" in capsys.readouterr().err
+
+
+def test_report_on_unfinished_or_foreign_folder(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "config.resolved.json").write_text("{}")
+    with pytest.raises(ConfigError, match="the run did not finish; run the scenario again"):
+        make_report(tmp_path)
+
+
+def ring_leakage(m=6):
+    g = nx.cycle_graph(m)
+    hops = dict(nx.all_pairs_shortest_path_length(g))
+    return [
+        {"observer": o, "target": t, "hops": hops[o][t], "value": 2.0 / (1 + hops[o][t])}
+        for o in range(m)
+        for t in range(m)
+        if o != t
+    ]
+
+
+def test_leakage_heatmap_and_hops_on_a_synthetic_table(tmp_path):
+    rows = ring_leakage()
+    assert is_png(plot_pair_heatmap(rows, tmp_path / "heat.png", title="ring of 6"))
+    rows[0] = {**rows[0], "value": float("inf")}
+    assert is_png(plot_pair_heatmap(rows, tmp_path / "heat_log.png", log=True))
+    two = [{**r, "series": "c=1"} for r in ring_leakage()] + [
+        {**r, "series": "c=5", "value": r["value"] / 2} for r in ring_leakage()
+    ]
+    assert is_png(plot_leakage_vs_hops(two, tmp_path / "hops.png"))
+    eps = [{**r, "epsilon": r.pop("value")} for r in ring_leakage()]
+    assert is_png(plot_leakage_vs_hops(eps, tmp_path / "hops_eps.png", value_key="epsilon", log=True))
+
+
+@pytest.mark.parametrize(
+    "rows, match",
+    [
+        ([], "no leakage rows"),
+        ([{"observer": 0, "target": 1, "value": 1.0}], "has no 'hops'"),
+        ([{"observer": 0, "target": 1, "hops": 1, "value": 1.0}] * 2, "is given twice"),
+    ],
+)
+def test_leakage_input_errors(tmp_path, rows, match):
+    with pytest.raises(ValueError, match=match):
+        plot_pair_heatmap(rows, tmp_path / "x.png")
+
+
+def test_topology_drawing_labels_small_graphs_and_widths_large(tmp_path):
+    from dpgossip.topology import make_network
+
+    for name, m in (("ring", 6), ("erdos_renyi", 40)):
+        net = make_network(name, agents=m, seed=1)
+        assert is_png(plot_topology(net.graph, net.W, tmp_path / f"{name}.png", name=name))
+
+
+@pytest.fixture
+def leakage_section():
+    """A stand-in privacy auditor: a [privacy] section whose run hook writes a leakage table."""
+
+    def run(cfg, base):
+        c = cfg["protocol"]["consensus_steps"]
+        return {"leakage": [{**r, "epsilon": r["value"] * c} for r in ring_leakage(4)]}
+
+    saved = EXTRA_SECTIONS.pop("privacy", None)
+    register_section("privacy", free_table, run=run)
+    yield
+    EXTRA_SECTIONS.pop("privacy", None)
+    if saved is not None:
+        EXTRA_SECTIONS["privacy"] = saved
+
+
+def test_section_run_hook_writes_a_table_that_the_report_plots(tmp_path, leakage_section):
+    sc = small(repeats=1, privacy={"delta": 1e-5}, protocol={"consensus_steps": [1, 2]})
+    run_scenario(sc, tmp_path, quiet=True, plots=True)
+    lines = (tmp_path / "leakage.csv").read_text().splitlines()
+    assert lines[0] == "observer,target,hops,value,epsilon,point" and len(lines) == 1 + 2 * 12
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert "leakage.csv" in summary["files"]
+    for name in ("leakage_heatmap_p0.png", "leakage_heatmap_p1.png", "leakage_vs_hops.png"):
+        assert is_png(tmp_path / "plots" / name)

@@ -1,0 +1,151 @@
+"""Resumable sweeps: an interrupted run keeps whole points, and a rerun computes only the rest and ends
+with byte-identical tables."""
+
+import json
+
+import pytest
+
+from dpgossip.errors import ConfigError
+from dpgossip.scenario import run_scenario, runner
+from dpgossip.scenario.results import point_file
+
+from .helpers import read_bytes, small
+
+TABLES = ("runs.csv", "iterations.csv", "points.csv", "summary.json", "config.resolved.json")
+
+
+class CountingRunPoint:
+    """Wraps ``run_point``: counts calls and raises KeyboardInterrupt on call ``stop_at`` (1-based)."""
+
+    def __init__(self, stop_at=None):
+        self.calls = []
+        self.stop_at = stop_at
+        self.real = runner.run_point
+
+    def __call__(self, cfg, axes, base=None):
+        self.calls.append(dict(axes))
+        if self.stop_at is not None and len(self.calls) == self.stop_at:
+            raise KeyboardInterrupt
+        return self.real(cfg, axes, base)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted run of the small sweep (3 points)."""
+    out = tmp_path_factory.mktemp("reference")
+    run_scenario(small(), out, quiet=True)
+    return out
+
+
+def test_interrupted_run_resumes_without_recomputing(tmp_path, monkeypatch, reference):
+    sc = small()
+    interrupted = CountingRunPoint(stop_at=3)
+    monkeypatch.setattr(runner, "run_point", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(sc, tmp_path, quiet=True)
+    # two whole points on disk, no final tables yet, the resolved configuration already there
+    points = sc.points()
+    assert [point_file(tmp_path, p.key).is_file() for p in points] == [True, True, False]
+    assert not (tmp_path / "runs.csv").exists() and not (tmp_path / "summary.json").exists()
+    assert (tmp_path / "config.resolved.json").is_file()
+    assert not list((tmp_path / "points").glob(".*.tmp"))
+
+    resumed = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", resumed)
+    run_scenario(sc, tmp_path, quiet=True)
+    assert resumed.calls == [{"protocol.consensus_steps": 4}]
+    assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
+    timing = json.loads((tmp_path / "timing.json").read_text())
+    assert timing["computed"] == 1 and timing["resumed"] == 2
+    assert [p["resumed"] for p in timing["points"]] == [True, True, False]
+
+    # a third run recomputes nothing and still gives the same tables
+    again = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", again)
+    run_scenario(sc, tmp_path, quiet=True)
+    assert again.calls == []
+    assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
+
+
+def test_corrupt_or_foreign_point_file_is_recomputed(tmp_path, monkeypatch, reference):
+    sc = small()
+    run_scenario(sc, tmp_path, quiet=True)
+    p0, p1 = sc.points()[:2]
+    point_file(tmp_path, p0.key).write_text("{not json")
+    data = json.loads(point_file(tmp_path, p1.key).read_text())
+    data["hash"] = "0" * 16
+    point_file(tmp_path, p1.key).write_text(json.dumps(data))
+    counting = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", counting)
+    run_scenario(sc, tmp_path, quiet=True)
+    assert counting.calls == [{"protocol.consensus_steps": 1}, {"protocol.consensus_steps": 2}]
+    assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
+
+
+def test_changed_scenario_reuses_shared_points_and_drops_stale_tables(tmp_path, monkeypatch):
+    run_scenario(small(), tmp_path, quiet=True)
+    assert (tmp_path / "summary.json").is_file()
+    counting = CountingRunPoint(stop_at=1)
+    monkeypatch.setattr(runner, "run_point", counting)
+    wider = small(protocol={"consensus_steps": [1, 2, 4, 8]})
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(wider, tmp_path, quiet=True)
+    # only c = 8 was new; the old run's tables are gone (they described the other configuration)
+    assert counting.calls == [{"protocol.consensus_steps": 8}]
+    assert not (tmp_path / "runs.csv").exists() and not (tmp_path / "summary.json").exists()
+    assert json.loads((tmp_path / "config.resolved.json").read_text())["protocol"][
+        "consensus_steps"
+    ] == [1, 2, 4, 8]
+
+
+def test_duplicate_points_run_once(tmp_path, monkeypatch):
+    counting = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", counting)
+    run_scenario(small(protocol={"consensus_steps": [2, 2]}), tmp_path, quiet=True)
+    assert len(counting.calls) == 1
+    rows = (tmp_path / "runs.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2 * 3
+
+
+def test_point_errors_name_the_point_and_stop_before_running(tmp_path, monkeypatch):
+    counting = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", counting)
+    bad = small(network={"topology": "ring", "agents": [4, 400]})
+    msg = r"point 3 \(m=400, c=1\): data has 178 rows but there are 400 agents"
+    with pytest.raises(ConfigError, match=msg):
+        run_scenario(bad, tmp_path, quiet=True)
+    assert counting.calls == [] and not (tmp_path / "points").exists()
+
+
+def test_runtime_error_in_a_point_names_the_point(tmp_path):
+    sc = small(protocol={"noise": {"schedule": "explicit", "values": [0.1, 0.1]}})
+    with pytest.raises(ConfigError, match=r"point 0 \(c=1\): protocol.noise.values"):
+        run_scenario(sc, tmp_path, quiet=True)
+
+
+def test_editing_a_user_data_file_invalidates_its_points(tmp_path, monkeypatch):
+    import numpy as np
+
+    data = tmp_path / "x.csv"
+    rng = np.random.default_rng(0)
+    np.savetxt(data, rng.standard_normal((24, 4)), delimiter=",")
+    sc = small(data={"source": str(data)}, protocol={"consensus_steps": 2})
+    out = tmp_path / "out"
+    run_scenario(sc, out, quiet=True)
+    counting = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", counting)
+    run_scenario(sc, out, quiet=True)
+    assert counting.calls == []
+    np.savetxt(data, rng.standard_normal((24, 4)), delimiter=",")
+    run_scenario(sc, out, quiet=True)
+    assert len(counting.calls) == 1
+    assert len(list((out / "points").glob("*.json"))) == 2
+
+
+def test_stale_plots_of_another_configuration_are_removed(tmp_path):
+    pytest.importorskip("matplotlib")
+    run_scenario(small(network={"topology": ["ring", "path"]}), tmp_path, quiet=True, plots=True)
+    assert len(list((tmp_path / "plots").glob("topology_*.png"))) == 2
+    run_scenario(small(), tmp_path, quiet=True, plots=False)
+    assert not list((tmp_path / "plots").glob("*.png"))
+    assert len(list((tmp_path / "networks").glob("*.json"))) == 1
