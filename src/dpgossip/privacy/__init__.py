@@ -1,0 +1,27 @@
+"""The privacy auditor: the Gaussian law of what an adversary sees, Renyi divergences and (epsilon, delta).
+
+See ``docs/privacy.md`` and ``privacy-model.md`` of the design. Main entry points:
+
+* :class:`GaussianPair` -- divergences and conversions of two Gaussians (exact, rdp, chernoff);
+* :func:`audit_pairs` -- the (observer, target) matrix of a run with a worst-case neighbour search;
+* :class:`ComponentAuditor` -- the low-rank engine behind it, for custom views and neighbours.
+"""
+
+from dpgossip.privacy.analytic import (
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    gaussian_mechanism_delta,
+)
+from dpgossip.privacy.audit import PairAudit, PairResult, audit_pairs, view_pair
+from dpgossip.privacy.auditor import ComponentAuditor
+from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
+from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
+from dpgossip.privacy.release import ReleaseModel, build_release_model
+from dpgossip.privacy.views import VIEW_KINDS, View, make_view
+
+__all__ = [
+    "GaussianPair", "SupportMismatch", "audit_pairs", "PairAudit", "PairResult", "view_pair",
+    "ComponentAuditor", "Neighbour", "candidate_neighbours", "NEIGHBOUR_KINDS", "ReleaseModel",
+    "build_release_model", "View", "make_view", "VIEW_KINDS", "analytic_gaussian_sigma",
+    "classical_gaussian_sigma", "gaussian_mechanism_delta",
+]

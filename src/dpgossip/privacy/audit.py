@@ -1,0 +1,267 @@
+"""The pair audit: for every (observer, target), the worst neighbour found and its (epsilon, delta).
+
+privacy-model.md, Sections 2-4. The audit is **per instance**: it is about this ``X`` and the neighbours
+that were tried, not a worst case over all datasets.
+
+Search (Section 3): for each target, candidate neighbours (rows by leverage, principal and random
+directions, the largest step the constraints allow), each scored for every observer by the RDP conversion
+(cheap: ``O(p)`` per order once the low-rank pencil is known); then a few steps of local ascent from the best
+candidates (random perturbations projected back onto the constraint set, kept when they increase the
+score); finally the exact hockey-stick ``delta`` (and the Chernoff PDP bound) for the ``refine`` best
+candidates of every pair. The reported worst case of a pair is the refined candidate with the largest exact
+epsilon at ``delta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.errors import ConfigError
+from dpgossip.privacy.auditor import ComponentAuditor
+from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.privacy.neighbours import Neighbour, candidate_neighbours, is_neighbour, max_step
+from dpgossip.privacy.release import ReleaseModel, build_release_model
+from dpgossip.privacy.views import View, make_view, view_factor
+from dpgossip.protocol.params import ProtocolParams
+from dpgossip.topology.network import Network
+
+__all__ = ["PairAudit", "PairResult", "audit_pairs", "view_pair", "view_gaussian",
+           "component_model", "PAIR_VIEWS"]
+
+PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
+
+
+# --- dense reference path ------------------------------------------------------------------------
+def component_model(data: PartitionedData, network: Network, params: ProtocolParams,
+                    component: int = 0, X: np.ndarray | None = None) -> ReleaseModel:
+    """Release model of one component on ``X`` (default ``data.X``)."""
+    return build_release_model(data, network.W, T=params.iterations, c=params.consensus_steps,
+                               alpha=params.alpha[component], sigma_q=params.sigma_q,
+                               sigma_p=params.sigma_p[component], X=X)
+
+
+def view_gaussian(model: ReleaseModel, view: View, network: Network,
+                  w_known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of a view, by dense matrices (the reference path).
+
+    Joint (default): ``V = [F w ; w_known]`` has law ``N(0, G G^T)``, ``G = [F ; E_known] diag(std)``.
+    Conditional (``w_known`` given: a realised latent vector, of which the known part is used; Eq. (29) of
+    001): ``F w | w_known ~ N(F_k w_k, F_u diag(std_u^2) F_u^T)``.
+    """
+    F, known = view_factor(model, view, network.graph)
+    std = model.latent_std
+    if w_known is None:
+        E = np.zeros((known.size, model.N))
+        E[np.arange(known.size), known] = 1.0
+        G = np.vstack([F, E]) * std
+        return np.zeros(G.shape[0]), G @ G.T
+    w_known = np.asarray(w_known, dtype=float)
+    unknown = np.setdiff1d(np.arange(model.N), known)
+    G = F[:, unknown] * std[unknown]
+    return F[:, known] @ w_known[known], G @ G.T
+
+
+def view_pair(model0: ReleaseModel, model1: ReleaseModel, view: View, network: Network,
+              w_known: np.ndarray | None = None) -> GaussianPair:
+    """Dense :class:`GaussianPair` of a view under ``X`` (``model0``) and ``X'`` (``model1``)."""
+    m0, S0 = view_gaussian(model0, view, network, w_known)
+    m1, S1 = view_gaussian(model1, view, network, w_known)
+    return GaussianPair(m0, (S0 + S0.T) / 2, m1, (S1 + S1.T) / 2)
+
+
+# --- the pair audit ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class PairResult:
+    """The worst neighbour found for one (observer, target) pair and its privacy numbers."""
+
+    observer: int
+    target: int
+    hops: int
+    neighbour: Neighbour
+    epsilon: dict[str, float]
+    """``epsilon`` at the audit's ``delta`` for each method (exact, rdp, chernoff)."""
+    delta: dict[str, list[float]]
+    """``delta`` at each epsilon of the grid, for each method."""
+    renyi2: float
+    """``D_2(P || Q)`` of the worst neighbour (a quick scale of the leakage)."""
+
+    def rows(self, epsilons: Sequence[float], delta_target: float) -> list[dict[str, object]]:
+        """Tidy rows: one per method."""
+        out = []
+        for meth, eps in self.epsilon.items():
+            row: dict[str, object] = {"observer": self.observer, "target": self.target,
+                                      "hops": self.hops, "method": meth, "delta": delta_target,
+                                      "epsilon": eps, "renyi2": self.renyi2,
+                                      **self.neighbour.to_row()}
+            for e, dl in zip(epsilons, self.delta[meth], strict=True):
+                row[f"delta_at_eps_{e:g}"] = dl
+            out.append(row)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class PairAudit:
+    """The (observer, target) audit of one component: ``results[(o, j)]`` and search statistics."""
+
+    view: str
+    delta: float
+    epsilons: tuple[float, ...]
+    methods: tuple[str, ...]
+    results: dict[tuple[int, int], PairResult]
+    candidates: int
+    m: int
+    notes: tuple[str, ...] = field(default=())
+
+    def matrix(self, method: str = "exact", what: str = "epsilon", index: int = 0) -> np.ndarray:
+        """``m x m`` matrix (observer x target) of epsilon at ``delta`` (``what="epsilon"``) or of delta at
+        ``epsilons[index]`` (``what="delta"``); ``nan`` where no pair was audited."""
+        M = np.full((self.m, self.m), np.nan)
+        for (o, j), r in self.results.items():
+            M[o, j] = r.epsilon[method] if what == "epsilon" else r.delta[method][index]
+        return M
+
+    def worst(self, method: str = "exact") -> PairResult:
+        """The pair with the largest epsilon."""
+        return max(self.results.values(), key=lambda r: r.epsilon[method])
+
+    def rows(self) -> list[dict[str, object]]:
+        """Tidy rows: one per (observer, target, method)."""
+        out = []
+        for key in sorted(self.results):
+            for row in self.results[key].rows(self.epsilons, self.delta):
+                out.append({**row, "view": self.view, "candidates": self.candidates})
+        return out
+
+
+def _view_key(kind: str, o: int, j: int, m: int) -> tuple[Hashable, View]:
+    """Views whose law does not depend on the target share one factorisation."""
+    if kind == "observer":
+        return ("observer", o), make_view("observer", m=m, agents=(o,))
+    if kind == "paper":
+        return ("paper", o, j), make_view("paper", m=m, agents=(o,), target=j)
+    if kind == "all-but-one":
+        return ("all-but-one", j), make_view("all-but-one", m=m, target=j)
+    if kind == "eavesdropper":
+        return ("eavesdropper",), make_view("eavesdropper", m=m)
+    raise ConfigError(f"privacy.view {kind!r} is not supported in a pair audit; use one of "
+                      f"{', '.join(PAIR_VIEWS)} (coalitions: audit a View directly)")
+
+
+def _score(pair: GaussianPair, delta: float) -> float:
+    """Screening score: the RDP epsilon at ``delta`` (an upper bound, cheap)."""
+    return float(pair.epsilon(delta, method="rdp"))
+
+
+def _perturb(nb: Neighbour, x: np.ndarray, kind: str, step: float,
+             rng: np.random.Generator) -> Neighbour | None:
+    """A random nearby replacement, moved back onto the constraint set."""
+    y = nb.x_new + step * rng.standard_normal(x.size)
+    u = y - x
+    nu = np.linalg.norm(u)
+    if nu == 0:
+        return None
+    u /= nu
+    y = x + min(nu, max_step(x, u, kind)) * u
+    if not is_neighbour(x, y, kind):
+        return None
+    return Neighbour(row=nb.row, x_new=y, label=nb.label + "+ascent")
+
+
+def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
+                delta: float = 1e-5, epsilons: Sequence[float] = (1.0,), view: str = "observer",
+                neighbours: str = "bounded", candidates: int = 100, refine: int = 3,
+                ascent_steps: int = 4, methods: Sequence[str] = ("exact", "rdp", "chernoff"),
+                targets: Sequence[int] | None = None, observers: Sequence[int] | None = None,
+                seed: int = 0) -> PairAudit:
+    """Audit every (observer, target) pair of a rank-1 run (component 0) by a worst-case search.
+
+    Parameters
+    ----------
+    delta
+        ``delta`` at which each pair's ``epsilon`` is reported.
+    epsilons
+        Grid at which each pair's ``delta`` is reported.
+    view
+        ``observer`` (default: agent ``o`` attacking agent ``j``), ``paper`` (the target's own releases,
+        jointly with the observer's randomness), ``all-but-one`` or ``eavesdropper`` (the observer index
+        is then irrelevant and every row of the matrix is equal).
+    neighbours
+        ``bounded`` or ``replace-one``.
+    candidates, refine, ascent_steps
+        Candidate neighbours per target; how many of the best (by the RDP screen) get exact values;
+        rounds of local ascent from the best two.
+    """
+    if not 0 < delta < 1:
+        raise ConfigError(f"privacy.delta must be in (0, 1), got {delta!r}")
+    for e in epsilons:
+        if not e > 0:
+            raise ConfigError(f"privacy.epsilon values must be > 0, got {e!r}")
+    if refine < 1:
+        raise ConfigError(f"privacy.refine must be >= 1, got {refine!r}")
+    m = data.m
+    rng = np.random.default_rng(seed)
+    targets = list(range(m)) if targets is None else [int(j) for j in targets]
+    observers = list(range(m)) if observers is None else [int(o) for o in observers]
+    keys: dict[tuple[int, int], Hashable] = {}
+    views: dict[Hashable, View] = {}
+    for j in targets:
+        for o in observers:
+            if o == j:
+                continue
+            k, v = _view_key(view, o, j, m)
+            keys[(o, j)] = k
+            views[k] = v
+    auditor = ComponentAuditor(data, network, params, views, seed=seed)
+    hops = dict(nx.all_pairs_shortest_path_length(network.graph))
+    results: dict[tuple[int, int], PairResult] = {}
+    for j in targets:
+        rows = np.arange(data.offsets[j], data.offsets[j + 1])
+        pairs_j = [(o, j) for o in observers if o != j]
+        if not pairs_j:
+            continue
+        my_keys = sorted({keys[p] for p in pairs_j}, key=str)
+        scored: dict[Hashable, list[tuple[float, Neighbour, GaussianPair]]] = {k: [] for k in my_keys}
+
+        def evaluate(nb: Neighbour, my_keys=my_keys, scored=scored) -> None:
+            for k, pair in auditor.pairs(nb.apply(data.X), my_keys).items():
+                scored[k].append((_score(pair, delta), nb, pair))
+
+        for nb in candidate_neighbours(data.X, rows, kind=neighbours, per_target=candidates,
+                                       rng=rng):
+            evaluate(nb)
+        for k in my_keys:  # local ascent from the two best of each view
+            for _, start, _ in sorted(scored[k], key=lambda s: -s[0])[:2]:
+                best = start
+                best_score = max(s for s, nb, _ in scored[k] if nb is start)
+                step = 0.25
+                for _ in range(ascent_steps):
+                    trial = _perturb(best, data.X[best.row], neighbours, step, rng)
+                    if trial is None:
+                        continue
+                    pair = auditor.pairs(trial.apply(data.X), [k])[k]
+                    s = _score(pair, delta)
+                    scored[k].append((s, trial, pair))
+                    if s > best_score:
+                        best, best_score = trial, s
+                    else:
+                        step /= 2
+        for o, jj in pairs_j:
+            k = keys[(o, jj)]
+            top = sorted(scored[k], key=lambda s: -s[0])[:refine]
+            best_res = None
+            for _, nb, pair in top:
+                eps = {meth: float(pair.epsilon(delta, method=meth)) for meth in methods}
+                if best_res is None or eps[methods[0]] > best_res.epsilon[methods[0]]:
+                    dl = {meth: [float(pair.delta(e, method=meth)) for e in epsilons]
+                          for meth in methods}
+                    best_res = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
+                                          neighbour=nb, epsilon=eps, delta=dl,
+                                          renyi2=float(pair.renyi(2.0)))
+            results[(o, jj)] = best_res
+    return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
+                     methods=tuple(methods), results=results, candidates=candidates, m=m)

@@ -1,0 +1,218 @@
+"""Conversions from Renyi divergences and moment generating functions to privacy guarantees.
+
+Every function takes a callable, so it applies to any Renyi (RDP) curve ``a -> D_a(P||Q)`` or
+cumulant generating function, not only to Gaussian pairs.  Orders are optimised over a continuous
+range: a geometric grid of ``a - 1`` (or of ``s``) brackets the minimum, which
+:func:`scipy.optimize.minimize_scalar` then refines in log space.  When the optimum sits at an
+edge of the range searched, a :class:`RuntimeWarning` says so (unless the result is vacuous).
+
+References
+----------
+C. L. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential privacy",
+NeurIPS 2020, Proposition 12.  B. Balle, G. Barthe, M. Gaboardi, J. Hsu, T. Sato, "Hypothesis
+testing interpretations and Renyi differential privacy", AISTATS 2020, Theorem 21.  "001":
+the D-DP-PM privacy analysis, Definition 2 (probabilistic DP) and Theorem 2 (Chernoff bound on
+the privacy loss from Renyi divergences).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "OrderOptimum",
+    "chernoff_bound",
+    "chernoff_lower_tail_from_rdp",
+    "chernoff_upper_tail_from_rdp",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
+]
+
+import math
+import numbers
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+from scipy import optimize
+
+from dpgossip.errors import ConfigError
+
+_GRID = 96
+_VACUOUS = 0.999  # edge warnings are not raised for bounds this weak
+
+
+class OrderOptimum(NamedTuple):
+    """Result of an optimisation over orders: the optimal ``value`` and the ``order`` (``a`` or
+    ``s``) attaining it, and whether that order is at an edge of the searched range."""
+
+    value: float
+    order: float
+    at_edge: bool
+
+
+def _minimise(objective: Callable[[float], float], x_lo: float, x_hi: float) -> OrderOptimum:
+    """Minimise ``objective(x)`` over ``[x_lo, x_hi]`` (``0 < x_lo < x_hi``) in ``u = ln x``."""
+    def g(u: float) -> float:
+        v = objective(math.exp(u))
+        return v if math.isfinite(v) else 1e300
+
+    grid = np.linspace(math.log(x_lo), math.log(x_hi), _GRID)
+    values = np.array([g(float(u)) for u in grid])
+    i = int(np.argmin(values))
+    best_u, best = float(grid[i]), float(values[i])
+    lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, _GRID - 1)])
+    res = optimize.minimize_scalar(g, bounds=(lo, hi), method="bounded",
+                                   options={"xatol": 1e-10 * max(1.0, abs(best_u))})
+    if res.fun < best:
+        best_u, best = float(res.x), float(res.fun)
+    at_edge = best_u - grid[0] < 1e-6 * (grid[-1] - grid[0]) or \
+        grid[-1] - best_u < 1e-6 * (grid[-1] - grid[0])
+    if best >= 1e300:
+        best = math.inf
+    return OrderOptimum(best, math.exp(best_u), bool(at_edge))
+
+
+def _is_real(x: object) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _check_eps(epsilon: float) -> float:
+    """``epsilon`` as a float, or :class:`ConfigError` unless it is a finite number ``>= 0``."""
+    if not (_is_real(epsilon) and math.isfinite(epsilon) and epsilon >= 0):
+        raise ConfigError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    return float(epsilon)
+
+
+def _check_delta(delta: float) -> float:
+    """``delta`` as a float, or :class:`ConfigError` unless it is in ``(0, 1)``."""
+    if not (_is_real(delta) and 0 < delta < 1):
+        raise ConfigError(f"delta must be in (0, 1), got {delta!r}")
+    return float(delta)
+
+
+def _order_range(a_max: float, max_order: float) -> tuple[float, float]:
+    if not a_max > 1:
+        raise ConfigError(f"a_max must be > 1, got {a_max!r}")
+    if not (math.isfinite(max_order) and max_order > 1):
+        raise ConfigError(f"max_order must be a finite number > 1, got {max_order!r}")
+    x_hi = min(max_order, a_max) - 1.0
+    if a_max <= max_order:  # the divergence may be infinite at a_max itself: stay inside
+        x_hi *= 1.0 - 1e-12
+    return min(1e-8, 1e-6 * x_hi), x_hi
+
+
+def _warn_edge(at_edge: bool, order: float, value: float, what: str) -> None:
+    if at_edge and 0.0 < value < _VACUOUS:
+        warnings.warn(f"{what}: the optimal order {order:.6g} is at an edge of the range "
+                      f"searched; the bound may be improvable", RuntimeWarning, stacklevel=3)
+
+
+def rdp_to_delta(renyi: Callable[[float], float], epsilon: float, *, a_max: float = math.inf,
+                 max_order: float = 1e8) -> OrderOptimum:
+    """The ``(epsilon, delta)``-DP guarantee implied by an RDP curve: ``delta`` at ``epsilon``.
+
+    Implements Canonne, Kamath & Steinke (2020), Prop. 12 (= Balle et al. 2020, Thm. 21):
+
+        delta = inf_{1 < a < a_max} exp((a - 1)(D_a - epsilon)) / a * (1 - 1/a)^(a - 1),
+
+    evaluated in logs, over a continuous order ``a`` in ``(1, min(a_max, max_order))``, capped at 1.
+
+    Parameters
+    ----------
+    renyi : callable
+        ``a -> D_a(P||Q)`` (or an upper bound), finite on ``(1, a_max)``; ``inf`` is allowed.
+    epsilon : float
+        ``>= 0``.
+    a_max : float
+        Supremum of the orders where ``renyi`` is finite.
+    max_order : float
+        Largest order searched when ``a_max`` is larger.
+
+    Returns
+    -------
+    OrderOptimum
+        ``value`` is ``delta``; ``order`` the optimal ``a``.
+    """
+    eps = _check_eps(epsilon)
+    x_lo, x_hi = _order_range(a_max, max_order)
+
+    def log_delta(x: float) -> float:  # x = a - 1
+        return x * (renyi(1.0 + x) - eps) + x * (math.log(x) - math.log1p(x)) - math.log1p(x)
+
+    opt = _minimise(log_delta, x_lo, x_hi)
+    delta = min(1.0, math.exp(min(opt.value, 0.0)))
+    _warn_edge(opt.at_edge, 1.0 + opt.order, delta, "rdp_to_delta")
+    return OrderOptimum(delta, 1.0 + opt.order, opt.at_edge)
+
+
+def rdp_to_epsilon(renyi: Callable[[float], float], delta: float, *, a_max: float = math.inf,
+                   max_order: float = 1e8) -> OrderOptimum:
+    """Smallest ``epsilon`` with ``rdp_to_delta(renyi, epsilon) <= delta``, closed form per order.
+
+    Solving Prop. 12 of Canonne, Kamath & Steinke (2020) for ``epsilon`` at each order:
+
+        epsilon = inf_{1 < a < a_max} D_a + ln(1 - 1/a) - (ln delta + ln a) / (a - 1),
+
+    clipped at 0.  ``value`` is ``epsilon`` (``inf`` when no order gives a finite value).
+    """
+    log_d = math.log(_check_delta(delta))
+    x_lo, x_hi = _order_range(a_max, max_order)
+
+    def eps_at(x: float) -> float:
+        return renyi(1.0 + x) + math.log(x) - math.log1p(x) - (log_d + math.log1p(x)) / x
+
+    opt = _minimise(eps_at, x_lo, x_hi)
+    eps = max(0.0, opt.value)
+    if opt.at_edge and 0.0 < eps < math.inf:
+        warnings.warn(f"rdp_to_epsilon: the optimal order {1.0 + opt.order:.6g} is at an edge of "
+                      f"the range searched; the bound may be improvable", RuntimeWarning,
+                      stacklevel=2)
+    return OrderOptimum(eps, 1.0 + opt.order, opt.at_edge)
+
+
+def chernoff_bound(log_mgf: Callable[[float], float], epsilon: float, *,
+                   s_max: float = math.inf, max_s: float = 1e8) -> OrderOptimum:
+    """Chernoff bound ``Pr(X > epsilon) <= inf_{0 < s < s_max} exp(K(s) - s epsilon)``.
+
+    ``K(s) = ln E exp(sX)`` must be finite on ``(0, s_max)``; ``s`` is searched in
+    ``(0, min(s_max, max_s))``.  ``value`` is the bound, capped at 1; ``order`` the optimal ``s``.
+    """
+    eps = _check_eps(epsilon)
+    if not s_max > 0:
+        raise ConfigError(f"s_max must be > 0, got {s_max!r}")
+    x_hi = min(s_max, max_s) * ((1.0 - 1e-12) if s_max <= max_s else 1.0)
+    opt = _minimise(lambda s: log_mgf(s) - s * eps, min(1e-8, 1e-6 * x_hi), x_hi)
+    bound = min(1.0, math.exp(min(opt.value, 0.0)))
+    _warn_edge(opt.at_edge, opt.order, bound, "chernoff_bound")
+    return OrderOptimum(bound, opt.order, opt.at_edge)
+
+
+def chernoff_upper_tail_from_rdp(renyi: Callable[[float], float], epsilon: float, *,
+                                 a_max: float = math.inf, max_order: float = 1e8) -> OrderOptimum:
+    """``Pr_P(L > epsilon) <= inf_{a > 1} exp((a - 1)(D_a(P||Q) - epsilon))`` (001, Theorem 2).
+
+    Markov's inequality on ``e^{(a-1)L}``, since ``E_P e^{(a-1)L} = exp((a-1) D_a(P||Q))``.
+    ``order`` in the result is ``a``.
+    """
+    x_lo, x_hi = _order_range(a_max, max_order)
+    eps = _check_eps(epsilon)
+    opt = _minimise(lambda x: x * (renyi(1.0 + x) - eps), x_lo, x_hi)
+    bound = min(1.0, math.exp(min(opt.value, 0.0)))
+    _warn_edge(opt.at_edge, 1.0 + opt.order, bound, "chernoff_upper_tail_from_rdp")
+    return OrderOptimum(bound, 1.0 + opt.order, opt.at_edge)
+
+
+def chernoff_lower_tail_from_rdp(renyi_reverse: Callable[[float], float], epsilon: float, *,
+                                 a_max: float = math.inf,
+                                 max_order: float = 1e8) -> OrderOptimum:
+    """``Pr_P(L < -epsilon) <= inf_{a > 1} exp((a - 1) D_a(Q||P) - a epsilon)``.
+
+    Markov's inequality on ``e^{-aL}``: ``E_P (q/p)^a = int q^a p^(1-a) = exp((a-1) D_a(Q||P))``.
+    ``renyi_reverse`` is ``a -> D_a(Q||P)``, finite on ``(1, a_max)``; ``order`` is ``a``.
+    """
+    x_lo, x_hi = _order_range(a_max, max_order)
+    eps = _check_eps(epsilon)
+    opt = _minimise(lambda x: x * renyi_reverse(1.0 + x) - (1.0 + x) * eps, x_lo, x_hi)
+    bound = min(1.0, math.exp(min(opt.value, 0.0)))
+    _warn_edge(opt.at_edge, 1.0 + opt.order, bound, "chernoff_lower_tail_from_rdp")
+    return OrderOptimum(bound, 1.0 + opt.order, opt.at_edge)
