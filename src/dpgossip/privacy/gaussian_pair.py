@@ -507,7 +507,7 @@ class GaussianPair:
         ``"rdp"`` in closed form per order (:func:`conversions.rdp_to_epsilon`, max over
         directions); otherwise by :func:`scipy.optimize.brentq` on ``log delta(eps)``
         (non-increasing; to ``1e-10`` relative), bracketed above by the RDP epsilon for the exact
-        method.  ``inf`` when the supports differ.
+        method.  ``inf`` when the supports differ or epsilon exceeds ``1e6``.
         """
         meth = _check_method(method)
         target = _check_delta(delta)
@@ -531,6 +531,11 @@ class GaussianPair:
             return 0.0
         # exact <= rdp and the Chernoff PDP bound is >= the exact delta: both bracket from above
         hi = self.epsilon(target, "rdp") if meth == "exact" else 1.0
+        if hi > _EPS_MAX:
+            # one evaluation decides whether epsilon is beyond the cap (then inf, as documented)
+            if excess(_EPS_MAX) > 0:
+                return math.inf
+            hi = _EPS_MAX
         if not math.isfinite(hi) or hi <= 0:
             hi = 1.0
         while excess(hi) > 0:

@@ -76,6 +76,8 @@ class WhitenedCovariance:
         of each column's component outside it."""
         Ys = (np.asarray(Y, dtype=float) * self.scale[:, None])[self.piv]
         a = sla.solve_triangular(self.L11, Ys[: self.rank], lower=True, check_finite=False)
+        if self.rank == self.K:  # square factor: every vector lies in the range
+            return a, np.zeros(Ys.shape[1])
         resid = Ys - self.L @ a
         norms = np.linalg.norm(Ys, axis=0)
         rel = np.linalg.norm(resid, axis=0) / np.where(norms > 0, norms, 1.0)
