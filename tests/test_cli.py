@@ -198,3 +198,124 @@ def test_report_subcommand(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "error_vs_c.png" in printed and (out / "plots" / "error_vs_iteration.png").is_file()
     assert main(["report", str(tmp_path / "missing")]) == 2
+
+
+# --- privacy: audit and calibrate (issue 4), the [privacy] hooks of run (issue 5) -------------------
+
+TINY_PRIVATE = """
+name = "tiny-private"
+seed = 1
+[data]
+source = "synthetic"
+standardize = false
+synthetic = { n = 16, d = 2, spectrum = [1.0, 0.8] }
+[network]
+topology = "ring"
+agents = 4
+[protocol]
+iterations = 2
+consensus_steps = 1
+noise = { schedule = "constant", scale = 1.0 }
+[privacy]
+candidates = 2
+refine = 1
+ascent_steps = 0
+methods = ["rdp"]
+epsilon = [50.0, 200.0]
+"""
+
+
+def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
+    out = tmp_path / "audit"
+    assert main(["audit", str(write(tmp_path, TINY_PRIVATE)), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "per-instance audit" in printed and "not a worst case over all datasets" in printed
+    assert "view 'observer'" in printed and "worst pair: observer" in printed
+    pairs = list(csv.DictReader(open(out / "pairs.csv")))
+    assert len(pairs) == 12 and {r["method"] for r in pairs} == {"rdp"}
+    assert {"observer", "target", "hops", "epsilon", "delta_at_eps_50", "row", "point"} <= set(pairs[0])
+    worst = json.loads((out / "worst.json").read_text())
+    w = worst["points"][0]
+    assert "per-instance" in worst["audit"] and w["view"] == "observer"
+    assert w["epsilon"]["rdp"] == max(float(r["epsilon"]) for r in pairs)
+    assert len(w["replacement"]) == 2 and set(w["delta_at_epsilon"]["rdp"]) == {"50", "200"}
+    # without "exact" in methods, the worst neighbour still gets its exact value (<= the RDP bound)
+    assert 0 < w["exact_for_worst_neighbour"]["epsilon"] <= w["epsilon"]["rdp"]
+    matrix = list(csv.DictReader(open(out / "epsilon_matrix.csv")))
+    assert len(matrix) == 4 and matrix[0]["target_0"] == "nan" and matrix[0]["method"] == "rdp"
+    if __import__("importlib").util.find_spec("matplotlib"):
+        assert (out / "leakage_heatmap.png").is_file() and (out / "leakage_vs_hops.png").is_file()
+
+
+def test_audit_of_a_sweep_and_rank_two(tmp_path, capsys):
+    text = TINY_PRIVATE.replace("consensus_steps = 1", "consensus_steps = [1, 2]\nrank = 2")
+    out = tmp_path / "audit"
+    argv = ["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots", "--candidates", "1"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "covers component 1 only" in printed and "Renyi divergences add" in printed
+    assert "point 1 (c=2)" in printed
+    pairs = list(csv.DictReader(open(out / "pairs.csv")))
+    assert {r["protocol_consensus_steps"] for r in pairs} == {"1", "2"}
+    assert {r["candidates"] for r in pairs} == {"1"}
+    assert (out / "epsilon_matrix_p0.csv").is_file() and (out / "epsilon_matrix_p1.csv").is_file()
+    assert len(json.loads((out / "worst.json").read_text())["points"]) == 2
+
+
+def test_calibrate_prints_toml_and_writes_json(tmp_path, capsys):
+    import tomllib
+
+    scenario = write(tmp_path, TINY_PRIVATE)
+    argv = ["calibrate", str(scenario), "--epsilon", "300", "--delta", "1e-5", "--family",
+            "constant", "--method", "rdp", "--out", str(tmp_path / "cal.json")]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    table = tomllib.loads(printed)
+    scale = table["protocol"]["noise"]["scale"]
+    assert table["protocol"]["noise"]["schedule"] == "constant" and scale > 0
+    assert "meets the target" in printed and "per-instance" in printed
+    record = json.loads((tmp_path / "cal.json").read_text())
+    assert record["noise_scale"] == scale and record["calibration_met"] is True
+    assert record["calibrated_epsilon"] <= 300 * 1.02 and record["evaluations"]
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        ([], "give the target with --epsilon E --delta D"),
+        (["--epsilon", "-1", "--delta", "1e-5"], "--.epsilon must be a finite number > 0, got -1.0"),
+        (["--epsilon", "1", "--delta", "2"], "--.delta must be in (0, 1), got 2.0"),
+        (["--epsilon", "1", "--delta", "1e-5", "--family", "geometrc"], "did you mean 'geometric'"),
+    ],
+)
+def test_calibrate_bad_targets_exit_2(tmp_path, capsys, extra, needle):
+    assert main(["calibrate", str(write(tmp_path, TINY_PRIVATE)), *extra]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_calibrate_unreachable_target_exits_1(tmp_path, capsys):
+    text = TINY_PRIVATE.replace("candidates = 2", "candidates = 1")
+    argv = ["calibrate", str(write(tmp_path, text)), "--epsilon", "1", "--delta", "1e-5",
+            "--family", "constant", "--method", "rdp"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "DOES NOT MEET" in captured.out and "levels off" in captured.err
+
+
+def test_run_with_privacy_audit_and_calibration(tmp_path):
+    text = TINY_PRIVATE + (
+        "audit = true\n"
+        'calibrate = { epsilon = 300.0, delta = 1e-5, family = "constant", method = "rdp" }\n'
+        "[output]\nplots = false\n"
+    )
+    out = tmp_path / "o"
+    assert main(["run", str(write(tmp_path, text)), "--out", str(out), "-q"]) == 0
+    runs = list(csv.DictReader(open(out / "runs.csv")))
+    cal = list(csv.DictReader(open(out / "calibration.csv")))
+    assert len(cal) == 1 and cal[0]["calibration_met"] == "True"
+    scale = float(cal[0]["noise_scale"])
+    assert float(runs[0]["noise_scale"]) == scale == float(runs[0]["sigma_p_first"])
+    leak = list(csv.DictReader(open(out / "leakage.csv")))
+    assert len(leak) == 12 and max(float(r["epsilon"]) for r in leak) <= 300 * 1.02
+    assert all(float(r["sigma_p_first"]) == scale for r in leak)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
+from pathlib import Path
+from typing import Any
 
 from dpgossip.errors import ConfigError
 
@@ -47,8 +51,229 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- audit and calibrate ---------------------------------------------------------------------------
+def _privacy_config(config: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """A point's configuration with a resolved ``[privacy]`` table (defaults when the scenario has
+    none) and the command-line overrides (checked like the scenario's keys)."""
+    from dpgossip.privacy.section import check_privacy
+
+    given = {k: v for k, v in overrides.items() if v is not None}
+    priv = dict(config.get("privacy") or check_privacy("privacy", {}))
+    checked = check_privacy("privacy", given)
+    priv.update({k: checked[k] for k in given})
+    return {**config, "privacy": priv}
+
+
+def _num(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.4g}"
+
+
+def _by_hops(audit: Any, method: str) -> dict[int, tuple[float, float]]:
+    """Worst and mean epsilon per hop distance."""
+    groups: dict[int, list[float]] = {}
+    for r in audit.results.values():
+        groups.setdefault(r.hops, []).append(r.epsilon[method])
+    return {h: (max(v), float(sum(v) / len(v))) for h, v in sorted(groups.items())}
+
+
+def _worst_record(audit: Any, data: Any, w: Any, point: Any, priv: dict[str, Any],
+                  note: str | None, calibrated: dict[str, Any]) -> dict[str, Any]:
+    """``worst.json`` entry of one point: the worst pair, its neighbour and its numbers."""
+    return {
+        "point": point.index, "axes": dict(point.axes), "view": audit.view,
+        "neighbours": priv["neighbours"], "delta": audit.delta, "candidates": audit.candidates,
+        "observer": w.observer, "target": w.target, "hops": w.hops, "row": w.neighbour.row,
+        "original": [float(v) for v in data.X[w.neighbour.row]],
+        "replacement": [float(v) for v in w.neighbour.x_new], "direction": w.neighbour.label,
+        "epsilon": dict(w.epsilon),
+        "delta_at_epsilon": {m: dict(zip([f"{e:g}" for e in audit.epsilons], dl, strict=True))
+                             for m, dl in w.delta.items()},
+        "renyi2": w.renyi2, **({"note": note} if note else {}),
+        **({"calibration": calibrated} if calibrated else {}),
+    }
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from dpgossip.privacy.section import (
+        PER_INSTANCE,
+        audit_config,
+        exact_for_pair,
+        leakage_rows,
+        prepare_point,
+        rank_note,
+    )
+    from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.assemble import axis_column
+    from dpgossip.scenario.progress import axes_label
+    from dpgossip.scenario.store import write_csv, write_json
+
+    sc = load_scenario(args.scenario)
+    points = sc.points()
+    out = Path(args.out or Path("results") / f"{sc.name}-audit")
+    overrides = {"candidates": args.candidates, "view": args.view}
+    pairs: list[dict[str, Any]] = []
+    leak: list[dict[str, Any]] = []
+    worst_points: list[dict[str, Any]] = []
+    matrices: list[tuple[int, str, Any]] = []
+    first = _privacy_config(points[0].config, overrides)["privacy"]
+    print(f"dpgossip audit: {PER_INSTANCE}.")
+    print(f"view {first['view']!r}, neighbours {first['neighbours']!r}, "
+          f"{first['candidates']} candidate neighbours per target, methods "
+          f"{', '.join(first['methods'])}; {len(points)} point(s)")
+    for p in points:
+        cfg = _privacy_config(p.config, overrides)
+        cfg, calibrated = prepare_point(cfg, sc.base)
+        priv = cfg["privacy"]
+        audit, data, network, params = audit_config(cfg, sc.base)
+        label = axes_label(p.axes)
+        method = audit.methods[0]
+        axes = {axis_column(a): v for a, v in p.axes.items()}
+        note = rank_note(params.rank)
+        head = f"point {p.index}" + (f" ({label})" if label else "")
+        print(f"{head}: {data.m} agents, n = {data.n}, d = {data.d}, T = {params.iterations}, "
+              f"c = {params.consensus_steps}, sigma_p = {_num(float(params.sigma_p[0, 0]))} .. "
+              f"{_num(float(params.sigma_p[0, -1]))}, sigma_q = {_num(params.sigma_q)}")
+        if calibrated:
+            print(f"  calibrated noise scale {calibrated['noise_scale']:.6g} for epsilon "
+                  f"{calibrated['target_epsilon']:g} at delta {calibrated['target_delta']:g}")
+        if note:
+            print(f"  note: {note}")
+        extra = {"point": p.index, **axes, **calibrated}
+        pairs.extend({**extra, **row} for row in audit.rows())
+        leak.extend({**row, "point": p.index, "series": label} for row in leakage_rows(audit))
+        w = audit.worst(method)
+        eps = ", ".join(f"{m} {_num(v)}" for m, v in w.epsilon.items())
+        print(f"  worst pair: observer {w.observer} -> target {w.target} ({w.hops} hop"
+              f"{'s' if w.hops != 1 else ''}), row {w.neighbour.row} ({w.neighbour.label}): "
+              f"epsilon at delta {audit.delta:g}: {eps}")
+        record = _worst_record(audit, data, w, p, priv, note, calibrated)
+        if "exact" not in audit.methods:  # the tight value of the worst pair, at least
+            exact = exact_for_pair(data, network, params, audit, w.observer, w.target)
+            record["exact_for_worst_neighbour"] = exact
+            print(f"  exact epsilon of that neighbour: {_num(exact['epsilon'])} (the {method} "
+                  "value above is an upper bound)")
+        worst_points.append(record)
+        mat_method = "exact" if "exact" in audit.methods else method
+        matrices.append((p.index, mat_method, audit.matrix(mat_method)))
+        hops = "; ".join(f"{h}: {_num(a)} / {_num(b)}" for h, (a, b) in _by_hops(audit, method).items())
+        print(f"  {method} epsilon by hop distance (worst / mean): {hops}")
+    write_csv(out / "pairs.csv", pairs)
+    write_json(out / "worst.json", {"scenario": sc.name, "audit": PER_INSTANCE,
+                                    "points": worst_points})
+    files = [out / "pairs.csv", out / "worst.json"]
+    for index, mat_method, M in matrices:
+        name = "epsilon_matrix.csv" if len(matrices) == 1 else f"epsilon_matrix_p{index}.csv"
+        write_csv(out / name, [{"observer": o, **{f"target_{j}": float(M[o, j])
+                                                  for j in range(M.shape[1])}, "method": mat_method}
+                               for o in range(M.shape[0])])
+        files.append(out / name)
+    if not args.no_plots:
+        files.extend(_audit_plots(out, leak, len(matrices) > 1))
+    for f in files:
+        print(f)
+    return 0
+
+
+def _audit_plots(out: Path, rows: list[dict[str, Any]], several: bool) -> list[Path]:
+    from dpgossip.report import PlotsUnavailable
+    from dpgossip.report.leakage import plot_leakage_vs_hops, plot_pair_heatmap
+
+    written: list[Path] = []
+    try:
+        by_point: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_point.setdefault(int(r["point"]), []).append(r)
+        for index, rs in by_point.items():
+            name = f"leakage_heatmap_p{index}.png" if several else "leakage_heatmap.png"
+            label = rs[0]["series"]
+            title = f"epsilon at delta {rs[0]['delta']:g}, view {rs[0]['view']}" + (
+                f" ({label})" if label else "")
+            finite = [float(r["epsilon"]) for r in rs if math.isfinite(float(r["epsilon"]))]
+            log = bool(finite) and min(finite) > 0 and max(finite) / min(finite) > 100
+            written.append(plot_pair_heatmap(rs, out / name, value_key="epsilon", title=title,
+                                             log=log))
+        finite = [float(r["epsilon"]) for r in rows if math.isfinite(float(r["epsilon"]))]
+        log = bool(finite) and min(finite) > 0 and max(finite) / min(finite) > 100
+        written.append(plot_leakage_vs_hops(rows, out / "leakage_vs_hops.png", value_key="epsilon",
+                                            log=log, title="worst epsilon per pair against hops "
+                                            "(per instance)"))
+    except PlotsUnavailable as exc:
+        print(f"plots skipped: {exc}", file=sys.stderr)
+    return written
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import warnings
+
+    from dpgossip.privacy.calibrate import calibrate_noise, check_target
+    from dpgossip.privacy.section import PER_INSTANCE
+    from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.progress import axes_label
+    from dpgossip.scenario.runner import build_structure
+    from dpgossip.scenario.store import write_json
+
+    sc = load_scenario(args.scenario)
+    points = sc.points()
+    p = points[0]
+    cfg = _privacy_config(p.config, {"candidates": args.candidates, "view": args.view})
+    priv = cfg["privacy"]
+    table = priv.get("calibrate") or {}
+    epsilon = args.epsilon if args.epsilon is not None else table.get("epsilon")
+    delta = args.delta if args.delta is not None else table.get("delta")
+    if epsilon is None or delta is None:
+        raise ConfigError("calibrate: give the target with --epsilon E --delta D (or a "
+                          "[privacy] calibrate = { epsilon = E, delta = D } table in the scenario)")
+    epsilon, delta = check_target(epsilon, delta, where="--")
+    family = args.family or table.get("family") or "geometric"
+    method = args.method or table.get("method") or "exact"
+    proto = cfg["protocol"]
+    values = table.get("values") or (proto.get("noise") or {}).get("values")
+    if len(points) > 1:
+        print(f"# the scenario has {len(points)} points; calibrating its first point "
+              f"({axes_label(p.axes)}). Other points need their own calibration (or use "
+              "[privacy] calibrate in the scenario, which calibrates every point)", file=sys.stderr)
+    network, data = build_structure(cfg, sc.base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the notes are printed below
+        cal = calibrate_noise(
+            data, network, iterations=proto["iterations"], consensus_steps=proto["consensus_steps"],
+            epsilon=epsilon, delta=delta, family=family,
+            base_values=values if family == "explicit" else None, view=priv["view"],
+            neighbours=priv["neighbours"], method=method, candidates=priv["candidates"],
+            refine=priv["refine"], ascent_steps=priv["ascent_steps"], seed=int(cfg["seed"]),
+            alpha=proto["alpha"],
+            sigma_q=proto.get("sigma_q"), rank=proto["rank"],
+        )
+    status = "meets" if cal.met else "DOES NOT MEET"
+    print(f"# dpgossip calibrate {sc.path}: the smallest {cal.family} noise scale whose audited "
+          f"worst case meets epsilon <= {epsilon:g} at delta = {delta:g}")
+    print(f"# view {cal.view}, neighbours {cal.neighbours}, method {cal.method}; {PER_INSTANCE}")
+    print("[protocol]")
+    print(cal.to_toml())
+    print(f"# achieved (re-audit with {cal.check_candidates} candidates per target): epsilon = "
+          f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
+          f"{epsilon:g}: {status} the target")
+    print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
+          + ", ".join(f"{v:.4g}" for v in cal.params.sigma_p[0])
+          + f"; {len(cal.history)} audits, monotone in s: {'yes' if cal.monotone_ok else 'NO'}")
+    print(f"# worst pair: observer {cal.worst['observer']} -> target {cal.worst['target']} "
+          f"({cal.worst['hops']} hops), row {cal.worst['row']}")
+    for note in cal.notes:
+        print(f"# note: {note}")
+    if args.out:
+        record = {"scenario": sc.name, "file": str(sc.path), "point": p.index, "axes": p.axes,
+                  "audit": PER_INSTANCE, **cal.to_dict()}
+        write_json(Path(args.out), json.loads(json.dumps(record, default=float)))
+        print(f"# written to {args.out}")
+    if not cal.met:
+        print(f"dpgossip: the target epsilon = {epsilon:g} at delta = {delta:g} is not met"
+              + (f": {cal.notes[-1]}" if cal.notes else ""), file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (sub-commands run, report, topology, and those other modules add)."""
+    """The argument parser (sub-commands run, report, topology, audit, calibrate)."""
     p = argparse.ArgumentParser(prog="dpgossip", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a scenario file")
@@ -86,6 +311,32 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--mixing", default=None)
     t.add_argument("--seed", type=int, default=0)
     t.set_defaults(func=_cmd_topology)
+    a = sub.add_parser(
+        "audit",
+        help="audit every (observer, target) pair of each point (per instance) as [privacy] says",
+    )
+    a.add_argument("scenario")
+    a.add_argument("--out", default=None, help="output folder (default results/<name>-audit)")
+    a.add_argument("--candidates", type=int, default=None, metavar="N",
+                   help="candidate neighbours per target (overrides privacy.candidates)")
+    a.add_argument("--view", default=None, help="overrides privacy.view")
+    a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
+    a.set_defaults(func=_cmd_audit)
+    c = sub.add_parser(
+        "calibrate",
+        help="smallest noise scale whose audited worst case meets (epsilon, delta)",
+    )
+    c.add_argument("scenario")
+    c.add_argument("--epsilon", type=float, default=None, help="target epsilon (> 0)")
+    c.add_argument("--delta", type=float, default=None, help="target delta, in (0, 1)")
+    c.add_argument("--family", default=None,
+                   help="noise schedule family: geometric (default), constant, explicit")
+    c.add_argument("--method", default=None, help="exact (default) or rdp (faster, conservative)")
+    c.add_argument("--candidates", type=int, default=None, metavar="N",
+                   help="candidate neighbours per target (overrides privacy.candidates)")
+    c.add_argument("--view", default=None, help="overrides privacy.view")
+    c.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON")
+    c.set_defaults(func=_cmd_calibrate)
     return p
 
 

@@ -73,8 +73,12 @@ def run_task(task: PointTask) -> PointResult:
     base = Path(task.base) if task.base else None
     t0 = time.perf_counter()
     try:
-        runs, iters = runner.run_point(task.config, task.axes, base)
-        tables = {"runs": runs, "iterations": iters, **runner.run_sections(task.config, base)}
+        from dpgossip.scenario.sections import prepare_point
+
+        config, extra = prepare_point(task.config, base)  # e.g. a calibrated noise scale
+        runs, iters = runner.run_point(config, task.axes, base)
+        runs = [{**r, **extra} for r in runs]
+        tables = {"runs": runs, "iterations": iters, **runner.run_sections(config, base)}
     except ConfigError as exc:
         label = _label(task)
         if not label:

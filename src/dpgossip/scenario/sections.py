@@ -16,6 +16,9 @@ A module that owns a section registers it once, at import time::
 ``run(config, base)``, if given, is called for every point after the protocol runs, in the worker that
 ran the point; each table it returns is written to ``<name>.csv`` next to ``runs.csv`` (rows in point
 order, with a ``point`` column) and stored with the point, so resuming works for it too.
+``prepare(config, base)``, if given, is called for every point before it runs (in the same worker) and
+returns ``(config, row)``: the configuration the point runs with (e.g. a calibrated noise scale) and
+columns added to each of its ``runs.csv`` rows (:func:`prepare_point`).
 
 Sections listed in :data:`PLUGIN_MODULES` are imported on demand the first time a scenario uses them, so
 their module can register itself without the user importing it. A plugin section that nobody registered
@@ -41,10 +44,14 @@ __all__ = [
     "load_plugins",
     "free_table",
     "known_sections",
+    "prepare_point",
 ]
 
 SectionValidator = Callable[[str, Any], dict[str, Any]]
 SectionRunner = Callable[[Mapping[str, Any], Path | None], Mapping[str, list[dict[str, Any]]]]
+SectionPreparer = Callable[
+    [Mapping[str, Any], Path | None], tuple[Mapping[str, Any], Mapping[str, Any]]
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,18 +68,22 @@ class ExtraSection:
         Keys of the resolved table whose list values are sweep axes.
     run
         Optional ``run(point_config, base_dir) -> {table_name: rows}`` giving extra tidy tables per point.
+    prepare
+        Optional ``prepare(point_config, base_dir) -> (point_config, extra_columns)`` called before the
+        point runs.
     """
 
     name: str
     validate: SectionValidator
     sweepable: tuple[str, ...] = ()
     run: SectionRunner | None = None
+    prepare: SectionPreparer | None = None
 
 
 EXTRA_SECTIONS: dict[str, ExtraSection] = {}
 """Registered sections, by name."""
 
-PLUGIN_MODULES: dict[str, str] = {"privacy": "dpgossip.privacy"}
+PLUGIN_MODULES: dict[str, str] = {"privacy": "dpgossip.privacy.section"}
 """Sections owned by a module that registers them on import; imported when a scenario uses them."""
 
 
@@ -89,8 +100,9 @@ def register_section(
     *,
     sweepable: tuple[str, ...] = (),
     run: SectionRunner | None = None,
+    prepare: SectionPreparer | None = None,
 ) -> ExtraSection:
-    """Register (or replace) the validator, sweep axes and per-point hook of section ``[name]``.
+    """Register (or replace) the validator, sweep axes and per-point hooks of section ``[name]``.
 
     Returns
     -------
@@ -99,7 +111,9 @@ def register_section(
     """
     if not name.isidentifier():
         raise ValueError(f"section name must be an identifier, got {name!r}")
-    entry = ExtraSection(name=name, validate=validate, sweepable=tuple(sweepable), run=run)
+    entry = ExtraSection(
+        name=name, validate=validate, sweepable=tuple(sweepable), run=run, prepare=prepare
+    )
     EXTRA_SECTIONS[name] = entry
     return entry
 
@@ -133,3 +147,24 @@ def section_for(name: str) -> ExtraSection | None:
 def known_sections() -> list[str]:
     """Names of the registered and plugin sections (for messages and did-you-mean)."""
     return list(EXTRA_SECTIONS) + [n for n in PLUGIN_MODULES if n not in EXTRA_SECTIONS]
+
+
+def prepare_point(
+    config: Mapping[str, Any], base: Path | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Apply the ``prepare`` hook of every registered section present in ``config``.
+
+    Returns
+    -------
+    config, row
+        The configuration the point runs with and the columns to add to its ``runs.csv`` rows.
+    """
+    load_plugins(config)
+    cfg: dict[str, Any] = dict(config)
+    row: dict[str, Any] = {}
+    for name, entry in list(EXTRA_SECTIONS.items()):
+        if name in cfg and entry.prepare is not None:
+            new, extra = entry.prepare(cfg, base)
+            cfg = dict(new)
+            row.update(extra)
+    return cfg, row

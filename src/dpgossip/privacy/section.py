@@ -1,0 +1,396 @@
+"""The scenario section ``[privacy]``: validation, per-point calibration and the per-point audit.
+
+.. code-block:: toml
+
+    [privacy]
+    view = "observer"        # observer | paper | all-but-one | eavesdropper
+    neighbours = "bounded"   # bounded | replace-one
+    delta = 1e-5             # epsilon of every pair is reported at this delta; a list is a sweep axis
+    epsilon = [1.0, 4.0]     # grid at which delta of every pair is reported (NOT a sweep axis)
+    candidates = 20          # candidate neighbours per target in the worst-case search
+    refine = 2               # best candidates per pair evaluated by every method
+    ascent_steps = 4         # rounds of local ascent from the two best candidates of each view
+    methods = ["exact", "rdp", "chernoff"]
+    audit = true             # `dpgossip run` also audits each point -> leakage.csv, heatmaps
+    calibrate = { epsilon = 4.0, delta = 1e-5, family = "geometric" }   # optional
+
+``calibrate`` (optional table): before each point runs, the noise scale is set by
+:func:`~dpgossip.privacy.calibrate.calibrate_noise` to the smallest scale whose audited worst case meets
+``(epsilon, delta)`` (``delta`` defaults to ``privacy.delta``); keys ``epsilon`` (required), ``delta``,
+``family`` (``geometric`` | ``constant`` | ``explicit``; default ``geometric``), ``values`` (base values of
+``explicit``, default ``protocol.noise.values``), ``method`` (``exact`` | ``rdp``; default ``exact``;
+``rdp`` is an upper bound: a conservative scale, much faster), ``candidates`` (default
+``privacy.candidates``), ``rel_tol``
+(default 0.02). The calibrated noise replaces ``protocol.noise`` for the run and the audit; the scale and
+the achieved numbers are added to the point's ``runs.csv`` rows and written to ``calibration.csv``. A point
+whose target cannot be met (the worst epsilon levels off above it as the scale grows) stops the run with a
+message.
+
+Registered with :func:`dpgossip.scenario.sections.register_section` when this module is imported (the
+scenario loader imports it when a scenario has ``[privacy]``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs
+from dpgossip.privacy.calibrate import CALIBRATION_FAMILIES, CALIBRATION_METHODS, Calibration
+from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
+from dpgossip.scenario.sections import register_section
+
+__all__ = [
+    "PRIVACY_KEYS",
+    "CALIBRATE_KEYS",
+    "AUDIT_METHODS",
+    "PER_INSTANCE",
+    "check_privacy",
+    "prepare_point",
+    "audit_point",
+    "calibrate_point",
+    "audit_config",
+    "leakage_rows",
+    "rank_note",
+    "exact_for_pair",
+]
+
+AUDIT_METHODS: tuple[str, ...] = ("exact", "rdp", "chernoff")
+"""Conversions a pair audit can report."""
+
+PRIVACY_KEYS: dict[str, str] = {
+    "view": "observer | paper | all-but-one | eavesdropper (default observer)",
+    "neighbours": "bounded | replace-one (default bounded)",
+    "delta": "number in (0, 1) (default 1e-5); a list is a sweep axis",
+    "epsilon": "list of numbers > 0: where delta is reported (default [1.0]); not a sweep axis",
+    "candidates": "integer >= 1 (default 20)",
+    "refine": "integer >= 1 (default 2)",
+    "ascent_steps": "integer >= 0 (default 4): local-ascent rounds from the best candidates",
+    "methods": 'list of "exact", "rdp", "chernoff" (default all three; the first ranks the pairs)',
+    "audit": "true or false (default false)",
+    "calibrate": "table { epsilon, delta, family, values, method, candidates, rel_tol }",
+}
+"""Keys of ``[privacy]`` and what they take."""
+
+CALIBRATE_KEYS: tuple[str, ...] = (
+    "epsilon", "delta", "family", "values", "method", "candidates", "rel_tol",
+)
+"""Keys of ``privacy.calibrate``."""
+
+PER_INSTANCE = (
+    "per-instance audit: about this dataset X and the candidate neighbours tried, not a worst case "
+    "over all datasets"
+)
+
+
+def _number(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{path} must be a number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def _delta(path: str, value: Any) -> float:
+    v = _number(path, value)
+    if not 0 < v < 1:
+        raise ConfigError(f"{path} must be in (0, 1), got {value!r}")
+    return v
+
+
+def _positive(path: str, value: Any) -> float:
+    v = _number(path, value)
+    if not (math.isfinite(v) and v > 0):
+        raise ConfigError(f"{path} must be a finite number > 0, got {value!r}")
+    return v
+
+
+def _integer(path: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{path} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(
+            f"{path}: {value!r} is not allowed; use one of {', '.join(choices)}"
+            f"{did_you_mean(str(value), choices)}"
+        )
+    return str(value)
+
+
+def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{path} must be a table, e.g. {{ epsilon = 4.0, delta = 1e-5, family = \"geometric\" }}, "
+            f"got {value!r}"
+        )
+    for key in value:
+        if key not in CALIBRATE_KEYS:
+            raise ConfigError(
+                f"{path}.{key}: unknown key{did_you_mean(str(key), CALIBRATE_KEYS)}; "
+                f"allowed in {path}: {', '.join(CALIBRATE_KEYS)}"
+            )
+    if "epsilon" not in value:
+        raise ConfigError(f"{path}.epsilon is required (the target epsilon, a number > 0)")
+    out: dict[str, Any] = {"epsilon": _positive(f"{path}.epsilon", value["epsilon"])}
+    out["delta"] = _delta(f"{path}.delta", value["delta"]) if "delta" in value else None
+    out["family"] = _choice(f"{path}.family", value.get("family", "geometric"),
+                            CALIBRATION_FAMILIES)
+    out["method"] = _choice(f"{path}.method", value.get("method", "exact"), CALIBRATION_METHODS)
+    if "values" in value:
+        vals = value["values"]
+        if not isinstance(vals, list) or not vals:
+            raise ConfigError(f"{path}.values must be a non-empty list of numbers >= 0, got {vals!r}")
+        out["values"] = []
+        for i, v in enumerate(vals):
+            x = _number(f"{path}.values[{i}]", v)
+            if not (math.isfinite(x) and x >= 0):
+                raise ConfigError(f"{path}.values[{i}] must be a finite number >= 0, got {v!r}")
+            out["values"].append(x)
+        if out["family"] != "explicit":
+            raise ConfigError(f"{path}.values is only used with family = \"explicit\", "
+                              f"got family = {out['family']!r}")
+    else:
+        out["values"] = None
+    out["candidates"] = (_integer(f"{path}.candidates", value["candidates"], 1)
+                         if "candidates" in value else None)
+    rel = _number(f"{path}.rel_tol", value.get("rel_tol", 0.02))
+    if not 0 < rel < 1:
+        raise ConfigError(f"{path}.rel_tol must be in (0, 1), got {value.get('rel_tol')!r}")
+    out["rel_tol"] = rel
+    return out
+
+
+def check_privacy(path: str, value: Any) -> dict[str, Any]:
+    """Validate the raw ``[privacy]`` table and fill defaults.
+
+    Returns
+    -------
+    dict
+        Every key of :data:`PRIVACY_KEYS`; ``delta`` stays a list when it is a sweep axis; ``epsilon`` is
+        always a list (the reporting grid); ``calibrate`` is ``None`` or the resolved table.
+
+    Raises
+    ------
+    ConfigError
+        Unknown keys (with a did-you-mean) and bad values, naming the path (``privacy.delta``).
+    """
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path} must be a table ([{path}]), got {value!r}")
+    for key in value:
+        if key not in PRIVACY_KEYS:
+            raise ConfigError(
+                f"{path}.{key}: unknown key{did_you_mean(str(key), list(PRIVACY_KEYS))}; "
+                f"allowed in [{path}]: {', '.join(PRIVACY_KEYS)}"
+            )
+    out: dict[str, Any] = {}
+    out["view"] = _choice(f"{path}.view", value.get("view", "observer"), PAIR_VIEWS)
+    out["neighbours"] = _choice(f"{path}.neighbours", value.get("neighbours", "bounded"),
+                                NEIGHBOUR_KINDS)
+    delta = value.get("delta", 1e-5)
+    if isinstance(delta, list):
+        if not delta:
+            raise ConfigError(f"{path}.delta: an empty list is not a sweep axis; give at least one value")
+        out["delta"] = [_delta(f"{path}.delta[{i}]", d) for i, d in enumerate(delta)]
+    else:
+        out["delta"] = _delta(f"{path}.delta", delta)
+    eps = value.get("epsilon", [1.0])
+    if not isinstance(eps, list):
+        eps = [eps]
+    if not eps:
+        raise ConfigError(f"{path}.epsilon must list at least one epsilon > 0 (the reporting grid)")
+    for i, e in enumerate(eps):
+        if isinstance(e, list):
+            raise ConfigError(f"{path}.epsilon is the grid at which delta is reported, not a sweep "
+                              f"axis; give a flat list of numbers > 0, got {eps!r}")
+        _positive(f"{path}.epsilon[{i}]", e)
+    out["epsilon"] = [float(e) for e in eps]
+    out["candidates"] = _integer(f"{path}.candidates", value.get("candidates", 20), 1)
+    out["refine"] = _integer(f"{path}.refine", value.get("refine", 2), 1)
+    out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", 4), 0)
+    methods = value.get("methods", list(AUDIT_METHODS))
+    if not isinstance(methods, list) or not methods:
+        raise ConfigError(f"{path}.methods must be a non-empty list of "
+                          f"{', '.join(AUDIT_METHODS)}, got {methods!r}")
+    out["methods"] = [_choice(f"{path}.methods[{i}]", m, AUDIT_METHODS)
+                      for i, m in enumerate(methods)]
+    if len(set(out["methods"])) != len(out["methods"]):
+        raise ConfigError(f"{path}.methods lists a method twice: {methods!r}")
+    audit = value.get("audit", False)
+    if not isinstance(audit, bool):
+        raise ConfigError(f"{path}.audit must be true or false, got {audit!r}")
+    out["audit"] = audit
+    cal = value.get("calibrate")
+    out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
+    return out
+
+
+# --- per point ------------------------------------------------------------------------------------
+def rank_note(rank: int) -> str | None:
+    """The message for a run of ``rank > 1`` (the pair audit covers component 1)."""
+    if rank <= 1:
+        return None
+    return (f"protocol.rank = {rank}: the audit covers component 1 only; components 2..{rank} run on "
+            "deflated data and their Renyi divergences add to component 1's (adaptive RDP "
+            "composition), so the run's total leakage is larger than shown")
+
+
+def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Calibration:
+    """Calibrate the noise scale of one point from its ``privacy.calibrate`` table."""
+    from dpgossip.privacy.calibrate import calibrate_noise
+    from dpgossip.scenario.runner import build_structure
+
+    priv = config["privacy"]
+    cal = priv["calibrate"]
+    proto = config["protocol"]
+    if proto["rank"] != 1:
+        raise ConfigError(f"privacy.calibrate needs protocol.rank = 1, got {proto['rank']}: the "
+                          "audit covers component 1 only")
+    network, data = build_structure(config, base)
+    values = cal["values"]
+    if cal["family"] == "explicit" and values is None:
+        values = (proto.get("noise") or {}).get("values")
+        if values is None:
+            raise ConfigError("privacy.calibrate: family \"explicit\" needs base values "
+                              "(privacy.calibrate.values or protocol.noise.values)")
+    return calibrate_noise(
+        data, network,
+        iterations=proto["iterations"], consensus_steps=proto["consensus_steps"],
+        epsilon=cal["epsilon"], delta=cal["delta"] if cal["delta"] is not None else priv["delta"],
+        family=cal["family"], base_values=values, view=priv["view"],
+        neighbours=priv["neighbours"], method=cal["method"],
+        candidates=cal["candidates"] or priv["candidates"], refine=priv["refine"],
+        ascent_steps=priv["ascent_steps"], seed=int(config["seed"]), alpha=proto["alpha"],
+        sigma_q=proto.get("sigma_q"),
+        rel_tol=cal["rel_tol"],
+    )
+
+
+def prepare_point(config: Mapping[str, Any], base: Path | None = None
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Before a point runs: calibrate its noise when ``privacy.calibrate`` is set.
+
+    Returns
+    -------
+    config, row
+        The point's configuration with ``protocol.noise`` replaced by the calibrated table (and the
+        calibration stored under ``privacy.calibrated``), and the columns added to its ``runs.csv`` rows
+        (``noise_scale``, ``calibrated_epsilon``, ...). Unchanged and ``{}`` without ``calibrate``.
+
+    Raises
+    ------
+    ConfigError
+        When the target cannot be met at any scale tried (the message says why).
+    """
+    priv = config.get("privacy") or {}
+    if not priv.get("calibrate"):
+        return dict(config), {}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the notes carry the same text
+        cal = calibrate_point(config, base)
+    if not cal.met:
+        raise ConfigError(
+            f"privacy.calibrate: cannot meet epsilon = {cal.target_epsilon:g} at delta = "
+            f"{cal.target_delta:g} ({cal.family} schedule, view {cal.view}): "
+            + "; ".join(cal.notes)
+        )
+    new = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in config.items()}
+    new["protocol"]["noise"] = dict(cal.noise)
+    record = {k: v for k, v in cal.to_row().items() if k not in ("view", "neighbours")}
+    record["calibration_notes"] = " | ".join(cal.notes)
+    new["privacy"]["calibrated"] = record
+    row = {k: record[k] for k in ("noise_scale", "calibrated_epsilon", "calibrated_delta",
+                                  "target_epsilon", "target_delta", "calibration_family",
+                                  "calibration_method")}
+    return new, row
+
+
+def audit_config(config: Mapping[str, Any], base: Path | None = None):
+    """Build one point's problem and audit it as its ``[privacy]`` section says.
+
+    Returns
+    -------
+    PairAudit, data, network, params
+    """
+    from dpgossip.scenario.runner import build_problem
+
+    priv = config["privacy"]
+    data, network, params = build_problem(config, base)
+    audit = audit_pairs(data, network, params, delta=priv["delta"], epsilons=priv["epsilon"],
+                        view=priv["view"], neighbours=priv["neighbours"],
+                        candidates=priv["candidates"], refine=priv["refine"],
+                        ascent_steps=priv["ascent_steps"], methods=tuple(priv["methods"]),
+                        seed=int(config["seed"]))
+    return audit, data, network, params
+
+
+def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
+                   observer: int, target: int) -> dict[str, Any]:
+    """The exact hockey-stick numbers of one audited pair's worst neighbour (when the audit ran only
+    the cheaper conversions): ``epsilon`` at the audit's ``delta`` and ``delta`` at its epsilon grid.
+
+    Rebuilds the pair's view with :class:`~dpgossip.privacy.ComponentAuditor` and evaluates the
+    :class:`~dpgossip.privacy.GaussianPair` of the stored neighbour by the exact method.
+    """
+    from dpgossip.privacy.auditor import ComponentAuditor
+    from dpgossip.privacy.views import make_view
+
+    m = data.m
+    agents = (observer,) if audit.view in ("observer", "paper") else ()
+    tgt = target if audit.view in ("paper", "all-but-one") else None
+    view = make_view(audit.view, m=m, agents=agents, target=tgt)
+    result = audit.results[(observer, target)]
+    pair = ComponentAuditor(data, network, params, {"v": view}).pairs(
+        result.neighbour.apply(data.X), ["v"])["v"]
+    return {"epsilon": float(pair.epsilon(audit.delta, method="exact")),
+            "delta_at_epsilon": {f"{e:g}": float(pair.delta(e, method="exact"))
+                                 for e in audit.epsilons}}
+
+
+def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per (observer, target): ``epsilon`` of the first method (the heatmap value),
+    ``epsilon_<method>`` and ``delta_<method>_at_eps_<e>`` for every method, the worst neighbour found."""
+    first = audit.methods[0]
+    out = []
+    for (o, j) in sorted(audit.results):
+        r = audit.results[(o, j)]
+        row: dict[str, Any] = {"observer": o, "target": j, "hops": r.hops,
+                               "epsilon": r.epsilon[first], "method": first}
+        for meth in audit.methods:
+            row[f"epsilon_{meth}"] = r.epsilon[meth]
+            for e, dl in zip(audit.epsilons, r.delta[meth], strict=True):
+                row[f"delta_{meth}_at_eps_{e:g}"] = dl
+        row.update({"renyi2": r.renyi2, "delta": audit.delta, "view": audit.view,
+                    "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {})})
+        out.append(row)
+    return out
+
+
+def audit_point(config: Mapping[str, Any], base: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The ``run`` hook: ``leakage`` rows when ``privacy.audit`` is true, ``calibration`` rows when the
+    point was calibrated."""
+    priv = config["privacy"]
+    tables: dict[str, list[dict[str, Any]]] = {}
+    calibrated = priv.get("calibrated")
+    if calibrated:
+        tables["calibration"] = [dict(calibrated)]
+    if priv.get("audit"):
+        audit, _, _, params = audit_config(config, base)
+        extra: dict[str, Any] = {"neighbours": priv["neighbours"],
+                                 "sigma_p_first": float(params.sigma_p[0, 0]),
+                                 "sigma_p_last": float(params.sigma_p[0, -1]),
+                                 "sigma_q": params.sigma_q}
+        note = rank_note(params.rank)
+        if note:
+            extra["note"] = note
+        tables["leakage"] = leakage_rows(audit, extra)
+    return tables
+
+
+register_section("privacy", check_privacy, sweepable=("delta",), run=audit_point,
+                 prepare=prepare_point)

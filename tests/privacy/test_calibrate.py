@@ -1,0 +1,222 @@
+"""Noise calibration: the scale found meets the target, a smaller one does not, floors are reported."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpgossip.errors import ConfigError
+from dpgossip.privacy import audit_pairs
+from dpgossip.privacy.calibrate import Calibration, _monotone, calibrate_noise, check_target
+from dpgossip.protocol.params import NoiseSchedule, resolve_params
+from dpgossip.scenario.runner import build_structure
+from dpgossip.scenario.schema import validate
+
+# 4-ring, 4 rows of d = 2 per agent, T = 2, c = 1: every audit takes well under a second.
+T, C = 2, 1
+FAST = {"method": "rdp", "candidates": 3, "refine": 1, "ascent_steps": 0}
+
+
+@pytest.fixture(scope="module")
+def problem():
+    raw = {"name": "c", "seed": 0,
+           "data": {"source": "synthetic", "standardize": False,
+                    "synthetic": {"n": 16, "d": 2, "spectrum": [1.0, 0.8]}},
+           "network": {"topology": "ring", "agents": 4},
+           "protocol": {"iterations": T, "consensus_steps": C}}
+    network, data = build_structure(validate(raw))
+    return data, network
+
+
+def worst(data, network, family, s, candidates, method="rdp", sigma_q=None, **kw):
+    params = resolve_params(data, network, iterations=T, consensus_steps=C, sigma_q=sigma_q,
+                            noise=NoiseSchedule(kind=family, scale=s))
+    audit = audit_pairs(data, network, params, delta=1e-5, candidates=candidates, refine=1,
+                        ascent_steps=0, methods=(method,), seed=0, **kw)
+    return audit.worst(method).epsilon[method]
+
+
+@pytest.fixture(scope="module")
+def constant_cal(problem):
+    data, network = problem
+    return calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=300.0,
+                           delta=1e-5, family="constant", **FAST)
+
+
+def test_scale_meets_the_target_and_is_the_smallest(problem, constant_cal):
+    data, network = problem
+    cal = constant_cal
+    assert isinstance(cal, Calibration)
+    assert cal.met and cal.monotone_ok and not cal.notes
+    tol = 0.02
+    assert cal.epsilon <= 300.0 * (1 + tol)
+    # re-audit at the scale with the search's candidates: meets; 20 % smaller: does not
+    assert worst(data, network, "constant", cal.scale, cal.candidates) <= 300.0
+    assert worst(data, network, "constant", 0.8 * cal.scale, cal.candidates) > 300.0
+    # the bracket closed to rel_tol and every search evaluation used the same candidates
+    above = [s for s, e in cal.evaluations if e > 300.0]
+    assert max(above) * (1 + tol) >= cal.scale > max(above)
+    assert all(c == cal.candidates for _, _, c in cal.history[:-1])
+    assert cal.history[-1] == (cal.scale, cal.epsilon, cal.check_candidates)
+    assert cal.check_candidates == 2 * cal.candidates
+
+
+def test_result_is_ready_for_a_scenario(constant_cal):
+    cal = constant_cal
+    assert cal.noise == {"schedule": "constant", "scale": cal.scale}
+    assert cal.to_toml() == f'noise = {{ schedule = "constant", scale = {cal.scale!r} }}'
+    np.testing.assert_allclose(cal.params.sigma_p, [[cal.scale] * T])
+    assert cal.params.sigma_q == pytest.approx(1 / 4)  # 1/sqrt(n), not calibrated
+    row = cal.to_row()
+    assert row["noise_scale"] == cal.scale and row["calibration_met"] is True
+    assert 0 < cal.delta <= 1e-5 * 1.5  # delta at the target epsilon, near the target delta
+    d = cal.to_dict()
+    assert d["noise"] == cal.noise and len(d["history"]) == len(cal.history)
+    assert {"observer", "target", "hops", "row"} <= set(cal.worst)
+
+
+def test_explicit_family_scales_the_base_values(problem):
+    data, network = problem
+    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=300.0,
+                          delta=1e-5, family="explicit", base_values=[1.0, 2.0], targets=[0],
+                          **FAST)
+    assert cal.met
+    assert cal.noise["values"] == [cal.scale, 2 * cal.scale]
+    np.testing.assert_allclose(cal.params.sigma_p, [[cal.scale, 2 * cal.scale]])
+
+
+def test_unreachable_target_reports_the_floor(problem):
+    """The view is zero-mean Gaussian with a covariance proportional to the noise: with sigma_q fixed,
+    raising s drives eps* to a floor, and a target below it cannot be met."""
+    data, network = problem
+    with pytest.warns(RuntimeWarning, match="levels off"):
+        cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=100.0,
+                              delta=1e-5, family="constant", targets=[3], **FAST)
+    assert not cal.met and cal.limit_epsilon is not None and cal.limit_epsilon > 100.0
+    assert cal.epsilon > 100.0 and "levels off" in cal.notes[-1]
+    assert len(cal.evaluations) < 15  # stopped at the plateau, not at s_max
+
+
+def test_scale_invariance_behind_the_floor(problem):
+    """Multiplying sigma_q and sigma_p by the same factor leaves every divergence unchanged."""
+    data, network = problem
+    one = dict(targets=[0], observers=[1])
+    a = worst(data, network, "constant", 0.5, 2, sigma_q=0.25, **one)
+    b = worst(data, network, "constant", 50.0, 2, sigma_q=25.0, **one)
+    assert a == pytest.approx(b, rel=1e-9)
+
+
+def test_exact_method_on_one_pair(problem):
+    data, network = problem
+    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=250.0,
+                          delta=1e-5, family="geometric", method="exact", candidates=2, refine=1,
+                          ascent_steps=0, targets=[0], observers=[1])
+    assert cal.met and cal.method == "exact" and cal.epsilon <= 250.0 * 1.02
+    ratio = cal.params.mu[1] / cal.params.mu[0]
+    np.testing.assert_allclose(cal.params.sigma_p[0], cal.scale * ratio ** np.arange(1, T + 1))
+
+
+def test_monotonicity_check():
+    assert _monotone([(1.0, 10.0), (2.0, 8.0), (4.0, 8.1)], 0.05) == (True, "")
+    ok, msg = _monotone([(1.0, 10.0), (2.0, 5.0), (4.0, 9.0)], 0.05)
+    assert not ok and "not monotone" in msg and "eps(4)" in msg
+    assert _monotone([(1.0, math.inf), (2.0, math.inf), (4.0, 3.0)], 0.05)[0]
+    assert not _monotone([(1.0, 3.0), (2.0, math.inf)], 0.05)[0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"epsilon": 0.0}, r"calibrate\.epsilon must be a finite number > 0, got 0\.0"),
+        ({"epsilon": -1.0}, r"calibrate\.epsilon must be a finite number > 0, got -1\.0"),
+        ({"epsilon": math.inf}, r"calibrate\.epsilon must be a finite number > 0, got inf"),
+        ({"delta": 0.0}, r"calibrate\.delta must be in \(0, 1\), got 0\.0"),
+        ({"delta": 1.0}, r"calibrate\.delta must be in \(0, 1\), got 1\.0"),
+        ({"family": "geometrc"}, r"calibrate\.family: 'geometrc' is not allowed.*'geometric'"),
+        ({"method": "chernoff"}, r"calibrate\.method: 'chernoff' is not allowed"),
+        ({"family": "explicit"}, r"family 'explicit' needs base values"),
+        ({"family": "explicit", "base_values": [1.0]}, r"one value per iteration \(2\), got 1"),
+        ({"base_values": [1.0, 1.0]}, r"only used with family 'explicit'"),
+        ({"rank": 2}, r"protocol\.rank must be 1, got 2"),
+        ({"rel_tol": 0.0}, r"calibrate\.rel_tol must be in \(0, 1\)"),
+        ({"s_lo": 2.0, "s_hi": 1.0}, r"need s_lo < s_hi"),
+        ({"candidates": 0}, r"calibrate\.candidates must be an integer >= 1, got 0"),
+    ],
+)
+def test_bad_inputs(problem, kwargs, message):
+    data, network = problem
+    args = {"iterations": T, "consensus_steps": C, "epsilon": 1.0, "delta": 1e-5, **kwargs}
+    with pytest.raises(ConfigError, match=message):
+        calibrate_noise(data, network, **args)
+
+
+def test_check_target():
+    assert check_target(1, 1e-5) == (1.0, 1e-5)
+    with pytest.raises(ConfigError, match=r"--\.epsilon must be a number, got 'a'"):
+        check_target("a", 1e-5, where="--")
+
+
+# --- the search logic against a stand-in audit with a known worst epsilon -------------------------
+class _StandIn:
+    """What calibrate_noise reads from a PairAudit: the worst pair and the delta matrix."""
+
+    def __init__(self, eps, method):
+        from types import SimpleNamespace
+
+        nb = SimpleNamespace(to_row=lambda: {"row": 0, "replacement": "0 0", "direction": "-x"})
+        self.results = {(0, 1): None}
+        self._worst = SimpleNamespace(epsilon={method: eps}, observer=0, target=1, hops=1,
+                                      neighbour=nb)
+
+    def worst(self, method):
+        return self._worst
+
+    def matrix(self, method, what, index):
+        return np.array([[np.nan, 1e-6], [2e-6, np.nan]])
+
+
+def stand_in(monkeypatch, fn):
+    """Replace audit_pairs inside calibrate by ``fn(s, candidates) -> worst epsilon``."""
+    import dpgossip.privacy.calibrate as mod
+
+    def fake(data, network, params, *, candidates, methods, **kw):
+        return _StandIn(fn(float(params.sigma_p[0, 0]), candidates), methods[0])
+
+    monkeypatch.setattr(mod, "audit_pairs", fake)
+
+
+def run(problem, **kw):
+    data, network = problem
+    args = {"iterations": T, "consensus_steps": C, "epsilon": 10.0, "delta": 1e-5,
+            "family": "constant", "method": "rdp", "candidates": 3, **kw}
+    return calibrate_noise(data, network, **args)
+
+
+def test_search_brackets_and_bisects(problem, monkeypatch):
+    stand_in(monkeypatch, lambda s, c: 10.0 / s**2)  # smallest scale meeting 10: s = 1
+    cal = run(problem, epsilon=2.5)  # s* = 2
+    assert cal.met and cal.monotone_ok and 2.0 <= cal.scale <= 2.0 * 1.02
+    assert cal.delta == 2e-6
+    cal = run(problem, epsilon=1e3)  # s* = 0.1: halving from 1
+    assert cal.met and 0.1 <= cal.scale <= 0.1 * 1.02
+
+
+def test_search_goes_on_when_the_reaudit_finds_a_worse_neighbour(problem, monkeypatch):
+    stand_in(monkeypatch, lambda s, c: (10.0 if c == 3 else 20.0) / s)
+    cal = run(problem)
+    assert cal.met and cal.candidates == 6 and cal.check_candidates == 12
+    assert 2.0 <= cal.scale <= 2.0 * 1.02
+    assert "searching on with 6 candidates" in cal.notes[0]
+    assert {c for _, _, c in cal.history} == {3, 6, 12} and cal.history[-1][2] == 12
+    assert len(cal.history) == len({(s, c) for s, _, c in cal.history})  # no audit twice
+
+
+def test_search_flags_non_monotone_and_stops_at_s_max(problem, monkeypatch):
+    stand_in(monkeypatch, lambda s, c: 20.0 if 2.7 < s < 2.9 else 10.0 / s)  # a bump
+    with pytest.warns(RuntimeWarning, match="not monotone"):
+        cal = run(problem, epsilon=4.0, s_lo=1.0, s_hi=8.0)
+    assert not cal.monotone_ok and cal.met and 2.9 <= cal.scale <= 2.9 * 1.02
+    stand_in(monkeypatch, lambda s, c: 1e9 / s)
+    with pytest.warns(RuntimeWarning, match="s_max"):
+        cal = run(problem, epsilon=1.0, s_max=1e3)
+    assert not cal.met and cal.scale == 512.0 and cal.limit_epsilon == pytest.approx(1e9 / 512)

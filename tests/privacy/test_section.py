@@ -1,0 +1,144 @@
+"""The scenario section ``[privacy]``: validation with paths and did-you-mean, sweeps, the per-point hooks."""
+
+import copy
+
+import pytest
+
+from dpgossip.errors import ConfigError
+from dpgossip.privacy.section import check_privacy, leakage_rows, prepare_point, rank_note
+from dpgossip.scenario.expand import expand
+from dpgossip.scenario.schema import validate
+from dpgossip.scenario.sections import EXTRA_SECTIONS, PLUGIN_MODULES, section_for
+
+BASE = {
+    "name": "p",
+    "data": {"source": "synthetic", "synthetic": {"n": 16, "d": 2, "spectrum": [1.0, 0.8]},
+             "standardize": False},
+    "network": {"topology": "ring", "agents": 4},
+    "protocol": {"iterations": 2, "consensus_steps": 1,
+                 "noise": {"schedule": "constant", "scale": 1.0}},
+    "output": {"plots": False},
+}
+
+
+def scenario(**privacy):
+    raw = copy.deepcopy(BASE)
+    raw["privacy"] = privacy
+    return raw
+
+
+def test_defaults_and_registration():
+    assert PLUGIN_MODULES["privacy"] == "dpgossip.privacy.section"
+    assert section_for("privacy").validate is check_privacy
+    assert EXTRA_SECTIONS["privacy"].sweepable == ("delta",)
+    c = validate(scenario())
+    assert c["privacy"] == {
+        "view": "observer", "neighbours": "bounded", "delta": 1e-5, "epsilon": [1.0],
+        "candidates": 20, "refine": 2, "ascent_steps": 4, "methods": ["exact", "rdp", "chernoff"],
+        "audit": False, "calibrate": None,
+    }
+
+
+def test_delta_is_a_sweep_axis_and_epsilon_is_a_grid():
+    c = validate(scenario(delta=[1e-5, 1e-6], epsilon=[1, 2.5], audit=True))
+    pts = expand(c)
+    assert [p.axes["privacy.delta"] for p in pts] == [1e-5, 1e-6]
+    assert all(p.config["privacy"]["epsilon"] == [1.0, 2.5] for p in pts)
+    assert "privacy.epsilon" not in pts[0].axes
+    c = validate(scenario(epsilon=3))  # a single number is a one-value grid
+    assert c["privacy"]["epsilon"] == [3.0] and len(expand(c)) == 1
+    raw = scenario(delta=[1e-5, 1e-6])
+    raw["protocol"]["consensus_steps"] = [1, 2]
+    raw["sweep"] = {"zip": [["protocol.consensus_steps", "privacy.delta"]]}
+    assert [p.axes["privacy.delta"] for p in expand(validate(raw))] == [1e-5, 1e-6]
+
+
+def test_calibrate_table_defaults():
+    c = validate(scenario(calibrate={"epsilon": 4}))
+    assert c["privacy"]["calibrate"] == {
+        "epsilon": 4.0, "delta": None, "family": "geometric", "method": "exact", "values": None,
+        "candidates": None, "rel_tol": 0.02,
+    }
+
+
+BAD = [
+    ({"veiw": "observer"}, r"privacy\.veiw: unknown key \(did you mean 'view'\?\)"),
+    ({"view": "obsrver"}, r"privacy\.view: 'obsrver' is not allowed.*did you mean 'observer'"),
+    ({"neighbours": "replace"}, r"privacy\.neighbours: 'replace' is not allowed"),
+    ({"delta": 0}, r"privacy\.delta must be in \(0, 1\), got 0"),
+    ({"delta": 1.5}, r"privacy\.delta must be in \(0, 1\), got 1\.5"),
+    ({"delta": [1e-5, 2]}, r"privacy\.delta\[1\] must be in \(0, 1\), got 2"),
+    ({"delta": "small"}, r"privacy\.delta must be a number, got 'small'"),
+    ({"epsilon": [1, -2]}, r"privacy\.epsilon\[1\] must be a finite number > 0, got -2"),
+    ({"epsilon": [[1, 2]]}, r"privacy\.epsilon is the grid at which delta is reported, not a sweep"),
+    ({"epsilon": []}, r"privacy\.epsilon must list at least one"),
+    ({"candidates": 0}, r"privacy\.candidates must be an integer >= 1, got 0"),
+    ({"refine": 1.5}, r"privacy\.refine must be an integer >= 1, got 1\.5"),
+    ({"ascent_steps": -1}, r"privacy\.ascent_steps must be an integer >= 0, got -1"),
+    ({"audit": "yes"}, r"privacy\.audit must be true or false, got 'yes'"),
+    ({"methods": ["exact", "rpd"]}, r"privacy\.methods\[1\]: 'rpd' is not allowed.*'rdp'"),
+    ({"calibrate": 3}, r"privacy\.calibrate must be a table"),
+    ({"calibrate": {"delta": 1e-5}}, r"privacy\.calibrate\.epsilon is required"),
+    ({"calibrate": {"epsilon": 0}}, r"privacy\.calibrate\.epsilon must be a finite number > 0"),
+    ({"calibrate": {"epsilon": 1, "delta": 1}}, r"privacy\.calibrate\.delta must be in \(0, 1\)"),
+    ({"calibrate": {"epsilon": 1, "family": "geometrc"}},
+     r"privacy\.calibrate\.family: 'geometrc' is not allowed.*did you mean 'geometric'"),
+    ({"calibrate": {"epsilon": 1, "famly": "constant"}},
+     r"privacy\.calibrate\.famly: unknown key \(did you mean 'family'\?\)"),
+    ({"calibrate": {"epsilon": 1, "values": [1, 2]}},
+     r"privacy\.calibrate\.values is only used with family = \"explicit\""),
+    ({"calibrate": {"epsilon": 1, "family": "explicit", "values": [1, -1]}},
+     r"privacy\.calibrate\.values\[1\] must be a finite number >= 0"),
+]
+
+
+@pytest.mark.parametrize("table, message", BAD)
+def test_bad_values_name_the_path(table, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(scenario(**table))
+
+
+def test_not_a_table():
+    raw = copy.deepcopy(BASE)
+    raw["privacy"] = [1]
+    with pytest.raises(ConfigError, match=r"privacy must be a table"):
+        validate(raw)
+
+
+def test_prepare_without_calibrate_is_the_identity():
+    cfg = expand(validate(scenario(audit=True)))[0].config
+    new, row = prepare_point(cfg)
+    assert new == cfg and row == {}
+
+
+def test_rank_note():
+    assert rank_note(1) is None
+    assert "adding" not in (rank_note(2) or "") and "Renyi divergences add" in rank_note(2)
+
+
+def test_leakage_rows_one_per_pair():
+    from dpgossip.privacy.section import audit_config
+
+    cfg = expand(validate(scenario(audit=True, candidates=2, refine=1, methods=["rdp"],
+                                   epsilon=[1, 10])))[0].config
+    audit, data, network, params = audit_config(cfg)
+    rows = leakage_rows(audit, {"tag": 1})
+    assert len(rows) == 12 == len({(r["observer"], r["target"]) for r in rows})
+    r = rows[0]
+    assert r["epsilon"] == r["epsilon_rdp"] and r["method"] == "rdp" and r["tag"] == 1
+    assert {"delta_rdp_at_eps_1", "delta_rdp_at_eps_10", "hops", "row", "view"} <= set(r)
+
+
+def test_prepare_calibrates_and_reports_an_unreachable_target():
+    fast = {"candidates": 1, "refine": 1, "ascent_steps": 0, "methods": ["rdp"]}
+    cfg = expand(validate(scenario(**fast, calibrate={"epsilon": 300.0, "family": "constant",
+                                                       "method": "rdp"})))[0].config
+    new, row = prepare_point(cfg)
+    assert new["protocol"]["noise"] == {"schedule": "constant", "scale": row["noise_scale"]}
+    assert cfg["protocol"]["noise"]["scale"] == 1.0  # the input is not modified
+    assert row["target_delta"] == 1e-5 and row["calibrated_epsilon"] <= 300.0 * 1.02
+    assert new["privacy"]["calibrated"]["calibration_met"] is True
+    cfg = expand(validate(scenario(**fast, calibrate={"epsilon": 1.0, "family": "constant",
+                                                       "method": "rdp"})))[0].config
+    with pytest.raises(ConfigError, match=r"cannot meet epsilon = 1 at delta = 1e-05.*levels off"):
+        prepare_point(cfg)
