@@ -96,3 +96,32 @@ def test_joint_whitening_equals_plain_whitening():
     # whiten_transpose is the adjoint of whiten
     A = np.random.default_rng(1).standard_normal((joint.rank, 3))
     np.testing.assert_allclose(aj.T @ A, Y.T @ joint.whiten_transpose(A), rtol=1e-9, atol=1e-9)
+
+
+def test_differing_supports_are_reported_with_the_right_kind():
+    """With d > n_j the target's messages z_j = X_j^T q_j live in the row space of X_j; a neighbour that
+    leaves that space gives the view a direction it never had: infinite divergence, delta = 1."""
+    import networkx as nx
+
+    from dpgossip.privacy.audit import component_model, view_pair
+    from dpgossip.privacy.neighbours import Neighbour
+    from dpgossip.topology.network import Network
+    from tests.conftest import PAPER_W
+
+    net = Network(graph=nx.cycle_graph(4), W=PAPER_W)
+    data = spiked_data(8, 3, [2, 1, .5], 4, seed=1)  # 2 rows per agent in 3 dimensions
+    p = resolve_params(data, net, iterations=2, consensus_steps=1,
+                       noise=NoiseSchedule(kind="constant", scale=0.3))
+    row = int(data.offsets[1])
+    x = data.X[row]
+    normal = np.cross(data.X[row], data.X[row + 1])  # orthogonal to agent 1's row space
+    nb = Neighbour(row=row, x_new=0.5 * x + 0.4 * normal / np.linalg.norm(normal))
+    view = make_view("observer", m=4, agents=(0,))
+    pair = ComponentAuditor(data, net, p, {"v": view}).pairs(nb.apply(data.X))["v"]
+    assert pair.support_mismatch is not None
+    assert pair.support_mismatch.kind == "cov1 outside cov0"
+    assert pair.renyi(1.5) == np.inf and pair.delta(5.0, "exact") == 1.0
+    assert pair.epsilon(1e-5, "rdp") == np.inf
+    dense = view_pair(component_model(data, net, p),
+                      component_model(data, net, p, X=nb.apply(data.X)), view, net)
+    assert dense.support_mismatch is not None

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Mapping
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.lowrank import (
     JointWhitening,
     LowRankPencil,
@@ -29,7 +29,7 @@ from dpgossip.privacy.views import View, ViewSpec, view_spec
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.topology.network import Network
 
-__all__ = ["ComponentAuditor", "infinite_pair"]
+__all__ = ["ComponentAuditor"]
 
 
 class ComponentAuditor:
@@ -90,13 +90,8 @@ class ComponentAuditor:
         out = {}
         for k, pen in self.pencils(X1, keys).items():
             if not pen.support_ok:
-                out[k] = infinite_pair(pen)
+                out[k] = GaussianPair.from_mismatch(
+                    SupportMismatch("cov1 outside cov0", pen.outside_direction, pen.outside))
             else:
                 out[k] = GaussianPair.from_whitened(pen.lam, np.zeros(pen.lam.size))
         return out
-
-
-def infinite_pair(pen: LowRankPencil) -> GaussianPair:
-    """A pair whose supports differ (the neighbour's view has a direction the original's lacks)."""
-    # one whitened direction with variance 1 under P and 0 under Q: disjoint supports along it.
-    return GaussianPair(np.zeros(2), np.diag([1.0, 1.0]), np.zeros(2), np.diag([1.0, 0.0]))

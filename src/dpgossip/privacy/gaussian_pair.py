@@ -333,6 +333,19 @@ class GaussianPair:
             object.__setattr__(pair, "_white", _merge(lam_v - 1.0, b_v, 0.0, unit_tol))
         return pair
 
+    @classmethod
+    def from_mismatch(cls, mismatch: SupportMismatch) -> GaussianPair:
+        """A pair whose supports differ, as found by a caller (e.g. a low-rank update whose column
+        leaves the support of ``cov0``): every divergence is ``inf``, every ``delta`` is 1."""
+        pair = cls.__new__(cls)
+        for name in ("mean0", "cov0", "mean1", "cov1"):
+            object.__setattr__(pair, name, None)
+        object.__setattr__(pair, "rank_rtol", 0.0)
+        object.__setattr__(pair, "unit_tol", 1e-12)
+        object.__setattr__(pair, "_mismatch", mismatch)
+        object.__setattr__(pair, "_white", None)
+        return pair
+
     # ----------------------------------------------------------------- structure
     @property
     def support_mismatch(self) -> SupportMismatch | None:

@@ -123,6 +123,9 @@ class LowRankPencil:
     rank: int
     outside: float
     support_ok: bool
+    outside_direction: np.ndarray | None = None
+    """When the supports differ: the (unit, view-coordinate) column of ``G_1 C`` with the largest component
+    outside ``range(S_0)``, a direction along which ``X'`` gives variance that ``X`` does not."""
 
 
 def pencil_eigenvalues(white: WhitenedCovariance, view0: ViewOperator, view1: ViewOperator,
@@ -153,8 +156,12 @@ def pencil_eigenvalues(white: WhitenedCovariance, view0: ViewOperator, view1: Vi
     lam = sv ** 2
     if lam.size < Q.shape[1]:
         lam = np.concatenate([lam, np.zeros(Q.shape[1] - lam.size)])
+    direction = None
+    if outside > support_tol:
+        col = A1[:, int(np.argmax(rel[p:]))]
+        direction = col / np.linalg.norm(col)
     return LowRankPencil(lam=lam, rank=white.rank, outside=outside,
-                         support_ok=outside <= support_tol)
+                         support_ok=outside <= support_tol, outside_direction=direction)
 
 
 class JointWhitening:

@@ -20,7 +20,17 @@ import numpy as np
 from dpgossip.data.partition import PartitionedData
 from dpgossip.protocol.spectrum import xi_matrix
 
-__all__ = ["ReleaseModel", "build_release_model"]
+__all__ = ["ReleaseModel", "build_release_model", "latent_indices"]
+
+
+def latent_indices(offsets: np.ndarray, T: int, agents) -> np.ndarray:
+    """Indices into ``w = [q^(0); p^(1); ...; p^(T)]`` of the given agents' own latent coordinates."""
+    n = int(offsets[-1])
+    agents = list(agents)
+    if not agents:
+        return np.zeros(0, dtype=int)
+    rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in agents])
+    return np.concatenate([s * n + rows for s in range(T + 1)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -78,18 +88,9 @@ class ReleaseModel:
             out[:, s * self.n : (s + 1) * self.n] = self.powers[self.T - s]
         return out
 
-    def message_matrix(self, t: int, k: int, agents: np.ndarray | list[int] | None = None
-                       ) -> np.ndarray:
-        """Rows of ``s^(t,k) = (W^k (x) I_d) z^(t)`` for the given senders (all by default),
-        ``k = 0..c-1``; shape ``(len(agents) d, N)``."""
-        agents = np.arange(self.m) if agents is None else np.asarray(agents)
-        Z = self.z_matrix(t).reshape(self.m, self.d, self.N)
-        return np.einsum("aj,jdn->adn", self.W_powers[k][agents], Z).reshape(-1, self.N)
-
     def latent_slice(self, agents: list[int] | np.ndarray) -> np.ndarray:
         """Indices into ``w`` of the given agents' own randomness (their ``q_i^(0)`` and ``p_i^(t)``)."""
-        rows = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in agents])
-        return np.concatenate([s * self.n + rows for s in range(self.T + 1)])
+        return latent_indices(self.offsets, self.T, agents)
 
     def predict_states(self, w: np.ndarray) -> np.ndarray:
         """Every gossip state ``s^(t,k)``, ``(T, c, m, d)``, for a realised latent vector ``w``."""

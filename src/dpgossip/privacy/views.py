@@ -19,7 +19,7 @@ import networkx as nx
 import numpy as np
 
 from dpgossip.errors import ConfigError, did_you_mean
-from dpgossip.privacy.release import ReleaseModel
+from dpgossip.privacy.release import ReleaseModel, latent_indices
 
 __all__ = ["View", "ViewSpec", "VIEW_KINDS", "make_view", "view_spec", "view_factor", "receive_basis"]
 
@@ -113,28 +113,24 @@ def view_spec(view: View, graph: nx.Graph, W: np.ndarray, *, c: int, T: int,
             return np.zeros(0, dtype=int)
         return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in agents])
 
-    def latent_of(agents: list[int]) -> np.ndarray:
-        rows = rows_of(agents)
-        return np.concatenate([s * n + rows for s in range(T + 1)]) if rows.size else rows
-
     everything = np.eye(m) if c > 0 else np.zeros((0, m))
     if view.kind in ("observer", "coalition"):
         R = list(view.agents)
         B = receive_basis(graph, W, R, c)
         final_rows = np.setdiff1d(np.arange(n), rows_of(R))
-        known = latent_of(R)
+        known = latent_indices(offsets, T, R)
     elif view.kind == "eavesdropper":
         B, final_rows, known = everything, np.arange(n), np.zeros(0, dtype=int)
     elif view.kind == "all-but-one":
         # everything is seen and every z_i^(t), i != target, is computable from it: keep the target's
         rest = [i for i in range(m) if i != view.target]
         B = np.eye(m)[[view.target]] if c > 0 else np.zeros((0, m))
-        final_rows, known = rows_of([view.target]), latent_of(rest)
+        final_rows, known = rows_of([view.target]), latent_indices(offsets, T, rest)
     else:  # paper: the target's own releases y_j = [z_j^(1..T); q_j^(T)] (Eqs. (25)-(29) of 001)
         j = view.target
         B = np.eye(m)[[j]]
         final_rows = rows_of([j])
-        known = latent_of(list(view.agents))
+        known = latent_indices(offsets, T, list(view.agents))
     known = known[np.asarray(latent_std)[known] > 0]
     return ViewSpec(B=B, final_rows=final_rows, known=known)
 
