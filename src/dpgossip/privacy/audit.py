@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
+from dpgossip._threads import blas_threads
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.auditor import ComponentAuditor
@@ -196,6 +197,18 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         Candidate neighbours per target; how many of the best (by the RDP screen) get exact values;
         rounds of local ascent from the best two.
     """
+    with blas_threads(1):  # many small BLAS calls: one thread is several times faster (module _threads)
+        return _audit_pairs(data, network, params, delta=delta, epsilons=epsilons, view=view,
+                            neighbours=neighbours, candidates=candidates, refine=refine,
+                            ascent_steps=ascent_steps, methods=methods, targets=targets,
+                            observers=observers, seed=seed)
+
+
+def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
+                 delta: float, epsilons: Sequence[float], view: str, neighbours: str,
+                 candidates: int, refine: int, ascent_steps: int, methods: Sequence[str],
+                 targets: Sequence[int] | None, observers: Sequence[int] | None,
+                 seed: int) -> PairAudit:
     if not 0 < delta < 1:
         raise ConfigError(f"privacy.delta must be in (0, 1), got {delta!r}")
     for e in epsilons:

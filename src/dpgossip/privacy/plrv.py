@@ -313,6 +313,8 @@ class WhitenedPair:
         + a b0sq/2`` with ``t_i = (a - 1)(lam_i - 1)/lam_i``, which stays accurate as ``a -> 1``.
         """
         x = a - 1.0
+        if x == 0.0:  # the limit a -> 1
+            return self.kl()
         t = x * (self.lam - 1.0) / self.lam
         if a >= self.a_max or np.any(t <= -1.0):
             return math.inf
