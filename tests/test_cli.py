@@ -253,7 +253,7 @@ def test_audit_of_a_sweep_and_rank_two(tmp_path, capsys):
     argv = ["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots", "--candidates", "1"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "covers component 1 only" in printed and "Renyi divergences add" in printed
+    assert "adaptive RDP composition" in printed and "Renyi divergences add" in printed
     assert "point 1 (c=2)" in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     assert {r["protocol_consensus_steps"] for r in pairs} == {"1", "2"}

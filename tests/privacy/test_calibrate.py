@@ -53,11 +53,13 @@ def test_scale_meets_the_target_and_is_the_smallest(problem, constant_cal):
     # re-audit at the scale with the search's candidates: meets; 20 % smaller: does not
     assert worst(data, network, "constant", cal.scale, cal.candidates) <= 300.0
     assert worst(data, network, "constant", 0.8 * cal.scale, cal.candidates) > 300.0
-    # the bracket closed to rel_tol and every search evaluation used the same candidates
-    above = [s for s, e in cal.evaluations if e > 300.0]
+    # the search compares the worst delta at epsilon = 300 with 1e-5 (the equivalent criterion); the
+    # bracket closed to rel_tol and every search evaluation used the same candidates
+    above = [s for s, d in cal.evaluations if d > 1e-5]
     assert max(above) * (1 + tol) >= cal.scale > max(above)
-    assert all(c == cal.candidates for _, _, c in cal.history[:-1])
-    assert cal.history[-1] == (cal.scale, cal.epsilon, cal.check_candidates)
+    assert all(d <= 1e-5 for s, d in cal.evaluations if s >= cal.scale)
+    assert all(c == cal.candidates for _, _, c in cal.history[:-2])
+    assert cal.history[-1] == (cal.scale, cal.delta, cal.check_candidates)
     assert cal.check_candidates == 2 * cal.candidates
 
 
@@ -158,17 +160,19 @@ def test_check_target():
 
 # --- the search logic against a stand-in audit with a known worst epsilon -------------------------
 class _StandIn:
-    """What calibrate_noise reads from a PairAudit: the worst pair and the delta matrix."""
+    """What calibrate_noise reads from a PairAudit: the worst pair and the delta matrix. The worst
+    delta at the target epsilon is ``delta * eps / epsilon``: below the target delta exactly when the
+    stand-in's worst epsilon is below the target epsilon (as for a real audit)."""
 
-    def __init__(self, eps, method):
+    def __init__(self, eps, method, delta, epsilon):
         from types import SimpleNamespace
 
         nb = SimpleNamespace(to_row=lambda: {"row": 0, "replacement": "0 0", "direction": "-x"})
         self.results = {(0, 1): None}
-        self._worst = SimpleNamespace(epsilon={method: eps}, observer=0, target=1, hops=1,
-                                      neighbour=nb)
+        self._worst = SimpleNamespace(epsilon={method: eps}, delta={method: [delta * eps / epsilon]},
+                                      observer=0, target=1, hops=1, neighbour=nb)
 
-    def worst(self, method):
+    def worst(self, method, by="epsilon"):
         return self._worst
 
     def matrix(self, method, what, index):
@@ -179,8 +183,8 @@ def stand_in(monkeypatch, fn):
     """Replace audit_pairs inside calibrate by ``fn(s, candidates) -> worst epsilon``."""
     import dpgossip.privacy.calibrate as mod
 
-    def fake(data, network, params, *, candidates, methods, **kw):
-        return _StandIn(fn(float(params.sigma_p[0, 0]), candidates), methods[0])
+    def fake(data, network, params, *, candidates, methods, delta, epsilons, **kw):
+        return _StandIn(fn(float(params.sigma_p[0, 0]), candidates), methods[0], delta, epsilons[0])
 
     monkeypatch.setattr(mod, "audit_pairs", fake)
 
@@ -208,7 +212,8 @@ def test_search_goes_on_when_the_reaudit_finds_a_worse_neighbour(problem, monkey
     assert 2.0 <= cal.scale <= 2.0 * 1.02
     assert "searching on with 6 candidates" in cal.notes[0]
     assert {c for _, _, c in cal.history} == {3, 6, 12} and cal.history[-1][2] == 12
-    assert len(cal.history) == len({(s, c) for s, _, c in cal.history})  # no audit twice
+    # no audit twice (the last one repeats the final scale to solve for epsilon at delta)
+    assert len(cal.history) - 1 == len({(s, c) for s, _, c in cal.history[:-1]})
 
 
 def test_search_flags_non_monotone_and_stops_at_s_max(problem, monkeypatch):

@@ -177,3 +177,42 @@ def test_bad_laws_raise():
         QuadraticFormLaw([1.0, 2.0], [1.0], 0.0, 0.0)
     with pytest.raises(ConfigError, match="sigma"):
         QuadraticFormLaw([1.0], [1.0], -1.0, 0.0)
+
+
+def _scaled_chi2_log_hockey(k: int, a: float, c: float, x: float) -> float:
+    """ln E(1 - e^{x - X})_+ for X = c + a chi2_k (a > 0) by one-dimensional quadrature in y = chi2:
+    int_t^inf (1 - e^{a (t - y)}) f_k(y) dy, t = (x - c)/a, with f_k(t) factored out (log scale)."""
+    t = (x - c) / a
+    log_ft = stats.chi2.logpdf(t, k)
+
+    def f(y: float) -> float:
+        return -math.expm1(a * (t - y)) * math.exp(stats.chi2.logpdf(y, k) - log_ft)
+
+    val, _ = integrate.quad(f, t, math.inf, epsabs=0.0, epsrel=1e-12, limit=200)
+    return log_ft + math.log(val)
+
+
+@pytest.mark.parametrize("k,a,c", [(8, 0.3, -0.5), (12, 1.5, 0.2), (5, 0.05, 0.0)])
+def test_tiny_hockey_stick_keeps_relative_accuracy(k, a, c):
+    """Far tails (delta down to 1e-200): the saddle-point contour against a closed form; Imhof's
+    absolute accuracy (1e-14) alone would return noise or 0 there."""
+    law = QuadraticFormLaw(np.full(k, a), np.zeros(k), 0.0, c)
+    for q in (0.5, 0.9999, 1 - 1e-30):
+        x = c + a * stats.chi2.isf(1 - q, k) if q < 1 - 1e-20 else c + a * 600.0
+        ref = _scaled_chi2_log_hockey(k, a, c, x)
+        got = law.hockey_stick(x)
+        assert math.log(got.value) == pytest.approx(ref, rel=1e-8, abs=1e-8)
+        assert got.error <= 1e-6 * got.value or got.value > 1e-9
+
+
+def test_saddle_contour_agrees_with_imhof_where_both_are_accurate():
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        n = int(rng.integers(4, 9))
+        lam = np.exp(rng.normal(0, 1, n))
+        law = privacy_loss_law(lam, rng.normal(0, 0.5, n))
+        for x in (0.0, 1.0, 3.0):
+            imhof = law.hockey_stick(x)
+            log_v, rel = plrv._saddle_integral(law, x, "hockey")
+            assert rel < 1e-8
+            assert math.exp(log_v) == pytest.approx(imhof.value, rel=1e-7, abs=1e-12)

@@ -10,10 +10,20 @@ candidates (random perturbations projected back onto the constraint set, kept wh
 score); finally the exact hockey-stick ``delta`` (and the Chernoff PDP bound) for the ``refine`` best
 candidates of every pair. The reported worst case of a pair is the refined candidate with the largest exact
 epsilon at ``delta``.
+
+Rank ``r > 1`` (deflation, privacy-model.md): component ``l + 1`` runs on data deflated with quantities
+released for component ``l`` (post-processing).  The audit is conditional on the realised earlier
+components of one run (:func:`~dpgossip.protocol.ddppm.run_matrix` with the audit's seed, or a given
+:class:`~dpgossip.protocol.result.RunResult`): given them, the deflation subtracted from every row is the
+same under ``X`` and ``X'``, so the neighbour of component ``l``'s data ``X_l`` replaces row ``i`` by
+``X_l[i] + (x' - x)``.  The views of the components are then independent Gaussians and their pairs compose
+(:meth:`GaussianPair.compose`): the Renyi divergences add (adaptive RDP composition) and the exact and
+Chernoff values are those of the product of the conditional components.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,11 +38,13 @@ from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour, candidate_neighbours, is_neighbour, max_step
 from dpgossip.privacy.release import ReleaseModel, build_release_model
 from dpgossip.privacy.views import View, make_view, view_factor
+from dpgossip.protocol.ddppm import run_matrix
 from dpgossip.protocol.params import ProtocolParams
+from dpgossip.protocol.result import RunResult
 from dpgossip.topology.network import Network
 
-__all__ = ["PairAudit", "PairResult", "audit_pairs", "view_pair", "view_gaussian",
-           "component_model", "PAIR_VIEWS"]
+__all__ = ["PairAudit", "PairResult", "RunAuditor", "audit_pairs", "view_pair", "view_gaussian",
+           "component_model", "rank_audit_note", "PAIR_VIEWS"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
 
@@ -107,7 +119,11 @@ class PairResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class PairAudit:
-    """The (observer, target) audit of one component: ``results[(o, j)]`` and search statistics."""
+    """The (observer, target) audit of a run: ``results[(o, j)]`` and search statistics.
+
+    With ``components > 1`` every pair is the composition of the per-component pairs, conditional on
+    the realised earlier components of ``run`` (module docstring); ``note`` says so.
+    """
 
     view: str
     delta: float
@@ -117,6 +133,12 @@ class PairAudit:
     candidates: int
     m: int
     notes: tuple[str, ...] = field(default=())
+    components: int = 1
+    """Number of components audited (``params.rank``); their pairs are composed when ``> 1``."""
+    note: str | None = None
+    """The composition statement when ``components > 1`` (:func:`rank_audit_note`), else None."""
+    run: RunResult | None = field(default=None, repr=False)
+    """The run whose realised components the audit is conditional on (``components > 1`` only)."""
 
     def matrix(self, method: str = "exact", what: str = "epsilon", index: int = 0) -> np.ndarray:
         """``m x m`` matrix (observer x target) of epsilon at ``delta`` (``what="epsilon"``) or of delta at
@@ -126,8 +148,11 @@ class PairAudit:
             M[o, j] = r.epsilon[method] if what == "epsilon" else r.delta[method][index]
         return M
 
-    def worst(self, method: str = "exact") -> PairResult:
-        """The pair with the largest epsilon."""
+    def worst(self, method: str = "exact", by: str = "epsilon") -> PairResult:
+        """The pair with the largest epsilon at ``delta`` (``by="epsilon"``) or the largest delta at
+        ``epsilons[0]`` (``by="delta"``)."""
+        if by == "delta":
+            return max(self.results.values(), key=lambda r: r.delta[method][0])
         return max(self.results.values(), key=lambda r: r.epsilon[method])
 
     def rows(self) -> list[dict[str, object]]:
@@ -137,6 +162,71 @@ class PairAudit:
             for row in self.results[key].rows(self.epsilons, self.delta):
                 out.append({**row, "view": self.view, "candidates": self.candidates})
         return out
+
+
+def rank_audit_note(rank: int, run_seed: object) -> str | None:
+    """The statement every report of a rank ``r > 1`` audit carries (None for rank 1)."""
+    if rank <= 1:
+        return None
+    return (f"rank {rank}: audited conditionally on the realised components of run seed {run_seed}; "
+            "the per-component Renyi divergences add (adaptive RDP composition); exact and Chernoff "
+            "values are those of the product of the conditional components")
+
+
+class RunAuditor:
+    """Pairs of views of a whole run (all ``params.rank`` components) for candidate neighbours.
+
+    Rank 1: one :class:`ComponentAuditor` on ``data.X``.  Rank ``r > 1``: one per component on the
+    realised deflated data ``run.data[l]`` (``run`` defaults to :func:`run_matrix` with ``seed``), and the
+    per-component pairs of a neighbour composed by :meth:`GaussianPair.compose` (module docstring).
+
+    Parameters
+    ----------
+    data, network, params, views
+        The problem and the views, keyed by any hashable key.
+    seed
+        Seed of the range finders and, for rank ``r > 1`` without ``run``, of the realised run.
+    run
+        The realised run (rank ``r > 1`` only); its ``data[0]`` must be ``data.X``.
+    """
+
+    def __init__(self, data: PartitionedData, network: Network, params: ProtocolParams,
+                 views: dict[Hashable, View], *, seed: int = 0, run: RunResult | None = None) -> None:
+        self.data = data
+        self.components = int(params.rank)
+        if self.components == 1:
+            self.run = None
+            self.auditors = [ComponentAuditor(data, network, params, views, seed=seed)]
+            self.note = None
+            return
+        if run is None:
+            run = run_matrix(data, network, params, seed)
+            run_seed: object = seed
+        else:
+            run_seed = run.seed_entropy if run.seed_entropy is not None else "(given run)"
+        if len(run.data) != self.components or run.params.rank != self.components:
+            raise ConfigError(f"the run has {len(run.data)} components, params.rank = "
+                              f"{self.components}: audit the run made with these params")
+        if run.data[0].shape != data.X.shape or not np.array_equal(run.data[0], data.X):
+            raise ConfigError("the run's data[0] is not data.X: audit the run made on this data")
+        self.run = run
+        self.auditors = [ComponentAuditor(data, network, params, views, component=l, X=run.data[l],
+                                          seed=seed) for l in range(self.components)]
+        self.note = rank_audit_note(self.components, run_seed)
+
+    def pairs(self, nb: Neighbour, keys: list[Hashable]) -> dict[Hashable, GaussianPair]:
+        """:class:`GaussianPair` of every view in ``keys`` for the neighbour ``nb`` (composed over the
+        components when ``r > 1``)."""
+        if self.run is None:
+            return self.auditors[0].pairs(nb.apply(self.data.X), keys)
+        shift = nb.x_new - self.data.X[nb.row]
+        parts: dict[Hashable, list[GaussianPair]] = {k: [] for k in keys}
+        for Xl, auditor in zip(self.run.data, self.auditors, strict=True):
+            X1 = np.array(Xl, dtype=float)
+            X1[nb.row] += shift  # the deflation of row nb.row is the same under X and X'
+            for k, pair in auditor.pairs(X1, keys).items():
+                parts[k].append(pair)
+        return {k: GaussianPair.compose(parts[k]) for k in keys}
 
 
 def _view_key(kind: str, o: int, j: int, m: int) -> tuple[Hashable, View]:
@@ -178,8 +268,12 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
                 neighbours: str = "bounded", candidates: int = 100, refine: int = 3,
                 ascent_steps: int = 4, methods: Sequence[str] = ("exact", "rdp", "chernoff"),
                 targets: Sequence[int] | None = None, observers: Sequence[int] | None = None,
-                seed: int = 0) -> PairAudit:
-    """Audit every (observer, target) pair of a rank-1 run (component 0) by a worst-case search.
+                seed: int = 0, run: RunResult | None = None, rank_by: str = "epsilon") -> PairAudit:
+    """Audit every (observer, target) pair of a run by a worst-case search.
+
+    Rank 1: component 0 on ``data.X``.  Rank ``r > 1``: all components, conditionally on the realised
+    earlier components of ``run`` (default: :func:`run_matrix` with ``seed``), each candidate's pair being
+    the composition of the per-component pairs (module docstring; ``PairAudit.note`` says so).
 
     Parameters
     ----------
@@ -196,19 +290,26 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
     candidates, refine, ascent_steps
         Candidate neighbours per target; how many of the best (by the RDP screen) get exact values;
         rounds of local ascent from the best two.
+    seed
+        Seed of the candidate search and the range finders, and of the realised run for rank ``r > 1``
+        when ``run`` is not given.
+    run
+        The realised run of a rank ``r > 1`` audit (made with ``params`` on ``data``); ignored for rank 1.
     """
     with blas_threads(1):  # many small BLAS calls: one thread is several times faster (module _threads)
         return _audit_pairs(data, network, params, delta=delta, epsilons=epsilons, view=view,
                             neighbours=neighbours, candidates=candidates, refine=refine,
                             ascent_steps=ascent_steps, methods=methods, targets=targets,
-                            observers=observers, seed=seed)
+                            observers=observers, seed=seed, rank_by=rank_by, run=run)
 
 
 def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                  delta: float, epsilons: Sequence[float], view: str, neighbours: str,
                  candidates: int, refine: int, ascent_steps: int, methods: Sequence[str],
                  targets: Sequence[int] | None, observers: Sequence[int] | None,
-                 seed: int) -> PairAudit:
+                 seed: int, run: RunResult | None, rank_by: str = "epsilon") -> PairAudit:
+    if rank_by not in ("epsilon", "delta"):
+        raise ConfigError(f"rank_by must be 'epsilon' or 'delta', got {rank_by!r}")
     if not 0 < delta < 1:
         raise ConfigError(f"privacy.delta must be in (0, 1), got {delta!r}")
     for e in epsilons:
@@ -229,7 +330,7 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
             k, v = _view_key(view, o, j, m)
             keys[(o, j)] = k
             views[k] = v
-    auditor = ComponentAuditor(data, network, params, views, seed=seed)
+    auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
     results: dict[tuple[int, int], PairResult] = {}
     for j in targets:
@@ -241,7 +342,7 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
         scored: dict[Hashable, list[tuple[float, Neighbour, GaussianPair]]] = {k: [] for k in my_keys}
 
         def evaluate(nb: Neighbour, my_keys=my_keys, scored=scored) -> None:
-            for k, pair in auditor.pairs(nb.apply(data.X), my_keys).items():
+            for k, pair in auditor.pairs(nb, my_keys).items():
                 scored[k].append((_score(pair, delta), nb, pair))
 
         for nb in candidate_neighbours(data.X, rows, kind=neighbours, per_target=candidates,
@@ -256,7 +357,7 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
                     trial = _perturb(best, data.X[best.row], neighbours, step, rng)
                     if trial is None:
                         continue
-                    pair = auditor.pairs(trial.apply(data.X), [k])[k]
+                    pair = auditor.pairs(trial, [k])[k]
                     s = _score(pair, delta)
                     scored[k].append((s, trial, pair))
                     if s > best_score:
@@ -268,6 +369,14 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
             top = sorted(scored[k], key=lambda s: -s[0])[:refine]
             best_res = None
             for _, nb, pair in top:
+                if rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
+                    dl = {meth: [float(pair.delta(e, method=meth)) for e in epsilons]
+                          for meth in methods}
+                    if best_res is None or dl[methods[0]][0] > best_res.delta[methods[0]][0]:
+                        best_res = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
+                                              neighbour=nb, epsilon={m_: math.nan for m_ in methods},
+                                              delta=dl, renyi2=float(pair.renyi(2.0)))
+                    continue
                 eps = {meth: float(pair.epsilon(delta, method=meth)) for meth in methods}
                 if best_res is None or eps[methods[0]] > best_res.epsilon[methods[0]]:
                     dl = {meth: [float(pair.delta(e, method=meth)) for e in epsilons]
@@ -277,4 +386,5 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
                                           renyi2=float(pair.renyi(2.0)))
             results[(o, jj)] = best_res
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
-                     methods=tuple(methods), results=results, candidates=candidates, m=m)
+                     methods=tuple(methods), results=results, candidates=candidates, m=m,
+                     components=auditor.components, note=auditor.note, run=auditor.run)

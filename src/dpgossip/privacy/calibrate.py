@@ -16,10 +16,14 @@ audited quantity is
 
 the worst ``epsilon`` at ``delta`` over every (observer, target) pair of :func:`audit_pairs` and the
 candidate neighbours ``N_j`` it tries (the same seed at every ``s``, so the candidate sets are comparable).
-The scale is found by bisection on ``log s``: an upper end with ``eps* <= target`` by doubling, a lower end
-with ``eps* > target`` by halving, then bisection until ``s_hi / s_lo <= 1 + rel_tol``. The answer is the
-upper end. It is then re-audited with ``check_factor`` times as many candidates (a fresh search may find a
-worse neighbour); that number is the reported ``epsilon``. If the re-audit misses the target, the search
+The search evaluates the equivalent criterion ``delta*(s) <= delta``, ``delta*`` the worst delta at the
+target epsilon (``delta(eps)`` is non-increasing, so ``eps* <= epsilon`` exactly when ``delta* <=
+delta``): one hockey-stick value per pair instead of a root search for epsilon, which is slow where
+epsilon is large. The scale is found by bisection on ``log s``: an upper end with ``delta* <= delta`` by
+doubling, a lower end with ``delta* > delta`` by halving, then bisection until ``s_hi / s_lo <= 1 +
+rel_tol``. The answer is the upper end. It is then re-audited with ``check_factor`` times as many
+candidates (a fresh search may find a worse neighbour); that audit's ``delta*`` decides ``met`` and its
+worst epsilon at ``delta`` is the reported ``epsilon``. If the re-audit misses the target, the search
 continues once from there with the larger candidate count.
 
 Notes
@@ -31,7 +35,7 @@ divergence unchanged. So ``eps*(s)`` depends only on the ratios ``sigma_p(t) / s
 with ``sigma_q`` fixed moves towards the limit ``sigma_q / s -> 0``, where ``eps*`` levels off at some
 ``eps_inf > 0`` (the releases ``X_j^T q_j`` and ``q_j^(T) = alpha X_j z_j + p_j`` carry the data through
 the covariance of the noise itself). If ``eps_inf`` exceeds the target, **no scale meets it**; the search
-detects the plateau (``eps*`` falls by less than ``plateau_tol`` relative over two doublings) and returns
+detects the plateau (``delta*`` falls by less than ``plateau_tol`` relative over two doublings) and returns
 ``met = False`` with ``limit_epsilon``.
 
 **Monotonicity.** More noise is not a post-processing of less noise here (the extra noise would enter
@@ -39,7 +43,9 @@ through ``F(X)``, which depends on the data), so ``eps*(s)`` need not be monoton
 checked: a rise of more than ``monotone_tol`` (relative) at a larger ``s`` sets ``monotone_ok = False`` and
 warns; the scale found then meets the target but may not be the smallest that does.
 
-The audit is per instance (this ``X``, the neighbours tried) and covers component 1 (``rank = 1``).
+The audit is per instance (this ``X``, the neighbours tried). Calibration is for ``rank = 1``: later
+components run on data deflated with the realised earlier ones, and their leakage need not fall as the
+noise grows (the deflation vectors grow with ``||q^(T)||``), so no single scale is a target for them.
 """
 
 from __future__ import annotations
@@ -93,9 +99,10 @@ class Calibration:
     delta: float
     """Worst ``delta`` at ``target_epsilon`` of that re-audit (largest over the pairs)."""
     met: bool
-    """Whether the re-audit meets the target (``epsilon <= target_epsilon (1 + rel_tol)``)."""
+    """Whether the re-audit meets the target (``delta <= target_delta (1 + rel_tol)``)."""
     monotone_ok: bool
-    """No rise of the worst epsilon with ``s`` beyond ``monotone_tol`` among the evaluated points."""
+    """No rise of the worst delta at the target epsilon with ``s`` beyond ``monotone_tol`` among the
+    evaluated points."""
     method: str
     view: str
     neighbours: str
@@ -104,9 +111,9 @@ class Calibration:
     check_candidates: int
     """Candidate neighbours per target in the final re-audit."""
     evaluations: tuple[tuple[float, float], ...]
-    """``(s, worst epsilon)`` of the search at ``candidates``, in the order evaluated."""
+    """``(s, worst delta at target_epsilon)`` of the search at ``candidates``, in the order evaluated."""
     history: tuple[tuple[float, float, int], ...]
-    """Every audit run, ``(s, worst epsilon, candidates)``, including the re-audits (each once)."""
+    """Every audit run, ``(s, worst delta at target_epsilon, candidates)``, including the re-audits."""
     limit_epsilon: float | None
     """When ``met`` is false because ``eps*`` levels off: its value at the largest scale tried."""
     params: ProtocolParams
@@ -302,7 +309,7 @@ def calibrate_noise(
         an upper bound: a conservative, larger scale; much faster).
     alpha, sigma_q, rank
         As in :func:`~dpgossip.protocol.resolve_params`; ``sigma_q`` stays ``1/sqrt(n)`` unless given.
-        Only ``rank = 1`` is calibrated (the audit covers component 1).
+        Only ``rank = 1`` is calibrated (module notes).
     s_lo, s_hi
         Optional starting bracket (checked, and extended when it does not bracket the target).
     s_min, s_max
@@ -348,8 +355,9 @@ def calibrate_noise(
     neighbours = _check_choice("neighbours", neighbours, NEIGHBOUR_KINDS)
     if rank != 1:
         raise ConfigError(
-            f"calibrate: protocol.rank must be 1, got {rank}; the audit covers component 1 only (later "
-            "components compose by adding Renyi divergences), so calibrate a rank-1 run"
+            f"calibrate: protocol.rank must be 1, got {rank}; later components run on data deflated "
+            "with realised earlier ones and their leakage need not fall with the noise scale, so "
+            "calibrate a rank-1 run and audit the rank-r run (divergences compose)"
         )
     base = _base_values(family, base_values, iterations)
     for name, value, low in (("candidates", candidates, 1), ("refine", refine, 1),
@@ -372,31 +380,34 @@ def calibrate_noise(
                               rank=1, alpha=alpha, sigma_q=sigma_q, noise=_schedule(family, s, base))
 
     history: list[tuple[float, float, int]] = []
-    done: dict[tuple[float, int], PairAudit] = {}
+    done: dict[tuple[float, int, str], PairAudit] = {}
 
-    def audit(s: float, cands: int) -> PairAudit:
-        if (s, cands) in done:  # e.g. the re-audit's point when the search goes on from it
-            return done[(s, cands)]
+    def audit(s: float, cands: int, by: str = "delta") -> PairAudit:
+        # The search compares the worst delta at the target epsilon with the target delta: the same
+        # criterion as "worst epsilon at delta <= target" (delta(eps) is non-increasing), but one
+        # hockey-stick value per pair instead of a root search for epsilon (slow where epsilon is large).
+        if (s, cands, by) in done:  # e.g. the re-audit's point when the search goes on from it
+            return done[(s, cands, by)]
         res = audit_pairs(data, network, params_at(s), delta=delta, epsilons=(epsilon,), view=view,
                           neighbours=neighbours, candidates=cands, refine=refine,
                           ascent_steps=ascent_steps, methods=(method,), targets=targets,
-                          observers=observers, seed=seed)
+                          observers=observers, seed=seed, rank_by=by)
         if not res.results:
             raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
-        history.append((float(s), float(res.worst(method).epsilon[method]), int(cands)))
-        done[(s, cands)] = res
+        history.append((float(s), float(res.worst(method, by="delta").delta[method][0]), int(cands)))
+        done[(s, cands, by)] = res
         return res
 
     notes: list[str] = []
     cands = int(candidates)
     lo: float | None = s_lo  # eps*(lo) > target
     hi: float | None = s_hi  # eps*(hi) <= target
-    limit: float | None = None
     met_search = True
     evals: list[tuple[float, float]] = []
 
     def f(s: float) -> float:
-        e = float(audit(s, cands).worst(method).epsilon[method])
+        """Worst delta at the target epsilon (compared with the target delta)."""
+        e = float(audit(s, cands).worst(method, by="delta").delta[method][0])
         evals.append((float(s), e))
         return e
 
@@ -409,7 +420,7 @@ def calibrate_noise(
         for s in starts:
             e = f(s)
             budget -= 1
-            if e <= epsilon:
+            if e <= delta:
                 hi = s if hi is None else min(hi, s)
             else:
                 lo = s if lo is None else max(lo, s)
@@ -418,25 +429,24 @@ def calibrate_noise(
             assert lo is not None
             if 2 * lo > s_max or budget <= 0:
                 why = f"s_max = {s_max:g}" if 2 * lo > s_max else f"max_evals = {max_evals}"
-                notes.append(f"target not met: the worst epsilon is still {evals[-1][1]:.6g} > "
-                             f"{epsilon:g} at s = {lo:.6g} ({why} reached)")
-                met_search, limit = False, evals[-1][1]
+                notes.append(f"target not met: the worst delta at epsilon = {epsilon:g} is still "
+                             f"{evals[-1][1]:.6g} > {delta:g} at s = {lo:.6g} ({why} reached)")
+                met_search = False
                 break
             e = f(2 * lo)
             budget -= 1
-            if e <= epsilon:
+            if e <= delta:
                 hi = 2 * lo
                 break
             lo = 2 * lo
             if len(evals) >= 3 and _levelled(evals[-3:], plateau_tol):
-                limit = e
                 notes.append(
-                    f"target not met: the worst epsilon levels off at about {e:.6g} > {epsilon:g} as "
-                    f"s grows (eps*({evals[-3][0]:.6g}) = {evals[-3][1]:.6g}, eps*({lo:.6g}) = "
-                    f"{e:.6g}). The view is a zero-mean Gaussian whose covariance scales with the "
-                    "noise, so epsilon depends only on sigma_p / sigma_q and has this floor; no "
-                    "noise scale meets the target (the floor is set by the data, T, c, the network, "
-                    "the schedule's shape and the view)"
+                    f"target not met: the worst delta at epsilon = {epsilon:g} levels off at about "
+                    f"{e:.6g} > {delta:g} as s grows (delta({evals[-3][0]:.6g}) = {evals[-3][1]:.6g}, "
+                    f"delta({lo:.6g}) = {e:.6g}). The view is a zero-mean Gaussian whose covariance "
+                    "scales with the noise, so epsilon depends only on sigma_p / sigma_q and has "
+                    "this floor; no noise scale meets the target (the floor is set by the data, T, "
+                    "c, the network, the schedule's shape and the view)"
                 )
                 met_search = False
                 break
@@ -451,7 +461,7 @@ def calibrate_noise(
                 break
             e = f(hi / 2)
             budget -= 1
-            if e <= epsilon:
+            if e <= delta:
                 hi = hi / 2
             else:
                 lo = hi / 2
@@ -460,7 +470,7 @@ def calibrate_noise(
             mid = math.sqrt(lo * hi)
             e = f(mid)
             budget -= 1
-            if e <= epsilon:
+            if e <= delta:
                 hi = mid
             else:
                 lo = mid
@@ -469,12 +479,13 @@ def calibrate_noise(
                          "the upper end is returned")
         # final check with more candidates
         check = audit(hi, check_factor * cands)
-        eps_check = check.worst(method).epsilon[method]
-        if eps_check <= epsilon * (1 + rel_tol) or _round == escalations:
+        d_check = check.worst(method, by="delta").delta[method][0]
+        if d_check <= delta * (1 + rel_tol) or _round == escalations:
             break
         notes.append(
-            f"the re-audit at s = {hi:.6g} with {check_factor * cands} candidates found epsilon "
-            f"{eps_check:.6g} > {epsilon:g} (the search used {cands}); searching on with "
+            f"the re-audit at s = {hi:.6g} with {check_factor * cands} candidates found delta "
+            f"{d_check:.6g} > {delta:g} at epsilon = {epsilon:g} (the search used {cands}); "
+            "searching on with "
             f"{check_factor * cands} candidates"
         )
         cands *= check_factor
@@ -484,18 +495,21 @@ def calibrate_noise(
         assert lo is not None
         scale = lo
         check = audit(scale, check_factor * cands)
-        eps_check = check.worst(method).epsilon[method]
+        d_check = check.worst(method, by="delta").delta[method][0]
     else:
         assert hi is not None
         scale = hi
+    # the achieved epsilon at the target delta, for the record (one audit with epsilon solves)
+    check = audit(scale, check_factor * cands, by="epsilon")
+    eps_check = check.worst(method).epsilon[method]
     monotone_ok, msg = _monotone(evals, monotone_tol)
     if not monotone_ok:
         notes.append(msg)
         warnings.warn(f"calibrate_noise: {msg}", RuntimeWarning, stacklevel=2)
-    met = bool(met_search and eps_check <= epsilon * (1 + rel_tol))
+    met = bool(met_search and d_check <= delta * (1 + rel_tol))
     if met_search and not met:
-        notes.append(f"the final re-audit with {check_factor * cands} candidates gives epsilon "
-                     f"{eps_check:.6g} > {epsilon:g}: increase the candidates")
+        notes.append(f"the final re-audit with {check_factor * cands} candidates gives delta "
+                     f"{d_check:.6g} > {delta:g} at epsilon = {epsilon:g}: increase the candidates")
     if not met:
         warnings.warn(f"calibrate_noise: {notes[-1] if notes else 'target not met'}",
                       RuntimeWarning, stacklevel=2)
@@ -517,7 +531,7 @@ def calibrate_noise(
         check_candidates=check_factor * cands,
         evaluations=tuple(evals),
         history=tuple(history),
-        limit_epsilon=None if met_search else limit,
+        limit_epsilon=None if met_search else float(eps_check),
         params=params_at(scale),
         noise=_noise_table(family, scale, base),
         worst={"observer": worst.observer, "target": worst.target, "hops": worst.hops,

@@ -40,7 +40,12 @@ way and the rest by :func:`scipy.integrate.quad`'s Fourier-integral routine QAWF
 ``~3e-14``) is reported, and :class:`~dpgossip.privacy.gaussian_pair.GaussianPair` warns if it
 exceeds ``1e-8`` (seen only for far tails, many standard deviations out, of laws with a weight
 ``alpha`` near 0 and a large ``beta``).  Being absolute, the accuracy is not relative for
-probabilities below ``~1e-13``.
+probabilities below ``~1e-13``: a hockey-stick value below ``1e4`` times its error estimate is
+therefore recomputed by Laplace inversion along a vertical line through the saddle point
+(:func:`_saddle_integral`: ``delta = (1/2 pi i) int M(u) e^{-u x} / (u (u + 1)) du``, the value factored
+as ``exp(Phi(kappa))`` times a well-conditioned integral), which keeps about ``1e-10`` relative
+accuracy down to values like ``1e-300`` (a rigorous bound on the truncated tail; it gives up, and the
+Imhof value stands, when the characteristic function decays too slowly: one or two quadratic terms).
 
 References
 ----------
@@ -74,6 +79,7 @@ TAIL_TOL = 1e-11
 
 _MAX_PIECES = 100_000  # one-period pieces integrated directly before switching to QAWF
 _QAWF_PIECES = 2000  # one-period pieces integrated directly before QAWF takes over
+_SMALL_FACTOR = 1e4  # Imhof values below this many error estimates are redone on the saddle contour
 _BOUND_TOL = 1e-13  # rigorous bound on the truncated part of the Imhof integral (before 1/pi)
 
 
@@ -222,7 +228,14 @@ class QuadraticFormLaw:
             return Estimate(value, 0.0)
         integral, error = _inversion_integral(self.alpha, self.beta, self.sigma, self.c - x,
                                               "hockey")
-        return Estimate(min(max(0.5 + integral / math.pi, 0.0), 1.0), error / math.pi)
+        value, error = min(max(0.5 + integral / math.pi, 0.0), 1.0), error / math.pi
+        if value < _SMALL_FACTOR * error:
+            # below Imhof's absolute accuracy: the saddle-point contour keeps relative accuracy
+            log_v, rel = _saddle_integral(self, x, "hockey")
+            if math.isfinite(rel) and rel < 1e-6:
+                v = math.exp(log_v) if math.isfinite(log_v) else 0.0
+                return Estimate(v, v * rel)
+        return Estimate(value, error)
 
     def sf(self, x: float) -> float:
         """``Pr(X > x)``; see :meth:`tail`."""
@@ -556,3 +569,121 @@ def _adaptive_gauss(f, b: float, n: int, max_rounds: int = 40) -> tuple[float, f
         lo, hi, mid = lo[~ok], hi[~ok], mid[~ok]
         lo, hi = np.concatenate([lo, mid]), np.concatenate([mid, hi])
     return total, error
+
+
+# --- Laplace inversion along a vertical line through the saddle point -----------------------------
+def _log_mgf_complex(alpha: np.ndarray, beta: np.ndarray, s2: float, c: float,
+                     u: np.ndarray) -> np.ndarray:
+    """``K(u) = c u + s2 u^2/2 + sum_j [-ln(1 - 2 alpha_j u)/2 + beta_j^2 u^2 / (2 (1 - 2 alpha_j u))]``
+    for complex ``u`` with ``Re(1 - 2 alpha_j u) > 0`` (principal logarithm: continuous there)."""
+    u = np.asarray(u, dtype=complex)[..., None]
+    one = 1.0 - 2.0 * alpha * u
+    terms = -0.5 * np.log(one) + (beta * beta) * u * u / (2.0 * one)
+    u = u[..., 0]
+    return c * u + 0.5 * s2 * u * u + np.sum(terms, axis=-1)
+
+
+def _dlog_mgf(alpha: np.ndarray, beta: np.ndarray, s2: float, c: float, s: float) -> float:
+    """``K'(s)`` for real ``s`` in the domain."""
+    one = 1.0 - 2.0 * alpha * s
+    return float(c + s2 * s + np.sum(alpha / one + beta * beta * s * (1.0 - alpha * s) / one**2))
+
+
+def _saddle_integral(law: QuadraticFormLaw, x: float, kernel: str) -> tuple[float, float]:
+    """``ln`` of a Laplace-inversion integral of ``X - x`` and its relative error estimate.
+
+    With ``M(u) = E e^{uX}`` and a real ``kappa`` inside the domain of ``M``:
+
+    * ``kernel="hockey"``: ``E (1 - e^{x - X})_+ = (1/2 pi i) int_{kappa - i inf}^{kappa + i inf}
+      M(u) e^{-u x} / (u (u + 1)) du`` for ``kappa > 0`` (from
+      ``(1/2 pi i) int e^{uv} (1/u - 1/(u+1)) du = 1{v > 0} (1 - e^{-v})``);
+    * ``kernel="sf"``: ``Pr(X > x)``, the kernel ``1/u``, ``kappa > 0``;
+    * ``kernel="cdf"``: ``Pr(X < x)``, the kernel ``-1/u``, ``kappa < 0``.
+
+    Writing ``u = kappa + i y`` the integral is ``(1/pi) int_0^inf Re[...] dy``. The line is moved to
+    the saddle point of ``|integrand|`` on the real axis, where the integrand is real, positive and
+    decays without oscillating at first order; the value is factored as ``exp(Phi(kappa)) * I`` with
+    ``Phi = ln M(u) - u x + ln|kernel|`` so that tiny probabilities keep their relative accuracy.
+    Every ``kappa`` in the domain gives the same (exact) value; the saddle only conditions the
+    quadrature. Returns ``(-inf, 0)`` when the integral is 0 (``x`` beyond the support).
+    """
+    a, b = law.alpha, law.beta
+    s2, c = law.sigma**2, law.c
+    s_lo, s_hi = law.mgf_domain()
+    if kernel == "cdf":
+        lo, hi = (max(s_lo, -1e8), 0.0)
+    else:
+        lo, hi = (0.0, min(s_hi, 1e8))
+
+    def kern_log(k: float) -> float:
+        if kernel == "hockey":
+            return -math.log(k) - math.log1p(k)
+        return -math.log(abs(k))
+
+    def dkern(k: float) -> float:
+        return -1.0 / k - 1.0 / (1.0 + k) if kernel == "hockey" else -1.0 / k
+
+    def g(k: float) -> float:  # derivative of Phi(k) = K(k) - k x + ln|kernel(k)|
+        return _dlog_mgf(a, b, s2, c, k) - x + dkern(k)
+
+    # Phi is convex on (lo, hi); its minimum is the saddle. Bracket inside the open interval.
+    span = hi - lo
+    k_lo, k_hi = lo + 1e-12 * max(1.0, abs(span)), hi - 1e-9 * max(1.0, abs(span))
+    if kernel == "cdf":
+        k_lo, k_hi = lo + 1e-9 * max(1.0, abs(span)), hi - 1e-12 * max(1.0, abs(span))
+    g_lo, g_hi = g(k_lo), g(k_hi)
+    if g_lo >= 0:
+        kappa = k_lo
+    elif g_hi <= 0:
+        kappa = k_hi
+    else:
+        from scipy.optimize import brentq
+
+        kappa = brentq(g, k_lo, k_hi, xtol=1e-14 * max(1.0, abs(k_lo), abs(k_hi)), rtol=1e-12)
+    phi0 = float(_log_mgf_complex(a, b, s2, c, np.array([kappa])).real[0]) - kappa * x \
+        + kern_log(kappa)
+    # curvature of Phi at kappa sets the natural scale of y
+    h = 1e-6 * max(abs(kappa), 1e-3)
+    curv = (g(min(kappa + h, k_hi)) - g(max(kappa - h, k_lo))) / (min(kappa + h, k_hi)
+                                                                 - max(kappa - h, k_lo))
+    scale = 1.0 / math.sqrt(curv) if curv > 0 and math.isfinite(curv) else max(abs(kappa), 1.0)
+
+    def integrand(y: float) -> float:
+        u = complex(kappa, y)
+        if kernel == "hockey":
+            kern = 1.0 / (u * (u + 1.0))
+            norm = kappa * (kappa + 1.0)
+        else:
+            kern = (1.0 if kernel == "sf" else -1.0) / u
+            norm = abs(kappa)
+        val = _log_mgf_complex(a, b, s2, c, np.array([u]))[0] - u * x - phi0 + kern_log(kappa)
+        return float((np.exp(val) * kern * norm).real)
+
+    # Rigorous tail bound: under the tilted law (density e^{kappa X} / M(kappa)) X is again a
+    # quadratic form, with alpha' = alpha / (1 - 2 alpha kappa), so |M(u) / M(kappa)| <=
+    # prod (1 + 4 alpha'^2 y^2)^(-1/4) exp(-sigma^2 y^2 / 2) and, the kernel being <= norm / y^2 after
+    # scaling, int_Y^inf |integrand| <= bound(Y) * norm' / Y.
+    a_t = a / (1.0 - 2.0 * a * kappa)
+    norm_k = kappa * (kappa + 1.0) if kernel == "hockey" else abs(kappa)
+
+    def rest_bound(y: float) -> float:
+        log_c = float(np.sum(-0.25 * np.log1p(4.0 * a_t * a_t * y * y))) - 0.5 * s2 * y * y
+        return math.exp(log_c) * norm_k / (y if kernel == "hockey" else 1.0) \
+            * (1.0 if kernel == "hockey" else 1.0 / max(y, 1e-300))
+
+    total, err = 0.0, 0.0
+    lo_y, hi_y = 0.0, scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        while True:
+            v, e = integrate.quad(integrand, lo_y, hi_y, epsabs=1e-13 * abs(total),
+                                  epsrel=1e-11, limit=1000)
+            total, err = total + v, err + abs(e)
+            rest = rest_bound(hi_y)
+            if total > 0 and rest < 1e-12 * total:
+                err += rest
+                break
+            if hi_y > 1e7 * scale:
+                return math.nan, math.inf  # the algebraic tail is too slow: let the caller fall back
+            lo_y, hi_y = hi_y, 2.0 * hi_y
+    return phi0 + math.log(total / math.pi), err / total

@@ -230,12 +230,14 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
 
 # --- per point ------------------------------------------------------------------------------------
 def rank_note(rank: int) -> str | None:
-    """The message for a run of ``rank > 1`` (the pair audit covers component 1)."""
+    """The message for a run of ``rank > 1`` (the pair audit composes all components)."""
     if rank <= 1:
         return None
-    return (f"protocol.rank = {rank}: the audit covers component 1 only; components 2..{rank} run on "
-            "deflated data and their Renyi divergences add to component 1's (adaptive RDP "
-            "composition), so the run's total leakage is larger than shown")
+    return (f"protocol.rank = {rank}: components 2..{rank} run on data deflated with quantities "
+            "already released (post-processing); the audit covers all components, conditionally on "
+            "the realised earlier components of the point's run (its seed), and the per-component "
+            "Renyi divergences add (adaptive RDP composition); exact and Chernoff values are those "
+            "of the product of the conditional components")
 
 
 def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Calibration:
@@ -247,8 +249,9 @@ def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Cali
     cal = priv["calibrate"]
     proto = config["protocol"]
     if proto["rank"] != 1:
-        raise ConfigError(f"privacy.calibrate needs protocol.rank = 1, got {proto['rank']}: the "
-                          "audit covers component 1 only")
+        raise ConfigError(f"privacy.calibrate needs protocol.rank = 1, got {proto['rank']}: "
+                          "calibration searches the noise of a rank-1 run (a rank-r audit is "
+                          "conditional on one realised run); calibrate rank 1, then audit rank r")
     network, data = build_structure(config, base)
     values = cal["values"]
     if cal["family"] == "explicit" and values is None:
@@ -334,19 +337,24 @@ def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
     """The exact hockey-stick numbers of one audited pair's worst neighbour (when the audit ran only
     the cheaper conversions): ``epsilon`` at the audit's ``delta`` and ``delta`` at its epsilon grid.
 
-    Rebuilds the pair's view with :class:`~dpgossip.privacy.ComponentAuditor` and evaluates the
+    Rebuilds the pair's view with :class:`~dpgossip.privacy.audit.RunAuditor` (for rank ``r > 1`` on
+    the audit's realised run, composing the components) and evaluates the
     :class:`~dpgossip.privacy.GaussianPair` of the stored neighbour by the exact method.
     """
-    from dpgossip.privacy.auditor import ComponentAuditor
+    from dpgossip.privacy.audit import RunAuditor
     from dpgossip.privacy.views import make_view
+
+    if params.rank > 1 and audit.run is None:
+        raise ConfigError(f"exact_for_pair: protocol.rank = {params.rank} needs the audit's realised "
+                          "run (PairAudit.run), which this audit does not carry")
 
     m = data.m
     agents = (observer,) if audit.view in ("observer", "paper") else ()
     tgt = target if audit.view in ("paper", "all-but-one") else None
     view = make_view(audit.view, m=m, agents=agents, target=tgt)
     result = audit.results[(observer, target)]
-    pair = ComponentAuditor(data, network, params, {"v": view}).pairs(
-        result.neighbour.apply(data.X), ["v"])["v"]
+    pair = RunAuditor(data, network, params, {"v": view}, run=audit.run).pairs(
+        result.neighbour, ["v"])["v"]
     return {"epsilon": float(pair.epsilon(audit.delta, method="exact")),
             "delta_at_epsilon": {f"{e:g}": float(pair.delta(e, method="exact"))
                                  for e in audit.epsilons}}
