@@ -21,10 +21,15 @@
 ``explicit``, default ``protocol.noise.values``), ``method`` (``exact`` | ``rdp``; default ``exact``;
 ``rdp`` is an upper bound: a conservative scale, much faster), ``candidates`` (default
 ``privacy.candidates``), ``rel_tol``
-(default 0.02). The calibrated noise replaces ``protocol.noise`` for the run and the audit; the scale and
-the achieved numbers are added to the point's ``runs.csv`` rows and written to ``calibration.csv``. A point
-whose target cannot be met (the worst epsilon levels off above it as the scale grows) stops the run with a
-message.
+(default 0.02), ``infeasible`` (``error`` | ``floor``, default ``error``). The calibrated noise replaces
+``protocol.noise`` for the run and the audit; the scale and the achieved numbers are added to the point's
+``runs.csv`` rows and written to ``calibration.csv``. A point whose target cannot be met (the worst epsilon
+levels off above it as the scale grows) stops the run with a message, or with ``infeasible = "floor"``
+runs at the scale where the search stopped and is flagged ``calibration_met = false``.
+
+``calibrate.epsilon`` and ``calibrate.delta`` may be lists (sweep axes); zip them with
+``baseline.epsilon`` / ``baseline.delta`` to calibrate D-DP-PM and the LDP baseline to the same budget at
+every point (the paper's Fig. 2: ``scenarios/paper-fig2-*.toml``).
 
 Registered with :func:`dpgossip.scenario.sections.register_section` when this module is imported (the
 scenario loader imports it when a scenario has ``[privacy]``).
@@ -71,14 +76,19 @@ PRIVACY_KEYS: dict[str, str] = {
     "ascent_steps": "integer >= 0 (default 4): local-ascent rounds from the best candidates",
     "methods": 'list of "exact", "rdp", "chernoff" (default all three; the first ranks the pairs)',
     "audit": "true or false (default false)",
-    "calibrate": "table { epsilon, delta, family, values, method, candidates, rel_tol }",
+    "calibrate": "table { epsilon, delta, family, values, method, candidates, rel_tol, infeasible }",
 }
 """Keys of ``[privacy]`` and what they take."""
 
 CALIBRATE_KEYS: tuple[str, ...] = (
-    "epsilon", "delta", "family", "values", "method", "candidates", "rel_tol",
+    "epsilon", "delta", "family", "values", "method", "candidates", "rel_tol", "infeasible",
 )
 """Keys of ``privacy.calibrate``."""
+
+INFEASIBLE_CHOICES: tuple[str, ...] = ("error", "floor")
+"""What a point does when no noise scale meets its calibration target: stop the run with the reason
+(``error``), or run at the scale where the search stopped (the floor: the most private it found), flag
+``calibration_met = false`` in its rows and go on (``floor``)."""
 
 PER_INSTANCE = (
     "per-instance audit: about this dataset X and the candidate neighbours tried, not a worst case "
@@ -135,8 +145,23 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
             )
     if "epsilon" not in value:
         raise ConfigError(f"{path}.epsilon is required (the target epsilon, a number > 0)")
-    out: dict[str, Any] = {"epsilon": _positive(f"{path}.epsilon", value["epsilon"])}
-    out["delta"] = _delta(f"{path}.delta", value["delta"]) if "delta" in value else None
+    eps = value["epsilon"]
+    if isinstance(eps, list):  # a sweep axis (zip it with baseline.epsilon to pair the budgets)
+        if not eps:
+            raise ConfigError(f"{path}.epsilon: an empty list is not a sweep axis")
+        out: dict[str, Any] = {"epsilon": [_positive(f"{path}.epsilon[{i}]", e)
+                                           for i, e in enumerate(eps)]}
+    else:
+        out = {"epsilon": _positive(f"{path}.epsilon", eps)}
+    dl = value.get("delta")
+    if isinstance(dl, list):
+        if not dl:
+            raise ConfigError(f"{path}.delta: an empty list is not a sweep axis")
+        out["delta"] = [_delta(f"{path}.delta[{i}]", d) for i, d in enumerate(dl)]
+    else:
+        out["delta"] = _delta(f"{path}.delta", dl) if dl is not None else None
+    out["infeasible"] = _choice(f"{path}.infeasible", value.get("infeasible", "error"),
+                                INFEASIBLE_CHOICES)
     out["family"] = _choice(f"{path}.family", value.get("family", "geometric"),
                             CALIBRATION_FAMILIES)
     out["method"] = _choice(f"{path}.method", value.get("method", "exact"), CALIBRATION_METHODS)
@@ -296,7 +321,7 @@ def prepare_point(config: Mapping[str, Any], base: Path | None = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the notes carry the same text
         cal = calibrate_point(config, base)
-    if not cal.met:
+    if not cal.met and priv["calibrate"].get("infeasible", "error") != "floor":
         raise ConfigError(
             f"privacy.calibrate: cannot meet epsilon = {cal.target_epsilon:g} at delta = "
             f"{cal.target_delta:g} ({cal.family} schedule, view {cal.view}): "
@@ -309,7 +334,7 @@ def prepare_point(config: Mapping[str, Any], base: Path | None = None
     new["privacy"]["calibrated"] = record
     row = {k: record[k] for k in ("noise_scale", "calibrated_epsilon", "calibrated_delta",
                                   "target_epsilon", "target_delta", "calibration_family",
-                                  "calibration_method")}
+                                  "calibration_method", "calibration_met")}
     return new, row
 
 
@@ -400,5 +425,6 @@ def audit_point(config: Mapping[str, Any], base: Path | None = None) -> dict[str
     return tables
 
 
-register_section("privacy", check_privacy, sweepable=("delta",), run=audit_point,
+register_section("privacy", check_privacy,
+                 sweepable=("delta", "calibrate.epsilon", "calibrate.delta"), run=audit_point,
                  prepare=prepare_point)

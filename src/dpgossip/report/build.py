@@ -29,7 +29,11 @@ from dpgossip.report.curves import (
     plot_error_vs_iteration,
 )
 from dpgossip.report.figures import require_matplotlib
-from dpgossip.report.leakage import plot_leakage_vs_hops, plot_pair_heatmap
+from dpgossip.report.leakage import (
+    plot_leakage_vs_hops,
+    plot_leakage_vs_iterations,
+    plot_pair_heatmap,
+)
 from dpgossip.report.network import plot_network_file
 from dpgossip.report.tables import ResultsFolder
 
@@ -85,6 +89,7 @@ def make_report(results_dir: str | Path) -> list[Path]:
     for f in res.network_files():
         out.append(plot_network_file(f, plots / f"topology_{f.stem}.png"))
     out.extend(_leakage(res, plots))
+    out.append(plot_leakage_vs_iterations(res, plots / "delta_vs_iterations.png"))
     written = [p for p in out if p is not None]
     (plots / MANIFEST).write_text(json.dumps([p.name for p in written], indent=1) + "\n",
                                   encoding="utf-8")

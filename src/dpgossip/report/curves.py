@@ -196,6 +196,9 @@ def _final_error_plot(
     ldp_point = aggregate(res.runs, lambda r: int(r["point"]), "ldp_error")
     ldp_lines = []
     all_means: list[float] = []
+    unmet_points = {int(r["point"]) for r in res.runs
+                    if str(r.get("calibration_met")).lower() in ("false", "0")}
+    unmet_labelled = False
     for key in line_keys:
         pts = sorted((p for p, k in line_of.items() if k == key and p in by_point),
                      key=lambda p: x_of[p])
@@ -217,6 +220,15 @@ def _final_error_plot(
             all_means.extend(mean)
             ax.errorbar(xs, mean, yerr=yerr, fmt=style, color=c, ms=4, lw=1.4, capsize=3,
                         label=text, mfc="white" if name == "LDP" else c)
+            if name == "D-DP-PM":  # calibrated points whose budget was not met: crosses
+                unmet = [(x, m_) for p, x, m_ in zip(pts, xs, mean, strict=True)
+                         if p in unmet_points]
+                if unmet:
+                    ax.plot([u[0] for u in unmet], [u[1] for u in unmet], "x", color="k", ms=9,
+                            mew=1.6, zorder=5,
+                            label=None if unmet_labelled else
+                            "calibration not met (noise at the floor)")
+                    unmet_labelled = True
         if not ldp_as_curve and ldp_point:
             runs = [r for r in res.runs if int(r["point"]) in pts and r.get("ldp_error") is not None]
             if runs:

@@ -27,7 +27,9 @@ import numpy as np
 
 from dpgossip.report.figures import colours, new_figure, require_matplotlib, save
 
-__all__ = ["plot_pair_heatmap", "plot_leakage_vs_hops", "LEAKAGE_KEYS"]
+__all__ = ["plot_pair_heatmap", "plot_leakage_vs_hops", "plot_leakage_vs_iterations", "LEAKAGE_KEYS"]
+
+ITERATIONS_AXIS = "protocol.iterations"
 
 LEAKAGE_KEYS: tuple[str, ...] = ("observer", "target", "hops")
 """Keys every row needs besides the value."""
@@ -190,4 +192,50 @@ def plot_leakage_vs_hops(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     ax.set_title(title or "leakage against hop distance", fontsize="medium")
+    return save(fig, path)
+
+
+def plot_leakage_vs_iterations(res: Any, path: str | Path) -> Path | None:
+    """Worst delta over the audited pairs at the first epsilon of the grid against the number of power
+    iterations ``T`` (001 Fig. 3, right), one line per value of the other axes.
+
+    Drawn when the results have a ``leakage`` table and ``protocol.iterations`` is a sweep axis; the
+    first method of the audit (its ``delta_<method>_at_eps_<e>`` column) is used. Returns None otherwise.
+    """
+    rows = res.table("leakage")
+    if not rows or ITERATIONS_AXIS not in res.axes:
+        return None
+    cols = [k for k in rows[0] if k.startswith("delta_") and "_at_eps_" in k]
+    method = rows[0].get("method")
+    cols = [k for k in cols if k.startswith(f"delta_{method}_")] or cols
+    if not cols:
+        return None
+    col = cols[0]
+    eps_text = col.split("_at_eps_")[1]
+    worst: dict[int, float] = {}
+    for r in rows:
+        p, v = int(r["point"]), float(r[col])
+        worst[p] = max(worst.get(p, -math.inf), v)
+    others = [a for a in res.axes if a != ITERATIONS_AXIS]
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for p, v in worst.items():
+        ax_vals = res.axis_values(p)
+        label = res.group_label(p, others) if others else ""
+        lines.setdefault(label, []).append((int(ax_vals[ITERATIONS_AXIS]), v))
+    require_matplotlib()
+    fig = new_figure(6.4, 4.4)
+    ax = fig.subplots()
+    for (label, pts), c in zip(sorted(lines.items()), colours(len(lines), ordered=False),
+                               strict=True):
+        pts.sort()
+        ax.plot([t for t, _ in pts], [v for _, v in pts], "-o", color=c, ms=4, label=label or None)
+    ax.set_xlabel("power iterations $T$")
+    ax.set_ylabel(rf"worst $\delta$ at $\varepsilon = {eps_text}$ ({method})")
+    vals = [v for pts in lines.values() for _, v in pts if v > 0]
+    if vals and max(vals) / min(vals) > 100:
+        ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    if any(lines):
+        ax.legend(fontsize="small")
+    ax.set_title("privacy against iterations (per-instance audit, worst pair)", fontsize="medium")
     return save(fig, path)

@@ -392,7 +392,8 @@ def axis_paths(config: Mapping[str, Any]) -> list[str]:
     for name, entry in EXTRA_SECTIONS.items():
         section = config.get(name)
         if isinstance(section, Mapping):
-            paths.extend(f"{name}.{k}" for k in entry.sweepable if _is_axis(None, section.get(k)))
+            paths.extend(f"{name}.{k}" for k in entry.sweepable
+                         if _is_axis(None, _lookup(section, k)))
     return paths
 
 
