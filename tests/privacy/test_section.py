@@ -30,7 +30,7 @@ def scenario(**privacy):
 def test_defaults_and_registration():
     assert PLUGIN_MODULES["privacy"] == "dpgossip.privacy.section"
     assert section_for("privacy").validate is check_privacy
-    assert EXTRA_SECTIONS["privacy"].sweepable == ("delta",)
+    assert EXTRA_SECTIONS["privacy"].sweepable == ("delta", "calibrate.epsilon", "calibrate.delta")
     c = validate(scenario())
     assert c["privacy"] == {
         "view": "observer", "neighbours": "bounded", "delta": 1e-5, "epsilon": [1.0],
@@ -57,8 +57,18 @@ def test_calibrate_table_defaults():
     c = validate(scenario(calibrate={"epsilon": 4}))
     assert c["privacy"]["calibrate"] == {
         "epsilon": 4.0, "delta": None, "family": "geometric", "method": "exact", "values": None,
-        "candidates": None, "rel_tol": 0.02,
+        "candidates": None, "rel_tol": 0.02, "infeasible": "error",
     }
+
+
+def test_calibrate_budgets_are_sweep_axes_zipped_with_the_baseline():
+    raw = scenario(calibrate={"epsilon": [1.0, 5.0], "delta": [0.4, 0.04], "family": "constant"})
+    raw["baseline"] = {"ldp": True, "epsilon": [1.0, 5.0], "delta": [0.4, 0.04]}
+    raw["sweep"] = {"zip": [["baseline.epsilon", "baseline.delta", "privacy.calibrate.epsilon",
+                             "privacy.calibrate.delta"]]}
+    pts = expand(validate(raw))
+    assert [(p.config["privacy"]["calibrate"]["epsilon"], p.config["privacy"]["calibrate"]["delta"],
+             p.config["baseline"]["epsilon"]) for p in pts] == [(1.0, 0.4, 1.0), (5.0, 0.04, 5.0)]
 
 
 BAD = [
@@ -80,6 +90,13 @@ BAD = [
     ({"calibrate": 3}, r"privacy\.calibrate must be a table"),
     ({"calibrate": {"delta": 1e-5}}, r"privacy\.calibrate\.epsilon is required"),
     ({"calibrate": {"epsilon": 0}}, r"privacy\.calibrate\.epsilon must be a finite number > 0"),
+    ({"calibrate": {"epsilon": [1, -2]}},
+     r"privacy\.calibrate\.epsilon\[1\] must be a finite number > 0, got -2"),
+    ({"calibrate": {"epsilon": []}}, r"privacy\.calibrate\.epsilon: an empty list is not a sweep axis"),
+    ({"calibrate": {"epsilon": 1, "delta": [0.1, 2]}},
+     r"privacy\.calibrate\.delta\[1\] must be in \(0, 1\), got 2"),
+    ({"calibrate": {"epsilon": 1, "infeasible": "skip"}},
+     r"privacy\.calibrate\.infeasible: 'skip' is not allowed; use one of error, floor"),
     ({"calibrate": {"epsilon": 1, "delta": 1}}, r"privacy\.calibrate\.delta must be in \(0, 1\)"),
     ({"calibrate": {"epsilon": 1, "family": "geometrc"}},
      r"privacy\.calibrate\.family: 'geometrc' is not allowed.*did you mean 'geometric'"),
@@ -142,3 +159,9 @@ def test_prepare_calibrates_and_reports_an_unreachable_target():
                                                        "method": "rdp"})))[0].config
     with pytest.raises(ConfigError, match=r"cannot meet epsilon = 1 at delta = 1e-05.*levels off"):
         prepare_point(cfg)
+    # infeasible = "floor": the point runs at the scale where the search stopped, flagged
+    cfg = expand(validate(scenario(**fast, calibrate={"epsilon": 1.0, "family": "constant",
+                                                       "method": "rdp", "infeasible": "floor"})))[0].config
+    new, row = prepare_point(cfg)
+    assert row["calibration_met"] is False and row["noise_scale"] > 1.0
+    assert new["protocol"]["noise"]["scale"] == row["noise_scale"]

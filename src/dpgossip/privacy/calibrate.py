@@ -59,7 +59,8 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, did_you_mean
-from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs
+from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, _view_key, audit_pairs
+from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
 from dpgossip.protocol.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.topology.network import Network
@@ -499,9 +500,7 @@ def calibrate_noise(
     else:
         assert hi is not None
         scale = hi
-    # the achieved epsilon at the target delta, for the record (one audit with epsilon solves)
-    check = audit(scale, check_factor * cands, by="epsilon")
-    eps_check = check.worst(method).epsilon[method]
+    eps_check = _worst_epsilon(check, data, network, params_at(scale), view, delta, method)
     monotone_ok, msg = _monotone(evals, monotone_tol)
     if not monotone_ok:
         notes.append(msg)
@@ -539,6 +538,17 @@ def calibrate_noise(
         audit=check,
         notes=tuple(notes),
     )
+
+
+def _worst_epsilon(check: PairAudit, data: PartitionedData, network: Network,
+                   params: ProtocolParams, view: str, delta: float, method: str) -> float:
+    """The achieved epsilon at ``delta``, for the record: the epsilon solve of the check audit's worst
+    pair (by delta) at its worst neighbour only (tiny deltas make every solve slow)."""
+    w = check.worst(method, by="delta")
+    _, v = _view_key(view, w.observer, w.target, data.m)
+    pair = ComponentAuditor(data, network, params, {"v": v}).pairs(
+        w.neighbour.apply(data.X), ["v"])["v"]
+    return float(pair.epsilon(delta, method=method))
 
 
 def _levelled(last: Sequence[tuple[float, float]], tol: float) -> bool:
