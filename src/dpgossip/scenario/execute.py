@@ -131,25 +131,29 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 
 
 @contextlib.contextmanager
-def _sigint(handler: Any) -> Iterator[bool]:
-    """Install ``handler`` for SIGINT while the block runs (main thread only; yields whether it could)."""
+def _sigint(handler: Any, *, also_sigterm: bool = False) -> Iterator[bool]:
+    """Install ``handler`` for SIGINT (and SIGTERM) while the block runs (main thread only; yields
+    whether it could)."""
     if threading.current_thread() is not threading.main_thread():
         yield False
         return
     old = signal.signal(signal.SIGINT, handler)
+    old_term = signal.signal(signal.SIGTERM, handler) if also_sigterm else None
     try:
         yield True
     finally:
         signal.signal(signal.SIGINT, old)
+        if also_sigterm:
+            signal.signal(signal.SIGTERM, old_term)
 
 
 def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:
     """Run the tasks on ``workers`` local processes (``spawn``), yielding results as they finish.
 
-    The workers are started with SIGINT ignored, so Ctrl-C reaches only this process; it is turned into
-    ``KeyboardInterrupt`` between results (never inside the pool's bookkeeping), after which the pending
-    tasks are cancelled and the workers terminated. Results already yielded are kept by the caller. A
-    second Ctrl-C interrupts at once.
+    The workers are started with SIGINT ignored, so Ctrl-C reaches only this process; it (or a SIGTERM,
+    as sent by ``kill``) is turned into ``KeyboardInterrupt`` between results (never inside the pool's
+    bookkeeping), after which the pending tasks are cancelled and the workers terminated. Results
+    already yielded are kept by the caller. A second Ctrl-C interrupts at once.
     """
     tasks = list(tasks)
     if not tasks:
@@ -169,7 +173,7 @@ def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:
     try:
         with _sigint(signal.SIG_IGN):  # children inherit the ignored SIGINT
             pending: set[Future[PointResult]] = {pool.submit(run_task, t) for t in tasks}
-        with _sigint(request_stop):
+        with _sigint(request_stop, also_sigterm=True):  # `kill` must not orphan the workers
             while pending:
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 if stop.is_set():
