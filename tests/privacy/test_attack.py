@@ -5,9 +5,10 @@
 
 First the statistics (:mod:`dpgossip.privacy.attack`) on their own: Clopper-Pearson against closed forms and
 scipy, exact coverage, the bound's monotonicity and its validity and tightness on randomized response. Then
-the validation: views of observer 0 assembled from the engine's transcripts (4-agent ring, paper's W) under
-X and under a neighbour X' of agent 1, attacked with the auditor's two Gaussians; plus a cheaper run of the
-same attack on the matrix backend's realised noise.
+the validation, on the 4-agent ring (paper's W), a 3 x 3 grid and a random graph: an observer's views
+assembled from the engine's transcripts under X and under a neighbour X' of a target agent (on the ring the
+observer's neighbour, on the other two graphs two hops away), attacked with the auditor's two Gaussians;
+plus a cheaper run of the same attack on the matrix backend's realised noise (ring only).
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from dpgossip.privacy.attack import (
     log_likelihood_ratio,
 )
 from dpgossip.privacy.audit import component_model, view_gaussian
+from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.views import make_view, receive_basis
 from dpgossip.protocol import NoiseSchedule, resolve_params, run_matrix
-from dpgossip.topology.network import Network
-from tests.conftest import PAPER_W, spiked_data
-from tests.privacy.test_validation_engine import observer_view_from_run
+from tests.conftest import spiked_data
+from tests.privacy.test_validation_engine import NETWORKS, OBSERVER_TARGET, observer_view_from_run
 
 CONFIDENCE = 0.95
 DELTA = 1e-3
@@ -212,46 +213,62 @@ def test_attack_rejects_bad_input():
 
 # --- the validation against the simulator ----------------------------------------------------------------
 RUNS = 4000  # per dataset; X runs use seeds 0..RUNS-1, X' runs RUNS..2 RUNS-1
-OBSERVER = 0
-TARGET_ROW = 5  # agent 1's rows are 4..7
+# the row of the target agent (OBSERVER_TARGET) that X' halves, on each network
+TARGET_ROW = {"paper-ring4": 5, "grid-3x3": 6, "random-10": 1}
 
 
-def _problem(T: int, c: int):
-    """4-agent ring (paper's W), 16 x 3 spiked data (n_i = 4 >= d = 3), constant noise 0.3, and the
-    neighbour X' that halves row 5 (agent 1): x' = x / 2, ||x - x'|| = 0.11.
+def _problem(name: str, T: int, c: int):
+    """Network ``name`` (NETWORKS), 4 m x 3 spiked data (n_i = 4 >= d = 3), constant noise 0.3, the observer
+    and target of OBSERVER_TARGET, and the neighbour X' that halves row TARGET_ROW[name] of the target:
+    x' = x / 2. On the paper's ring the observer is agent 0, the target its neighbour 1 (row 5,
+    ||x - x'|| = 0.11); on the 3 x 3 grid agent 3 attacks agent 1 (row 6, 0.14), on random-10 agent 1
+    attacks agent 0 (row 1, 0.24), both two hops away.
 
-    The worst candidates of the audit's search on this instance (a full step of a row along the smallest
+    The worst candidates of the audit's search on the ring (a full step of a row along the smallest
     singular direction) have audited epsilons in the hundreds, nearly independent of the noise scale (the
-    first messages z^(1) = X_i^T q_i^(0) carry no p-noise); against them any attack bound is vacuous. This
-    small replacement has an epsilon of a few units, the range an attack with a few thousand runs can probe.
+    first messages z^(1) = X_i^T q_i^(0) carry no p-noise); against them any attack bound is vacuous. These
+    small replacements have epsilons of a few units (about 3.8, 3.5 and 4.1 at T = c = 2), the range an
+    attack with a few thousand runs can probe. (They are also rows whose exact epsilon the auditor
+    computes in a few seconds: for many other rows of the grid one call takes 15-25 s.)
     """
-    net = Network(graph=nx.cycle_graph(4), W=PAPER_W, name="paper-ring4")
-    data = spiked_data(16, 3, [2, 1, .5], 4, seed=1)
+    net = NETWORKS[name]()
+    data = spiked_data(4 * net.m, 3, [2, 1, .5], net.m, seed=1)
     p = resolve_params(data, net, iterations=T, consensus_steps=c,
                        noise=NoiseSchedule(kind="constant", scale=0.3))
+    o, j = OBSERVER_TARGET[name]
+    row = TARGET_ROW[name]
+    assert data.offsets[j] <= row < data.offsets[j + 1]
+    assert nx.shortest_path_length(net.graph, o, j) == (1 if name == "paper-ring4" else 2)
     X1 = data.X.copy()
-    X1[TARGET_ROW] *= 0.5
-    assert data.offsets[1] <= TARGET_ROW < data.offsets[2]
-    return net, data, p, X1
+    X1[row] *= 0.5
+    return net, data, p, X1, o
 
 
-def _auditor_pair(net, data, p, X1) -> GaussianPair:
-    view = make_view("observer", m=4, agents=(OBSERVER,))
+def _auditor_pair(net, data, p, X1, o: int) -> GaussianPair:
+    view = make_view("observer", m=net.m, agents=(o,))
     m0, S0 = view_gaussian(component_model(data, net, p), view, net)
     m1, S1 = view_gaussian(component_model(data, net, p, X=X1), view, net)
     return GaussianPair(m0, (S0 + S0.T) / 2, m1, (S1 + S1.T) / 2)
 
 
 @cache
-def _engine_views() -> tuple[GaussianPair, np.ndarray, np.ndarray]:
+def _engine_views(name: str) -> tuple[GaussianPair, np.ndarray, np.ndarray]:
     """The auditor's pair and the observer's views from RUNS engine runs under X and under X'."""
-    net, data, p, X1 = _problem(T=2, c=2)
+    net, data, p, X1, o = _problem(name, T=2, c=2)
     data1 = data.with_matrix(X1)
-    V0 = np.array([observer_view_from_run(run_engine(data, net, p, s), data, net, p, OBSERVER)
+    V0 = np.array([observer_view_from_run(run_engine(data, net, p, s), data, net, p, o)
                    for s in range(RUNS)])
-    V1 = np.array([observer_view_from_run(run_engine(data1, net, p, s), data1, net, p, OBSERVER)
+    V1 = np.array([observer_view_from_run(run_engine(data1, net, p, s), data1, net, p, o)
                    for s in range(RUNS, 2 * RUNS)])
-    return _auditor_pair(net, data, p, X1), V0, V1
+    pair = _auditor_pair(net, data, p, X1, o)
+    # the dense pair is the production auditor's: the matrix-free ComponentAuditor finds the same
+    # nontrivial generalised eigenvalues
+    fast = ComponentAuditor(data, net, p, {"o": make_view("observer", m=net.m, agents=(o,))}
+                            ).pairs(X1)["o"]
+    lam, lam_fast = pair.eigenvalues, fast.eigenvalues
+    np.testing.assert_allclose(np.sort(lam[np.abs(lam - 1) > 1e-9]),
+                               np.sort(lam_fast[np.abs(lam_fast - 1) > 1e-9]), rtol=1e-7)
+    return pair, V0, V1
 
 
 def _predicted_rates(pair: GaussianPair, tau: float) -> tuple[float, float]:
@@ -278,10 +295,12 @@ def _check_attack(pair: GaussianPair, V0: np.ndarray, V1: np.ndarray) -> AttackR
     return res
 
 
-def test_attack_on_engine_views_never_exceeds_the_auditor():
-    """Section 5.3 on the engine: N = 4000 runs per dataset, threshold on the first half, counts on the
-    second; Clopper-Pearson at 95 % joint confidence (union bound), delta = 1e-3."""
-    pair, V0, V1 = _engine_views()
+@pytest.mark.parametrize("name", list(NETWORKS))
+def test_attack_on_engine_views_never_exceeds_the_auditor(name):
+    """Section 5.3 on the engine, on the paper's ring, a grid and a random graph: N = 4000 runs per dataset,
+    threshold on the first half, counts on the second; Clopper-Pearson at 95 % joint confidence (union
+    bound), delta = 1e-3."""
+    pair, V0, V1 = _engine_views(name)
     assert pair.support_mismatch is None
     _check_attack(pair, V0, V1)
     # null check: both sample sets from X (disjoint runs), the attack certifies nothing
@@ -289,10 +308,11 @@ def test_attack_on_engine_views_never_exceeds_the_auditor():
     assert likelihood_ratio_attack(V0[:half], V0[half:], pair, delta=DELTA).eps_lb == 0.0
 
 
-def test_attack_score_has_the_auditors_mean():
+@pytest.mark.parametrize("name", list(NETWORKS))
+def test_attack_score_has_the_auditors_mean(name):
     """E_P[L] = KL(P||Q) and E_Q[L] = -KL(Q||P) for the score L = ln p/q on engine views, within five
     standard errors (sample standard deviation / sqrt(N))."""
-    pair, V0, V1 = _engine_views()
+    pair, V0, V1 = _engine_views(name)
     for V, expect in ((V0, pair.kl("PQ")), (V1, -pair.kl("QP"))):
         L = log_likelihood_ratio(V, pair)
         se = L.std(ddof=1) / math.sqrt(L.size)
@@ -329,18 +349,18 @@ def _observer_view_from_states(res, data, net, p, o: int) -> np.ndarray:
 def test_attack_on_matrix_backend_views():
     """The same attack on a second configuration (T = 3, c = 1) with the matrix backend (cheaper):
     views assembled from its recorded gossip states, N = 5000 runs per dataset."""
-    net, data, p, X1 = _problem(T=3, c=1)
+    net, data, p, X1, observer = _problem("paper-ring4", T=3, c=1)
     data1 = data.with_matrix(X1)
     # the helper assembles the same view as the engine's transcript does (same seed, same noise)
     np.testing.assert_allclose(
         _observer_view_from_states(run_matrix(data1, net, p, 7, record_states=True), data1, net, p,
-                                   OBSERVER),
-        observer_view_from_run(run_engine(data1, net, p, 7), data1, net, p, OBSERVER),
+                                   observer),
+        observer_view_from_run(run_engine(data1, net, p, 7), data1, net, p, observer),
         rtol=1e-9, atol=1e-12)
     runs = 5000
     V0 = np.array([_observer_view_from_states(run_matrix(data, net, p, s, record_states=True),
-                                              data, net, p, OBSERVER) for s in range(runs)])
+                                              data, net, p, observer) for s in range(runs)])
     V1 = np.array([_observer_view_from_states(run_matrix(data1, net, p, s, record_states=True),
-                                              data1, net, p, OBSERVER)
+                                              data1, net, p, observer)
                    for s in range(runs, 2 * runs)])
-    _check_attack(_auditor_pair(net, data, p, X1), V0, V1)
+    _check_attack(_auditor_pair(net, data, p, X1, observer), V0, V1)

@@ -35,7 +35,7 @@ def test_defaults_and_registration():
     assert c["privacy"] == {
         "view": "observer", "neighbours": "bounded", "delta": 1e-5, "epsilon": [1.0],
         "candidates": 20, "refine": 2, "ascent_steps": 4, "methods": ["exact", "rdp", "chernoff"],
-        "audit": False, "calibrate": None,
+        "audit": False, "calibrate": None, "rank_by": "epsilon",
     }
 
 

@@ -4,6 +4,9 @@
    the engine's transcript.
 2. Distribution: over many engine runs, an observer's view (built from the messages it actually received)
    whitened by the auditor's covariance has mean ~ 0 and covariance ~ I.
+
+Both on the paper's 4-agent ring, a 3 x 3 grid and a random connected graph (NETWORKS). The attack of
+Section 5.3 on the same networks is in :mod:`tests.privacy.test_attack`.
 """
 
 from __future__ import annotations
@@ -96,18 +99,40 @@ def observer_view_from_run(res, data, net, p, o: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def test_observer_view_distribution_matches_auditor():
-    """Whitened by the auditor's covariance, simulated views are N(0, I): Hotelling's test on the mean and
-    entry-wise bounds on the sample covariance (tolerances from the sample size)."""
-    net = NETWORKS["paper-ring4"]()
-    data = spiked_data(16, 3, [2, 1, .5], 4, seed=1)  # n_i = 4 >= d, so no agent's z is confined
+# observer of the distribution and attack checks, and the agent whose data the attack changes: on the ring
+# the paper's pair (neighbours); on the larger graphs a low-degree agent (grid: the edge midpoint 3, degree
+# 3; random-10: agent 1, degree 2) that receives only part of the gossip, and a target two hops away (not
+# its neighbour)
+OBSERVER_TARGET = {"paper-ring4": (0, 1), "grid-3x3": (3, 1), "random-10": (1, 0)}
+
+
+def distribution_problem(name: str):
+    """Network ``name``, 4 m x 3 spiked data (n_i = 4 >= d = 3, so no agent's z is confined), constant
+    noise 0.3, T = 3, c = 2."""
+    net = NETWORKS[name]()
+    data = spiked_data(4 * net.m, 3, [2, 1, .5], net.m, seed=1)
     p = resolve_params(data, net, iterations=3, consensus_steps=2,
                        noise=NoiseSchedule(kind="constant", scale=0.3))
-    o = 0
+    return net, data, p
+
+
+@pytest.mark.parametrize("name", list(NETWORKS))
+def test_observer_view_distribution_matches_auditor(name):
+    """Whitened by the auditor's covariance, simulated views are N(0, I): Hotelling's test on the mean and
+    entry-wise bounds on the sample covariance (tolerances from the sample size)."""
+    net, data, p = distribution_problem(name)
+    T, c = p.iterations, p.consensus_steps
+    o, target = OBSERVER_TARGET[name]
     std = np.concatenate([np.full(data.n, p.sigma_q)] + [np.full(data.n, s) for s in p.sigma_p[0]])
-    spec = view_spec(make_view("observer", m=4, agents=(o,), target=1), net.graph, net.W,
-                     c=2, T=3, offsets=data.offsets, latent_std=std)
-    op = view_operator(data.X, data.offsets, net.W, T=3, c=2, alpha=p.alpha[0], latent_std=std,
+    spec = view_spec(make_view("observer", m=net.m, agents=(o,), target=target), net.graph, net.W,
+                     c=c, T=T, offsets=data.offsets, latent_std=std)
+    if name != "paper-ring4":
+        # a target that is not the observer's neighbour, and an observer that sees part of the gossip:
+        # the rank of its received messages is below m - 1 (everything but its own coordinate; on the
+        # ring, c = 2 rounds from agents 1 and 3 span all of it)
+        assert nx.shortest_path_length(net.graph, o, target) == 2
+        assert 0 < spec.B.shape[0] < net.m - 1
+    op = view_operator(data.X, data.offsets, net.W, T=T, c=c, alpha=p.alpha[0], latent_std=std,
                        spec=spec)
     ev, vec = np.linalg.eigh(op.covariance())
     keep = ev > ev.max() * 1e-10
@@ -131,7 +156,7 @@ def test_observer_view_distribution_matches_auditor():
     assert np.abs(off).max() < 6 / np.sqrt(runs)
     assert np.abs(np.diag(C) - 1).max() < 6 * np.sqrt(2 / runs)
     # the check has teeth: the same statistics reject a model whose noise levels are 10 % too large
-    wrong = view_operator(data.X, data.offsets, net.W, T=3, c=2, alpha=p.alpha[0],
+    wrong = view_operator(data.X, data.offsets, net.W, T=T, c=c, alpha=p.alpha[0],
                           latent_std=1.1 * std, spec=spec)
     ev_w, vec_w = np.linalg.eigh(wrong.covariance())
     keep_w = ev_w > ev_w.max() * 1e-10

@@ -136,6 +136,9 @@ class PairAudit:
     components: int = 1
     """Number of components audited (``params.rank``); their pairs are composed when ``> 1``."""
     note: str | None = None
+    rank_by: str = "epsilon"
+    """``epsilon``: pairs ranked by epsilon at ``delta``; ``delta``: by delta at ``epsilons[0]``, with no
+    epsilon solved (``PairResult.epsilon`` holds NaN)."""
     """The composition statement when ``components > 1`` (:func:`rank_audit_note`), else None."""
     run: RunResult | None = field(default=None, repr=False)
     """The run whose realised components the audit is conditional on (``components > 1`` only)."""
@@ -387,4 +390,5 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
             results[(o, jj)] = best_res
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results, candidates=candidates, m=m,
-                     components=auditor.components, note=auditor.note, run=auditor.run)
+                     components=auditor.components, note=auditor.note, run=auditor.run,
+                     rank_by=rank_by)

@@ -45,6 +45,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy import optimize
 
+import dpgossip.privacy.plrv as _plrv
 from dpgossip.errors import ConfigError, did_you_mean
 from dpgossip.privacy.conversions import (
     _check_delta,
@@ -554,6 +555,12 @@ class GaussianPair:
         eps = _check_eps(epsilon)
         if self._white is None:
             return 1.0
+        if meth == "exact":
+            # Imhof in both directions first; the slow saddle-point refinement of a value below Imhof's
+            # absolute accuracy is needed only when no direction has a larger value (max of the two)
+            coarse = [self._law(d).hockey_stick(eps, refine_small=False) for d in _DIRECTIONS]
+            if max(c.value for c in coarse) >= _plrv.SMALL_FACTOR * max(c.error for c in coarse):
+                return max(self._exact(c, "hockey_stick") for c in coarse)
         out = 0.0
         for d in _DIRECTIONS:
             if meth == "exact":

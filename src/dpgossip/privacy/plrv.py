@@ -79,7 +79,7 @@ TAIL_TOL = 1e-11
 
 _MAX_PIECES = 100_000  # one-period pieces integrated directly before switching to QAWF
 _QAWF_PIECES = 2000  # one-period pieces integrated directly before QAWF takes over
-_SMALL_FACTOR = 1e4  # Imhof values below this many error estimates are redone on the saddle contour
+SMALL_FACTOR = 1e4  # Imhof values below this many error estimates are redone on the saddle contour
 _BOUND_TOL = 1e-13  # rigorous bound on the truncated part of the Imhof integral (before 1/pi)
 
 
@@ -198,8 +198,11 @@ class QuadraticFormLaw:
         cdf = min(max(0.5 - integral / math.pi, 0.0), 1.0)
         return TailValue(sf, cdf, error / math.pi)
 
-    def hockey_stick(self, x: float) -> Estimate:
+    def hockey_stick(self, x: float, *, refine_small: bool = True) -> Estimate:
         """``E (1 - exp(x - X))_+`` with an absolute error estimate.
+
+        ``refine_small=False`` skips the saddle-point recomputation of values below Imhof's accuracy
+        (for callers that only need the larger of several values).
 
         For ``X = L = ln p/q`` under ``P`` this is the hockey-stick divergence
         ``H_{e^x}(P||Q) = Pr_P(L > x) - e^x Pr_Q(L > x)``, computed from the law under ``P`` only:
@@ -229,7 +232,7 @@ class QuadraticFormLaw:
         integral, error = _inversion_integral(self.alpha, self.beta, self.sigma, self.c - x,
                                               "hockey")
         value, error = min(max(0.5 + integral / math.pi, 0.0), 1.0), error / math.pi
-        if value < _SMALL_FACTOR * error:
+        if refine_small and value < SMALL_FACTOR * error:
             # below Imhof's absolute accuracy: the saddle-point contour keeps relative accuracy
             log_v, rel = _saddle_integral(self, x, "hockey")
             if math.isfinite(rel) and rel < 1e-6:

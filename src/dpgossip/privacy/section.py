@@ -76,6 +76,7 @@ PRIVACY_KEYS: dict[str, str] = {
     "ascent_steps": "integer >= 0 (default 4): local-ascent rounds from the best candidates",
     "methods": 'list of "exact", "rdp", "chernoff" (default all three; the first ranks the pairs)',
     "audit": "true or false (default false)",
+    "rank_by": 'epsilon (default) | delta: rank pairs by delta at the first epsilon; no epsilon solves',
     "calibrate": "table { epsilon, delta, family, values, method, candidates, rel_tol, infeasible }",
 }
 """Keys of ``[privacy]`` and what they take."""
@@ -248,6 +249,7 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     if not isinstance(audit, bool):
         raise ConfigError(f"{path}.audit must be true or false, got {audit!r}")
     out["audit"] = audit
+    out["rank_by"] = _choice(f"{path}.rank_by", value.get("rank_by", "epsilon"), ("epsilon", "delta"))
     cal = value.get("calibrate")
     out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
     return out
@@ -353,7 +355,7 @@ def audit_config(config: Mapping[str, Any], base: Path | None = None):
                         view=priv["view"], neighbours=priv["neighbours"],
                         candidates=priv["candidates"], refine=priv["refine"],
                         ascent_steps=priv["ascent_steps"], methods=tuple(priv["methods"]),
-                        seed=int(config["seed"]))
+                        seed=int(config["seed"]), rank_by=priv.get("rank_by", "epsilon"))
     return audit, data, network, params
 
 
@@ -392,10 +394,16 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
     out = []
     for (o, j) in sorted(audit.results):
         r = audit.results[(o, j)]
-        row: dict[str, Any] = {"observer": o, "target": j, "hops": r.hops,
-                               "epsilon": r.epsilon[first], "method": first}
+        row: dict[str, Any] = {"observer": o, "target": j, "hops": r.hops}
+        if audit.rank_by == "delta":  # no epsilon was solved: the heatmap value is delta at eps[0]
+            row["delta_at_epsilon"] = r.delta[first][0]
+            row["method"] = first
+        else:
+            row["epsilon"] = r.epsilon[first]
+            row["method"] = first
         for meth in audit.methods:
-            row[f"epsilon_{meth}"] = r.epsilon[meth]
+            if audit.rank_by != "delta":
+                row[f"epsilon_{meth}"] = r.epsilon[meth]
             for e, dl in zip(audit.epsilons, r.delta[meth], strict=True):
                 row[f"delta_{meth}_at_eps_{e:g}"] = dl
         row.update({"renyi2": r.renyi2, "delta": audit.delta, "view": audit.view,

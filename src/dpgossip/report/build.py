@@ -100,10 +100,11 @@ def _leakage(res: ResultsFolder, plots: Path) -> list[Path]:
     rows = res.table("leakage")
     if not rows or not all(k in rows[0] for k in ("observer", "target", "hops")):
         return []
-    key = "epsilon" if "epsilon" in rows[0] else "value" if "value" in rows[0] else None
+    key = next((k for k in ("epsilon", "delta_at_epsilon", "value") if k in rows[0]), None)
     if key is None:
         return []
-    label = r"$\varepsilon$" if key == "epsilon" else "leakage"
+    label = {"epsilon": r"$\varepsilon$",
+             "delta_at_epsilon": r"$\delta$ at the first $\varepsilon$ of the grid"}.get(key, "leakage")
     by_point: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
         by_point.setdefault(r.get("point"), []).append(r)
