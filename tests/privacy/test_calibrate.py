@@ -121,7 +121,8 @@ def test_exact_method_on_one_pair(problem):
 def test_monotonicity_check():
     assert _monotone([(1.0, 10.0), (2.0, 8.0), (4.0, 8.1)], 0.05) == (True, "")
     ok, msg = _monotone([(1.0, 10.0), (2.0, 5.0), (4.0, 9.0)], 0.05)
-    assert not ok and "not monotone" in msg and "eps(4)" in msg
+    assert not ok and "not monotone" in msg and "delta(4)" in msg
+    assert _monotone([(1.0, 5e-16), (2.0, 1.5e-15)], 0.05)[0]  # roundoff, not a rise
     assert _monotone([(1.0, math.inf), (2.0, math.inf), (4.0, 3.0)], 0.05)[0]
     assert not _monotone([(1.0, 3.0), (2.0, math.inf)], 0.05)[0]
 

@@ -97,6 +97,7 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
         "repeats": 2, "privacy.candidates": 1, "privacy.ascent_steps": 0,
         "baseline.epsilon": [1.0, 100.0], "baseline.delta": [0.44, 0.9],
         "privacy.calibrate.epsilon": [1.0, 100.0], "privacy.calibrate.delta": [0.44, 0.9],
+        "privacy.calibrate.rel_tol": 0.5,
     })
     run_scenario(sc, tmp_path, quiet=True, plots=True)
     rs = rows(tmp_path)
@@ -104,7 +105,7 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
     by_eps = {r["baseline_epsilon"]: r for r in rs}
     assert by_eps["1.0"]["calibration_met"] == "False"
     assert by_eps["100.0"]["calibration_met"] == "True"
-    assert float(by_eps["100.0"]["calibrated_delta"]) <= 0.9 * 1.05
+    assert float(by_eps["100.0"]["calibrated_delta"]) <= 0.9 * 1.5
     assert float(by_eps["1.0"]["calibrated_delta"]) > 0.44
     assert all(float(r["ldp_error"]) >= 0 and float(r["noise_scale"]) > 0 for r in rs)
     assert (tmp_path / "calibration.csv").exists()

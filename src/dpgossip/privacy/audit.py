@@ -271,7 +271,8 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
                 neighbours: str = "bounded", candidates: int = 100, refine: int = 3,
                 ascent_steps: int = 4, methods: Sequence[str] = ("exact", "rdp", "chernoff"),
                 targets: Sequence[int] | None = None, observers: Sequence[int] | None = None,
-                seed: int = 0, run: RunResult | None = None, rank_by: str = "epsilon") -> PairAudit:
+                seed: int = 0, run: RunResult | None = None, rank_by: str = "epsilon",
+                delta_resolution: float = 0.0) -> PairAudit:
     """Audit every (observer, target) pair of a run by a worst-case search.
 
     Rank 1: component 0 on ``data.X``.  Rank ``r > 1``: all components, conditionally on the realised
@@ -303,14 +304,16 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         return _audit_pairs(data, network, params, delta=delta, epsilons=epsilons, view=view,
                             neighbours=neighbours, candidates=candidates, refine=refine,
                             ascent_steps=ascent_steps, methods=methods, targets=targets,
-                            observers=observers, seed=seed, rank_by=rank_by, run=run)
+                            observers=observers, seed=seed, rank_by=rank_by, run=run,
+                            delta_resolution=delta_resolution)
 
 
 def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                  delta: float, epsilons: Sequence[float], view: str, neighbours: str,
                  candidates: int, refine: int, ascent_steps: int, methods: Sequence[str],
                  targets: Sequence[int] | None, observers: Sequence[int] | None,
-                 seed: int, run: RunResult | None, rank_by: str = "epsilon") -> PairAudit:
+                 seed: int, run: RunResult | None, rank_by: str = "epsilon",
+                 delta_resolution: float = 0.0) -> PairAudit:
     if rank_by not in ("epsilon", "delta"):
         raise ConfigError(f"rank_by must be 'epsilon' or 'delta', got {rank_by!r}")
     if not 0 < delta < 1:
@@ -373,8 +376,8 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
             best_res = None
             for _, nb, pair in top:
                 if rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
-                    dl = {meth: [float(pair.delta(e, method=meth)) for e in epsilons]
-                          for meth in methods}
+                    dl = {meth: [float(pair.delta(e, method=meth, resolution=delta_resolution))
+                                 for e in epsilons] for meth in methods}
                     if best_res is None or dl[methods[0]][0] > best_res.delta[methods[0]][0]:
                         best_res = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
                                               neighbour=nb, epsilon={m_: math.nan for m_ in methods},

@@ -239,16 +239,19 @@ def _noise_table(family: str, s: float, base: tuple[float, ...]) -> dict[str, ob
     return out
 
 
-def _monotone(evals: Sequence[tuple[float, float]], tol: float) -> tuple[bool, str]:
-    """Whether the worst epsilon is non-increasing in ``s`` (within ``tol``, relative)."""
+def _monotone(evals: Sequence[tuple[float, float]], tol: float,
+              atol: float = 1e-12) -> tuple[bool, str]:
+    """Whether the worst delta at the target epsilon is non-increasing in ``s`` (within ``tol``
+    relative plus ``atol`` absolute: exact deltas are accurate to about ``1e-14``)."""
     pts = sorted(evals)
     best_s, best = None, math.inf
     for s, e in pts:
-        if best_s is not None and e > best * (1 + tol) and not (math.isinf(e) and math.isinf(best)):
+        if (best_s is not None and e > best * (1 + tol) + atol
+                and not (math.isinf(e) and math.isinf(best))):
             return False, (
-                f"the worst epsilon is not monotone in the scale: eps({s:.6g}) = {e:.6g} > "
-                f"eps({best_s:.6g}) = {best:.6g}; the scale found meets the target but may not be "
-                "the smallest that does"
+                f"the worst delta at the target epsilon is not monotone in the scale: "
+                f"delta({s:.6g}) = {e:.6g} > delta({best_s:.6g}) = {best:.6g}; the scale found meets "
+                "the target but may not be the smallest that does"
             )
         if e < best or best_s is None:
             best_s, best = s, e
@@ -392,7 +395,8 @@ def calibrate_noise(
         res = audit_pairs(data, network, params_at(s), delta=delta, epsilons=(epsilon,), view=view,
                           neighbours=neighbours, candidates=cands, refine=refine,
                           ascent_steps=ascent_steps, methods=(method,), targets=targets,
-                          observers=observers, seed=seed, rank_by=by)
+                          observers=observers, seed=seed, rank_by=by,
+                          delta_resolution=1e-3 * delta)  # far below the target: no refinement
         if not res.results:
             raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
         history.append((float(s), float(res.worst(method, by="delta").delta[method][0]), int(cands)))

@@ -542,14 +542,16 @@ class GaussianPair:
         low = chernoff_bound(lambda s: w.log_mgf(-s), eps, s_max=-s_lo).value
         return up, low
 
-    def delta(self, epsilon: float, method: Method = "exact") -> float:
+    def delta(self, epsilon: float, method: Method = "exact", *, resolution: float = 0.0) -> float:
         """``delta`` at ``epsilon``, the worse (max) of both directions.
 
         ``"exact"``: the hockey-stick divergence (tight ``(eps, delta)``-DP).  ``"rdp"``: the RDP
         conversion of Canonne, Kamath & Steinke 2020, Prop. 12 over continuous orders (an upper
         bound on the exact value).  ``"chernoff"``: the two-sided Chernoff bound on the PDP tail
         ``Pr(|L| > eps)`` (001 Definition 2 / Theorem 2), also an upper bound on the exact value.
-        1.0 when the supports differ.
+        1.0 when the supports differ. ``resolution`` (exact method): a value known to be below it is
+        returned at Imhof's absolute accuracy (about ``1e-14``) without the slower relative refinement
+        (for callers that only compare with a threshold far above).
         """
         meth = _check_method(method)
         eps = _check_eps(epsilon)
@@ -559,7 +561,8 @@ class GaussianPair:
             # Imhof in both directions first; the slow saddle-point refinement of a value below Imhof's
             # absolute accuracy is needed only when no direction has a larger value (max of the two)
             coarse = [self._law(d).hockey_stick(eps, refine_small=False) for d in _DIRECTIONS]
-            if max(c.value for c in coarse) >= _plrv.SMALL_FACTOR * max(c.error for c in coarse):
+            top = max(c.value for c in coarse)
+            if top >= _plrv.SMALL_FACTOR * max(c.error for c in coarse) or top < resolution:
                 return max(self._exact(c, "hockey_stick") for c in coarse)
         out = 0.0
         for d in _DIRECTIONS:
