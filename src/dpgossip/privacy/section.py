@@ -12,7 +12,8 @@
     ascent_steps = 4         # rounds of local ascent from the two best candidates of each view
     methods = ["exact", "rdp", "chernoff"]
     audit = true             # `dpgossip run` also audits each point -> leakage.csv, heatmaps
-    calibrate = { epsilon = 4.0, delta = 1e-5, family = "geometric" }   # optional
+    rank_by = "epsilon"      # or "delta": rank pairs by delta at epsilon[0]; no epsilon solves (fast)
+    calibrate = { epsilon = 4.0, delta = 1e-5, family = "geometric", infeasible = "error" }  # optional
 
 ``calibrate`` (optional table): before each point runs, the noise scale is set by
 :func:`~dpgossip.privacy.calibrate.calibrate_noise` to the smallest scale whose audited worst case meets
