@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
 from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs
 from dpgossip.privacy.calibrate import CALIBRATION_FAMILIES, CALIBRATION_METHODS, Calibration
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
@@ -133,35 +133,28 @@ def _choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _axis(path: str, value: Any, check: Any) -> Any:
+    """``check(path, value)`` for one value; for a list (a sweep axis) each element checked with its
+    index in the path."""
+    if not isinstance(value, list):
+        return check(path, value)
+    if not value:
+        raise ConfigError(f"{path}: an empty list is not a sweep axis; give at least one value")
+    return [check(f"{path}[{i}]", v) for i, v in enumerate(value)]
+
+
 def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(
             f"{path} must be a table, e.g. {{ epsilon = 4.0, delta = 1e-5, family = \"geometric\" }}, "
             f"got {value!r}"
         )
-    for key in value:
-        if key not in CALIBRATE_KEYS:
-            raise ConfigError(
-                f"{path}.{key}: unknown key{did_you_mean(str(key), CALIBRATE_KEYS)}; "
-                f"allowed in {path}: {', '.join(CALIBRATE_KEYS)}"
-            )
+    reject_unknown_keys(f"{path}.", value, CALIBRATE_KEYS, f"in {path}")
     if "epsilon" not in value:
         raise ConfigError(f"{path}.epsilon is required (the target epsilon, a number > 0)")
-    eps = value["epsilon"]
-    if isinstance(eps, list):  # a sweep axis (zip it with baseline.epsilon to pair the budgets)
-        if not eps:
-            raise ConfigError(f"{path}.epsilon: an empty list is not a sweep axis")
-        out: dict[str, Any] = {"epsilon": [_positive(f"{path}.epsilon[{i}]", e)
-                                           for i, e in enumerate(eps)]}
-    else:
-        out = {"epsilon": _positive(f"{path}.epsilon", eps)}
+    out: dict[str, Any] = {"epsilon": _axis(f"{path}.epsilon", value["epsilon"], _positive)}
     dl = value.get("delta")
-    if isinstance(dl, list):
-        if not dl:
-            raise ConfigError(f"{path}.delta: an empty list is not a sweep axis")
-        out["delta"] = [_delta(f"{path}.delta[{i}]", d) for i, d in enumerate(dl)]
-    else:
-        out["delta"] = _delta(f"{path}.delta", dl) if dl is not None else None
+    out["delta"] = _axis(f"{path}.delta", dl, _delta) if dl is not None else None
     out["infeasible"] = _choice(f"{path}.infeasible", value.get("infeasible", "error"),
                                 INFEASIBLE_CHOICES)
     out["family"] = _choice(f"{path}.family", value.get("family", "geometric"),
@@ -207,23 +200,12 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     """
     if not isinstance(value, Mapping):
         raise ConfigError(f"{path} must be a table ([{path}]), got {value!r}")
-    for key in value:
-        if key not in PRIVACY_KEYS:
-            raise ConfigError(
-                f"{path}.{key}: unknown key{did_you_mean(str(key), list(PRIVACY_KEYS))}; "
-                f"allowed in [{path}]: {', '.join(PRIVACY_KEYS)}"
-            )
+    reject_unknown_keys(f"{path}.", value, PRIVACY_KEYS, f"in [{path}]")
     out: dict[str, Any] = {}
     out["view"] = _choice(f"{path}.view", value.get("view", "observer"), PAIR_VIEWS)
     out["neighbours"] = _choice(f"{path}.neighbours", value.get("neighbours", "bounded"),
                                 NEIGHBOUR_KINDS)
-    delta = value.get("delta", 1e-5)
-    if isinstance(delta, list):
-        if not delta:
-            raise ConfigError(f"{path}.delta: an empty list is not a sweep axis; give at least one value")
-        out["delta"] = [_delta(f"{path}.delta[{i}]", d) for i, d in enumerate(delta)]
-    else:
-        out["delta"] = _delta(f"{path}.delta", delta)
+    out["delta"] = _axis(f"{path}.delta", value.get("delta", 1e-5), _delta)
     eps = value.get("epsilon", [1.0])
     if not isinstance(eps, list):
         eps = [eps]

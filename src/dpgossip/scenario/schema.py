@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
@@ -134,12 +134,8 @@ def _sub_table(path: str, value: Any, allowed: Mapping[str, Any]) -> dict[str, A
     if not isinstance(value, Mapping):
         raise ConfigError(f"{path} must be a table, got {value!r}")
     out: dict[str, Any] = {}
+    reject_unknown_keys(f"{path}.", value, allowed)
     for key, v in value.items():
-        if key not in allowed:
-            raise ConfigError(
-                f"{path}.{key}: unknown key{did_you_mean(key, list(allowed))}; "
-                f"allowed: {', '.join(allowed)}"
-            )
         kind = allowed[key]
         if kind is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
@@ -315,22 +311,14 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in raw.items():
         if key in top:
             continue
-        if key not in sections:
-            raise ConfigError(
-                f"{key}: unknown key{did_you_mean(key, list(top) + sections)}; "
-                f"allowed top-level keys: {', '.join(list(top) + sections)}"
-            )
+        reject_unknown_keys("", [key], list(top) + sections, "top-level keys")
         if not isinstance(value, Mapping):
             raise ConfigError(f"{key} must be a table ([{key}]), got {value!r}")
     for name, fields in SCHEMA.items():
         given = raw if name == "" else raw.get(name, {})
         target = out if name == "" else out.setdefault(name, {})
-        for key in given:
-            if name and key not in fields:
-                raise ConfigError(
-                    f"{name}.{key}: unknown key{did_you_mean(key, list(fields))}; "
-                    f"allowed in [{name}]: {', '.join(fields)}"
-                )
+        if name:
+            reject_unknown_keys(f"{name}.", given, fields, f"in [{name}]")
         for key, f in fields.items():
             path = f"{name}.{key}" if name else key
             if key in given:

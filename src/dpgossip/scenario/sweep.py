@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
 
 __all__ = ["SWEEP_KEYS", "check_sweep", "axis_groups"]
 
@@ -65,12 +65,7 @@ def check_sweep(
         return {"zip": []}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"sweep must be a table ([sweep]), got {raw!r}")
-    for key in raw:
-        if key not in SWEEP_KEYS:
-            raise ConfigError(
-                f"sweep.{key}: unknown key{did_you_mean(key, SWEEP_KEYS)}; "
-                f"allowed in [sweep]: {', '.join(SWEEP_KEYS)}"
-            )
+    reject_unknown_keys("sweep.", raw, SWEEP_KEYS, "in [sweep]")
     groups = raw.get("zip", [])
     if not isinstance(groups, list) or not all(isinstance(g, list) for g in groups):
         raise ConfigError(
