@@ -560,15 +560,15 @@ class GaussianPair:
         if meth == "exact":
             # Imhof in both directions first; the slow saddle-point refinement of a value below Imhof's
             # absolute accuracy is needed only when no direction has a larger value (max of the two)
-            coarse = [self._law(d).hockey_stick(eps, refine_small=False) for d in _DIRECTIONS]
+            laws = [self._law(d) for d in _DIRECTIONS]
+            coarse = [law.hockey_stick(eps, refine_small=False) for law in laws]
             top = max(c.value for c in coarse)
-            if top >= _plrv.SMALL_FACTOR * max(c.error for c in coarse) or top < resolution:
-                return max(self._exact(c, "hockey_stick") for c in coarse)
+            if not (top >= _plrv.SMALL_FACTOR * max(c.error for c in coarse) or top < resolution):
+                coarse = [law.refine_hockey(eps, c) for law, c in zip(laws, coarse, strict=True)]
+            return max(self._exact(c, "hockey_stick") for c in coarse)
         out = 0.0
         for d in _DIRECTIONS:
-            if meth == "exact":
-                v = self.hockey_stick(eps, d)
-            elif meth == "rdp":
+            if meth == "rdp":
                 w = self._pair(d)
                 assert w is not None
                 if w.lam.size == 0 and w.b0sq == 0:  # P = Q: the infimum over orders is 0

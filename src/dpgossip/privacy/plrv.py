@@ -231,14 +231,20 @@ class QuadraticFormLaw:
             return Estimate(value, 0.0)
         integral, error = _inversion_integral(self.alpha, self.beta, self.sigma, self.c - x,
                                               "hockey")
-        value, error = min(max(0.5 + integral / math.pi, 0.0), 1.0), error / math.pi
-        if refine_small and value < SMALL_FACTOR * error:
-            # below Imhof's absolute accuracy: the saddle-point contour keeps relative accuracy
-            log_v, rel = _saddle_integral(self, x, "hockey")
-            if math.isfinite(rel) and rel < 1e-6:
-                v = math.exp(log_v) if math.isfinite(log_v) else 0.0
-                return Estimate(v, v * rel)
-        return Estimate(value, error)
+        est = Estimate(min(max(0.5 + integral / math.pi, 0.0), 1.0), error / math.pi)
+        return self.refine_hockey(x, est) if refine_small else est
+
+    def refine_hockey(self, x: float, est: Estimate) -> Estimate:
+        """``est`` (from :meth:`hockey_stick` with ``refine_small=False``), recomputed on the saddle-point
+        contour (:func:`_saddle_integral`, relative accuracy) when it is below ``SMALL_FACTOR`` times its
+        absolute error estimate; otherwise ``est`` itself."""
+        if not est.value < SMALL_FACTOR * est.error:
+            return est
+        log_v, rel = _saddle_integral(self, float(x))
+        if math.isfinite(rel) and rel < 1e-6:
+            v = math.exp(log_v) if math.isfinite(log_v) else 0.0
+            return Estimate(v, v * rel)
+        return est
 
     def sf(self, x: float) -> float:
         """``Pr(X > x)``; see :meth:`tail`."""
@@ -592,87 +598,61 @@ def _dlog_mgf(alpha: np.ndarray, beta: np.ndarray, s2: float, c: float, s: float
     return float(c + s2 * s + np.sum(alpha / one + beta * beta * s * (1.0 - alpha * s) / one**2))
 
 
-def _saddle_integral(law: QuadraticFormLaw, x: float, kernel: str) -> tuple[float, float]:
-    """``ln`` of a Laplace-inversion integral of ``X - x`` and its relative error estimate.
+def _saddle_integral(law: QuadraticFormLaw, x: float) -> tuple[float, float]:
+    """``ln E (1 - e^{x - X})_+`` by Laplace inversion, and its relative error estimate.
 
-    With ``M(u) = E e^{uX}`` and a real ``kappa`` inside the domain of ``M``:
+    With ``M(u) = E e^{uX}`` and a real ``kappa > 0`` inside the domain of ``M``,
 
-    * ``kernel="hockey"``: ``E (1 - e^{x - X})_+ = (1/2 pi i) int_{kappa - i inf}^{kappa + i inf}
-      M(u) e^{-u x} / (u (u + 1)) du`` for ``kappa > 0`` (from
-      ``(1/2 pi i) int e^{uv} (1/u - 1/(u+1)) du = 1{v > 0} (1 - e^{-v})``);
-    * ``kernel="sf"``: ``Pr(X > x)``, the kernel ``1/u``, ``kappa > 0``;
-    * ``kernel="cdf"``: ``Pr(X < x)``, the kernel ``-1/u``, ``kappa < 0``.
+        E (1 - e^{x - X})_+ = (1/2 pi i) int_{kappa - i inf}^{kappa + i inf} M(u) e^{-u x} / (u (u + 1)) du
 
-    Writing ``u = kappa + i y`` the integral is ``(1/pi) int_0^inf Re[...] dy``. The line is moved to
-    the saddle point of ``|integrand|`` on the real axis, where the integrand is real, positive and
-    decays without oscillating at first order; the value is factored as ``exp(Phi(kappa)) * I`` with
-    ``Phi = ln M(u) - u x + ln|kernel|`` so that tiny probabilities keep their relative accuracy.
-    Every ``kappa`` in the domain gives the same (exact) value; the saddle only conditions the
-    quadrature. Returns ``(-inf, 0)`` when the integral is 0 (``x`` beyond the support).
+    (from ``(1/2 pi i) int e^{uv} (1/u - 1/(u+1)) du = 1{v > 0} (1 - e^{-v})``). Writing ``u = kappa + i y``
+    the integral is ``(1/pi) int_0^inf Re[...] dy``. The line goes through the saddle point of
+    ``Phi(k) = ln M(k) - k x - ln(k (k + 1))`` on the real axis, where the integrand is real, positive and
+    decays without oscillating at first order; the value is factored as ``exp(Phi(kappa))`` times an
+    integral of order one, so tiny values keep their relative accuracy. Every ``kappa`` gives the same
+    (exact) value; the saddle only conditions the quadrature. Returns ``(-inf, 0)`` when the integral is
+    0 and ``(nan, inf)`` when the characteristic function decays too slowly for the truncation bound.
     """
     a, b = law.alpha, law.beta
     s2, c = law.sigma**2, law.c
-    s_lo, s_hi = law.mgf_domain()
-    if kernel == "cdf":
-        lo, hi = (max(s_lo, -1e8), 0.0)
-    else:
-        lo, hi = (0.0, min(s_hi, 1e8))
+    hi = min(law.mgf_domain()[1], 1e8)
 
-    def kern_log(k: float) -> float:
-        if kernel == "hockey":
-            return -math.log(k) - math.log1p(k)
-        return -math.log(abs(k))
+    def g(k: float) -> float:  # Phi'(k)
+        return _dlog_mgf(a, b, s2, c, k) - x - 1.0 / k - 1.0 / (1.0 + k)
 
-    def dkern(k: float) -> float:
-        return -1.0 / k - 1.0 / (1.0 + k) if kernel == "hockey" else -1.0 / k
-
-    def g(k: float) -> float:  # derivative of Phi(k) = K(k) - k x + ln|kernel(k)|
-        return _dlog_mgf(a, b, s2, c, k) - x + dkern(k)
-
-    # Phi is convex on (lo, hi); its minimum is the saddle. Bracket inside the open interval.
-    span = hi - lo
-    k_lo, k_hi = lo + 1e-12 * max(1.0, abs(span)), hi - 1e-9 * max(1.0, abs(span))
-    if kernel == "cdf":
-        k_lo, k_hi = lo + 1e-9 * max(1.0, abs(span)), hi - 1e-12 * max(1.0, abs(span))
-    g_lo, g_hi = g(k_lo), g(k_hi)
-    if g_lo >= 0:
+    # Phi is convex on (0, hi); its minimum is the saddle. Bracket inside the open interval.
+    k_lo, k_hi = 1e-12 * max(1.0, hi), hi - 1e-9 * max(1.0, hi)
+    if g(k_lo) >= 0:
         kappa = k_lo
-    elif g_hi <= 0:
+    elif g(k_hi) <= 0:
         kappa = k_hi
     else:
         from scipy.optimize import brentq
 
-        kappa = brentq(g, k_lo, k_hi, xtol=1e-14 * max(1.0, abs(k_lo), abs(k_hi)), rtol=1e-12)
-    phi0 = float(_log_mgf_complex(a, b, s2, c, np.array([kappa])).real[0]) - kappa * x \
-        + kern_log(kappa)
+        kappa = brentq(g, k_lo, k_hi, xtol=1e-14 * max(1.0, k_hi), rtol=1e-12)
+    norm = kappa * (kappa + 1.0)  # 1 / |kernel(kappa)|
+    shift = float(_log_mgf_complex(a, b, s2, c, np.array([kappa])).real[0]) - kappa * x
+    phi0 = shift - math.log(norm)
     # curvature of Phi at kappa sets the natural scale of y
-    h = 1e-6 * max(abs(kappa), 1e-3)
-    curv = (g(min(kappa + h, k_hi)) - g(max(kappa - h, k_lo))) / (min(kappa + h, k_hi)
-                                                                 - max(kappa - h, k_lo))
-    scale = 1.0 / math.sqrt(curv) if curv > 0 and math.isfinite(curv) else max(abs(kappa), 1.0)
+    h = 1e-6 * max(kappa, 1e-3)
+    k1, k2 = min(kappa + h, k_hi), max(kappa - h, k_lo)
+    curv = (g(k1) - g(k2)) / (k1 - k2)
+    scale = 1.0 / math.sqrt(curv) if curv > 0 and math.isfinite(curv) else max(kappa, 1.0)
 
-    def integrand(y: float) -> float:
+    def integrand(y: float) -> float:  # scaled to 1 at y = 0
         u = complex(kappa, y)
-        if kernel == "hockey":
-            kern = 1.0 / (u * (u + 1.0))
-            norm = kappa * (kappa + 1.0)
-        else:
-            kern = (1.0 if kernel == "sf" else -1.0) / u
-            norm = abs(kappa)
-        val = _log_mgf_complex(a, b, s2, c, np.array([u]))[0] - u * x - phi0 + kern_log(kappa)
-        return float((np.exp(val) * kern * norm).real)
+        val = _log_mgf_complex(a, b, s2, c, np.array([u]))[0] - u * x - shift
+        return float((np.exp(val) * norm / (u * (u + 1.0))).real)
 
     # Rigorous tail bound: under the tilted law (density e^{kappa X} / M(kappa)) X is again a
     # quadratic form, with alpha' = alpha / (1 - 2 alpha kappa), so |M(u) / M(kappa)| <=
-    # prod (1 + 4 alpha'^2 y^2)^(-1/4) exp(-sigma^2 y^2 / 2) and, the kernel being <= norm / y^2 after
-    # scaling, int_Y^inf |integrand| <= bound(Y) * norm' / Y.
+    # prod (1 + 4 alpha'^2 y^2)^(-1/4) exp(-sigma^2 y^2 / 2) and, the scaled kernel being <= norm / y^2,
+    # int_Y^inf |integrand| <= bound(Y) * norm / Y.
     a_t = a / (1.0 - 2.0 * a * kappa)
-    norm_k = kappa * (kappa + 1.0) if kernel == "hockey" else abs(kappa)
 
     def rest_bound(y: float) -> float:
         log_c = float(np.sum(-0.25 * np.log1p(4.0 * a_t * a_t * y * y))) - 0.5 * s2 * y * y
-        return math.exp(log_c) * norm_k / (y if kernel == "hockey" else 1.0) \
-            * (1.0 if kernel == "hockey" else 1.0 / max(y, 1e-300))
+        return math.exp(log_c) * norm / y
 
     total, err = 0.0, 0.0
     lo_y, hi_y = 0.0, scale
