@@ -43,7 +43,8 @@ from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.result import RunResult
 from dpgossip.topology.network import Network
 
-__all__ = ["PairAudit", "PairResult", "RunAuditor", "audit_pairs", "view_pair", "view_gaussian",
+__all__ = ["PairAudit", "PairResult", "RunAuditor", "audit_pairs", "result_pair", "view_pair",
+           "view_gaussian",
            "component_model", "rank_audit_note", "PAIR_VIEWS"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
@@ -232,6 +233,19 @@ class RunAuditor:
         return {k: GaussianPair.compose(parts[k]) for k in keys}
 
 
+def result_pair(audit: PairAudit, data: PartitionedData, network: Network, params: ProtocolParams,
+                observer: int, target: int) -> GaussianPair:
+    """The :class:`GaussianPair` of an audited pair at its stored worst neighbour, rebuilt on that pair's
+    view alone (for rank ``r > 1`` on the audit's realised run, composed): for exact values that the
+    audit did not compute."""
+    if params.rank > 1 and audit.run is None:
+        raise ConfigError(f"protocol.rank = {params.rank}: rebuilding a pair needs the audit's realised "
+                          "run (PairAudit.run), which this audit does not carry")
+    _, view = _view_key(audit.view, observer, target, data.m)
+    nb = audit.results[(observer, target)].neighbour
+    return RunAuditor(data, network, params, {"v": view}, run=audit.run).pairs(nb, ["v"])["v"]
+
+
 def _view_key(kind: str, o: int, j: int, m: int) -> tuple[Hashable, View]:
     """Views whose law does not depend on the target share one factorisation."""
     if kind == "observer":
@@ -376,17 +390,17 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
             best_res = None
             for _, nb, pair in top:
                 if rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
+                    eps = {meth: math.nan for meth in methods}
                     dl = {meth: [float(pair.delta(e, method=meth, resolution=delta_resolution))
                                  for e in epsilons] for meth in methods}
-                    if best_res is None or dl[methods[0]][0] > best_res.delta[methods[0]][0]:
-                        best_res = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
-                                              neighbour=nb, epsilon={m_: math.nan for m_ in methods},
-                                              delta=dl, renyi2=float(pair.renyi(2.0)))
-                    continue
-                eps = {meth: float(pair.epsilon(delta, method=meth)) for meth in methods}
-                if best_res is None or eps[methods[0]] > best_res.epsilon[methods[0]]:
-                    dl = {meth: [float(pair.delta(e, method=meth)) for e in epsilons]
-                          for meth in methods}
+                    better = best_res is None or dl[methods[0]][0] > best_res.delta[methods[0]][0]
+                else:  # the grid's deltas only for a candidate that beats the best so far
+                    eps = {meth: float(pair.epsilon(delta, method=meth)) for meth in methods}
+                    better = best_res is None or eps[methods[0]] > best_res.epsilon[methods[0]]
+                    if better:
+                        dl = {meth: [float(pair.delta(e, method=meth)) for e in epsilons]
+                              for meth in methods}
+                if better:
                     best_res = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
                                           neighbour=nb, epsilon=eps, delta=dl,
                                           renyi2=float(pair.renyi(2.0)))

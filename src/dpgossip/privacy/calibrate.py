@@ -59,8 +59,7 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, did_you_mean
-from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, _view_key, audit_pairs
-from dpgossip.privacy.auditor import ComponentAuditor
+from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs, result_pair
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
 from dpgossip.protocol.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.topology.network import Network
@@ -384,23 +383,27 @@ def calibrate_noise(
                               rank=1, alpha=alpha, sigma_q=sigma_q, noise=_schedule(family, s, base))
 
     history: list[tuple[float, float, int]] = []
-    done: dict[tuple[float, int, str], PairAudit] = {}
+    done: dict[tuple[float, int], PairAudit] = {}
 
-    def audit(s: float, cands: int, by: str = "delta") -> PairAudit:
+    def worst_delta(res: PairAudit) -> float:
+        """The search's quantity: the worst delta at the target epsilon."""
+        return float(res.worst(method, by="delta").delta[method][0])
+
+    def audit(s: float, cands: int) -> PairAudit:
         # The search compares the worst delta at the target epsilon with the target delta: the same
         # criterion as "worst epsilon at delta <= target" (delta(eps) is non-increasing), but one
         # hockey-stick value per pair instead of a root search for epsilon (slow where epsilon is large).
-        if (s, cands, by) in done:  # e.g. the re-audit's point when the search goes on from it
-            return done[(s, cands, by)]
+        if (s, cands) in done:  # e.g. the re-audit's point when the search goes on from it
+            return done[(s, cands)]
         res = audit_pairs(data, network, params_at(s), delta=delta, epsilons=(epsilon,), view=view,
                           neighbours=neighbours, candidates=cands, refine=refine,
                           ascent_steps=ascent_steps, methods=(method,), targets=targets,
-                          observers=observers, seed=seed, rank_by=by,
+                          observers=observers, seed=seed, rank_by="delta",
                           delta_resolution=1e-3 * delta)  # far below the target: no refinement
         if not res.results:
             raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
-        history.append((float(s), float(res.worst(method, by="delta").delta[method][0]), int(cands)))
-        done[(s, cands, by)] = res
+        history.append((float(s), worst_delta(res), int(cands)))
+        done[(s, cands)] = res
         return res
 
     notes: list[str] = []
@@ -412,7 +415,7 @@ def calibrate_noise(
 
     def f(s: float) -> float:
         """Worst delta at the target epsilon (compared with the target delta)."""
-        e = float(audit(s, cands).worst(method, by="delta").delta[method][0])
+        e = worst_delta(audit(s, cands))
         evals.append((float(s), e))
         return e
 
@@ -484,7 +487,7 @@ def calibrate_noise(
                          "the upper end is returned")
         # final check with more candidates
         check = audit(hi, check_factor * cands)
-        d_check = check.worst(method, by="delta").delta[method][0]
+        d_check = worst_delta(check)
         if d_check <= delta * (1 + rel_tol) or _round == escalations:
             break
         notes.append(
@@ -500,7 +503,7 @@ def calibrate_noise(
         assert lo is not None
         scale = lo
         check = audit(scale, check_factor * cands)
-        d_check = check.worst(method, by="delta").delta[method][0]
+        d_check = worst_delta(check)
     else:
         assert hi is not None
         scale = hi
@@ -549,9 +552,7 @@ def _worst_epsilon(check: PairAudit, data: PartitionedData, network: Network,
     """The achieved epsilon at ``delta``, for the record: the epsilon solve of the check audit's worst
     pair (by delta) at its worst neighbour only (tiny deltas make every solve slow)."""
     w = check.worst(method, by="delta")
-    _, v = _view_key(view, w.observer, w.target, data.m)
-    pair = ComponentAuditor(data, network, params, {"v": v}).pairs(
-        w.neighbour.apply(data.X), ["v"])["v"]
+    pair = result_pair(check, data, network, params, w.observer, w.target)
     return float(pair.epsilon(delta, method=method))
 
 

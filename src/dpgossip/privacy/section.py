@@ -347,24 +347,12 @@ def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
     """The exact hockey-stick numbers of one audited pair's worst neighbour (when the audit ran only
     the cheaper conversions): ``epsilon`` at the audit's ``delta`` and ``delta`` at its epsilon grid.
 
-    Rebuilds the pair's view with :class:`~dpgossip.privacy.audit.RunAuditor` (for rank ``r > 1`` on
-    the audit's realised run, composing the components) and evaluates the
-    :class:`~dpgossip.privacy.GaussianPair` of the stored neighbour by the exact method.
+    Rebuilds the pair with :func:`~dpgossip.privacy.audit.result_pair` (for rank ``r > 1`` on the
+    audit's realised run, composing the components) and evaluates it by the exact method.
     """
-    from dpgossip.privacy.audit import RunAuditor
-    from dpgossip.privacy.views import make_view
+    from dpgossip.privacy.audit import result_pair
 
-    if params.rank > 1 and audit.run is None:
-        raise ConfigError(f"exact_for_pair: protocol.rank = {params.rank} needs the audit's realised "
-                          "run (PairAudit.run), which this audit does not carry")
-
-    m = data.m
-    agents = (observer,) if audit.view in ("observer", "paper") else ()
-    tgt = target if audit.view in ("paper", "all-but-one") else None
-    view = make_view(audit.view, m=m, agents=agents, target=tgt)
-    result = audit.results[(observer, target)]
-    pair = RunAuditor(data, network, params, {"v": view}, run=audit.run).pairs(
-        result.neighbour, ["v"])["v"]
+    pair = result_pair(audit, data, network, params, observer, target)
     return {"epsilon": float(pair.epsilon(audit.delta, method="exact")),
             "delta_at_epsilon": {f"{e:g}": float(pair.delta(e, method="exact"))
                                  for e in audit.epsilons}}
@@ -378,14 +366,14 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
     for (o, j) in sorted(audit.results):
         r = audit.results[(o, j)]
         row: dict[str, Any] = {"observer": o, "target": j, "hops": r.hops}
-        if audit.rank_by == "delta":  # no epsilon was solved: the heatmap value is delta at eps[0]
-            row["delta_at_epsilon"] = r.delta[first][0]
-            row["method"] = first
-        else:
+        solved = audit.rank_by != "delta"  # else no epsilon: the heatmap value is delta at eps[0]
+        if solved:
             row["epsilon"] = r.epsilon[first]
-            row["method"] = first
+        else:
+            row["delta_at_epsilon"] = r.delta[first][0]
+        row["method"] = first
         for meth in audit.methods:
-            if audit.rank_by != "delta":
+            if solved:
                 row[f"epsilon_{meth}"] = r.epsilon[meth]
             for e, dl in zip(audit.epsilons, r.delta[meth], strict=True):
                 row[f"delta_{meth}_at_eps_{e:g}"] = dl
