@@ -1,9 +1,10 @@
 """Where the points of a sweep run: in this process, a local process pool, or a Dask cluster.
 
 The unit of work is one point with all its repeats (:class:`PointTask` -> :func:`run_task` ->
-:class:`~dpgossip.scenario.results.PointResult`). Seeds depend only on the point's configuration, so
-every executor gives the same rows; results come back in completion order and are put in point order
-when the folder is assembled.
+:class:`~dpgossip.scenario.results.PointResult`). Seeds depend only on the point's configuration and
+:func:`run_task` computes with BLAS on one thread (:func:`dpgossip._threads.single_blas_thread`), so every
+executor gives the same rows, to the last bit; results come back in completion order and are put in
+point order when the folder is assembled.
 
 * :func:`run_inline` -- one after the other in this process (``--workers 1``, the default);
 * :func:`run_pool` -- a :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn`` start method
@@ -63,22 +64,27 @@ def _label(task: PointTask) -> str:
 def run_task(task: PointTask) -> PointResult:
     """Run every repeat of one point (top-level function: picklable for process pools and Dask).
 
+    The point is computed with every BLAS library on one thread, whatever the executor or the
+    environment (``OPENBLAS_NUM_THREADS``, ``DPGOSSIP_BLAS_THREADS``): threaded BLAS sums in another
+    order, and the rows would differ in the last bits between executors.
+
     Raises
     ------
     ConfigError
         With the point's index and axis values prepended (when the scenario has axes).
     """
+    from dpgossip._threads import single_blas_thread
     from dpgossip.scenario import runner
+    from dpgossip.scenario.sections import prepare_point
 
     base = Path(task.base) if task.base else None
     t0 = time.perf_counter()
     try:
-        from dpgossip.scenario.sections import prepare_point
-
-        config, extra = prepare_point(task.config, base)  # e.g. a calibrated noise scale
-        runs, iters = runner.run_point(config, task.axes, base)
-        runs = [{**r, **extra} for r in runs]
-        tables = {"runs": runs, "iterations": iters, **runner.run_sections(config, base)}
+        with single_blas_thread():
+            config, extra = prepare_point(task.config, base)  # e.g. a calibrated noise scale
+            runs, iters = runner.run_point(config, task.axes, base)
+            runs = [{**r, **extra} for r in runs]
+            tables = {"runs": runs, "iterations": iters, **runner.run_sections(config, base)}
     except ConfigError as exc:
         label = _label(task)
         if not label:
