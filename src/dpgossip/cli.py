@@ -341,20 +341,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: user mistakes print a message and exit 2, without a traceback."""
+    """Entry point: user mistakes print a message and exit 2, without a traceback; Ctrl-C and
+    SIGTERM print a message and exit 130 and 143 (``128 + signal``)."""
+    from dpgossip.interrupt import exit_code, sigterm_interrupts
+
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with sigterm_interrupts():
+            return int(args.func(args) or 0)
     except ConfigError as exc:
         print(f"dpgossip: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(
-            "dpgossip: interrupted; finished results are kept (run the same command again to "
-            "finish without recomputing them)",
-            file=sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt as exc:
+        kept = ("; finished results are kept (run the same command again to finish without "
+                "recomputing them)") if args.command == "run" else ""
+        print(f"dpgossip: interrupted{kept}", file=sys.stderr)
+        return exit_code(exc)
 
 
 if __name__ == "__main__":
