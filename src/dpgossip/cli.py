@@ -15,7 +15,10 @@ __all__ = ["main"]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """Run a scenario; exit 1 when a run's arithmetic broke down (status ``diverged`` or
+    ``non-finite``: the files are written, those numbers are NaN), else 0."""
     from dpgossip.scenario import load_scenario, run_scenario
+    from dpgossip.scenario.status import ARITHMETIC
 
     sc = load_scenario(args.scenario)
     out = run_scenario(
@@ -28,7 +31,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plots=False if args.no_plots else None,
     )
     print(f"results written to {out}")
-    return 0
+    statuses = json.loads((Path(out) / "summary.json").read_text(encoding="utf-8"))["statuses"]
+    total = sum(statuses.values())
+    others = {s: n for s, n in statuses.items() if s != "ok"}
+    if others:
+        counts = ", ".join(f"{n} {s}" for s, n in others.items())
+        print(f"dpgossip: warning: {sum(others.values())} of {total} runs are not ok ({counts}); "
+              "see the status and status_reason columns of runs.csv", file=sys.stderr)
+    return 1 if any(s in ARITHMETIC for s in statuses) else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
