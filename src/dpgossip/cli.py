@@ -15,7 +15,10 @@ __all__ = ["main"]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """Run a scenario; exit 1 when a run's arithmetic broke down (status ``diverged`` or
+    ``non-finite``: the files are written, those numbers are NaN), else 0."""
     from dpgossip.scenario import load_scenario, run_scenario
+    from dpgossip.scenario.status import ARITHMETIC
 
     sc = load_scenario(args.scenario)
     out = run_scenario(
@@ -28,7 +31,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plots=False if args.no_plots else None,
     )
     print(f"results written to {out}")
-    return 0
+    statuses = json.loads((Path(out) / "summary.json").read_text(encoding="utf-8"))["statuses"]
+    total = sum(statuses.values())
+    others = {s: n for s, n in statuses.items() if s != "ok"}
+    if others:
+        counts = ", ".join(f"{n} {s}" for s, n in others.items())
+        print(f"dpgossip: warning: {sum(others.values())} of {total} runs are not ok ({counts}); "
+              "see the status and status_reason columns of runs.csv", file=sys.stderr)
+    return 1 if any(s in ARITHMETIC for s in statuses) else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -341,20 +351,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: user mistakes print a message and exit 2, without a traceback."""
+    """Entry point: user mistakes print a message and exit 2, without a traceback; Ctrl-C and
+    SIGTERM print a message and exit 130 and 143 (``128 + signal``)."""
+    from dpgossip.interrupt import exit_code, sigterm_interrupts
+
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with sigterm_interrupts():
+            return int(args.func(args) or 0)
     except ConfigError as exc:
         print(f"dpgossip: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(
-            "dpgossip: interrupted; finished results are kept (run the same command again to "
-            "finish without recomputing them)",
-            file=sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt as exc:
+        kept = ("; finished results are kept (run the same command again to finish without "
+                "recomputing them)") if args.command == "run" else ""
+        print(f"dpgossip: interrupted{kept}", file=sys.stderr)
+        return exit_code(exc)
 
 
 if __name__ == "__main__":

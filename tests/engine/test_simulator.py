@@ -290,3 +290,13 @@ def test_every_agent_crashing_stops(paper_ring, small_data):
                      conditions={"crashes": {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0}})
     assert res.info["status"] == "stopped" and res.info["outcome"].reason == "every agent crashed"
     assert res.info["summary"].messages_delivered == 0 and np.isnan(res.Q).all()
+
+
+def test_overflowing_iterates_do_not_look_like_a_disagreement(paper_ring, small_data):
+    # with alpha = 1e308 the final norms are NaN on every agent: the views are the same all the same
+    params = params_for(small_data, paper_ring, T=3, c=2, alpha=1e308)
+    with np.errstate(all="ignore"):
+        res = run_engine(small_data, paper_ring, params, seed=1, record_transcript=False)
+    assert not np.isfinite(res.iterates[0, -1]).all()
+    assert res.info["status"] == "completed", res.info["outcome"].reason
+    assert res.info["rows_kept"].all()

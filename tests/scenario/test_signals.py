@@ -1,5 +1,7 @@
-"""`kill` (SIGTERM) on a pooled sweep: the workers are stopped with the parent (no orphans left burning
-CPU), the finished points are kept, and running the command again finishes the sweep."""
+"""Signals on a sweep. `kill` (SIGTERM) on a pooled sweep: the workers are stopped with the parent (no
+orphans left burning CPU), the finished points are kept, the exit status is 143, and running the command
+again finishes the sweep. `kill -9` on the parent: the workers and the resource tracker go too. SIGTERM
+on an in-process sweep: a message and 143, no traceback."""
 
 from __future__ import annotations
 
@@ -44,6 +46,39 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        out.extend(kids)
+        todo.extend(kids)
+    return out
+
+
+def _cmd(sc: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "dpgossip.cli", "run", str(sc), "--out", str(out), *extra]
+
+
+def _start_pool(tmp_path: Path, scenario: str, output: int = subprocess.PIPE
+                ) -> tuple[subprocess.Popen, list[int], list[str]]:
+    """Start ``dpgossip run --workers 2`` and wait for its two workers."""
+    sc = tmp_path / "slow.toml"
+    sc.write_text(scenario)
+    cmd = _cmd(sc, tmp_path / "out", "--workers", "2", "-q")
+    proc = subprocess.Popen(cmd, stdout=output, stderr=output, text=True)
+    workers: list[int] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(workers) < 2:  # wait for the pool
+        workers = [c for c in _children(proc.pid) if "spawn_main" in
+                   Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
+        time.sleep(0.1)
+    if len(workers) < 2:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the pool did not start")
+    return proc, workers, cmd
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -53,26 +88,19 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+linux = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+
+
+@linux
 def test_sigterm_stops_the_workers_and_the_sweep_resumes(tmp_path):
-    sc = tmp_path / "slow.toml"
-    sc.write_text(SCENARIO)
+    proc, workers, cmd = _start_pool(tmp_path, SCENARIO)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "dpgossip.cli", "run", str(sc), "--out", str(out), "--workers", "2",
-           "-q"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    workers: list[int] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(workers) < 2:  # wait for the pool
-        workers = [c for c in _children(proc.pid) if "spawn_main" in
-                   Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
-        time.sleep(0.2)
-    assert len(workers) == 2, "the pool did not start"
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 143, err  # 128 + SIGTERM
     assert "interrupted; finished results are kept" in err
+    assert "Traceback" not in err
     time.sleep(0.5)
     assert not [w for w in workers if _alive(w)], "orphaned workers after SIGTERM"
     done = len(list((out / "points").glob("*.json"))) if (out / "points").exists() else 0
@@ -81,3 +109,90 @@ def test_sigterm_stops_the_workers_and_the_sweep_resumes(tmp_path):
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     assert len(list((out / "points").glob("*.json"))) == 4
+
+
+@linux
+def test_workers_die_with_a_killed_parent(tmp_path):
+    proc, workers, _ = _start_pool(tmp_path, SCENARIO.replace("repeats = 10", "repeats = 40"),
+                                   output=subprocess.DEVNULL)  # orphans would hold a pipe open
+    family: list[int] = []
+    try:
+        time.sleep(1.0)  # the workers are computing
+        family = _descendants(proc.pid)  # the workers, the resource tracker
+        assert set(workers) <= set(family)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(p) for p in family):
+            time.sleep(0.1)
+        left = {p: Path(f"/proc/{p}/cmdline").read_text(errors="replace").replace("\0", " ")
+                for p in family if _alive(p)}
+        assert not left, f"processes left behind by a killed parent: {left}"
+    finally:  # never leave them to the next test
+        for p in [proc.pid, *family]:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
+@linux
+def test_sigterm_on_an_in_process_sweep_exits_143(tmp_path):
+    sc = tmp_path / "slow.toml"
+    sc.write_text(SCENARIO)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(_cmd(sc, out, "-q"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out / "config.resolved.json").exists():
+        time.sleep(0.05)  # the sweep has started: the handler is installed
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "interrupted; finished results are kept" in err and "Traceback" not in err
+
+
+WATCHED = """
+import os, sys, time
+from pathlib import Path
+from dpgossip.scenario import execute
+execute.PARENT_POLL = 0.05
+if sys.argv[1] == "watchdog":
+    execute._kill_me_with_parent = lambda: False  # as where prctl is missing
+execute._worker_init(os.getppid())
+Path(sys.argv[2]).write_text(str(os.getpid()))
+time.sleep(30)
+"""
+
+
+@linux
+@pytest.mark.parametrize("how", ["prctl", "watchdog"])
+def test_a_worker_exits_when_its_parent_dies(tmp_path, how):
+    ready = tmp_path / "ready"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); "
+         "time.sleep(30)", sys.executable, "-c", WATCHED, how, str(ready)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not ready.exists():
+            time.sleep(0.05)
+        time.sleep(0.05)
+        worker = int(ready.read_text())
+        assert _alive(worker)
+        parent.kill()
+        parent.wait(5)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and _alive(worker):
+            time.sleep(0.05)
+        assert not _alive(worker), f"the worker outlived its parent ({how})"
+    finally:
+        parent.kill()
+        if worker is not None and _alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def test_a_worker_whose_parent_is_already_gone_exits():
+    code = "from dpgossip.scenario.execute import _worker_init; _worker_init(-1); print('alive')"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and "alive" not in p.stdout, p.stderr

@@ -303,6 +303,11 @@ class _Monitor:
         self.env.timeout(self.conditions.failure_timeout).callbacks.append(self.stall_check)
 
 
+def _norm_key(x: float) -> float:
+    """``x``, with every NaN replaced by the one object ``math.nan`` (a set holds it once)."""
+    return math.nan if math.isnan(x) else x
+
+
 def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.SeedSequence,
               conditions: NetworkConditions, agents: list[Agent], fabric: Fabric,
               monitor: _Monitor, writer: TranscriptWriter, wall: float, disseminate: bool,
@@ -337,7 +342,8 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
     disagreement = None
     for l in range(r):
         if disseminate:
-            views = {(a.trace.members[l], float(a.trace.q_norm[l])) for a in agents
+            # math.nan for any NaN norm (overflowed iterates): one object, so equal views collapse
+            views = {(a.trace.members[l], _norm_key(float(a.trace.q_norm[l]))) for a in agents
                      if a.trace.members[l] is not None}
             if len(views) > 1:
                 sets = sorted({v[0] for v in views})

@@ -201,6 +201,10 @@ def _run(
             tasks.append(PointTask(index=p.index, key=key, config=p.config, axes=p.axes, base=base))
     progress = Progress(len(results) + len(tasks), quiet=quiet)
     progress.skipped(len(results), str(out_dir / "points"))
+    for p in points:  # resumed points are warned about again
+        stored = results.get(structures.keys[p.index])
+        if stored is not None and stored.index == p.index:
+            progress.warn(stored)
     if client is not None:
         stream = run_dask(tasks, client)
     elif n_workers > 1 and len(tasks) > 1:
@@ -212,6 +216,7 @@ def _run(
             write_point(out_dir, result)
             results[result.key] = result
             progress.update(result)
+            progress.warn(result)
     finally:
         stream.close()  # stops a pool or cluster at once when we leave early
         progress.close()

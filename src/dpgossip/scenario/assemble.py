@@ -6,7 +6,8 @@ Files (all written atomically; ``summary.json`` last, so its presence marks a fi
     The validated configuration with every default filled (written before the first point runs).
 ``runs.csv``
     One row per point and repeat: axis columns (dots replaced by ``_``), network, data and protocol
-    descriptors, final metrics, the LDP baseline when enabled, and ``point``.
+    descriptors, final metrics, ``status`` and ``status_reason`` (:mod:`dpgossip.scenario.status`),
+    the engine's summary, the LDP baseline when enabled, and ``point``.
 ``iterations.csv``
     One row per point, repeat, component and iteration ``t = 0..T``: ``error = sin(u_l, q_l^(t))``.
 ``<table>.csv``
@@ -15,8 +16,10 @@ Files (all written atomically; ``summary.json`` last, so its presence marks a fi
     One row per point: ``point``, ``hash`` (its point file), ``network`` (its file in ``networks/``) and
     the axis values.
 ``summary.json``
-    Mean, standard deviation and 95 % Student-t interval of every metric per point, the resolved
-    configuration, the axes and zip groups, seed entropy, library versions and the list of files.
+    Mean, standard deviation and 95 % Student-t interval of every metric per point (over the finite
+    values), how many runs ended in each status (in all, ``statuses``, and per point, ``status``; see
+    :mod:`dpgossip.scenario.status`), the resolved configuration, the axes and zip groups, seed
+    entropy, library versions and the list of files.
 ``timing.json``
     Wall-clock seconds per point and in total, and which points were resumed (kept out of
     ``summary.json`` so that a resumed run's summary equals an uninterrupted run's).
@@ -31,6 +34,7 @@ from typing import Any
 
 from dpgossip.scenario.expand import Point
 from dpgossip.scenario.results import PointResult
+from dpgossip.scenario.status import status_counts
 from dpgossip.scenario.store import write_csv, write_json
 from dpgossip.scenario.summary import library_versions, summarise
 
@@ -131,8 +135,12 @@ def assemble(
     metrics = [m for m in METRICS if any(m in r for r in runs)]
     hashes = dict(keys)
     stats = summarise(runs, ["point", *(axis_column(a) for a in axes)], metrics)
+    by_point: dict[Any, list[dict[str, Any]]] = {}
+    for r in runs:
+        by_point.setdefault(r["point"], []).append(r)
     for entry in stats:
         entry["hash"] = hashes[entry["point"]]
+        entry["status"] = status_counts(by_point.get(entry["point"], []))
     written.append("summary.json")
     write_json(
         out_dir / "summary.json",
@@ -143,6 +151,7 @@ def assemble(
             "repeats": config["repeats"],
             "axes": axes,
             "zip": (config.get("sweep") or {}).get("zip", []),
+            "statuses": status_counts(runs),
             "seed_entropy": config["seed"],
             "seeding": SEEDING,
             "versions": library_versions(),

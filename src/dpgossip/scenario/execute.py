@@ -1,13 +1,15 @@
 """Where the points of a sweep run: in this process, a local process pool, or a Dask cluster.
 
 The unit of work is one point with all its repeats (:class:`PointTask` -> :func:`run_task` ->
-:class:`~dpgossip.scenario.results.PointResult`). Seeds depend only on the point's configuration, so
-every executor gives the same rows; results come back in completion order and are put in point order
-when the folder is assembled.
+:class:`~dpgossip.scenario.results.PointResult`). Seeds depend only on the point's configuration and
+:func:`run_task` computes with BLAS on one thread (:func:`dpgossip._threads.single_blas_thread`), so every
+executor gives the same rows, to the last bit; results come back in completion order and are put in
+point order when the folder is assembled.
 
 * :func:`run_inline` -- one after the other in this process (``--workers 1``, the default);
 * :func:`run_pool` -- a :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn`` start method
-  (``--workers N``); workers ignore SIGINT and are terminated when the sweep is interrupted;
+  (``--workers N``); workers ignore SIGINT, are terminated when the sweep is interrupted, and die with
+  this process however it ends (even ``kill -9``: see :func:`_worker_init`);
 * :func:`run_dask` -- ``dask.distributed.Client(address)`` (``--scheduler ADDRESS``, extra ``dask``);
   the workers need the same dpgossip and numpy versions as this process.
 """
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.interrupt import Interrupted
 from dpgossip.scenario.results import PointResult, jsonable
 
 __all__ = [
@@ -63,22 +68,27 @@ def _label(task: PointTask) -> str:
 def run_task(task: PointTask) -> PointResult:
     """Run every repeat of one point (top-level function: picklable for process pools and Dask).
 
+    The point is computed with every BLAS library on one thread, whatever the executor or the
+    environment (``OPENBLAS_NUM_THREADS``, ``DPGOSSIP_BLAS_THREADS``): threaded BLAS sums in another
+    order, and the rows would differ in the last bits between executors.
+
     Raises
     ------
     ConfigError
         With the point's index and axis values prepended (when the scenario has axes).
     """
+    from dpgossip._threads import single_blas_thread
     from dpgossip.scenario import runner
+    from dpgossip.scenario.sections import prepare_point
 
     base = Path(task.base) if task.base else None
     t0 = time.perf_counter()
     try:
-        from dpgossip.scenario.sections import prepare_point
-
-        config, extra = prepare_point(task.config, base)  # e.g. a calibrated noise scale
-        runs, iters = runner.run_point(config, task.axes, base)
-        runs = [{**r, **extra} for r in runs]
-        tables = {"runs": runs, "iterations": iters, **runner.run_sections(config, base)}
+        with single_blas_thread():
+            config, extra = prepare_point(task.config, base)  # e.g. a calibrated noise scale
+            runs, iters = runner.run_point(config, task.axes, base)
+            runs = [{**r, **extra} for r in runs]
+            tables = {"runs": runs, "iterations": iters, **runner.run_sections(config, base)}
     except ConfigError as exc:
         label = _label(task)
         if not label:
@@ -116,8 +126,47 @@ def run_inline(tasks: Iterable[PointTask]) -> Iterator[PointResult]:
         yield run_task(task)
 
 
-def _ignore_sigint() -> None:
+PARENT_POLL = 0.5
+"""Seconds between checks of the parent by a worker's watchdog thread (where ``prctl`` is missing)."""
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_init(parent: int) -> None:
+    """Initializer of a pool worker: ignore SIGINT (Ctrl-C is the parent's to handle) and die with
+    the parent process ``parent``.
+
+    On Linux the kernel kills the worker when its parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``),
+    whatever killed the parent, SIGKILL included; elsewhere a daemon thread polls ``os.getppid()``
+    every :data:`PARENT_POLL` seconds. A parent that died before this ran is caught by the check that
+    follows. When every worker is gone, multiprocessing's resource tracker (whose pipe they and the
+    parent held) sees the end of its pipe and exits too.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _kill_me_with_parent():
+        threading.Thread(target=_watch_parent, args=(parent,), name="dpgossip-parent-watch",
+                         daemon=True).start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _kill_me_with_parent() -> bool:
+    """Ask the Linux kernel for SIGKILL when the parent dies; whether that worked."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(1)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
@@ -151,23 +200,28 @@ def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:
     """Run the tasks on ``workers`` local processes (``spawn``), yielding results as they finish.
 
     The workers are started with SIGINT ignored, so Ctrl-C reaches only this process; it (or a SIGTERM,
-    as sent by ``kill``) is turned into ``KeyboardInterrupt`` between results (never inside the pool's
-    bookkeeping), after which the pending tasks are cancelled and the workers terminated. Results
-    already yielded are kept by the caller. A second Ctrl-C interrupts at once.
+    as sent by ``kill``) is turned into :class:`~dpgossip.interrupt.Interrupted` (a
+    ``KeyboardInterrupt`` carrying the signal) between results (never inside the pool's bookkeeping),
+    after which the pending tasks are cancelled and the workers terminated. Results already yielded
+    are kept by the caller. A second Ctrl-C interrupts at once. If this process is killed outright
+    (SIGKILL), the workers die with it (:func:`_worker_init`).
     """
     tasks = list(tasks)
     if not tasks:
         return
     stop = threading.Event()
+    received: list[int] = []
 
     def request_stop(signum: int, frame: Any) -> None:
+        received.append(signum)
         stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=_ignore_sigint,
+        initializer=_worker_init,
+        initargs=(os.getpid(),),
     )
     clean = False
     try:
@@ -177,11 +231,11 @@ def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:
             while pending:
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 if stop.is_set():
-                    raise KeyboardInterrupt
+                    raise Interrupted(received[0])
                 for fut in finished:
                     yield fut.result()
                     if stop.is_set():
-                        raise KeyboardInterrupt
+                        raise Interrupted(received[0])
         clean = True
     finally:
         if clean:

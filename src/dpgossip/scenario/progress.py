@@ -3,6 +3,9 @@
 * ``quiet``: nothing.
 * stderr is a terminal and tqdm is installed (extra ``progress``): one bar with rate and ETA.
 * otherwise: one line per finished point, ``[3/9] c=5: error 0.0123 (0.4 s; ETA 2.1 s)``.
+
+A point with runs that are not ``ok`` (crashed agents, a stopped or diverged run) gets one warning line,
+quiet or not (:meth:`Progress.warn`).
 """
 
 from __future__ import annotations
@@ -102,6 +105,21 @@ class Progress:
             file=self.stream,
             flush=True,
         )
+
+    def warn(self, result: PointResult) -> None:
+        """One line on the stream (even when quiet) if some runs of the point are not ``ok``
+        (:func:`~dpgossip.scenario.status.point_warning`)."""
+        from dpgossip.scenario.status import point_warning
+
+        text = point_warning(result.runs)
+        if text is None:
+            return
+        label = axes_label(result.axes)
+        msg = f"dpgossip: warning: point {result.index}{f' ({label})' if label else ''}: {text}"
+        if self._bar is not None:
+            self._bar.write(msg, file=self.stream)
+        else:
+            print(msg, file=self.stream, flush=True)
 
     def close(self) -> None:
         """Close the bar (if any)."""

@@ -16,14 +16,13 @@ import numpy as np
 from dpgossip.data import load_dataset
 from dpgossip.protocol import (
     NoiseSchedule,
-    captured_energy,
-    error_per_iteration,
     resolve_params,
     run_ldp,
     run_matrix,
     subspace_distance,
     top_singular,
 )
+from dpgossip.scenario.status import flag_non_finite, measure_run
 from dpgossip.topology import make_network
 
 __all__ = [
@@ -125,8 +124,11 @@ def run_point(
     Returns
     -------
     runs, iterations
-        Tidy rows: one per repeat (final metrics), and one per repeat, component and iteration
-        (``error = sin(u_l, q_l^(t))``, Eq. (37) of 001).
+        Tidy rows: one per repeat (final metrics, ``status`` and ``status_reason``: see
+        :mod:`dpgossip.scenario.status`), and one per repeat, component and iteration
+        (``error = sin(u_l, q_l^(t))``, Eq. (37) of 001; NaN where not computed). An engine run's
+        ``status`` from its summary is the ``engine_status`` column, its crashed agents
+        ``crashed_agents``.
     """
     data, network, params = build_problem(cfg, base)
     spec = top_singular(data.X, params.rank)
@@ -140,24 +142,27 @@ def run_point(
     runs, iters = [], []
     for k in range(cfg["repeats"]):
         seq = repeat_seed(cfg["seed"], k)
-        if cfg["backend"] == "engine":
-            from dpgossip.engine import NetworkConditions, run_engine
+        outcome = None
+        with np.errstate(all="ignore"):  # overflow and NaN are reported by the run's status
+            if cfg["backend"] == "engine":
+                from dpgossip.engine import NetworkConditions, run_engine
 
-            cond = NetworkConditions.from_mapping(cfg.get("engine") or {})
-            res = run_engine(data, network, params, seq, conditions=cond, record_transcript=False)
-        else:
-            res = run_matrix(data, network, params, seq)
-        err = error_per_iteration(res.iterates, spec.U)
-        row = {
-            **base_row,
-            "repeat": k,
-            "error": float(err[0, -1]),
-            "subspace_distance": subspace_distance(spec.U, res.Q),
-            "captured_energy": captured_energy(data.X, res.Q),
-        }
+                cond = NetworkConditions.from_mapping(cfg.get("engine") or {})
+                res = run_engine(data, network, params, seq, conditions=cond,
+                                 record_transcript=False)
+                outcome = res.info.get("outcome")
+            else:
+                res = run_matrix(data, network, params, seq)
+        measured = measure_run(res, data, spec)
+        err = measured.errors
+        row = {**base_row, "repeat": k, **measured.to_row()}
+        if outcome is not None:
+            row["crashed_agents"] = list(outcome.crashed)
         summary = res.info.get("summary") if res.info else None
         if summary is not None and hasattr(summary, "to_row"):
-            row.update({k: v for k, v in summary.to_row().items() if k not in TIMING_COLUMNS})
+            for name, value in summary.to_row().items():
+                if name not in TIMING_COLUMNS:
+                    row["engine_status" if name == "status" else name] = value
         base_cfg = cfg.get("baseline") or {}
         if base_cfg.get("ldp"):
             ldp = run_ldp(
@@ -176,6 +181,7 @@ def run_point(
                     "delta": base_cfg["delta"],
                 }
             )
+        flag_non_finite(row, ("ldp_error",))
         runs.append(row)
         for l in range(params.rank):
             for t in range(params.iterations + 1):
