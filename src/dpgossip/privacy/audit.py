@@ -35,8 +35,16 @@ from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.gaussian_pair import GaussianPair
-from dpgossip.privacy.neighbours import Neighbour, candidate_neighbours, is_neighbour, max_step
+from dpgossip.privacy.neighbours import (
+    NEIGHBOUR_KINDS,
+    Neighbour,
+    candidate_neighbours,
+    is_neighbour,
+    max_step,
+)
 from dpgossip.privacy.release import ReleaseModel, build_release_model
+from dpgossip.privacy.search import SearchEvidence, SearchSettings, TargetSearch
+from dpgossip.privacy.subview import FirstMessageView
 from dpgossip.privacy.views import View, make_view, view_factor
 from dpgossip.protocol.ddppm import run_matrix
 from dpgossip.protocol.params import ProtocolParams
@@ -103,6 +111,8 @@ class PairResult:
     """``delta`` at each epsilon of the grid, for each method."""
     renyi2: float
     """``D_2(P || Q)`` of the worst neighbour (a quick scale of the leakage)."""
+    evidence: SearchEvidence | None = None
+    """With ``search``: how the search found it and how the value moved with the effort."""
 
     def rows(self, epsilons: Sequence[float], delta_target: float) -> list[dict[str, object]]:
         """Tidy rows: one per method."""
@@ -111,7 +121,8 @@ class PairResult:
             row: dict[str, object] = {"observer": self.observer, "target": self.target,
                                       "hops": self.hops, "method": meth, "delta": delta_target,
                                       "epsilon": eps, "renyi2": self.renyi2,
-                                      **self.neighbour.to_row()}
+                                      **self.neighbour.to_row(),
+                                      **(self.evidence.to_row() if self.evidence else {})}
             for e, dl in zip(epsilons, self.delta[meth], strict=True):
                 row[f"delta_at_eps_{e:g}"] = dl
             out.append(row)
@@ -143,6 +154,8 @@ class PairAudit:
     """The composition statement when ``components > 1`` (:func:`rank_audit_note`), else None."""
     run: RunResult | None = field(default=None, repr=False)
     """The run whose realised components the audit is conditional on (``components > 1`` only)."""
+    search: SearchSettings | None = None
+    """The optimising search's settings, or None for the candidate search (``candidates``)."""
 
     def matrix(self, method: str = "exact", what: str = "epsilon", index: int = 0) -> np.ndarray:
         """``m x m`` matrix (observer x target) of epsilon at ``delta`` (``what="epsilon"``) or of delta at
@@ -280,13 +293,41 @@ def _perturb(nb: Neighbour, x: np.ndarray, kind: str, step: float,
     return Neighbour(row=nb.row, x_new=y, label=nb.label + "+ascent")
 
 
+def _pairs_and_views(data: PartitionedData, view: str, delta: float, epsilons: Sequence[float],
+                     rank_by: str, targets: Sequence[int] | None, observers: Sequence[int] | None
+                     ) -> tuple[list[int], list[int], dict[tuple[int, int], Hashable],
+                                dict[Hashable, View]]:
+    """Validated targets and observers, each pair's view key and the views."""
+    if rank_by not in ("epsilon", "delta"):
+        raise ConfigError(f"rank_by must be 'epsilon' or 'delta', got {rank_by!r}")
+    if not 0 < delta < 1:
+        raise ConfigError(f"privacy.delta must be in (0, 1), got {delta!r}")
+    for e in epsilons:
+        if not e > 0:
+            raise ConfigError(f"privacy.epsilon values must be > 0, got {e!r}")
+    m = data.m
+    targets = list(range(m)) if targets is None else [int(j) for j in targets]
+    observers = list(range(m)) if observers is None else [int(o) for o in observers]
+    keys: dict[tuple[int, int], Hashable] = {}
+    views: dict[Hashable, View] = {}
+    for j in targets:
+        for o in observers:
+            if o == j:
+                continue
+            k, v = _view_key(view, o, j, m)
+            keys[(o, j)] = k
+            views[k] = v
+    return targets, observers, keys, views
+
+
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                 delta: float = 1e-5, epsilons: Sequence[float] = (1.0,), view: str = "observer",
                 neighbours: str = "bounded", candidates: int = 100, refine: int = 3,
                 ascent_steps: int = 4, methods: Sequence[str] = ("exact", "rdp", "chernoff"),
                 targets: Sequence[int] | None = None, observers: Sequence[int] | None = None,
                 seed: int = 0, run: RunResult | None = None, rank_by: str = "epsilon",
-                delta_resolution: float = 0.0) -> PairAudit:
+                delta_resolution: float = 0.0,
+                search: str | int | SearchSettings | None = None) -> PairAudit:
     """Audit every (observer, target) pair of a run by a worst-case search.
 
     Rank 1: component 0 on ``data.X``.  Rank ``r > 1``: all components, conditionally on the realised
@@ -313,7 +354,20 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         when ``run`` is not given.
     run
         The realised run of a rank ``r > 1`` audit (made with ``params`` on ``data``); ignored for rank 1.
+    search
+        None (default): the candidate search above (``candidates``, ``refine``, ``ascent_steps``), which
+        can miss far worse neighbours. ``quick``, ``standard``, ``thorough``, a number of levels or
+        :class:`SearchSettings`: the optimising search of :mod:`dpgossip.privacy.search` (every row of
+        the target, all singular directions, projected ascent, exact selection, first-message bound,
+        evidence per pair); ``candidates``, ``refine`` and ``ascent_steps`` are then not used.
     """
+    if search is not None:
+        settings = SearchSettings.of(search)
+        with blas_threads(1):
+            return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
+                                    neighbours=neighbours, settings=settings, methods=methods,
+                                    targets=targets, observers=observers, seed=seed,
+                                    rank_by=rank_by, run=run, delta_resolution=delta_resolution)
     with blas_threads(1):  # many small BLAS calls: one thread is several times faster (module _threads)
         return _audit_pairs(data, network, params, delta=delta, epsilons=epsilons, view=view,
                             neighbours=neighbours, candidates=candidates, refine=refine,
@@ -328,28 +382,12 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
                  targets: Sequence[int] | None, observers: Sequence[int] | None,
                  seed: int, run: RunResult | None, rank_by: str = "epsilon",
                  delta_resolution: float = 0.0) -> PairAudit:
-    if rank_by not in ("epsilon", "delta"):
-        raise ConfigError(f"rank_by must be 'epsilon' or 'delta', got {rank_by!r}")
-    if not 0 < delta < 1:
-        raise ConfigError(f"privacy.delta must be in (0, 1), got {delta!r}")
-    for e in epsilons:
-        if not e > 0:
-            raise ConfigError(f"privacy.epsilon values must be > 0, got {e!r}")
     if refine < 1:
         raise ConfigError(f"privacy.refine must be >= 1, got {refine!r}")
     m = data.m
     rng = np.random.default_rng(seed)
-    targets = list(range(m)) if targets is None else [int(j) for j in targets]
-    observers = list(range(m)) if observers is None else [int(o) for o in observers]
-    keys: dict[tuple[int, int], Hashable] = {}
-    views: dict[Hashable, View] = {}
-    for j in targets:
-        for o in observers:
-            if o == j:
-                continue
-            k, v = _view_key(view, o, j, m)
-            keys[(o, j)] = k
-            views[k] = v
+    targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
+                                                       targets, observers)
     auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
     results: dict[tuple[int, int], PairResult] = {}
@@ -407,5 +445,55 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
             results[(o, jj)] = best_res
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results, candidates=candidates, m=m,
+                     components=auditor.components, note=auditor.note, run=auditor.run,
+                     rank_by=rank_by)
+
+
+def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolParams, *,
+                 delta: float, epsilons: Sequence[float], view: str, neighbours: str,
+                 settings: SearchSettings, methods: Sequence[str],
+                 targets: Sequence[int] | None, observers: Sequence[int] | None,
+                 seed: int, run: RunResult | None, rank_by: str = "epsilon",
+                 delta_resolution: float = 0.0) -> PairAudit:
+    if neighbours not in NEIGHBOUR_KINDS:
+        raise ConfigError(f"privacy.neighbours: unknown kind {neighbours!r}; known: "
+                          f"{', '.join(NEIGHBOUR_KINDS)}")
+    m = data.m
+    targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
+                                                       targets, observers)
+    auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
+    specs = auditor.auditors[0].specs
+    hops = dict(nx.all_pairs_shortest_path_length(network.graph))
+    results: dict[tuple[int, int], PairResult] = {}
+    method = methods[0]
+    for j in targets:
+        rows = np.arange(data.offsets[j], data.offsets[j + 1])
+        pairs_j = [(o, j) for o in observers if o != j]
+        if not pairs_j:
+            continue
+        my_keys = sorted({keys[p] for p in pairs_j}, key=str)
+        subviews = {k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in my_keys}
+        ts = TargetSearch(auditor.pairs, data.X, rows, my_keys, subviews=subviews, kind=neighbours,
+                          delta=delta, epsilon=float(epsilons[0]) if rank_by == "delta" else None,
+                          method=method, resolution=delta_resolution, seed=seed, target=j)
+        ts.run(settings)
+        for o, jj in pairs_j:
+            k = keys[(o, jj)]
+            best = ts.best[k]
+            assert best.neighbour is not None and best.pair is not None
+            pair = best.pair
+            if rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
+                eps = {meth: math.nan for meth in methods}
+            else:
+                eps = {meth: (best.value if meth == method else float(pair.epsilon(delta, method=meth)))
+                       for meth in methods}
+            dl = {meth: [float(pair.delta(e, method=meth, resolution=delta_resolution))
+                         for e in epsilons] for meth in methods}
+            results[(o, jj)] = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
+                                          neighbour=best.neighbour, epsilon=eps, delta=dl,
+                                          renyi2=float(pair.renyi(2.0)),
+                                          evidence=ts.evidence(k, settings))
+    return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
+                     methods=tuple(methods), results=results, candidates=0, search=settings, m=m,
                      components=auditor.components, note=auditor.note, run=auditor.run,
                      rank_by=rank_by)

@@ -1,0 +1,572 @@
+r"""The worst-case neighbour search of a pair audit: an optimisation over (row, replacement).
+
+For a target ``j`` the audit wants, for every view ``k`` of it,
+
+.. math::
+
+    \sup_{r \in \text{rows}(j)} \ \sup_{x' \in C(x_r)} \ \phi_k(r, x'),
+
+``phi_k`` the asked quantity (exact epsilon at ``delta``, or exact delta at ``epsilon``) of the view's
+Gaussian pair when row ``r`` is replaced by ``x'``, and ``C`` the allowed set (``bounded``: ``||x'|| <= 1``
+and ``||x' - x|| <= 1``; ``replace-one``: ``||x'|| <= 1``). The search runs in levels; level ``l + 1``
+doubles the effort of level ``l`` and continues from everything level ``l`` found, so a larger budget
+never reports less (the reported value is the maximum over every candidate ever given an exact value).
+
+1. **Screen** (once): every row of the target. For each view the first-message sub-view
+   (:mod:`~dpgossip.privacy.subview`, closed form) is maximised over many directions for every row; then
+   the full view is evaluated at ``-x`` and at the sub-view's best replacement of every row. Rows are
+   ranked by the largest surrogate over views.
+2. **Starts** (level ``l``: the best ``rows * 2^l`` rows): ``x' = x + t u`` at the largest allowed step for
+   ``u`` in ``-x``, plus and minus every right singular vector of ``X_j`` and of ``X``, and
+   ``random * 2^l`` random unit directions (a stream per row, so a higher level extends a lower one).
+3. **Ascent** (per view, from its ``starts`` best candidates): projected gradient ascent of the surrogate
+   on ``C`` (forward-difference gradient in all ``d`` coordinates, Euclidean projection onto ``C``,
+   step halved on failure), ``steps * 2^l`` steps.
+4. **Exact** (per view): the asked quantity for its ``exact`` best candidates by surrogate. In epsilon
+   mode a candidate is better than the best so far exactly when its delta at the best epsilon exceeds
+   ``delta`` (``delta(eps)`` is non-increasing), so an epsilon is solved only for improvements.
+5. **Polish** (per view): projected ascent of the asked quantity itself (forward differences of the
+   exact delta) from the best neighbour, ``steps * 2^l`` steps.
+
+The surrogate is the RDP epsilon at ``delta`` on a fixed grid of orders, both directions, vectorised (in
+both modes: the RDP delta at an epsilon saturates at 1 where the leakage is large, leaving nothing to
+climb): an upper bound of the exact epsilon that ranks candidates and is smooth enough to climb.
+
+Every value is the exact quantity of an actual neighbour, hence a **lower estimate** of the true worst
+case over all neighbours of this ``X``; the evidence (value after every stage and level, evaluations) says
+how it moved as the effort grew, and the first-message bound is a lower bound that does not depend on the
+search.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.privacy.neighbours import Neighbour, max_step, project
+from dpgossip.privacy.subview import FirstMessageView, small_pair_delta, small_pair_epsilon
+
+__all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "TargetSearch",
+           "surrogate"]
+
+SEARCH_PRESETS = {"quick": 1, "standard": 3, "thorough": 4}
+"""Number of effort levels of each named search; each level doubles the effort of the one before."""
+
+_ORDERS = np.geomspace(1.0 + 1e-3, 1e6, 72)
+_SUB_RANDOM = 128  # random directions per row for the closed-form sub-view
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchSettings:
+    """Effort of the worst-case search (module docstring): level ``l`` searches ``rows * 2^l`` rows with
+    ``random * 2^l`` random directions each and ``steps * 2^l`` ascent steps from ``starts`` starts per
+    view, and gives exact values to ``exact`` candidates per view."""
+
+    name: str = "standard"
+    levels: int = 3
+    rows: int = 2
+    random: int = 4
+    steps: int = 4
+    starts: int = 2
+    exact: int = 2
+
+    @classmethod
+    def of(cls, search: str | int | SearchSettings) -> SearchSettings:
+        """Settings from a preset name (``quick``, ``standard``, ``thorough``) or a number of levels."""
+        if isinstance(search, SearchSettings):
+            return search
+        if isinstance(search, bool):
+            raise ConfigError(f"privacy.search must be one of {', '.join(SEARCH_PRESETS)} or an "
+                              f"integer number of levels >= 1, got {search!r}")
+        if isinstance(search, int | np.integer):
+            if not 1 <= int(search) <= 8:
+                raise ConfigError(f"privacy.search levels must be in 1..8, got {search!r}")
+            return cls(name=f"levels={int(search)}", levels=int(search))
+        if search not in SEARCH_PRESETS:
+            raise ConfigError(f"privacy.search must be one of {', '.join(SEARCH_PRESETS)} or an "
+                              f"integer number of levels >= 1, got {search!r}"
+                              f"{did_you_mean(str(search), SEARCH_PRESETS)}")
+        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchStage:
+    """The best values of one view after a stage of the search."""
+
+    level: int
+    stage: str
+    evaluations: int
+    """Full-view evaluations for the target so far (all its views together)."""
+    surrogate: float
+    value: float
+    """Best exact value so far (NaN before the first exact stage)."""
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchEvidence:
+    """How a pair's worst value was found and how it moved with the effort."""
+
+    settings: SearchSettings
+    stages: tuple[SearchStage, ...]
+    rows_screened: int
+    rows_searched: int
+    first_message_bound: float
+    """The asked quantity of the first-message sub-view at its best neighbour (a lower bound of the true
+    worst case that does not depend on the search); NaN when the view has no first message of the target."""
+    level_values: tuple[float, ...] = field(default=())
+
+    @property
+    def evaluations(self) -> int:
+        return self.stages[-1].evaluations if self.stages else 0
+
+    @property
+    def last_doubling_change(self) -> float:
+        """Relative change of the worst value over the last level (0 = the last doubling of effort found
+        nothing better; NaN with a single level)."""
+        v = self.level_values
+        if len(v) < 2:
+            return math.nan
+        if v[-1] == v[-2]:
+            return 0.0
+        if not math.isfinite(v[-1]):
+            return math.inf
+        return float((v[-1] - v[-2]) / abs(v[-1])) if v[-1] != 0 else math.nan
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy columns."""
+        return {"search": self.settings.name, "search_levels": self.settings.levels,
+                "evaluations": self.evaluations, "rows_searched": self.rows_searched,
+                "rows_screened": self.rows_screened,
+                "value_by_level": " ".join(f"{v:.6g}" for v in self.level_values),
+                "last_doubling_change": self.last_doubling_change,
+                "first_message_bound": self.first_message_bound,
+                "estimate": "lower estimate of the worst case over neighbours (per instance)"}
+
+
+def _log_delta_terms(a: np.ndarray) -> np.ndarray:
+    return (a - 1) * np.log1p(-1 / a) - np.log(a)
+
+
+def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float, epsilon: float | None
+              ) -> np.ndarray:
+    """RDP surrogate of zero-mean pairs given their nontrivial eigenvalues ``lam`` (``M x p``).
+
+    ``D_a(P||Q) = -1/(2(a-1)) sum[ln(a lam + 1 - a) - a ln lam]`` and the same for ``1/lam`` (``Q||P``),
+    on a grid of orders; ``epsilon=None``: the RDP epsilon at ``delta`` (Canonne, Kamath & Steinke 2020,
+    Prop. 12), else ``log`` of the RDP delta at ``epsilon``; the worse direction. ``inf`` for a support
+    mismatch or an eigenvalue 0.
+    """
+    lam = np.atleast_2d(np.asarray(lam, dtype=float))
+    mismatch = np.broadcast_to(np.asarray(mismatch, dtype=bool), (lam.shape[0],))
+    a = _ORDERS[None, :, None]
+    out = np.full(lam.shape[0], -np.inf)
+    bad = mismatch | np.any(lam <= 0, axis=1)
+    L = np.where(lam[:, None, :] > 0, lam[:, None, :], 1.0)
+    for ll in (L, 1.0 / L):
+        arg = a * ll + 1 - a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll), -np.inf)
+        D = -terms.sum(axis=2) / (2 * (a[..., 0] - 1))  # M x orders; +inf where arg <= 0
+        ao = _ORDERS[None, :]
+        if epsilon is None:
+            val = D + (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
+        else:
+            val = (ao - 1) * (D - epsilon) + _log_delta_terms(ao)
+        val = np.nanmin(val, axis=1)
+        if epsilon is not None:
+            val = np.minimum(val, 0.0)
+        out = np.maximum(out, val)
+    out[bad] = np.inf if epsilon is None else 0.0
+    return out
+
+
+def _pair_surrogate(pair: GaussianPair, delta: float, epsilon: float | None) -> float:
+    if pair.support_mismatch is not None:
+        return math.inf if epsilon is None else 0.0
+    lam = pair.eigenvalues
+    if lam.size == 0:
+        return 0.0 if epsilon is None else -math.inf
+    return float(surrogate(lam[None, :], False, delta=delta, epsilon=epsilon)[0])
+
+
+@dataclass(slots=True)
+class _Best:
+    value: float = -math.inf
+    neighbour: Neighbour | None = None
+    pair: GaussianPair | None = None
+
+
+class TargetSearch:
+    """The search for one target over all its views (module docstring).
+
+    Parameters
+    ----------
+    evaluate
+        ``evaluate(neighbour, keys) -> {key: GaussianPair}``: the full-view pairs (a
+        :meth:`RunAuditor.pairs <dpgossip.privacy.audit.RunAuditor.pairs>`).
+    X, rows, kind
+        Data, the target's (global) row indices, neighbour kind.
+    subviews
+        The first-message sub-view of each view key (:class:`FirstMessageView`).
+    delta, epsilon
+        Epsilon mode (``epsilon=None``): the asked quantity is ``epsilon`` at ``delta``; delta mode: the
+        delta at ``epsilon``.
+    method, resolution
+        Conversion of the asked quantity (``exact``, ``rdp``, ``chernoff``); delta resolution.
+    seed
+        Seed of the random directions (one stream per row).
+    """
+
+    def __init__(self, evaluate: Callable[[Neighbour, list[Hashable]], dict[Hashable, GaussianPair]],
+                 X: np.ndarray, rows: Sequence[int], keys: Sequence[Hashable], *,
+                 subviews: dict[Hashable, FirstMessageView], kind: str, delta: float,
+                 epsilon: float | None, method: str = "exact", resolution: float = 0.0,
+                 seed: int = 0, target: int = 0) -> None:
+        self.evaluate_pairs = evaluate
+        self.X = np.asarray(X, dtype=float)
+        self.rows = [int(r) for r in rows]
+        self.keys = list(keys)
+        self.kind, self.delta, self.epsilon = kind, float(delta), epsilon
+        self.method, self.resolution = method, resolution
+        self.seed, self.target = int(seed), int(target)
+        self.subviews = subviews
+        self.evals = 0
+        self.t0 = time.perf_counter()
+        self.pool: dict[Hashable, list[tuple[float, Neighbour]]] = {k: [] for k in self.keys}
+        self.seen: set[tuple[int, bytes]] = set()
+        self.exact_done: dict[Hashable, set[tuple[int, bytes]]] = {k: set() for k in self.keys}
+        self.best = {k: _Best() for k in self.keys}
+        self.row_exact: dict[Hashable, dict[int, tuple[float, Neighbour, GaussianPair]]] = {
+            k: {} for k in self.keys}
+        self.stages: dict[Hashable, list[SearchStage]] = {k: [] for k in self.keys}
+        self.level_values: dict[Hashable, list[float]] = {k: [] for k in self.keys}
+        Xj = self.X[self.rows]
+        self.V_j = np.linalg.svd(Xj, full_matrices=False)[2] if Xj.size else np.zeros((0, X.shape[1]))
+        self.V = np.linalg.svd(self.X, full_matrices=False)[2]
+        self.bound = {k: math.nan for k in self.keys}
+        self.bound_nb: dict[Hashable, Neighbour] = {}
+        self.order: list[int] = []
+        self.covered = 0
+        self.random_done: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ evaluation
+    def _sur(self, pair: GaussianPair) -> float:
+        # the RDP epsilon at delta in both modes: the RDP delta at epsilon saturates at 1 where the
+        # leakage is large and then has no gradient to climb
+        return _pair_surrogate(pair, self.delta, None)
+
+    def _add(self, nb: Neighbour, keys: list[Hashable] | None = None,
+             force: bool = False) -> dict[Hashable, float]:
+        """Evaluate ``nb`` on ``keys`` (default all) and add it to their pools."""
+        keys = self.keys if keys is None else keys
+        tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+        if tag in self.seen and not force and keys is self.keys:
+            return {}
+        if keys is self.keys:
+            self.seen.add(tag)
+        self.evals += 1
+        out = {}
+        for k, pair in self.evaluate_pairs(nb, keys).items():
+            s = self._sur(pair)
+            self.pool[k].append((s, nb))
+            out[k] = s
+        return out
+
+    def _direction(self, r: int, u: np.ndarray, label: str) -> Neighbour | None:
+        nu = float(np.linalg.norm(u))
+        if nu == 0:
+            return None
+        u = u / nu
+        x = self.X[r]
+        t = max_step(x, u, self.kind)
+        if t <= 0:
+            return None
+        return Neighbour(row=r, x_new=x + t * u, label=label)
+
+    # ------------------------------------------------------------------ stages
+    def screen(self) -> None:
+        """Stage 1: every row, sub-view maximised in closed form, full view at two replacements."""
+        rng_sub = np.random.default_rng([self.seed, self.target, 7])
+        d = self.X.shape[1]
+        score: dict[int, float] = {}
+        sub_best: dict[Hashable, tuple[float, Neighbour | None]] = {k: (-math.inf, None)
+                                                                   for k in self.keys}
+        U_rand = rng_sub.standard_normal((_SUB_RANDOM, d))
+        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
+        for r in self.rows:
+            x = self.X[r]
+            cands: list[Neighbour] = []
+            nb = self._direction(r, -x, "-x")
+            if nb is not None:
+                cands.append(nb)
+            for k, sv in self.subviews.items():
+                if not sv.available:
+                    continue
+                best = self._subview_best(sv, r, U_rand)
+                if best is None:
+                    continue
+                s, nbk = best
+                if s > sub_best[k][0]:
+                    sub_best[k] = (s, nbk)
+                if not any(np.allclose(nbk.x_new, c.x_new) for c in cands):
+                    cands.append(nbk)
+            row_score = -math.inf
+            for nb in cands:
+                row_score = max([row_score, *self._add(nb).values()])
+            score[r] = row_score
+        self.order = sorted(self.rows, key=lambda r: (-score[r], r))
+        for k, (_, nb) in sub_best.items():
+            if nb is not None:
+                self.bound[k] = self._bound_value(self.subviews[k], nb)
+                self.bound_nb[k] = nb
+        self._record(0, "screen")
+
+    def _subview_best(self, sv: FirstMessageView, r: int, U_rand: np.ndarray
+                      ) -> tuple[float, Neighbour] | None:
+        """The best replacement of row ``r`` for the closed-form sub-view: structured and random
+        directions at the largest step, then projected ascent of the closed form."""
+        x = self.X[r]
+        evals, evecs = np.linalg.eigh(sv.P)
+        dirs = [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
+        if np.linalg.norm(x) > 0:
+            dirs.append(-x[None, :])
+        U = np.vstack(dirs)
+        U = U[np.linalg.norm(U, axis=1) > 0]
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+        xu = U @ x
+        t = -xu + np.sqrt(np.maximum(xu * xu + 1.0 - x @ x, 0.0))
+        if self.kind == "bounded":
+            t = np.minimum(t, 1.0)
+        Xn = x + t[:, None] * U
+        f = self._sub_values(sv, x, Xn)
+        i = int(np.argmax(f))
+        y, fy = Xn[i], f[i]
+        if not math.isfinite(fy):
+            return fy, Neighbour(row=r, x_new=y, label="first-message")
+        h, step = 1e-6, 0.25
+        for _ in range(20):  # projected ascent of the closed form
+            E = y + h * np.eye(x.size)
+            g = (self._sub_values(sv, x, E) - fy) / h
+            ng = float(np.linalg.norm(g))
+            if not np.isfinite(ng) or ng == 0:
+                break
+            z = project(x, y + step * g / ng, self.kind)
+            fz = float(self._sub_values(sv, x, z[None, :])[0])
+            if fz > fy:
+                y, fy, step = z, fz, step * 1.5
+            else:
+                step /= 4
+                if step < 1e-6:
+                    break
+        return fy, Neighbour(row=r, x_new=y, label="first-message")
+
+    def _sub_values(self, sv: FirstMessageView, x: np.ndarray, Xn: np.ndarray) -> np.ndarray:
+        lam, mismatch = sv.eigenvalues(x, Xn)
+        return surrogate(lam, mismatch, delta=self.delta, epsilon=None)
+
+    def starts(self, level: int, settings: SearchSettings) -> None:
+        """Stage 2: structured and random directions for the rows covered at this level."""
+        n_rows = min(len(self.order), settings.rows * 2 ** level)
+        n_rand = settings.random * 2 ** level
+        for idx, r in enumerate(self.order[:n_rows]):
+            x = self.X[r]
+            if idx >= self.covered:
+                for label, V in (("vj", self.V_j), ("v", self.V)):
+                    for i, v in enumerate(V):
+                        for sgn in (1, -1):
+                            nb = self._direction(r, sgn * v, f"{'+' if sgn > 0 else '-'}{label}{i}")
+                            if nb is not None:
+                                self._add(nb)
+            done = self.random_done.get(r, 0)
+            if n_rand > done:
+                rng = np.random.default_rng([self.seed, self.target, r])
+                U = rng.standard_normal((n_rand, x.size))[done:]
+                for u in U:
+                    nb = self._direction(r, u, "random")
+                    if nb is not None:
+                        self._add(nb)
+                self.random_done[r] = n_rand
+        self.covered = max(self.covered, n_rows)
+        self._record(level, "starts")
+
+    def ascent(self, level: int, settings: SearchSettings) -> None:
+        """Stage 3: projected gradient ascent of the surrogate, per view."""
+        steps = settings.steps * 2 ** level
+        for k in self.keys:
+            for s0, nb0 in self._top(k, settings.starts):
+                if not math.isfinite(s0):
+                    continue
+                self._climb(k, nb0, s0, steps)
+        self._record(level, "ascent")
+
+    def _climb(self, k: Hashable, nb: Neighbour, s: float, steps: int) -> None:
+        x = self.X[nb.row]
+        y = nb.x_new.copy()
+        h, step = 1e-5, 0.2
+        for _ in range(steps):
+            g = np.empty(x.size)
+            for i in range(x.size):
+                e = y.copy()
+                e[i] += h
+                self.evals += 1
+                g[i] = (self._sur(self.evaluate_pairs(Neighbour(row=nb.row, x_new=e), [k])[k]) - s) / h
+            ng = float(np.linalg.norm(g))
+            if not np.isfinite(ng) or ng == 0:
+                return
+            while step >= 1e-4:
+                z = project(x, y + step * g / ng, self.kind)
+                cand = Neighbour(row=nb.row, x_new=z, label=nb.label.split("+")[0] + "+ascent")
+                sz = self._add(cand, [k])[k]
+                if sz > s:
+                    y, s, step = z, sz, step * 1.5
+                    break
+                step /= 4
+            else:
+                return
+
+    def _top(self, k: Hashable, count: int) -> list[tuple[float, Neighbour]]:
+        """The ``count`` best distinct candidates of view ``k`` by surrogate (ties: first found)."""
+        out: list[tuple[float, Neighbour]] = []
+        seen: set[bytes] = set()
+        for s, nb in sorted(self.pool[k], key=lambda t: -t[0]):
+            tag = np.round(nb.x_new, 9).tobytes() + nb.row.to_bytes(8, "little")
+            if tag in seen:
+                continue
+            seen.add(tag)
+            out.append((s, nb))
+            if len(out) >= count:
+                break
+        return out
+
+    def _bound_value(self, sv: FirstMessageView, nb: Neighbour) -> float:
+        """The asked quantity of the sub-view at ``nb`` (two eigenvalues: exact by quadrature)."""
+        pair = sv.pair(self.X[nb.row], nb.x_new)
+        if self.method != "exact" or pair.support_mismatch is not None:
+            return self._exact_value(pair)
+        lam = pair.eigenvalues
+        if lam.size == 0:
+            return 0.0
+        if self.epsilon is None:
+            return small_pair_epsilon(lam, self.delta, pair.epsilon(self.delta, "rdp"))
+        return small_pair_delta(lam, self.epsilon)
+
+    def _exact_value(self, pair: GaussianPair) -> float:
+        if self.epsilon is None:
+            return float(pair.epsilon(self.delta, self.method))
+        return float(pair.delta(self.epsilon, self.method, resolution=self.resolution))
+
+    def exact(self, level: int, settings: SearchSettings) -> None:
+        """Stage 4: the asked quantity for the best candidates of every view (its ``exact`` best by
+        surrogate, the best of every searched row, the sub-view's best); stage 5: polish from the
+        ``starts`` rows whose exact values are best."""
+        for k in self.keys:
+            todo = [nb for _, nb in self._top(k, settings.exact)]
+            todo += [nb for nb in (self._row_top(k, r) for r in self.order[:self.covered])
+                     if nb is not None]
+            if k in self.bound_nb:  # the full view at the sub-view's best is at least the bound
+                todo.append(self.bound_nb[k])
+            for nb in todo:
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag in self.exact_done[k]:
+                    continue
+                self.exact_done[k].add(tag)
+                self.evals += 1
+                self._offer(k, nb, self.evaluate_pairs(nb, [k])[k])
+        self._record(level, "exact")
+        for k in self.keys:
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:settings.starts]
+            for _, nb, pair in ranked:
+                self._polish(k, nb, pair, settings.steps * 2 ** level)
+            self.level_values[k].append(self.best[k].value)
+        self._record(level, "polish")
+
+    def _row_top(self, k: Hashable, r: int) -> Neighbour | None:
+        cands = [(s, nb) for s, nb in self.pool[k] if nb.row == r]
+        return max(cands, key=lambda t: t[0])[1] if cands else None
+
+    def _offer(self, k: Hashable, nb: Neighbour, pair: GaussianPair) -> float:
+        """Compare a neighbour with the best of view ``k`` on the asked quantity; returns its score (the
+        delta at the asked epsilon, or at the best epsilon so far in epsilon mode)."""
+        best = self.best[k]
+        if self.epsilon is not None:
+            score = float(pair.delta(self.epsilon, self.method, resolution=self.resolution))
+            value = score
+        elif best.neighbour is None:
+            value = self._exact_value(pair)
+            score = float(pair.delta(value, self.method)) if math.isfinite(value) else 1.0
+        elif not math.isfinite(best.value):
+            score, value = (1.0, math.inf) if pair.support_mismatch is not None else (0.0, -math.inf)
+        else:  # better iff delta(best epsilon) > delta: an epsilon is solved only for improvements
+            score = float(pair.delta(best.value, self.method))
+            value = self._exact_value(pair) if score > self.delta else -math.inf
+        if value > best.value:
+            best.value, best.neighbour, best.pair = value, nb, pair
+        old = self.row_exact[k].get(nb.row)
+        if old is None or score > old[0]:
+            self.row_exact[k][nb.row] = (score, nb, pair)
+        return score
+
+    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int) -> None:
+        """Projected ascent of the asked quantity itself from ``nb`` for view ``k``: the delta at the
+        asked epsilon, or in epsilon mode the delta at the best epsilon so far (a neighbour beats the
+        best exactly when that delta exceeds ``delta``; its epsilon is then solved)."""
+        best = self.best[k]
+        if not math.isfinite(best.value) or pair.support_mismatch is not None:
+            return
+        eps0 = self.epsilon if self.epsilon is not None else best.value
+        x = self.X[nb.row]
+
+        def f(y: np.ndarray) -> tuple[float, GaussianPair]:
+            self.evals += 1
+            p = self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k]
+            return float(p.delta(eps0, self.method, resolution=self.resolution)), p
+
+        y, (fy, pair_y) = nb.x_new.copy(), f(nb.x_new)
+        h, step, moved = 1e-5, 0.05, False
+        for _ in range(steps):
+            g = np.array([(f(y + h * e)[0] - fy) / h for e in np.eye(x.size)])
+            ng = float(np.linalg.norm(g))
+            if not np.isfinite(ng) or ng == 0:
+                break
+            while step >= 1e-5:
+                z = project(x, y + step * g / ng, self.kind)
+                fz, pz = f(z)
+                if fz > fy:
+                    y, fy, pair_y, step, moved = z, fz, pz, step * 1.5, True
+                    break
+                step /= 4
+            else:
+                break
+        if moved:
+            self._offer(k, Neighbour(row=nb.row, x_new=y, label=nb.label.split("+")[0] + "+polish"),
+                        pair_y)
+
+    def _record(self, level: int, stage: str) -> None:
+        now = time.perf_counter() - self.t0
+        for k in self.keys:
+            s = max((t[0] for t in self.pool[k]), default=math.nan)
+            v = self.best[k].value if self.best[k].neighbour is not None else math.nan
+            self.stages[k].append(SearchStage(level=level, stage=stage, evaluations=self.evals,
+                                              surrogate=float(s), value=float(v), seconds=now))
+
+    def run(self, settings: SearchSettings) -> None:
+        """All stages at every level of ``settings``."""
+        self.screen()
+        for level in range(settings.levels):
+            self.starts(level, settings)
+            self.ascent(level, settings)
+            self.exact(level, settings)
+
+    def evidence(self, k: Hashable, settings: SearchSettings) -> SearchEvidence:
+        """The evidence of view ``k``."""
+        return SearchEvidence(settings=settings, stages=tuple(self.stages[k]),
+                              rows_screened=len(self.rows), rows_searched=self.covered,
+                              first_message_bound=float(self.bound[k]),
+                              level_values=tuple(self.level_values[k]))
