@@ -11,16 +11,38 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_text", "write_csv", "write_json", "read_csv"]
+__all__ = ["atomic_write_text", "write_csv", "write_json", "read_csv", "file_mode"]
+
+
+def file_mode() -> int:
+    """Permissions of a newly created file under this process's umask (``0o666 & ~umask``, usually
+    ``0o644``). :func:`tempfile.mkstemp` creates ``0o600`` files, which others on a shared machine could
+    not read; every atomic write sets this mode before the rename."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:  # Linux: read it without changing it (os.umask would set it briefly for every thread)
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``: a reader (or
-    an interrupted run) never sees a half-written file."""
+    an interrupted run) never sees a half-written file. The file gets the usual mode of a new file
+    (:func:`file_mode`), like the plots."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
