@@ -5,13 +5,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_text", "write_csv", "write_json", "read_csv", "file_mode"]
+__all__ = ["atomic_write_text", "write_csv", "write_json", "read_csv", "file_mode", "json_safe",
+           "read_json", "NON_FINITE"]
+
+NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+"""How :func:`json_safe` writes non-finite numbers (JSON has none): as these strings."""
 
 
 def file_mode() -> int:
@@ -80,6 +85,43 @@ def write_json(path: Path, obj: Any) -> None:
     atomic_write_text(
         path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n"
     )
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float replaced by ``"inf"``, ``"-inf"`` or ``"nan"``, so that
+    :func:`write_json` writes strict JSON (Python's ``json`` would write the non-standard ``Infinity``);
+    :func:`read_json` turns them back into floats."""
+    import numpy as np
+
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        if math.isfinite(v):
+            return v
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(obj, Mapping):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    return obj
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file written with :func:`json_safe` values: ``"inf"``, ``"-inf"`` and ``"nan"`` become
+    floats again (and a bare ``Infinity``/``NaN`` of older files is accepted)."""
+
+    def restore(value: Any) -> Any:
+        if isinstance(value, str) and value in NON_FINITE:
+            return NON_FINITE[value]
+        if isinstance(value, list):
+            return [restore(v) for v in value]
+        if isinstance(value, dict):
+            return {k: restore(v) for k, v in value.items()}
+        return value
+
+    with open(path, encoding="utf-8") as fh:
+        return restore(json.load(fh))
 
 
 def _json_default(o: Any) -> Any:
