@@ -283,8 +283,8 @@ def test_calibrate_prints_toml_and_writes_json(tmp_path, capsys):
     "extra, needle",
     [
         ([], "give the target with --epsilon E --delta D"),
-        (["--epsilon", "-1", "--delta", "1e-5"], "--.epsilon must be a finite number > 0, got -1.0"),
-        (["--epsilon", "1", "--delta", "2"], "--.delta must be in (0, 1), got 2.0"),
+        (["--epsilon", "-1", "--delta", "1e-5"], "--epsilon must be a finite number > 0, got -1"),
+        (["--epsilon", "1", "--delta", "2"], "--delta must be in (0, 1), got 2"),
         (["--epsilon", "1", "--delta", "1e-5", "--family", "geometrc"], "did you mean 'geometric'"),
     ],
 )
