@@ -415,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dpgossip: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # an environment problem the checks before the run did not foresee
-        where = f"{exc.filename!r}: " if exc.filename else ""
+        name = exc.filename2 or exc.filename  # os.replace(tmp, target): name the target
+        where = f"cannot write {str(name)!r}: " if exc.filename2 else f"{str(name)!r}: " if name else ""
         print(f"dpgossip: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     except MemoryError:
