@@ -98,7 +98,7 @@ def _read_csv(p: Path) -> np.ndarray:
 def _read_npy(p: Path) -> np.ndarray:
     try:
         A = np.load(p, allow_pickle=False)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError) as exc:  # EOFError: an empty file
         raise ConfigError(f"data.source: {str(p)!r} is not a readable .npy array of numbers "
                           f"({exc})") from None
     if not isinstance(A, np.ndarray) or A.ndim != 2:
