@@ -456,6 +456,13 @@ def test_audit_and_calibrate_messages_name_flags(tmp_path, capsys):
     assert "privacy.calibrate.delta must be in (0, 1), got 2.0" in error_line(capsys, ["calibrate", bad])
     line = error_line(capsys, ["calibrate", s, "--epsilon", "1", "--delta", "1e-5", "--out", tmp_path])
     assert line.startswith(f"--out {str(tmp_path)!r} is a folder; give a file name")
+    (tmp_path / "afile").write_text("x")
+    line = error_line(capsys, ["calibrate", s, "--epsilon", "1", "--delta", "1e-5", "--out",
+                               tmp_path / "afile" / "c.json"])
+    assert line == (f"--out {str(tmp_path / 'afile' / 'c.json')!r}: {str(tmp_path / 'afile')!r} is a "
+                    "file, so no folder can be created under it; choose another path")
+    assert error_line(capsys, ["report", tmp_path / "afile"]) == (
+        f"results folder {str(tmp_path / 'afile')!r} is a file; give the folder written by dpgossip run")
 
 
 # --- 9. audit of a scenario with [engine] ------------------------------------------------------------

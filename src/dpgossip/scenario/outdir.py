@@ -58,12 +58,12 @@ def _probe(folder: Path, flag: str, path: Path) -> None:
     Path(tmp).unlink(missing_ok=True)
 
 
-def _check_path(path: Path, flag: str) -> Path:
-    """The nearest existing folder on ``path`` (``path`` itself when it is one), after checking that no
-    file is in the way."""
-    anchor = _existing_ancestor(path)
-    if anchor != path and not anchor.is_dir():
-        raise ConfigError(f"{flag} {str(path)!r}: {str(anchor)!r} is a file, so no folder can be "
+def _check_path(folder: Path, flag: str, given: Path) -> Path:
+    """The nearest existing folder on ``folder`` (``folder`` itself when it is one), after checking
+    that no file is in the way (``given`` is the path as the user gave it, for the message)."""
+    anchor = _existing_ancestor(folder)
+    if not anchor.is_dir():
+        raise ConfigError(f"{flag} {str(given)!r}: {str(anchor)!r} is a file, so no folder can be "
                           "created under it; choose another path")
     return anchor
 
@@ -92,7 +92,7 @@ def check_out_dir(path: str | Path, scenario: str, *, flag: str = "--out", force
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{flag} {str(path)!r} is a file, not a folder; give a folder for the "
                           "results (it is created when missing)")
-    anchor = _check_path(path, flag)
+    anchor = _check_path(path, flag, path)
     _probe(anchor, flag, path)
     if path.is_dir() and not force:
         other = owner_of(path)
@@ -109,7 +109,6 @@ def check_out_file(path: str | Path, flag: str = "--out") -> Path:
     if path.is_dir():
         raise ConfigError(f"{flag} {str(path)!r} is a folder; give a file name, e.g. "
                           f"{str(path / 'calibration.json')!r}")
-    parent = path.parent
-    anchor = _check_path(parent, flag)
-    _probe(anchor, flag, parent)
+    anchor = _check_path(path.parent, flag, path)
+    _probe(anchor, flag, path.parent)
     return path
