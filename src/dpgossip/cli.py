@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         scheduler_timeout=args.scheduler_timeout,
         plots=False if args.no_plots else None,
+        force=args.force,
     )
     print(f"results written to {out}")
     statuses = json.loads((Path(out) / "summary.json").read_text(encoding="utf-8"))["statuses"]
@@ -57,8 +61,24 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     kwargs = {"agents": args.agents, "seed": args.seed}
     if args.mixing:
         kwargs["mixing"] = args.mixing
-    print(summary_text(make_network(args.name, **kwargs)))
+    with _flags({"network.agents": "--agents", "network.mixing": "--mixing",
+                 "network.topology": "NAME_OR_FILE"}):
+        print(summary_text(make_network(args.name, **kwargs)))
     return 0
+
+
+@contextlib.contextmanager
+def _flags(names: dict[str, str]) -> Iterator[None]:
+    """Messages of the library name scenario keys; on the command line the same values are flags:
+    rename them in a ``ConfigError`` raised in the block (``network.agents`` -> ``--agents``)."""
+    try:
+        yield
+    except ConfigError as exc:
+        text = str(exc)
+        for key, flag in names.items():
+            text = re.sub(rf"(?<![\w.]){re.escape(key)}(?![\w])", flag, text)
+            text = text.replace(f"{flag} = ", f"{flag} ") if flag.startswith("--") else text
+        raise ConfigError(text) from None
 
 
 # --- audit and calibrate ---------------------------------------------------------------------------
@@ -69,9 +89,28 @@ def _privacy_config(config: dict[str, Any], overrides: dict[str, Any]) -> dict[s
 
     given = {k: v for k, v in overrides.items() if v is not None}
     priv = dict(config.get("privacy") or check_privacy("privacy", {}))
-    checked = check_privacy("privacy", given)
+    with _flags({f"privacy.{k}": f"--{k}" for k in given}):
+        checked = check_privacy("privacy", given)
     priv.update({k: checked[k] for k in given})
     return {**config, "privacy": priv}
+
+
+def _engine_note(sc: Any) -> None:
+    """The audit models the ideal synchronous protocol: say so when the scenario has ``[engine]``."""
+    if sc.config.get("engine"):
+        print("dpgossip: note: the audit models the ideal synchronous protocol (every message "
+              "delivered, no crash); the scenario's [engine] conditions (latency, loss, stragglers, "
+              "crashes) are not part of it", file=sys.stderr)
+
+
+def _audit_points(sc: Any) -> list[Any]:
+    """The scenario's points, after the size checks (an audit holds dense view factors)."""
+    from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
+
+    check_sweep_size(sc.config)
+    points = sc.points()
+    check_point_sizes(points, sc.base, audit=True)
+    return points
 
 
 def _num(x: float) -> str:
@@ -114,12 +153,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     )
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.assemble import axis_column
+    from dpgossip.scenario.outdir import check_out_dir
     from dpgossip.scenario.progress import axes_label
-    from dpgossip.scenario.store import write_csv, write_json
+    from dpgossip.scenario.store import json_safe, write_csv, write_json
 
     sc = load_scenario(args.scenario)
-    points = sc.points()
     out = Path(args.out or Path("results") / f"{sc.name}-audit")
+    check_out_dir(out, sc.name, flag="--out" if args.out else "the audit folder", force=args.force)
+    points = _audit_points(sc)
+    _engine_note(sc)
     overrides = {"candidates": args.candidates, "view": args.view}
     pairs: list[dict[str, Any]] = []
     leak: list[dict[str, Any]] = []
@@ -168,8 +210,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         hops = "; ".join(f"{h}: {_num(a)} / {_num(b)}" for h, (a, b) in _by_hops(audit, method).items())
         print(f"  {method} epsilon by hop distance (worst / mean): {hops}")
     write_csv(out / "pairs.csv", pairs)
-    write_json(out / "worst.json", {"scenario": sc.name, "audit": PER_INSTANCE,
-                                    "points": worst_points})
+    write_json(out / "worst.json", json_safe({
+        "scenario": sc.name, "audit": PER_INSTANCE,
+        "non_finite": 'infinite values are written as "inf" (JSON has no infinity)',
+        **({"engine": "not modelled: the audit is of the ideal synchronous protocol"}
+           if sc.config.get("engine") else {}),
+        "points": worst_points}))
     files = [out / "pairs.csv", out / "worst.json"]
     for index, mat_method, M in matrices:
         name = "epsilon_matrix.csv" if len(matrices) == 1 else f"epsilon_matrix_p{index}.csv"
@@ -196,17 +242,19 @@ def _audit_plots(out: Path, rows: list[dict[str, Any]], several: bool) -> list[P
         for index, rs in by_point.items():
             name = f"leakage_heatmap_p{index}.png" if several else "leakage_heatmap.png"
             label = rs[0]["series"]
-            title = f"epsilon at delta {rs[0]['delta']:g}, view {rs[0]['view']}" + (
-                f" ({label})" if label else "")
+            title = (f"epsilon ({rs[0]['method']}) at delta {rs[0]['delta']:g}, view "
+                     f"{rs[0]['view']}" + (f" ({label})" if label else ""))
             finite = [float(r["epsilon"]) for r in rs if math.isfinite(float(r["epsilon"]))]
             log = bool(finite) and min(finite) > 0 and max(finite) / min(finite) > 100
             written.append(plot_pair_heatmap(rs, out / name, value_key="epsilon", title=title,
                                              log=log))
         finite = [float(r["epsilon"]) for r in rows if math.isfinite(float(r["epsilon"]))]
         log = bool(finite) and min(finite) > 0 and max(finite) / min(finite) > 100
+        methods = ", ".join(sorted({str(r["method"]) for r in rows}))
+        deltas = ", ".join(f"{d:g}" for d in sorted({float(r["delta"]) for r in rows}))
         written.append(plot_leakage_vs_hops(rows, out / "leakage_vs_hops.png", value_key="epsilon",
-                                            log=log, title="worst epsilon per pair against hops "
-                                            "(per instance)"))
+                                            log=log, title=f"epsilon ({methods}) at delta {deltas} "
+                                            "per pair against hops (per instance)"))
     except PlotsUnavailable as exc:
         print(f"plots skipped: {exc}", file=sys.stderr)
     return written
@@ -218,12 +266,20 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from dpgossip.privacy.calibrate import calibrate_noise, check_target
     from dpgossip.privacy.section import PER_INSTANCE
     from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.outdir import check_out_file
     from dpgossip.scenario.progress import axes_label
     from dpgossip.scenario.runner import build_structure
-    from dpgossip.scenario.store import write_json
+    from dpgossip.scenario.store import json_safe, write_json
 
+    if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon > 0):
+        raise ConfigError(f"--epsilon must be a finite number > 0, got {args.epsilon:g}")
+    if args.delta is not None and not 0 < args.delta < 1:
+        raise ConfigError(f"--delta must be in (0, 1), got {args.delta:g}")
+    if args.out:
+        check_out_file(args.out)
     sc = load_scenario(args.scenario)
-    points = sc.points()
+    points = _audit_points(sc)
+    _engine_note(sc)
     p = points[0]
     cfg = _privacy_config(p.config, {"candidates": args.candidates, "view": args.view})
     priv = cfg["privacy"]
@@ -233,9 +289,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if epsilon is None or delta is None:
         raise ConfigError("calibrate: give the target with --epsilon E --delta D (or a "
                           "[privacy] calibrate = { epsilon = E, delta = D } table in the scenario)")
-    epsilon, delta = check_target(epsilon, delta, where="--")
+    epsilon, delta = check_target(epsilon, delta, where="privacy.calibrate")
     family = args.family or table.get("family") or "geometric"
     method = args.method or table.get("method") or "exact"
+    renames = {f"calibrate.{k}": (f"--{k}" if getattr(args, k) else f"privacy.calibrate.{k}")
+               for k in ("family", "method")}
     proto = cfg["protocol"]
     values = table.get("values") or (proto.get("noise") or {}).get("values")
     if len(points) > 1:
@@ -243,7 +301,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               f"({axes_label(p.axes)}). Other points need their own calibration (or use "
               "[privacy] calibrate in the scenario, which calibrates every point)", file=sys.stderr)
     network, data = build_structure(cfg, sc.base)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _flags(renames):
         warnings.simplefilter("ignore", RuntimeWarning)  # the notes are printed below
         cal = calibrate_noise(
             data, network, iterations=proto["iterations"], consensus_steps=proto["consensus_steps"],
@@ -258,8 +316,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"# dpgossip calibrate {sc.path}: the smallest {cal.family} noise scale whose audited "
           f"worst case meets epsilon <= {epsilon:g} at delta = {delta:g}")
     print(f"# view {cal.view}, neighbours {cal.neighbours}, method {cal.method}; {PER_INSTANCE}")
-    print("[protocol]")
-    print(cal.to_toml())
+    if cal.met:
+        print("[protocol]")
+        print(cal.to_toml())
+    else:
+        print("# no noise line to paste: no noise scale tried meets the target (see below)")
     print(f"# achieved (re-audit with {cal.check_candidates} candidates per target): epsilon = "
           f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
           f"{epsilon:g}: {status} the target")
@@ -273,7 +334,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.out:
         record = {"scenario": sc.name, "file": str(sc.path), "point": p.index, "axes": p.axes,
                   "audit": PER_INSTANCE, **cal.to_dict()}
-        write_json(Path(args.out), json.loads(json.dumps(record, default=float)))
+        write_json(Path(args.out), json_safe(json.loads(json.dumps(record, default=float))))
         print(f"# written to {args.out}")
     if not cal.met:
         print(f"dpgossip: the target epsilon = {epsilon:g} at delta = {delta:g} is not met"
@@ -311,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     r.add_argument("--no-plots", action="store_true", help="do not draw plots ([output] plots)")
+    r.add_argument("--force", action="store_true",
+                   help="write into a folder that holds another scenario's results (replacing them)")
     r.set_defaults(func=_cmd_run)
     rep = sub.add_parser("report", help="redraw the plots of a results folder (no recomputation)")
     rep.add_argument("results", help="results folder written by `dpgossip run`")
@@ -331,6 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="candidate neighbours per target (overrides privacy.candidates)")
     a.add_argument("--view", default=None, help="overrides privacy.view")
     a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
+    a.add_argument("--force", action="store_true",
+                   help="write into a folder that holds another scenario's results (replacing them)")
     a.set_defaults(func=_cmd_audit)
     c = sub.add_parser(
         "calibrate",
@@ -351,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: user mistakes print a message and exit 2, without a traceback; Ctrl-C and
+    """Entry point: user mistakes print one line and exit 2, without a traceback; so do files that
+    cannot be read or written (``OSError``) and running out of memory, which exit 1. Ctrl-C and
     SIGTERM print a message and exit 130 and 143 (``128 + signal``)."""
     from dpgossip.interrupt import exit_code, sigterm_interrupts
 
@@ -362,6 +428,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"dpgossip: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an environment problem the checks before the run did not foresee
+        name = exc.filename2 or exc.filename  # os.replace(tmp, target): name the target
+        where = f"cannot write {str(name)!r}: " if exc.filename2 else f"{str(name)!r}: " if name else ""
+        print(f"dpgossip: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("dpgossip: error: out of memory; make the scenario smaller (agents, rows, iterations, "
+              "gossip rounds, repeats or sweep points)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:
         kept = ("; finished results are kept (run the same command again to finish without "
                 "recomputing them)") if args.command == "run" else ""

@@ -128,7 +128,7 @@ def test_load_dataset_synthetic_errors() -> None:
 def test_load_dataset_source_errors_and_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"data\.source.*'wnie'.*did you mean 'wine'.*synthetic"):
         load_dataset("wnie", agents=2)
-    with pytest.raises(ConfigError, match=r"data\.path: '.*m\.txt' has extension '\.txt'"):
+    with pytest.raises(ConfigError, match=r"data\.source: '.*m\.txt' has extension '\.txt'"):
         load_dataset(str(tmp_path / "m.txt"), agents=2)
     p = tmp_path / "m.csv"
     p.write_text("x,y\n3,4\n1,0\n0,2\n", encoding="utf-8")

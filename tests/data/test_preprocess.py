@@ -88,8 +88,12 @@ def test_errors() -> None:
         preprocess(X, standardize="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"data\.center must be true or false, got 1"):
         preprocess(X, center=1)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match=r"data\.scale = 'max_norm' cannot scale.*all zero"):
+    with pytest.raises(ConfigError, match=r"every column is constant over the 3 rows.*data\.center "
+                                          r"= true.*'max_norm' cannot scale"):
         preprocess(np.ones((3, 2)), center=True)
+    with pytest.raises(ConfigError, match=r"data\.scale = 'max_norm' cannot scale.*all zero; the "
+                                          r"data has no non-zero entry"):
+        preprocess(np.zeros((3, 2)))
     with pytest.raises(ConfigError, match=r"row 1, column 0 is inf"):
         preprocess(np.array([[1.0, 0.0], [np.inf, 0.0]]))
     with pytest.raises(ConfigError, match=r"2-D matrix, got shape \(3,\)"):

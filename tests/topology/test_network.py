@@ -65,12 +65,12 @@ def test_invalid_file_matrix_is_reported_against_network_file(tmp_path):
     W[0, 2] = W[2, 0] = 0.125
     W[0, 0] = W[2, 2] = 0.375
     path = save_graph_json(nx.cycle_graph(4), W, tmp_path / "leaky.json")
-    with pytest.raises(ConfigError, match=r"network\.file: W\[0, 2\] = 0\.125 but \(0, 2\) is not"):
+    with pytest.raises(ConfigError, match=r"network\.topology: W\[0, 2\] = 0\.125 but \(0, 2\) is not"):
         make_network(path)
     data = json.loads(path.read_text())
     data["edges"] = data["edges"][:2]  # 0-1, 0-3 only: node 2 is cut off
     path.write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match=r"network\.file: the graph is disconnected: 2 "):
+    with pytest.raises(ConfigError, match=r"network\.topology: the graph is disconnected: 2 "):
         make_network(path, mixing="metropolis")
 
 
@@ -96,9 +96,9 @@ def test_bad_inputs():
         make_network("complete", agents=1)
     with pytest.raises(ConfigError, match=r"network\.agents: hypercube .* got 6"):
         make_network("hypercube", agents=6)
-    with pytest.raises(ConfigError, match=r"network\.file: '.*graph\.csv' has unknown extension"):
+    with pytest.raises(ConfigError, match=r"network\.topology: '.*graph\.csv' has unknown extension"):
         make_network("graph.csv")
-    with pytest.raises(ConfigError, match=r"network\.file: no such file '.*nowhere\.json'"):
+    with pytest.raises(ConfigError, match=r"network\.topology: no such file '.*nowhere\.json'"):
         make_network("nowhere.json")
 
 

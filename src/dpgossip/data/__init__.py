@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dpgossip.data.bundled import DATASETS, load_bundled
+from dpgossip.data.bundled import DATASETS, bundled_shape, load_bundled
 from dpgossip.data.loading import MATRIX_SUFFIXES, load_matrix
-from dpgossip.data.partition import PartitionedData, partition_sizes
+from dpgossip.data.partition import PartitionedData, check_rows_per_agent, partition_sizes
 from dpgossip.data.preprocess import SCALES, preprocess
 from dpgossip.data.raw import RawData
 from dpgossip.data.synthetic import SPECTRUM_KINDS, spectrum_values, synthetic_data
@@ -36,6 +36,7 @@ __all__ = [
     "load_matrix",
     "partition_sizes",
     "preprocess",
+    "source_shape",
     "spectrum_values",
     "synthetic_data",
 ]
@@ -115,6 +116,7 @@ def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str 
                           f"got {rng!r}")
 
     raw = _raw(source, synthetic, rng)
+    check_rows_per_agent(raw.n, int(agents))  # before preprocessing, which may fail on tiny data
     X = preprocess(raw.X, center=center, standardize=standardize, scale=scale)
     n = X.shape[0]
     if partition == "random" and agents <= n < min_rows * agents:
@@ -171,6 +173,45 @@ def _raw(source: str | os.PathLike[str], synthetic: Mapping[str, object] | None,
     hint = did_you_mean(source, choices) if isinstance(source, str) else ""
     raise ConfigError(f"data.source: unknown source {source!r}{hint}; allowed: "
                       f"{', '.join(choices)}, or a path to a {' or '.join(MATRIX_SUFFIXES)} file")
+
+
+def source_shape(source: object, synthetic: object = None) -> tuple[int, int] | None:
+    """``(rows, columns)`` that ``data.source`` will give, found without loading the data (a bundled
+    dataset's known shape, ``data.synthetic``'s ``n`` and ``d``, a ``.npy`` header, or the lines and
+    commas of a ``.csv`` file); ``None`` when it cannot be told cheaply (the loader then reports any
+    problem). Used to check sizes before anything is allocated."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    if isinstance(source, str) and source in DATASETS:
+        return bundled_shape(source)
+    if source == "synthetic":
+        if isinstance(synthetic, Mapping):
+            n, d = synthetic.get("n"), synthetic.get("d")
+            if all(isinstance(v, Integral) and not isinstance(v, bool) and v >= 1 for v in (n, d)):
+                return int(n), int(d)  # type: ignore[arg-type]
+        return None
+    p = Path(source)
+    try:
+        if not p.is_file():
+            return None
+        if p.suffix.lower() == ".npy":
+            with open(p, "rb") as fh:
+                version = np.lib.format.read_magic(fh)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape = read(fh)[0]
+            return (int(shape[0]), int(shape[1])) if len(shape) == 2 else None
+        if p.suffix.lower() == ".csv":
+            rows, first = 0, b""
+            with open(p, "rb") as fh:
+                for line in fh:
+                    if line.strip():
+                        rows += 1
+                        first = first or line
+            return (rows, first.count(b",") + 1) if rows else None
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+    return None
 
 
 def _looks_like_path(source: str) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 from dpgossip.data.raw import RawData
 from dpgossip.errors import ConfigError, did_you_mean
 
-__all__ = ["DATASETS", "load_bundled"]
+__all__ = ["DATASETS", "load_bundled", "bundled_shape"]
 
 
 class _Bundle(NamedTuple):
@@ -50,6 +50,11 @@ _BUNDLES: dict[str, _Bundle] = {
 
 DATASETS: tuple[str, ...] = tuple(_BUNDLES)
 """Names accepted by :func:`load_bundled`."""
+
+
+def bundled_shape(name: str) -> tuple[int, int]:
+    """``(rows, columns)`` of a bundled dataset's feature matrix, without reading it."""
+    return _BUNDLES[name].shape
 
 
 def load_bundled(name: str) -> RawData:

@@ -8,7 +8,7 @@ import numpy as np
 
 from dpgossip.errors import ConfigError
 
-__all__ = ["PartitionedData", "partition_sizes"]
+__all__ = ["PartitionedData", "partition_sizes", "check_rows_per_agent"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -81,6 +81,13 @@ class PartitionedData:
         return {"dataset": self.name, "n": self.n, "d": self.d, "agents": self.m}
 
 
+def check_rows_per_agent(n: int, m: int) -> None:
+    """Raise ``ConfigError`` when ``n`` rows cannot give each of ``m`` agents at least one row."""
+    if n < m:
+        raise ConfigError(f"data has {n} row{'s' if n != 1 else ''} but there are {m} agents; every "
+                          "agent needs at least one row (use fewer agents or more data)")
+
+
 def partition_sizes(n: int, m: int, rule: str = "equal", *, sizes: list[int] | None = None,
                     min_rows: int = 1, rng: np.random.Generator | None = None) -> tuple[int, ...]:
     """Split ``n`` rows among ``m`` agents.
@@ -91,9 +98,7 @@ def partition_sizes(n: int, m: int, rule: str = "equal", *, sizes: list[int] | N
     """
     if m < 1:
         raise ConfigError(f"network.agents must be >= 1, got {m}")
-    if n < m:
-        raise ConfigError(f"data has {n} rows but there are {m} agents; every agent needs at least "
-                          "one row (use fewer agents or more data)")
+    check_rows_per_agent(n, m)
     if rule == "equal":
         base, extra = divmod(n, m)
         return tuple(base + (1 if i < extra else 0) for i in range(m))

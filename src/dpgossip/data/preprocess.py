@@ -79,8 +79,8 @@ def preprocess(X: np.ndarray, *, center: bool = False, standardize: bool = False
         raise ConfigError(f"data: entry at row {i}, column {j} is {Y[i, j]}; "
                           "all entries must be finite")
 
+    constant = Y.max(axis=0) == Y.min(axis=0)
     if center or standardize:
-        constant = Y.max(axis=0) == Y.min(axis=0)
         mean = Y.mean(axis=0)
         mean[constant] = Y[0, constant]  # constant columns become exactly zero
         Y -= mean
@@ -93,8 +93,17 @@ def preprocess(X: np.ndarray, *, center: bool = False, standardize: bool = False
     if scale == "max_norm":
         top = float(norms.max())
         if top == 0.0:
+            if (center or standardize) and constant.all():
+                n = Y.shape[0]
+                on = [f"data.{k}" for k, v in (("center", center), ("standardize", standardize))
+                      if v]
+                raise ConfigError(
+                    f"data: every column is constant over the {n} row{'s' if n != 1 else ''} of "
+                    f"the data, so centring ({' and '.join(f'{k} = true' for k in on)}) makes "
+                    "every row zero and data.scale = 'max_norm' cannot scale it; give more "
+                    f"(varied) rows, or set {' and '.join(f'{k} = false' for k in on)}")
             raise ConfigError("data.scale = 'max_norm' cannot scale a matrix whose rows are all "
-                              "zero (after centring/standardising)")
+                              "zero; the data has no non-zero entry")
         Y /= top
     elif scale == "unit_rows":
         nonzero = norms > 0

@@ -10,7 +10,7 @@ with ``U`` and ``V`` Haar-distributed (uniform on their Stiefel manifolds) and
 and its right singular vectors, the principal directions sought by the power method, are the
 columns of ``V``. The eigengap ``s_1^2 / s_2^2`` of ``X^T X`` is thus set directly.
 
-Spectrum schema (the ``spectrum`` argument, config field ``data.spectrum``)
+Spectrum schema (the ``spectrum`` argument, config field ``data.synthetic.spectrum``)
 ---------------------------------------------------------------------------
 * a list of numbers ``[s_1, ..., s_k]``: positive, non-increasing, ``1 <= k <= min(n, d)``;
 * ``{"kind": "geometric", "ratio": r, "top": s_1 = 1.0, "k": min(n, d)}``:
@@ -50,7 +50,7 @@ def synthetic_data(n: int, d: int, spectrum: Sequence[float] | Mapping[str, obje
     Parameters
     ----------
     n, d : int
-        Number of rows (``data.rows``) and columns (``data.cols``), both ``>= 1``.
+        Number of rows (``data.synthetic.n``) and columns (``data.synthetic.d``), both ``>= 1``.
     spectrum : list of float or dict
         Singular values ``s`` or a named family; see the module docstring for the schema.
     rng : numpy.random.Generator
@@ -69,8 +69,8 @@ def synthetic_data(n: int, d: int, spectrum: Sequence[float] | Mapping[str, obje
     ConfigError
         For a bad ``n``, ``d``, ``spectrum`` or ``rng``.
     """
-    n = _positive_int(n, "data.rows")
-    d = _positive_int(d, "data.cols")
+    n = _positive_int(n, "data.synthetic.n")
+    d = _positive_int(d, "data.synthetic.d")
     s = spectrum_values(spectrum, n, d)
     if not isinstance(rng, np.random.Generator):
         raise ConfigError("data.source = 'synthetic' needs rng, a numpy.random.Generator, "
@@ -103,7 +103,7 @@ def spectrum_values(spectrum: Sequence[float] | Mapping[str, object], n: int,
     Raises
     ------
     ConfigError
-        Naming ``data.spectrum``, the bad value and what is allowed.
+        Naming ``data.synthetic.spectrum``, the bad value and what is allowed.
     """
     kmax = min(n, d)
     if isinstance(spectrum, Mapping):
@@ -111,7 +111,7 @@ def spectrum_values(spectrum: Sequence[float] | Mapping[str, object], n: int,
     elif isinstance(spectrum, (Sequence, np.ndarray)) and not isinstance(spectrum, str):
         s = _explicit(spectrum, kmax)
     else:
-        raise ConfigError(f"data.spectrum must be a list of singular values or a dict with 'kind' "
+        raise ConfigError(f"data.synthetic.spectrum must be a list of singular values or a dict with 'kind' "
                           f"in {list(SPECTRUM_KINDS)}, got {spectrum!r}")
     s.setflags(write=False)
     return s
@@ -119,22 +119,22 @@ def spectrum_values(spectrum: Sequence[float] | Mapping[str, object], n: int,
 
 def _explicit(values: Sequence[float] | np.ndarray, kmax: int) -> np.ndarray:
     if isinstance(values, np.ndarray) and values.ndim != 1:
-        raise ConfigError(f"data.spectrum must be a flat list of singular values, got an array of "
+        raise ConfigError(f"data.synthetic.spectrum must be a flat list of singular values, got an array of "
                           f"shape {values.shape}")
     values = values.tolist() if isinstance(values, np.ndarray) else list(values)
     if not 1 <= len(values) <= kmax:
-        raise ConfigError(f"data.spectrum must list between 1 and min(n, d) = {kmax} singular "
+        raise ConfigError(f"data.synthetic.spectrum must list between 1 and min(n, d) = {kmax} singular "
                           f"values, got {len(values)}")
     s = np.empty(len(values))
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, Real) or not np.isfinite(v) or v <= 0:
-            raise ConfigError(f"data.spectrum[{i}] = {_show(v)}: singular values must be positive "
+            raise ConfigError(f"data.synthetic.spectrum[{i}] = {_show(v)}: singular values must be positive "
                               "finite numbers")
         s[i] = float(v)
     drops = np.flatnonzero(np.diff(s) > 0)
     if drops.size:
         i = int(drops[0])
-        raise ConfigError(f"data.spectrum must be non-increasing, but s[{i}] = {float(s[i])!r} < "
+        raise ConfigError(f"data.synthetic.spectrum must be non-increasing, but s[{i}] = {float(s[i])!r} < "
                           f"s[{i + 1}] = {float(s[i + 1])!r}")
     return s
 
@@ -143,35 +143,35 @@ def _family(spec: Mapping[str, object], kmax: int) -> np.ndarray:
     kind = spec.get("kind")
     if kind not in _KEYS:
         hint = did_you_mean(kind, SPECTRUM_KINDS) if isinstance(kind, str) else ""
-        raise ConfigError(f"data.spectrum.kind must be one of {list(SPECTRUM_KINDS)}, "
+        raise ConfigError(f"data.synthetic.spectrum.kind must be one of {list(SPECTRUM_KINDS)}, "
                           f"got {kind!r}{hint}")
     required, optional = _KEYS[kind]
     allowed = ("kind", *required, *optional)
     for key in spec:
         if key not in allowed:
             hint = did_you_mean(str(key), allowed)
-            raise ConfigError(f"data.spectrum: unknown key {key!r} for kind {kind!r}{hint}; "
+            raise ConfigError(f"data.synthetic.spectrum: unknown key {key!r} for kind {kind!r}{hint}; "
                               f"allowed: {list(allowed)}")
     for key in required:
         if key not in spec:
-            raise ConfigError(f"data.spectrum: kind {kind!r} needs {key!r} "
+            raise ConfigError(f"data.synthetic.spectrum: kind {kind!r} needs {key!r} "
                               f"(keys: {list(required)} required, {list(optional)} optional)")
     k = spec.get("k", kmax)
     if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= kmax:
-        raise ConfigError(f"data.spectrum.k must be an integer in [1, min(n, d) = {kmax}], "
+        raise ConfigError(f"data.synthetic.spectrum.k must be an integer in [1, min(n, d) = {kmax}], "
                           f"got {_show(k)}")
-    ratio = _number(spec["ratio"], "data.spectrum.ratio", "0 < ratio <= 1",
+    ratio = _number(spec["ratio"], "data.synthetic.spectrum.ratio", "0 < ratio <= 1",
                     lambda r: 0 < r <= 1)
     powers = ratio ** np.arange(int(k), dtype=float)
     if kind == "geometric":
-        top = _number(spec.get("top", 1.0), "data.spectrum.top", "top > 0", lambda t: t > 0)
+        top = _number(spec.get("top", 1.0), "data.synthetic.spectrum.top", "top > 0", lambda t: t > 0)
         s = top * powers
     else:
-        gap = _number(spec["gap"], "data.spectrum.gap", "gap >= 1", lambda g: g >= 1)
+        gap = _number(spec["gap"], "data.synthetic.spectrum.gap", "gap >= 1", lambda g: g >= 1)
         s = np.concatenate(([1.0], powers[: int(k) - 1] / gap))
     if not np.all(s > 0):
         i = int(np.flatnonzero(s <= 0)[0])
-        raise ConfigError(f"data.spectrum: {dict(spec)!r} underflows to s[{i}] = 0; "
+        raise ConfigError(f"data.synthetic.spectrum: {dict(spec)!r} underflows to s[{i}] = 0; "
                           "use a larger ratio or a smaller k")
     return s
 

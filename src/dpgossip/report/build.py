@@ -30,6 +30,7 @@ from dpgossip.report.curves import (
 )
 from dpgossip.report.figures import require_matplotlib
 from dpgossip.report.leakage import (
+    leakage_label,
     plot_leakage_vs_hops,
     plot_leakage_vs_iterations,
     plot_pair_heatmap,
@@ -103,8 +104,9 @@ def _leakage(res: ResultsFolder, plots: Path) -> list[Path]:
     key = next((k for k in ("epsilon", "delta_at_epsilon", "value") if k in rows[0]), None)
     if key is None:
         return []
-    label = {"epsilon": r"$\varepsilon$",
-             "delta_at_epsilon": r"$\delta$ at the first $\varepsilon$ of the grid"}.get(key, "leakage")
+    label = {"epsilon": leakage_label(rows, "epsilon"),
+             "delta_at_epsilon": leakage_label(rows, "delta_at_epsilon")
+             + r" at the first $\varepsilon$ of the grid"}.get(key, "leakage")
     by_point: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
         by_point.setdefault(r.get("point"), []).append(r)

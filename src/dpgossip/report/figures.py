@@ -77,14 +77,22 @@ def new_figure(width: float = 6.4, height: float = 4.4) -> Any:
 
 
 def save(fig: Any, path: str | Path, *, dpi: int = 130) -> Path:
-    """Write ``fig`` as PNG to ``path`` (folders created; via a temporary file, so atomically)."""
+    """Write ``fig`` as PNG to ``path`` (folders created; via a temporary file, so atomically).
+
+    The PNG's ``Title`` and ``Description`` text fields carry the first axes' title and axis labels, so a
+    plot says what it shows to tools that cannot see it (and to tests)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
     tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=dpi, format="png", metadata={"Software": "dpgossip"})
+    meta = {"Software": "dpgossip"}
+    if fig.axes:
+        ax = fig.axes[0]
+        meta["Title"] = ax.get_title()
+        meta["Description"] = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel()}"
+    fig.savefig(tmp, dpi=dpi, format="png", metadata=meta)
     tmp.replace(path)
     return path
 

@@ -12,8 +12,11 @@ Input format (what the privacy auditor passes): a sequence of mappings, one per 
 =============  =========================================================================
 
 A pair given twice (in the heatmap), a missing key or a non-finite hop count raises ``ValueError``.
-Missing pairs are drawn grey in the heatmap. Infinite leakage (no privacy) is drawn at the top of the
-colour scale and marked with ``inf``.
+Missing pairs are drawn grey in the heatmap. Infinite leakage (no privacy) is never drawn as a number: in
+the heatmap it gets its own saturated colour (:data:`INF_COLOUR`, outside the colour scale) with a legend
+entry ``inf``; against hops it is drawn on a separate ``inf`` line above the finite values. When the rows
+carry ``method`` and ``delta`` (as the auditor's do), the value label names them
+(:func:`leakage_label`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ import numpy as np
 
 from dpgossip.report.figures import colours, new_figure, require_matplotlib, save
 
-__all__ = ["plot_pair_heatmap", "plot_leakage_vs_hops", "plot_leakage_vs_iterations", "LEAKAGE_KEYS"]
+__all__ = ["plot_pair_heatmap", "plot_leakage_vs_hops", "plot_leakage_vs_iterations", "LEAKAGE_KEYS",
+           "INF_COLOUR", "leakage_label"]
+
+INF_COLOUR = "#0a64ff"
+"""Colour of infinite leakage: a saturated blue that the heatmap's colour map (magma) never uses."""
 
 ITERATIONS_AXIS = "protocol.iterations"
 
@@ -44,12 +51,31 @@ def _check(rows: Sequence[Mapping[str, Any]], value_key: str) -> None:
                 raise ValueError(f"leakage row {k} has no {key!r}: {dict(row)!r}")
 
 
+def leakage_label(rows: Sequence[Mapping[str, Any]], value_key: str = "epsilon") -> str:
+    """Axis label of a leakage value naming the method and delta the rows carry, e.g.
+    ``"$\\varepsilon$ (rdp) at $\\delta$ = 1e-05"``; the plain symbol when they carry neither."""
+    base = {"epsilon": r"$\varepsilon$", "delta_at_epsilon": r"$\delta$"}.get(value_key, value_key)
+    methods = sorted({str(r["method"]) for r in rows if r.get("method") not in (None, "")})
+    deltas = sorted({float(r["delta"]) for r in rows if _is_number(r.get("delta"))})
+    label = base + (f" ({', '.join(methods)})" if methods else "")
+    if value_key == "epsilon" and deltas:
+        label += r" at $\delta$ = " + ", ".join(f"{d:g}" for d in deltas)
+    return label
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def plot_pair_heatmap(
     rows: Sequence[Mapping[str, Any]],
     path: str | Path,
     *,
     value_key: str = "value",
-    value_label: str = r"$\varepsilon$",
+    value_label: str | None = None,
     title: str | None = None,
     log: bool = False,
 ) -> Path:
@@ -67,7 +93,7 @@ def plot_pair_heatmap(
     value_key
         Key of the leakage value in each row.
     value_label
-        Colour bar label.
+        Colour bar label (default: :func:`leakage_label` of the rows).
     title
         Figure title.
     log
@@ -86,12 +112,14 @@ def plot_pair_heatmap(
                 "value per pair (filter the table, e.g. by point)"
             )
         M[i, j] = float(r[value_key])
+    value_label = value_label or leakage_label(rows, value_key)
     finite = M[np.isfinite(M)]
     top = float(finite.max()) if finite.size else 1.0
-    shown = np.where(np.isposinf(M), top, M)
-    masked = np.ma.masked_invalid(shown)
+    infinite = np.isinf(M)
+    masked = np.ma.masked_invalid(M)  # finite values only; infinite cells are drawn on top
     from matplotlib import colormaps
-    from matplotlib.colors import LogNorm
+    from matplotlib.colors import ListedColormap, LogNorm
+    from matplotlib.patches import Patch
 
     cmap = colormaps["magma_r"].with_extremes(bad="0.85")
     norm = None
@@ -99,14 +127,22 @@ def plot_pair_heatmap(
         pos = finite[finite > 0]
         if pos.size:
             norm = LogNorm(vmin=float(pos.min()), vmax=float(pos.max()))
-            masked = np.ma.masked_where(~(shown > 0), masked)
+            masked = np.ma.masked_where(~(M > 0), masked)
     n = len(agents)
     size = min(10.0, max(4.2, 0.45 * n + 2.0))
     fig = new_figure(size + 1.0, size)
     ax = fig.subplots()
     im = ax.imshow(masked, cmap=cmap, norm=norm, origin="upper", interpolation="nearest")
-    cbar = fig.colorbar(im, ax=ax, shrink=0.8)
-    cbar.set_label(value_label)
+    if finite.size:
+        cbar = fig.colorbar(im, ax=ax, shrink=0.8)
+        cbar.set_label(value_label)
+    if infinite.any():
+        ax.imshow(np.ma.masked_where(~infinite, np.ones_like(M)), cmap=ListedColormap([INF_COLOUR]),
+                  origin="upper", interpolation="nearest", vmin=0, vmax=2)
+        ax.legend(handles=[Patch(color=INF_COLOUR, label=f"inf: no privacy "
+                                 f"({int(infinite.sum())} of {int(np.isfinite(M).sum() + infinite.sum())}"
+                                 " pairs)")],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="small", frameon=False)
     ticks = range(n) if n <= 40 else range(0, n, max(1, n // 20))
     ax.set_xticks(list(ticks), [str(agents[t]) for t in ticks], fontsize="small")
     ax.set_yticks(list(ticks), [str(agents[t]) for t in ticks], fontsize="small")
@@ -120,10 +156,10 @@ def plot_pair_heatmap(
                 if np.isnan(v):
                     continue
                 text = "inf" if np.isinf(v) else f"{v:.3g}"
-                dark = np.isinf(v) or (v / scale > 0.55 if not log else False)
+                dark = bool(np.isinf(v)) or (v / scale > 0.55 if not log else False)
                 ax.text(j, i, text, ha="center", va="center", fontsize=7,
                         color="white" if dark else "black")
-    ax.set_title(title or "pairwise leakage", fontsize="medium")
+    ax.set_title(title or f"pairwise leakage: {value_label}", fontsize="medium")
     return save(fig, path)
 
 
@@ -132,7 +168,7 @@ def plot_leakage_vs_hops(
     path: str | Path,
     *,
     value_key: str = "value",
-    value_label: str = r"$\varepsilon$",
+    value_label: str | None = None,
     title: str | None = None,
     log: bool = False,
 ) -> Path:
@@ -148,13 +184,14 @@ def plot_leakage_vs_hops(
     value_key
         Key of the leakage value in each row.
     value_label
-        y-axis label.
+        y-axis label (default: :func:`leakage_label` of the rows).
     title
         Figure title.
     log
         Logarithmic y axis.
     """
     _check(rows, value_key)
+    value_label = value_label or leakage_label(rows, value_key)
     series: dict[str, list[tuple[int, float]]] = {}
     for k, r in enumerate(rows):
         hops = float(r["hops"])
@@ -165,33 +202,52 @@ def plot_leakage_vs_hops(
     ax = fig.subplots()
     rng = np.random.default_rng(0)  # jitter only; fixed so the figure is reproducible
     finite_all = [v for pts in series.values() for _, v in pts if math.isfinite(v)]
+    positive = [v for v in finite_all if v > 0]
     top = max(finite_all) if finite_all else 1.0
+    # infinite values sit on their own line above the finite ones, labelled "inf"
+    y_inf = (max(positive) * 4 if positive else 1.0) if log else (abs(top) * 1.25 if top else 1.0)
+    n_inf = 0
     for (name, pts), c in zip(series.items(), colours(len(series), ordered=False), strict=True):
         h = np.array([p[0] for p in pts], dtype=float)
         v = np.array([p[1] for p in pts], dtype=float)
-        shown = np.where(np.isposinf(v), top, v)
+        inf = np.isposinf(v)
+        n_inf += int(inf.sum())
+        shown = np.where(inf, y_inf, v)
         jitter = rng.uniform(-0.12, 0.12, size=h.size) if len(series) == 1 else 0.0
-        ax.scatter(h + jitter, shown, s=12, color=c, alpha=0.45, lw=0)
+        ax.scatter((h + jitter)[~inf], shown[~inf], s=12, color=c, alpha=0.45, lw=0)
+        ax.scatter((h + jitter)[inf], shown[inf], s=30, color=c, marker="^", lw=0)
         levels = sorted(set(h.astype(int)))
-        worst = [float(np.max(v[h == x])) for x in levels]
-        mean = [float(np.mean(v[h == x])) for x in levels]
+        worst = np.array([float(np.max(v[h == x])) for x in levels])
+        mean = np.array([float(np.mean(v[h == x])) for x in levels])
         prefix = f"{name}: " if name else ""
-        ax.plot(levels, np.where(np.isposinf(worst), top, worst), "-o", color=c, ms=4,
+        ax.plot(levels, np.where(np.isposinf(worst), y_inf, worst), "-o", color=c, ms=4,
                 label=f"{prefix}worst pair")
-        ax.plot(levels, np.where(np.isposinf(mean), top, mean), ":", color=c,
+        ax.plot(levels, np.where(np.isposinf(mean), y_inf, mean), ":", color=c,
                 label=f"{prefix}mean over pairs")
-        if any(np.isinf(worst)):
-            ax.text(0.01, 0.98, "some pairs have infinite leakage (drawn at the top)",
-                    transform=ax.transAxes, fontsize="small", va="top")
-    if log:
+    if log and positive:
         ax.set_yscale("log")
+    if n_inf:
+        ax.axhline(y_inf, color=INF_COLOUR, lw=1.2, ls="--",
+                   label=f"inf: no privacy ({n_inf} pair{'s' if n_inf != 1 else ''})")
+        if finite_all:
+            lo, _ = ax.get_ylim()
+            gap = (y_inf / lo) ** 0.08 if log and lo > 0 else None  # keep ticks clear of "inf"
+            ticks = [t for t in ax.get_yticks() if lo <= t and (t > 0 or not log)
+                     and (t * gap < y_inf if gap else t < y_inf - 0.08 * (y_inf - lo))]
+            ax.set_yticks([*ticks, y_inf], [*(f"{t:g}" for t in ticks), "inf"])
+            ax.minorticks_off()  # log minor labels would crowd the "inf" line
+        else:
+            ax.set_yticks([y_inf], ["inf"])
+        for label in ax.get_yticklabels():
+            if label.get_text() == "inf":
+                label.set_color(INF_COLOUR)
     hops_all = sorted({p[0] for pts in series.values() for p in pts})
     ax.set_xticks(hops_all)
     ax.set_xlabel("hop distance between observer and target")
     ax.set_ylabel(value_label)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    ax.set_title(title or "leakage against hop distance", fontsize="medium")
+    ax.set_title(title or f"{value_label} against hop distance", fontsize="medium")
     return save(fig, path)
 
 

@@ -114,6 +114,9 @@ class ResultsFolder:
             When ``path`` is not a finished results folder.
         """
         path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"results folder {str(path)!r} is a file; give the folder written by "
+                              "dpgossip run")
         if not path.is_dir():
             raise ConfigError(f"results folder {str(path)!r} does not exist")
         summary_path = path / "summary.json"

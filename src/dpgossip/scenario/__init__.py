@@ -28,10 +28,13 @@ from dpgossip.scenario.execute import (
     run_pool,
 )
 from dpgossip.scenario.expand import Point, expand, point_hash
+from dpgossip.scenario.options import check_scheduler
+from dpgossip.scenario.outdir import check_out_dir
 from dpgossip.scenario.preflight import Structures, preflight
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.results import PointResult, read_point, write_point
 from dpgossip.scenario.schema import SCHEMA, register_section, validate
+from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 
 __all__ = [
     "load_scenario",
@@ -98,10 +101,20 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file (errors name the file and the bad path)."""
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise ConfigError(f"scenario file {str(path)!r} is a directory; give the path of a .toml "
+                          "scenario file")
+    if not path.exists():
         raise ConfigError(f"scenario file {str(path)!r} does not exist")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); a "
+                          "scenario is a TOML text file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the scenario file: {exc.strerror or exc}") from None
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     try:
@@ -119,6 +132,7 @@ def run_scenario(
     scheduler: str | None = None,
     scheduler_timeout: float = DASK_TIMEOUT,
     plots: bool | None = None,
+    force: bool = False,
 ) -> Path:
     """Run every point and repeat of a scenario and write its results folder.
 
@@ -142,6 +156,9 @@ def run_scenario(
         Seconds to wait for the scheduler before raising ``ConfigError``.
     plots
         Draw the plots (default: ``[output] plots``); skipped with a notice without matplotlib.
+    force
+        Write into a folder that holds another scenario's results (replacing them); without it such a
+        folder is refused (:func:`~dpgossip.scenario.outdir.check_out_dir`).
 
     Returns
     -------
@@ -151,16 +168,23 @@ def run_scenario(
     Raises
     ------
     ConfigError
-        A point that cannot be built or run (naming the point), an unreachable scheduler, bad workers.
+        A point that cannot be built or run (naming the point), an unreachable scheduler, bad workers,
+        an output folder that cannot be written or holds another scenario's results, a sweep or point
+        too large for the memory (:mod:`~dpgossip.scenario.sizes`).
     KeyboardInterrupt
         Propagated after the finished points were saved.
     """
     cfg = scenario.config
     n_workers = resolve_workers(workers)
+    scheduler, scheduler_timeout = check_scheduler(scheduler, scheduler_timeout)
     if scheduler is not None and workers not in (None, 1):
         raise ConfigError("--workers and --scheduler cannot be combined; the Dask cluster has its own")
     out_dir = Path(out or cfg["output"].get("dir") or Path("results") / scenario.name)
+    flag = "--out" if out else "output.dir" if cfg["output"].get("dir") else "the results folder"
+    check_out_dir(out_dir, scenario.name, flag=flag, force=force)
+    check_sweep_size(cfg)
     points = scenario.points()
+    check_point_sizes(points, scenario.base)
     structures = preflight(points, scenario.base)
     client = connect_dask(scheduler, scheduler_timeout) if scheduler is not None else None
     try:

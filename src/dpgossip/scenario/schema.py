@@ -18,6 +18,7 @@ Combinations of settings that are valid alone but not together are rejected by
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,8 @@ class Field:
 
     ``kind`` is ``int``, ``float``, ``str``, ``bool``, ``"list"`` (a list value, e.g. explicit sizes), or
     ``"table"`` (an inline table checked by ``check``). A list where a scalar kind is expected is a sweep axis
-    when ``sweep`` is true.
+    when ``sweep`` is true. ``check(path, value)`` validates a ``"table"``, or a scalar after its type
+    check (e.g. ``name`` must be a plain folder name); it returns the value or raises ``ConfigError``.
     """
 
     kind: Any
@@ -99,6 +101,25 @@ def _noise_table(path: str, value: Any) -> dict[str, Any]:
     if sched == "explicit" and "values" not in out:
         raise ConfigError(f"{path}: schedule 'explicit' needs values = [one per iteration]")
     return out
+
+
+_NAME = re.compile(r"[\w.-]+")
+_NAME_MAX = 200
+
+
+def _plain_name(path: str, value: str) -> str:
+    """``name``: a plain folder name (it becomes ``results/<name>``), never a path."""
+    if (
+        not _NAME.fullmatch(value)
+        or value in (".", "..")
+        or len(value) > _NAME_MAX
+    ):
+        raise ConfigError(
+            f"{path} must be a plain folder name (letters, digits, '-', '_' and '.', at most "
+            f"{_NAME_MAX} characters, not '.' or '..'; no '/' or other separators), got {value!r}; "
+            "results go to results/<name> (use --out or [output] dir for another folder)"
+        )
+    return value
 
 
 def _alpha_value(path: str, value: Any) -> Any:
@@ -150,7 +171,9 @@ def _sub_table(path: str, value: Any, allowed: Mapping[str, Any]) -> dict[str, A
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "": {
-        "name": Field(kind=str, default=REQUIRED, sweep=False, doc="scenario name"),
+        "name": Field(
+            kind=str, default=REQUIRED, sweep=False, check=_plain_name, doc="scenario name"
+        ),
         "description": Field(kind=str, default="", sweep=False),
         "seed": Field(kind=int, default=0, low=0, sweep=False, doc="root seed of the scenario"),
         "repeats": Field(kind=int, default=1, low=1, sweep=False, doc="independent runs per point"),
@@ -250,6 +273,8 @@ def _check_scalar(path: str, f: Field, value: Any) -> Any:
         raise ConfigError(
             f"{path} must be {_kind_name(f.kind)}, got {value!r} ({type(value).__name__})"
         )
+    if f.check is not None:
+        value = f.check(path, value)
     if f.choices is not None and value not in f.choices:
         raise ConfigError(
             f"{path}: {value!r} is not allowed; use one of "
@@ -304,6 +329,7 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"a scenario must be a TOML table, got {type(raw).__name__}")
+    _reject_non_finite("", raw)
     load_plugins(raw)
     sections = [s for s in SCHEMA if s] + known_sections() + ["sweep"]
     out: dict[str, Any] = {}
@@ -345,6 +371,20 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     )
     check_combinations(raw, out)
     return out
+
+
+def _reject_non_finite(path: str, value: Any) -> None:
+    """No ``inf`` or ``nan`` anywhere in a scenario (TOML allows them; no setting means them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(
+            f"{path} must be a finite number, got {value!r}; inf and nan are not allowed"
+        )
+    if isinstance(value, Mapping):
+        for key, v in value.items():
+            _reject_non_finite(f"{path}.{key}" if path else str(key), v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _reject_non_finite(f"{path}[{i}]", v)
 
 
 def _lookup(config: Mapping[str, Any], path: str) -> Any:

@@ -20,12 +20,14 @@ import networkx as nx
 import numpy as np
 
 from dpgossip.errors import ConfigError
+from dpgossip.resources import check_needs, dense_matrix_needs, graph_needs
 from dpgossip.topology.builders import (
     TOPOLOGIES,
     TOPOLOGY_PARAMS,
     SeedLike,
     build_graph,
     check_topology_name,
+    edge_estimate,
 )
 from dpgossip.topology.io import FILE_FORMATS, LoadedGraph, load_graph, save_graph_json
 from dpgossip.topology.mixing import MIXING_RULES, check_rule_name, mixing_matrix
@@ -133,7 +135,7 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
     -------
     Network
         Frozen graph (``networkx.freeze``) and validated ``W`` (the file's own ``W`` is checked with
-        field name ``network.file``, a computed one with ``network.mixing``).
+        field name ``network.topology``, a computed one with ``network.mixing``).
 
     Raises
     ------
@@ -151,7 +153,15 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
             raise ConfigError(f"network.mixing: {rule!r} means the mixing matrix given in a "
                               f"topology file, but {name!r} is generated; known rules: "
                               f"{', '.join(MIXING_RULES)}")
+        if m is not None and m >= 2:  # before the graph is built: its size and W's
+            cause = f"network.agents = {m}"
+            check_needs(graph_needs(m, edge_estimate(name, m, params), cause)
+                        + dense_matrix_needs(m, cause), advice="use fewer agents")
         graph = build_graph(name, m, seed=seed, params=params)
+        check_needs(dense_matrix_needs(graph.number_of_nodes(),
+                                       f"network.topology = {name!r} with "
+                                       f"{graph.number_of_nodes()} agents"),
+                    advice="use fewer agents")
         W = mixing_matrix(graph, rule)
         field = "network.mixing"
     else:
@@ -164,15 +174,17 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
         if m is not None and m != n_nodes:
             raise ConfigError(f"network.agents: {m} does not match the {n_nodes} nodes of "
                               f"{str(path)!r}; omit network.agents or set it to {n_nodes}")
+        check_needs(dense_matrix_needs(n_nodes, f"the {n_nodes}-node graph of {str(path)!r}"),
+                    advice="use a smaller graph")
         rule = mixing or ("explicit" if loaded.W is not None else "metropolis")
         if rule in EXPLICIT_MIXING:
             if loaded.W is None:
                 raise ConfigError(f"network.mixing: {rule!r} needs a file with mixing weights, "
                                   f"but {str(path)!r} has none; choose a rule: "
                                   f"{', '.join(MIXING_RULES)}")
-            W, rule, field = loaded.W, "explicit", "network.file"
+            W, rule, field = loaded.W, "explicit", "network.topology"
         else:
-            check_graph(graph, field="network.file")
+            check_graph(graph, field="network.topology")
             W = mixing_matrix(graph, rule)
             field = "network.mixing"
     try:

@@ -24,6 +24,7 @@ import networkx as nx
 import numpy as np
 
 from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.resources import check_needs, graph_needs
 from dpgossip.rng import as_seed_sequence
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "build_graph",
     "canonical_graph",
     "check_topology_name",
+    "edge_estimate",
     "grid_shape",
     "node_sort_key",
 ]
@@ -395,6 +397,32 @@ _RANDOM: dict[str, Callable[[int, Mapping[str, Any], np.random.Generator], nx.Gr
 }
 
 
+def edge_estimate(name: str, m: int, params: Mapping[str, Any] | None = None) -> float:
+    """About how many edges :func:`build_graph` makes for ``m`` agents (before it is run, to check the
+    memory it needs; parameters that are not numbers count as their defaults)."""
+    params = params or {}
+
+    def num(key: str, default: float) -> float:
+        v = params.get(key)
+        ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        return float(v) if ok and math.isfinite(float(v)) and float(v) > 0 else default
+
+    m = max(int(m), 2)
+    pairs = m * (m - 1) / 2
+    if name == "complete":
+        return pairs
+    if name == "erdos_renyi":
+        return pairs * min(1.0, num("p", 2.0 * math.log(m) / m))
+    if name == "random_geometric":
+        radius = num("radius", math.sqrt(2.0 * math.log(m) / (math.pi * m)))
+        return pairs * min(1.0, math.pi * radius**2)
+    if name == "hypercube":
+        return m * math.log2(m) / 2
+    per_node = {"grid": 2.0, "torus": 2.0, "random_regular": num("degree", 3) / 2,
+                "watts_strogatz": num("k", 4) / 2, "barabasi_albert": num("attach", 2)}
+    return m * min(per_node.get(name, 1.0), (m - 1) / 2)
+
+
 def check_topology_name(name: object, extra: Iterable[str] = ()) -> str:
     """Return ``name`` if it is a known topology, else raise ``ConfigError`` with a suggestion."""
     known = list(TOPOLOGIES) + [e for e in extra if e not in TOPOLOGIES]
@@ -457,6 +485,8 @@ def build_graph(name: str, m: int | None, *, seed: SeedLike = None,
     if m is None:
         raise ConfigError(f"network.agents: required for topology {name!r} (an integer >= 2)")
     m = _check_m(name, m)
+    check_needs(graph_needs(m, edge_estimate(name, m, params), f"network.agents = {m}"),
+                advice="use fewer agents")
     if name in _RANDOM:
         raw = _RANDOM[name](m, params, _rng(seed))
     else:

@@ -87,7 +87,7 @@ class LoadedGraph:
 
 
 def _err(path: Path, what: str) -> ConfigError:
-    return ConfigError(f"network.file: cannot read {str(path)!r}: {what}")
+    return ConfigError(f"network.topology: cannot read {str(path)!r}: {what}")
 
 
 def _number(value: Any, path: Path, where: str) -> float:
@@ -306,10 +306,10 @@ def load_graph(path: str | Path) -> LoadedGraph:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in FILE_FORMATS:
-        raise ConfigError(f"network.file: {str(p)!r} has unknown extension {p.suffix!r}; "
+        raise ConfigError(f"network.topology: {str(p)!r} has unknown extension {p.suffix!r}; "
                           f"{_ALLOWED}")
     if not p.is_file():
-        raise ConfigError(f"network.file: no such file {str(p)!r}; {_ALLOWED}")
+        raise ConfigError(f"network.topology: no such file {str(p)!r}; {_ALLOWED}")
     if suffix == ".graphml":
         parsed = _parse_graphml(p)
     else:
@@ -371,7 +371,7 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
     """
     p = Path(path)
     if graph.is_directed() or graph.is_multigraph():
-        raise ConfigError("network.file: only simple undirected graphs can be saved")
+        raise ConfigError("network.topology: only simple undirected graphs can be saved")
     nodes = list(graph.nodes)
     m = len(nodes)
     data = nx.node_link_data(graph, edges="edges")
@@ -391,10 +391,10 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
     if W is not None:
         Wa = np.asarray(W, dtype=float)
         if Wa.shape != (m, m):
-            raise ConfigError(f"network.file: W has shape {Wa.shape} but the graph has {m} "
+            raise ConfigError(f"network.topology: W has shape {Wa.shape} but the graph has {m} "
                               f"nodes; W must be {m} x {m}")
         if not np.all(np.isfinite(Wa)):
-            raise ConfigError("network.file: W has non-finite entries")
+            raise ConfigError("network.topology: W has non-finite entries")
         rows = Wa.tolist()
         node_list = [{k: v for k, v in d.items() if k != "self_weight"} for d in node_list]
         edge_list = [{k: v for k, v in d.items() if k != "weight"} for d in edge_list]

@@ -84,7 +84,7 @@ def validate_mixing(graph: nx.Graph, W: np.ndarray, *, tol: float = 1e-12,
         and column sums ``|sum_j W_ij - 1| <= tol``, and the spectral condition
         ``SLEM <= 1 - tol``. Entries off the edges must be exactly zero.
     field : str
-        Configuration field named in error messages (``network.file`` for a file's own ``W``).
+        Configuration field named in error messages (``network.topology`` for a file's own ``W``).
 
     Raises
     ------
