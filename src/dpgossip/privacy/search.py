@@ -26,7 +26,8 @@ never reports less (the reported value is the maximum over every candidate ever 
    mode a candidate is better than the best so far exactly when its delta at the best epsilon exceeds
    ``delta`` (``delta(eps)`` is non-increasing), so an epsilon is solved only for improvements.
 5. **Polish** (per view): projected ascent of the asked quantity itself (forward differences of the
-   exact delta) from the best neighbour, ``steps * 2^l`` steps.
+   exact delta) from the best neighbours of its ``starts`` best rows, ``steps + l`` steps or until a step
+   gains less than ``1e-6`` relative.
 
 The surrogate is the RDP epsilon at ``delta`` on a fixed grid of orders, both directions, vectorised (in
 both modes: the RDP delta at an epsilon saturates at 1 where the leakage is large, leaving nothing to
@@ -483,7 +484,7 @@ class TargetSearch:
         for k in self.keys:
             ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:settings.starts]
             for _, nb, pair in ranked:
-                self._polish(k, nb, pair, settings.steps * 2 ** level)
+                self._polish(k, nb, pair, settings.steps + level)
             self.level_values[k].append(self.best[k].value)
         self._record(level, "polish")
 
@@ -539,10 +540,13 @@ class TargetSearch:
                 z = project(x, y + step * g / ng, self.kind)
                 fz, pz = f(z)
                 if fz > fy:
+                    gain = (fz - fy) / max(abs(fy), 1e-300)
                     y, fy, pair_y, step, moved = z, fz, pz, step * 1.5, True
                     break
                 step /= 4
             else:
+                break
+            if gain < 1e-6:  # stalled
                 break
         if moved:
             self._offer(k, Neighbour(row=nb.row, x_new=y, label=nb.label.split("+")[0] + "+polish"),

@@ -7,6 +7,8 @@
     neighbours = "bounded"   # bounded | replace-one
     delta = 1e-5             # epsilon of every pair is reported at this delta; a list is a sweep axis
     epsilon = [1.0, 4.0]     # grid at which delta of every pair is reported (NOT a sweep axis)
+    search = "standard"      # the optimising worst-case search (quick | standard | thorough); without
+                             # it the candidate search below runs, which can miss far worse neighbours
     candidates = 20          # candidate neighbours per target in the worst-case search
     refine = 2               # best candidates per pair evaluated by every method
     ascent_steps = 4         # rounds of local ascent from the two best candidates of each view
@@ -47,6 +49,7 @@ from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
 from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs
 from dpgossip.privacy.calibrate import CALIBRATION_FAMILIES, CALIBRATION_METHODS, Calibration
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
+from dpgossip.privacy.search import SearchSettings
 from dpgossip.scenario.sections import register_section
 
 __all__ = [
@@ -75,6 +78,8 @@ PRIVACY_KEYS: dict[str, str] = {
     "candidates": "integer >= 1 (default 20)",
     "refine": "integer >= 1 (default 2)",
     "ascent_steps": "integer >= 0 (default 4): local-ascent rounds from the best candidates",
+    "search": "quick | standard | thorough | levels 1..8 (default: the candidate search above, which "
+              "can miss far worse neighbours): the optimising search of dpgossip.privacy.search",
     "methods": 'list of "exact", "rdp", "chernoff" (default all three; the first ranks the pairs)',
     "audit": "true or false (default false)",
     "rank_by": 'epsilon (default) | delta: rank pairs by delta at the first epsilon; no epsilon solves',
@@ -93,8 +98,9 @@ INFEASIBLE_CHOICES: tuple[str, ...] = ("error", "floor")
 ``calibration_met = false`` in its rows and go on (``floor``)."""
 
 PER_INSTANCE = (
-    "per-instance audit: about this dataset X and the candidate neighbours tried, not a worst case "
-    "over all datasets"
+    "per-instance audit: about this dataset X and the neighbours tried, not a worst case over all "
+    "datasets; each value is a LOWER ESTIMATE of the worst case over neighbours of this X (a noise "
+    "calibrated on it is not a DP guarantee)"
 )
 
 
@@ -220,6 +226,10 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     out["candidates"] = _integer(f"{path}.candidates", value.get("candidates", 20), 1)
     out["refine"] = _integer(f"{path}.refine", value.get("refine", 2), 1)
     out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", 4), 0)
+    search = value.get("search")
+    out["search"] = None if search is None else SearchSettings.of(search).name
+    if isinstance(search, int) and not isinstance(search, bool):
+        out["search"] = int(search)
     methods = value.get("methods", list(AUDIT_METHODS))
     if not isinstance(methods, list) or not methods:
         raise ConfigError(f"{path}.methods must be a non-empty list of "
@@ -338,7 +348,8 @@ def audit_config(config: Mapping[str, Any], base: Path | None = None):
                         view=priv["view"], neighbours=priv["neighbours"],
                         candidates=priv["candidates"], refine=priv["refine"],
                         ascent_steps=priv["ascent_steps"], methods=tuple(priv["methods"]),
-                        seed=int(config["seed"]), rank_by=priv.get("rank_by", "epsilon"))
+                        seed=int(config["seed"]), rank_by=priv.get("rank_by", "epsilon"),
+                        search=priv.get("search"))
     return audit, data, network, params
 
 

@@ -155,7 +155,8 @@ def small_pair_delta(lam: np.ndarray, epsilon: float) -> float:
         c = 1 - 1 / ll
         p_term = _below(float(c[0]), float(c[1]), K)
         q_term = _below(float(ll[0] - 1), float(ll[1] - 1), K)
-        out = max(out, p_term - math.exp(epsilon) * q_term)
+        q_scaled = math.exp(min(epsilon + math.log(q_term), 700.0)) if q_term > 0 else 0.0
+        out = max(out, p_term - q_scaled)
     return max(out, 0.0)
 
 

@@ -1,0 +1,148 @@
+"""The optimising worst-case search: brute force for d <= 3, a reviewer's attack, nested budgets, the
+first-message bound, the projection onto the allowed set."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.data.synthetic import synthetic_data
+from dpgossip.errors import ConfigError
+from dpgossip.privacy.audit import RunAuditor, _view_key, audit_pairs
+from dpgossip.privacy.neighbours import Neighbour, is_neighbour, max_step, project
+from dpgossip.privacy.search import SearchSettings
+from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.topology import make_network
+
+
+def _problem(d: int, *, seed: int = 0, rows: int = 3, T: int = 2, c: int = 2, scale: float = 0.5,
+             topology: str = "paper-ring4"):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((4 * rows, d)) * np.linspace(1.0, 0.3, d)
+    X /= np.max(np.linalg.norm(X, axis=1))
+    data = PartitionedData(X=X, sizes=(rows,) * 4)
+    net = make_network(topology) if topology == "paper-ring4" else make_network(topology, agents=4)
+    params = resolve_params(data, net, iterations=T, consensus_steps=c,
+                            noise=NoiseSchedule(kind="constant", scale=scale))
+    return data, net, params
+
+
+def _grid(d: int, n: int) -> np.ndarray:
+    """Points of the closed unit ball: ``n`` directions (a circle, or a Fibonacci sphere) at 4 radii."""
+    if d == 2:
+        th = np.linspace(0, 2 * np.pi, n, endpoint=False)
+        U = np.stack([np.cos(th), np.sin(th)], axis=1)
+    else:
+        i = np.arange(n) + 0.5
+        phi = np.arccos(1 - 2 * i / n)
+        th = np.pi * (1 + 5 ** 0.5) * i
+        U = np.stack([np.cos(th) * np.sin(phi), np.sin(th) * np.sin(phi), np.cos(phi)], axis=1)
+    return np.concatenate([f * U for f in (0.4, 0.7, 0.9, 1.0)])
+
+
+def _grid_max(data, net, params, o: int, j: int, eps: float, n: int) -> float:
+    """Brute force: the exact delta(eps) of the observer view at every grid point of every row's
+    allowed set (bounded neighbours)."""
+    k, v = _view_key("observer", o, j, data.m)
+    aud = RunAuditor(data, net, params, {k: v})
+    best = 0.0
+    for r in range(data.offsets[j], data.offsets[j + 1]):
+        for y in _grid(data.d, n):
+            if is_neighbour(data.X[r], y):
+                best = max(best, aud.pairs(Neighbour(row=r, x_new=y), [k])[k].delta(eps))
+    return best
+
+
+@pytest.mark.parametrize(("d", "seed", "topology", "n", "rows"), [
+    (2, 0, "paper-ring4", 24, 2),
+    pytest.param(2, 0, "paper-ring4", 72, 3, marks=pytest.mark.slow),
+    pytest.param(2, 3, "path", 72, 3, marks=pytest.mark.slow),
+    pytest.param(3, 1, "star", 60, 3, marks=pytest.mark.slow)])
+def test_default_search_within_one_percent_of_the_grid_maximum(d, seed, topology, n, rows):
+    """Brute force. The slow cases (a dense grid, minutes each): ``pytest -m slow``."""
+    data, net, params = _problem(d, seed=seed, topology=topology, rows=rows)
+    o, j = (0, 2) if topology != "star" else (1, 2)
+    grid = _grid_max(data, net, params, o, j, 1.0, n)
+    res = audit_pairs(data, net, params, delta=1e-5, epsilons=(1.0,), search="standard",
+                      rank_by="delta", methods=("exact",), targets=[j], observers=[o])
+    found = res.results[(o, j)].delta["exact"][0]
+    assert found >= 0.99 * grid, (found, grid)
+    assert is_neighbour(data.X[res.results[(o, j)].neighbour.row], res.results[(o, j)].neighbour.x_new)
+
+
+def test_default_search_beats_the_smallest_singular_direction_attack():
+    """Issue 10's first case, reconstructed: the paper ring, n = 200, d = 5, decreasing singular values,
+    T = 5, c = 3, sigma_p = 0.2, observer 0 against target 2. The candidate search reports delta(5) below
+    0.01; moving a row along the smallest right singular vector of X_j gives about 0.33."""
+    raw = synthetic_data(200, 5, [5, 4, 3, 2, 1], rng=np.random.default_rng(5))
+    X = np.array(raw.X, dtype=float)
+    X /= np.max(np.linalg.norm(X, axis=1))
+    data = PartitionedData(X=X, sizes=(50,) * 4)
+    net = make_network("paper-ring4")
+    params = resolve_params(data, net, iterations=5, consensus_steps=3, sigma_p=[[0.2] * 5])
+    k, v = _view_key("observer", 0, 2, 4)
+    aud = RunAuditor(data, net, params, {k: v})
+    v_min = np.linalg.svd(X[100:150])[2][-1]
+    attack = max(aud.pairs(Neighbour(row=r, x_new=X[r] + max_step(X[r], s * v_min) * s * v_min),
+                           [k])[k].delta(5.0)
+                 for r in range(100, 150) for s in (1, -1))
+    assert attack > 0.3
+    res = audit_pairs(data, net, params, delta=1e-5, epsilons=(5.0,), search="standard",
+                      rank_by="delta", methods=("exact",), targets=[2], observers=[0])
+    r = res.results[(0, 2)]
+    assert r.delta["exact"][0] >= attack
+    ev = r.evidence
+    assert ev.rows_screened == 50 and len(ev.level_values) == 3
+    assert 0 < ev.first_message_bound <= r.delta["exact"][0]
+
+
+@pytest.mark.parametrize(("d", "seed", "rank_by", "levels_tried"), [
+    (2, 0, "delta", (1, 2)),
+    pytest.param(2, 0, "delta", (1, 2, 3), marks=pytest.mark.slow),
+    pytest.param(3, 2, "delta", (1, 2, 3), marks=pytest.mark.slow),
+    pytest.param(2, 4, "epsilon", (1, 2, 3), marks=pytest.mark.slow)])
+def test_larger_budgets_never_report_less(d, seed, rank_by, levels_tried):
+    data, net, params = _problem(d, seed=seed, rows=4, scale=0.3, T=3)
+    values = []
+    for levels in levels_tried:
+        res = audit_pairs(data, net, params, delta=1e-3, epsilons=(1.0,), search=levels,
+                          rank_by=rank_by, methods=("exact",), targets=[1], observers=[0, 3],
+                          seed=3)
+        values.append(np.array([res.results[(o, 1)].delta["exact"][0] if rank_by == "delta"
+                                else res.results[(o, 1)].epsilon["exact"] for o in (0, 3)]))
+        for o in (0, 3):  # the evidence of a level-L search starts with the lower levels' values
+            lv = res.results[(o, 1)].evidence.level_values
+            assert len(lv) == levels and all(b >= a for a, b in zip(lv, lv[1:], strict=False))
+    assert all(np.all(b >= a) for a, b in zip(values, values[1:], strict=False))
+
+
+def test_search_value_at_least_the_first_message_bound_and_settings_errors():
+    data, net, params = _problem(2, seed=5, T=3, c=3)
+    res = audit_pairs(data, net, params, delta=1e-3, epsilons=(1.0,), search="quick",
+                      rank_by="delta", methods=("exact",), targets=[0], observers=[1, 2])
+    for r in res.results.values():
+        assert 0 < r.evidence.first_message_bound <= r.delta["exact"][0] * (1 + 1e-9)
+        row = r.rows(res.epsilons, res.delta)[0]
+        assert row["estimate"].startswith("lower estimate") and row["search"] == "quick"
+    with pytest.raises(ConfigError, match="privacy.search must be one of quick, standard"):
+        SearchSettings.of("thoruogh")
+    with pytest.raises(ConfigError, match="levels must be in 1..8"):
+        SearchSettings.of(0)
+
+
+@pytest.mark.parametrize("kind", ["bounded", "replace-one"])
+def test_projection_is_the_nearest_allowed_point(kind):
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        d = int(rng.integers(2, 5))
+        x = rng.standard_normal(d)
+        x *= rng.uniform(0, 1) / np.linalg.norm(x)
+        y = 2 * rng.standard_normal(d)
+        p = project(x, y, kind)
+        assert is_neighbour(x, p, kind, tol=1e-9)
+        assert np.allclose(project(x, p, kind), p)  # idempotent
+        # no sampled allowed point is nearer (sampling the set densely around p)
+        Z = p + 0.3 * rng.standard_normal((400, d))
+        ok = np.array([is_neighbour(x, z, kind) for z in Z])
+        assert np.all(np.linalg.norm(Z[ok] - y, axis=1) >= np.linalg.norm(p - y) - 1e-9)
