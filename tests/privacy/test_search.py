@@ -146,3 +146,21 @@ def test_projection_is_the_nearest_allowed_point(kind):
         Z = p + 0.3 * rng.standard_normal((400, d))
         ok = np.array([is_neighbour(x, z, kind) for z in Z])
         assert np.all(np.linalg.norm(Z[ok] - y, axis=1) >= np.linalg.norm(p - y) - 1e-9)
+
+
+def test_readme_wine_number():
+    """The README's under-reporting example: paper-fig2-wine's 'met' noise at (100, 0.002)."""
+    from pathlib import Path
+
+    from dpgossip.data import load_dataset
+
+    net = make_network("paper-ring4")
+    data = load_dataset("wine", agents=4)
+    params = resolve_params(data, net, iterations=5, consensus_steps=5,
+                            noise=NoiseSchedule(kind="constant", scale=0.0287))
+    res = audit_pairs(data, net, params, delta=0.002, epsilons=(100.0,), search="quick",
+                      methods=("exact",), targets=[0], observers=[1], rank_by="delta")
+    found = res.results[(1, 0)].delta["exact"][0]
+    assert found >= 0.32  # issue 10: row 0 along the smallest singular vector of X_0 gives 0.323
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"quick optimising search finds delta(100) = {found:.3g}" in readme
