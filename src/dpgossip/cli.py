@@ -312,7 +312,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             alpha=proto["alpha"],
             sigma_q=proto.get("sigma_q"), rank=proto["rank"],
         )
-    status = "meets" if cal.met else "DOES NOT MEET"
+    status = ("meets the target for the neighbours the search tried (a lower estimate of the worst "
+              "case, not a DP guarantee)") if cal.met else "DOES NOT MEET the target"
     print(f"# dpgossip calibrate {sc.path}: the smallest {cal.family} noise scale whose audited "
           f"worst case meets epsilon <= {epsilon:g} at delta = {delta:g}")
     print(f"# view {cal.view}, neighbours {cal.neighbours}, method {cal.method}; {PER_INSTANCE}")
@@ -323,7 +324,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print("# no noise line to paste: no noise scale tried meets the target (see below)")
     print(f"# achieved (re-audit with {cal.check_candidates} candidates per target): epsilon = "
           f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
-          f"{epsilon:g}: {status} the target")
+          f"{epsilon:g}: {status}")
     print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
           + ", ".join(f"{v:.4g}" for v in cal.params.sigma_p[0])
           + f"; {len(cal.history)} audits, monotone in s: {'yes' if cal.monotone_ok else 'NO'}")
