@@ -55,7 +55,7 @@ def _grid_max(data, net, params, o: int, j: int, eps: float, n: int) -> float:
 
 
 @pytest.mark.parametrize(("d", "seed", "topology", "n", "rows"), [
-    (2, 0, "paper-ring4", 24, 2),
+    pytest.param(2, 0, "paper-ring4", 24, 2, marks=pytest.mark.slow),
     pytest.param(2, 0, "paper-ring4", 72, 3, marks=pytest.mark.slow),
     pytest.param(2, 3, "path", 72, 3, marks=pytest.mark.slow),
     pytest.param(3, 1, "star", 60, 3, marks=pytest.mark.slow)])

@@ -35,7 +35,7 @@ def test_defaults_and_registration():
     assert c["privacy"] == {
         "view": "observer", "neighbours": "bounded", "delta": 1e-5, "epsilon": [1.0],
         "candidates": 20, "refine": 2, "ascent_steps": 4, "methods": ["exact", "rdp", "chernoff"],
-        "audit": False, "calibrate": None, "rank_by": "epsilon",
+        "audit": False, "calibrate": None, "rank_by": "epsilon", "search": None,
     }
 
 
@@ -165,3 +165,10 @@ def test_prepare_calibrates_and_reports_an_unreachable_target():
     new, row = prepare_point(cfg)
     assert row["calibration_met"] is False and row["noise_scale"] > 1.0
     assert new["protocol"]["noise"]["scale"] == row["noise_scale"]
+
+
+def test_search_key_selects_the_optimising_search():
+    assert validate(scenario(search="quick"))["privacy"]["search"] == "quick"
+    assert validate(scenario(search=2))["privacy"]["search"] == 2
+    with pytest.raises(ConfigError, match="privacy.search must be one of quick, standard, thorough"):
+        validate(scenario(search="fast"))
