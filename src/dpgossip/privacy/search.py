@@ -155,18 +155,18 @@ def _log_delta_terms(a: np.ndarray) -> np.ndarray:
     return (a - 1) * np.log1p(-1 / a) - np.log(a)
 
 
-def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float, epsilon: float | None
-              ) -> np.ndarray:
-    """RDP surrogate of zero-mean pairs given their nontrivial eigenvalues ``lam`` (``M x p``).
+def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float) -> np.ndarray:
+    """RDP epsilon at ``delta`` of zero-mean pairs given their nontrivial eigenvalues ``lam`` (``M x p``).
 
     ``D_a(P||Q) = -1/(2(a-1)) sum[ln(a lam + 1 - a) - a ln lam]`` and the same for ``1/lam`` (``Q||P``),
-    on a grid of orders; ``epsilon=None``: the RDP epsilon at ``delta`` (Canonne, Kamath & Steinke 2020,
-    Prop. 12), else ``log`` of the RDP delta at ``epsilon``; the worse direction. ``inf`` for a support
-    mismatch or an eigenvalue 0.
+    on a grid of orders, converted by Canonne, Kamath & Steinke (2020), Prop. 12:
+    ``eps = min_a D_a + (ln(1/delta) + (a-1) ln(1 - 1/a) - ln a) / (a - 1)``; the worse direction.
+    ``inf`` for a support mismatch or an eigenvalue 0.
     """
     lam = np.atleast_2d(np.asarray(lam, dtype=float))
     mismatch = np.broadcast_to(np.asarray(mismatch, dtype=bool), (lam.shape[0],))
     a = _ORDERS[None, :, None]
+    ao = _ORDERS[None, :]
     out = np.full(lam.shape[0], -np.inf)
     bad = mismatch | np.any(lam <= 0, axis=1)
     L = np.where(lam[:, None, :] > 0, lam[:, None, :], 1.0)
@@ -175,26 +175,19 @@ def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float, eps
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll), -np.inf)
         D = -terms.sum(axis=2) / (2 * (a[..., 0] - 1))  # M x orders; +inf where arg <= 0
-        ao = _ORDERS[None, :]
-        if epsilon is None:
-            val = D + (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
-        else:
-            val = (ao - 1) * (D - epsilon) + _log_delta_terms(ao)
-        val = np.nanmin(val, axis=1)
-        if epsilon is not None:
-            val = np.minimum(val, 0.0)
-        out = np.maximum(out, val)
-    out[bad] = np.inf if epsilon is None else 0.0
+        val = D + (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
+        out = np.maximum(out, np.nanmin(val, axis=1))
+    out[bad] = np.inf
     return out
 
 
-def _pair_surrogate(pair: GaussianPair, delta: float, epsilon: float | None) -> float:
+def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
     if pair.support_mismatch is not None:
-        return math.inf if epsilon is None else 0.0
+        return math.inf
     lam = pair.eigenvalues
     if lam.size == 0:
-        return 0.0 if epsilon is None else -math.inf
-    return float(surrogate(lam[None, :], False, delta=delta, epsilon=epsilon)[0])
+        return 0.0
+    return float(surrogate(lam[None, :], False, delta=delta)[0])
 
 
 @dataclass(slots=True)
@@ -261,7 +254,7 @@ class TargetSearch:
     def _sur(self, pair: GaussianPair) -> float:
         # the RDP epsilon at delta in both modes: the RDP delta at epsilon saturates at 1 where the
         # leakage is large and then has no gradient to climb
-        return _pair_surrogate(pair, self.delta, None)
+        return _pair_surrogate(pair, self.delta)
 
     def _add(self, nb: Neighbour, keys: list[Hashable] | None = None,
              force: bool = False) -> dict[Hashable, float]:
@@ -370,7 +363,7 @@ class TargetSearch:
 
     def _sub_values(self, sv: FirstMessageView, x: np.ndarray, Xn: np.ndarray) -> np.ndarray:
         lam, mismatch = sv.eigenvalues(x, Xn)
-        return surrogate(lam, mismatch, delta=self.delta, epsilon=None)
+        return surrogate(lam, mismatch, delta=self.delta)
 
     def starts(self, level: int, settings: SearchSettings) -> None:
         """Stage 2: structured and random directions for the rows covered at this level."""
