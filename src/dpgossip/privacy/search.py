@@ -256,12 +256,11 @@ class TargetSearch:
         # leakage is large and then has no gradient to climb
         return _pair_surrogate(pair, self.delta)
 
-    def _add(self, nb: Neighbour, keys: list[Hashable] | None = None,
-             force: bool = False) -> dict[Hashable, float]:
+    def _add(self, nb: Neighbour, keys: list[Hashable] | None = None) -> dict[Hashable, float]:
         """Evaluate ``nb`` on ``keys`` (default all) and add it to their pools."""
         keys = self.keys if keys is None else keys
         tag = (nb.row, np.round(nb.x_new, 12).tobytes())
-        if tag in self.seen and not force and keys is self.keys:
+        if tag in self.seen and keys is self.keys:
             return {}
         if keys is self.keys:
             self.seen.add(tag)
