@@ -420,12 +420,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: user mistakes print one line and exit 2, without a traceback; so do files that
     cannot be read or written (``OSError``) and running out of memory, which exit 1. Ctrl-C and
     SIGTERM print a message and exit 130 and 143 (``128 + signal``)."""
-    from dpgossip.interrupt import exit_code, sigterm_interrupts
+    from dpgossip.interrupt import exit_code, received, sigterm_interrupts
 
     args = build_parser().parse_args(argv)
     try:
         with sigterm_interrupts():
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+        sig = received()  # a swallowed SIGTERM: the command finished, but was told to stop
+        return code if sig is None else _interrupted(args, 128 + sig)
     except ConfigError as exc:
         print(f"dpgossip: error: {exc}", file=sys.stderr)
         return 2
@@ -439,10 +441,20 @@ def main(argv: list[str] | None = None) -> int:
               "gossip rounds, repeats or sweep points)", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
-        kept = ("; finished results are kept (run the same command again to finish without "
-                "recomputing them)") if args.command == "run" else ""
-        print(f"dpgossip: interrupted{kept}", file=sys.stderr)
-        return exit_code(exc)
+        return _interrupted(args, exit_code(exc))
+    except Exception:
+        # SIGTERM raised inside a simulator callback can be swallowed there and surface as another
+        # error: still an interruption, not a crash
+        if received() is not None:
+            return _interrupted(args, 128 + int(received() or 0))
+        raise
+
+
+def _interrupted(args: argparse.Namespace, code: int) -> int:
+    kept = ("; finished results are kept (run the same command again to finish without "
+            "recomputing them)") if args.command == "run" else ""
+    print(f"dpgossip: interrupted{kept}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -14,7 +14,16 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["Interrupted", "exit_code", "sigterm_interrupts"]
+__all__ = ["Interrupted", "exit_code", "received", "sigterm_interrupts"]
+
+_received: list[int] = []
+"""Signals turned into :class:`Interrupted` inside the current :func:`sigterm_interrupts` block."""
+
+
+def received() -> int | None:
+    """The signal that interrupted the current block, if any (also when the :class:`Interrupted` it
+    raised was swallowed: raised inside a simulator callback, it can surface as another exception)."""
+    return _received[-1] if _received else None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -35,6 +44,7 @@ def exit_code(exc: KeyboardInterrupt) -> int:
 
 
 def _raise(signum: int, frame: Any) -> None:
+    _received.append(int(signum))
     raise Interrupted(signum)
 
 
@@ -46,6 +56,7 @@ def sigterm_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _received.clear()
     try:
         old = signal.signal(signal.SIGTERM, _raise)
     except (ValueError, OSError):  # pragma: no cover - e.g. an embedded interpreter
