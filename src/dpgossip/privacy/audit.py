@@ -24,7 +24,7 @@ Chernoff values are those of the product of the conditional components.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -320,6 +320,17 @@ def _pairs_and_views(data: PartitionedData, view: str, delta: float, epsilons: S
     return targets, observers, keys, views
 
 
+def _by_target(data: PartitionedData, targets: list[int], observers: list[int],
+               keys: dict[tuple[int, int], Hashable]
+               ) -> Iterator[tuple[int, np.ndarray, list[tuple[int, int]], list[Hashable]]]:
+    """Each target with its rows, its (observer, target) pairs and the distinct view keys they use."""
+    for j in targets:
+        pairs_j = [(o, j) for o in observers if o != j]
+        if pairs_j:
+            yield (j, np.arange(data.offsets[j], data.offsets[j + 1]), pairs_j,
+                   sorted({keys[p] for p in pairs_j}, key=str))
+
+
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                 delta: float = 1e-5, epsilons: Sequence[float] = (1.0,), view: str = "observer",
                 neighbours: str = "bounded", candidates: int = 100, refine: int = 3,
@@ -391,12 +402,7 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
     auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
     results: dict[tuple[int, int], PairResult] = {}
-    for j in targets:
-        rows = np.arange(data.offsets[j], data.offsets[j + 1])
-        pairs_j = [(o, j) for o in observers if o != j]
-        if not pairs_j:
-            continue
-        my_keys = sorted({keys[p] for p in pairs_j}, key=str)
+    for _j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys):
         scored: dict[Hashable, list[tuple[float, Neighbour, GaussianPair]]] = {k: [] for k in my_keys}
 
         def evaluate(nb: Neighbour, my_keys=my_keys, scored=scored) -> None:
@@ -466,12 +472,7 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
     results: dict[tuple[int, int], PairResult] = {}
     method = methods[0]
-    for j in targets:
-        rows = np.arange(data.offsets[j], data.offsets[j + 1])
-        pairs_j = [(o, j) for o in observers if o != j]
-        if not pairs_j:
-            continue
-        my_keys = sorted({keys[p] for p in pairs_j}, key=str)
+    for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys):
         subviews = {k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in my_keys}
         ts = TargetSearch(auditor.pairs, data.X, rows, my_keys, subviews=subviews, kind=neighbours,
                           delta=delta, epsilon=float(epsilons[0]) if rank_by == "delta" else None,
