@@ -216,3 +216,42 @@ def test_saddle_contour_agrees_with_imhof_where_both_are_accurate():
             log_v, rel = plrv._saddle_integral(law, x)
             assert rel < 1e-8
             assert math.exp(log_v) == pytest.approx(imhof.value, rel=1e-7, abs=1e-12)
+
+
+def test_few_term_hockey_agrees_with_the_inversion_integral():
+    """Two quadratic terms, or one and a Gaussian part, go through the conditioned quadrature
+    (``_conditioned_hockey``); Imhof's integral, forced, is the independent oracle (slow there but exact
+    to ~1e-13)."""
+    rng = np.random.default_rng(11)
+    for trial in range(12):
+        n = 2 if trial % 2 == 0 else 1
+        lam = np.exp(rng.normal(0, 1.2, n))
+        b = rng.normal(0, 1, n) * (0.0 if trial % 3 == 0 else 1.0)
+        law = privacy_loss_law(lam, b)
+        if n == 1:  # add a Gaussian part (components with lam = 1)
+            law = QuadraticFormLaw(law.alpha, law.beta, 0.4, law.c + 0.08)
+        for x in (0.0, 0.7, 2.5):
+            got = law.hockey_stick(x)
+            integral, err = plrv._inversion_integral(law.alpha, law.beta, law.sigma, law.c - x,
+                                                     "hockey")
+            assert abs(got.value - (0.5 + integral / math.pi)) < 1e-11 + err
+            assert got.error < 1e-11
+
+
+def test_few_term_hockey_keeps_relative_accuracy_for_tiny_values():
+    # X = a (Z1^2 + Z2^2) + c: X - c = a chi2_2 is exponential with rate r = 1 / (2a), and for x >= c
+    # E(1 - e^{x-X})_+ = e^{-r (x-c)} int_0^inf (1 - e^{-u}) r e^{-r u} du = e^{-r (x-c)} / (1 + r)
+    for a, c in ((0.3, -0.2), (1.5, 0.1)):
+        law = QuadraticFormLaw([a, a], [0.0, 0.0], 0.0, c)
+        for x in (1.0, 20.0, 150.0):
+            exact = math.exp(-(x - c) / (2 * a)) / (1 + 1 / (2 * a))
+            got = law.hockey_stick(x)
+            assert got.value == pytest.approx(exact, rel=1e-9), (a, x)
+
+
+def test_hockey_is_zero_beyond_the_maximum_of_a_bounded_law():
+    # every alpha < 0 and no Gaussian part: X <= c + sum beta^2 / (-4 alpha)
+    law = QuadraticFormLaw([-0.2, -0.1, -0.3], [0.5, 0.0, -0.4], 0.0, 0.1)
+    top = 0.1 + 0.25 / 0.8 + 0.16 / 1.2
+    assert law.hockey_stick(top).value == 0.0 and law.hockey_stick(top + 3).value == 0.0
+    assert law.hockey_stick(top - 0.5).value > 0.0
