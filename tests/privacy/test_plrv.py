@@ -252,6 +252,8 @@ def test_few_term_hockey_keeps_relative_accuracy_for_tiny_values():
 def test_hockey_is_zero_beyond_the_maximum_of_a_bounded_law():
     # every alpha < 0 and no Gaussian part: X <= c + sum beta^2 / (-4 alpha)
     law = QuadraticFormLaw([-0.2, -0.1, -0.3], [0.5, 0.0, -0.4], 0.0, 0.1)
-    top = 0.1 + 0.25 / 0.8 + 0.16 / 1.2
+    top = 0.1 + 0.25 / 0.8 + 0.16 / 1.2 + 1e-12  # (+1e-12: above the maximum despite rounding)
     assert law.hockey_stick(top).value == 0.0 and law.hockey_stick(top + 3).value == 0.0
-    assert law.hockey_stick(top - 0.5).value > 0.0
+    two = QuadraticFormLaw([-0.2, -0.1], [0.5, 0.0], 0.0, 0.1)  # below the maximum: positive
+    top2 = 0.1 + 0.25 / 0.8
+    assert two.hockey_stick(top2).value == 0.0 and two.hockey_stick(top2 - 0.3).value > 1e-6
