@@ -502,28 +502,8 @@ def _conditioned_hockey(alpha: float, beta: float, c0: float, outer_a: float, ou
         h, scale = _one_term_hockey_vec(alpha, beta, c0 + outer_a * u * u + outer_b * u)
         return dens * h, dens * scale
 
-    lo, hi = edges[:-1], edges[1:]
-    total, error, ref = 0.0, 0.0, None
-    for _ in range(60):
-        mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        g_lo = half * (f(mid[:, None] + half[:, None] * _GL_LO[0])[0] @ _GL_LO[1])
-        f_hi, sc_hi = f(mid[:, None] + half[:, None] * _GL_HI[0])
-        g_hi = half * (f_hi @ _GL_HI[1])
-        diff = np.abs(g_hi - g_lo)
-        if ref is None:
-            ref = float(np.sum(g_hi))
-            if ref == 0.0:
-                return Estimate(0.0, 0.0)
-        roundoff = 1e3 * _EPS * half * (sc_hi @ _GL_HI[1])  # the difference p - q cannot do better
-        ok = diff <= np.maximum(1e-12 * ref * (2.0 * half) / (2.0 * _U_RANGE), roundoff) + 1e-300
-        if lo.size > 100_000:
-            ok[:] = True
-        total += float(np.sum(g_hi[ok]))
-        error += float(np.sum(diff[ok]))
-        if ok.all():
-            break
-        lo, hi, mid = lo[~ok], hi[~ok], mid[~ok]
-        lo, hi = np.concatenate([lo, mid]), np.concatenate([mid, hi])
+    total, error = _gauss_pieces(f, edges[:-1], edges[1:], tol=1e-12, relative=True,
+                                 max_rounds=60, max_pieces=100_000)
     return Estimate(min(max(total, 0.0), 1.0), error)
 
 
@@ -696,17 +676,41 @@ def _adaptive_gauss(f, b: float, n: int, max_rounds: int = 40) -> tuple[float, f
     if b <= 0:
         return 0.0, 0.0
     edges = np.linspace(0.0, b, n + 1)
-    lo, hi = edges[:-1], edges[1:]
-    total, error = 0.0, 0.0
+
+    def with_size(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v = f(t)
+        return v, np.abs(v)
+
+    return _gauss_pieces(with_size, edges[:-1], edges[1:], tol=1e-2 * TAIL_TOL, relative=False,
+                         max_rounds=max_rounds, max_pieces=200_000)
+
+
+def _gauss_pieces(f, lo: np.ndarray, hi: np.ndarray, *, tol: float, relative: bool, max_rounds: int,
+                  max_pieces: int) -> tuple[float, float]:
+    """``sum_k int_{lo_k}^{hi_k} f`` and an error estimate, by 10- and 21-point Gauss-Legendre rules on
+    every piece at once, bisecting the pieces where the two disagree.
+
+    ``f(t)`` returns the values and their rounding scale (the size of the terms whose sum or difference
+    they are) at the points ``t``. A piece passes when the two rules differ by at most its share of the
+    budget (``tol`` times the piece's share of the total length; ``relative``: times the first
+    round's total, which is returned as 0 at once when it is 0) or by rounding (``1e3`` ulps of the
+    scale); its 21-point value is kept and the difference is added to the error.
+    """
+    length = float(np.sum(hi - lo))
+    total, error, budget = 0.0, 0.0, tol
     for round_ in range(max_rounds):
         mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        g_lo = half * (f(mid[:, None] + half[:, None] * _GL_LO[0]) @ _GL_LO[1])
-        f_hi = f(mid[:, None] + half[:, None] * _GL_HI[0])
+        g_lo = half * (f(mid[:, None] + half[:, None] * _GL_LO[0])[0] @ _GL_LO[1])
+        f_hi, size = f(mid[:, None] + half[:, None] * _GL_HI[0])
         g_hi = half * (f_hi @ _GL_HI[1])
         diff = np.abs(g_hi - g_lo)
-        roundoff = 1e3 * _EPS * half * (np.abs(f_hi) @ _GL_HI[1])
-        ok = diff <= np.maximum(1e-2 * TAIL_TOL * (2.0 * half) / b, roundoff)
-        if round_ == max_rounds - 1 or lo.size > 200_000:
+        if relative and round_ == 0:
+            budget = tol * float(np.sum(g_hi))
+            if budget == 0.0:
+                return 0.0, 0.0
+        roundoff = 1e3 * _EPS * half * (size @ _GL_HI[1])
+        ok = diff <= np.maximum(budget * (2.0 * half) / length, roundoff)
+        if round_ == max_rounds - 1 or lo.size > max_pieces:
             ok[:] = True
         total += float(np.sum(g_hi[ok]))
         error += float(np.sum(diff[ok]))
