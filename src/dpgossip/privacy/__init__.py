@@ -7,17 +7,17 @@ See ``docs/privacy.md`` and ``privacy-model.md`` of the design. Main entry point
 * :class:`ComponentAuditor` -- the low-rank engine behind it, for custom views and neighbours.
 """
 
-from dpgossip.privacy.analytic import (
-    analytic_gaussian_sigma,
-    classical_gaussian_sigma,
-    gaussian_mechanism_delta,
-)
 from dpgossip.privacy.audit import PairAudit, PairResult, audit_pairs, view_pair
 from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
 from dpgossip.privacy.release import ReleaseModel, build_release_model
 from dpgossip.privacy.views import VIEW_KINDS, View, make_view
+from dpgossip.protocol.mechanism import (
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    gaussian_mechanism_delta,
+)
 
 __all__ = [
     "GaussianPair", "SupportMismatch", "audit_pairs", "PairAudit", "PairResult", "view_pair",

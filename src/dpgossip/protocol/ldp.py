@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.analytic import analytic_gaussian_sigma, classical_gaussian_sigma
+from dpgossip.protocol.mechanism import analytic_gaussian_sigma, classical_gaussian_sigma
 
 __all__ = ["LdpResult", "ldp_sigma", "run_ldp", "LDP_CALIBRATIONS"]
 
