@@ -1,4 +1,4 @@
-"""The auditor against a likelihood-ratio attack on simulated views (privacy-model.md, Section 5.3).
+"""The auditor against a likelihood-ratio attack on simulated views (docs/model.md, Section 5.3).
 
 "A likelihood-ratio attack that sees simulated views under X and X' yields an empirical epsilon lower bound
 (Clopper-Pearson, stated confidence) that never exceeds the auditor's epsilon at the same delta."

@@ -1,4 +1,4 @@
-"""The auditor against the simulator (privacy-model.md, Section 5), never only against itself.
+"""The auditor against the simulator (docs/model.md, Section 5), never only against itself.
 
 1. Exactness: the release model's matrices, applied to a run's realised noise, reproduce every message of
    the engine's transcript.

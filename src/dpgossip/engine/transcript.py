@@ -10,7 +10,7 @@ can also be streamed to a JSON-lines file, one object per line::
 
 :func:`load_transcript` reads such a file back into records. The gossip payload of tag
 ``(l, t, k)`` from ``src`` is the state ``s_src^(t,k-1)`` of component ``l`` (Section 1 of
-privacy-model.md), which is what the privacy auditor reproduces from the realised noise.
+docs/model.md), which is what the privacy auditor reproduces from the realised noise.
 
 A record keeps the very array that was sent, without copying it: the network makes every payload
 read-only when it is sent (copying views first), so neither the sender nor a receiver can change

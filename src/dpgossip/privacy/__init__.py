@@ -1,6 +1,6 @@
 """The privacy auditor: the Gaussian law of what an adversary sees, Renyi divergences and (epsilon, delta).
 
-See ``docs/privacy.md`` and ``privacy-model.md`` of the design. Main entry points:
+See ``docs/privacy.md`` (reading the results) and ``docs/model.md`` (the formulas). Main entry points:
 
 * :class:`GaussianPair` -- divergences and conversions of two Gaussians (exact, rdp, chernoff);
 * :func:`audit_pairs` -- the (observer, target) matrix of a run with a worst-case neighbour search;

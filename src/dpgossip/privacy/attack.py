@@ -1,4 +1,4 @@
-"""Likelihood-ratio membership attack and its empirical epsilon lower bound (privacy-model.md, S5.3).
+"""Likelihood-ratio membership attack and its empirical epsilon lower bound (docs/model.md, Section 5.3).
 
 An (epsilon, delta)-DP mechanism ``M`` bounds every test of ``H_0: X`` against ``H_1: X'`` that sees
 one output: a test that says "X'" on a set ``S`` has false-positive rate ``FPR = Pr_X(S)`` and

@@ -1,6 +1,6 @@
 """The pair audit: for every (observer, target), the worst neighbour found and its (epsilon, delta).
 
-privacy-model.md, Sections 2-4. The audit is **per instance**: it is about this ``X`` and the neighbours
+docs/model.md, Sections 2-4. The audit is **per instance**: it is about this ``X`` and the neighbours
 that were tried, not a worst case over all datasets.
 
 Search (Section 3): for each target, candidate neighbours (rows by leverage, principal and random
@@ -11,7 +11,7 @@ score); finally the exact hockey-stick ``delta`` (and the Chernoff PDP bound) fo
 candidates of every pair. The reported worst case of a pair is the refined candidate with the largest exact
 epsilon at ``delta``.
 
-Rank ``r > 1`` (deflation, privacy-model.md): component ``l + 1`` runs on data deflated with quantities
+Rank ``r > 1`` (deflation, docs/model.md, Section 1): component ``l + 1`` runs on data deflated with quantities
 released for component ``l`` (post-processing).  The audit is conditional on the realised earlier
 components of one run (:func:`~dpgossip.protocol.ddppm.run_matrix` with the audit's seed, or a given
 :class:`~dpgossip.protocol.result.RunResult`): given them, the deflation subtracted from every row is the

@@ -1,6 +1,6 @@
 """The component auditor: one factorisation per view, then every candidate neighbour by a low-rank update.
 
-For a component run on data ``X`` (privacy-model.md, Sections 1-4):
+For a component run on data ``X`` (docs/model.md, Sections 1-4):
 
 1. for each view, ``S_0 = G_0 G_0^T`` from the matrix-free operator and its pivoted Cholesky factor;
 2. for a neighbour ``X'``, the row space ``C`` of ``G_1 - G_0`` (randomised, on the full view, shared by all

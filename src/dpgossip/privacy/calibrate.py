@@ -1,6 +1,6 @@
 r"""Noise calibration: the smallest noise scale whose audited worst case meets a target ``(epsilon, delta)``.
 
-privacy-model.md, Section 6. For a schedule family
+docs/model.md, Section 6. For a schedule family
 
 * ``constant``:  ``sigma_p(t) = s``;
 * ``geometric``: ``sigma_p(t) = s (mu_2/mu_1)^t`` (Corollary 1 of 001, ``s = 1`` there);

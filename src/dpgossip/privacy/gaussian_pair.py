@@ -1,4 +1,4 @@
-"""Exact privacy of two Gaussians ``P = N(mu_0, S_0)``, ``Q = N(mu_1, S_1)`` (privacy-model.md, S4).
+"""Exact privacy of two Gaussians ``P = N(mu_0, S_0)``, ``Q = N(mu_1, S_1)`` (docs/model.md, Section 4).
 
 One factorisation reduces the pair to the generalised eigenvalues ``lam_i`` of the pencil
 ``(S_1, S_0)`` and the whitened mean difference ``b = V^T L^{-1} (mu_0 - mu_1)`` (``S_0 = L L^T``,

@@ -13,7 +13,7 @@ serves every candidate neighbour; a candidate costs ``O(T (n d + m^2 d) p)`` for
 
 Supports: ``S_0`` may be singular (exact linear dependencies in the view that hold under both datasets);
 it is factorised by pivoted Cholesky and a column of ``[G_0 C, U]`` with a component outside its range means
-the supports differ: every divergence is infinite (privacy-model.md, Section 4).
+the supports differ: every divergence is infinite (docs/model.md, Section 4).
 """
 
 from __future__ import annotations

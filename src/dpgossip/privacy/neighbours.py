@@ -1,4 +1,4 @@
-"""Neighbouring datasets (privacy-model.md, Section 3) and candidate replacements for the worst-case search.
+"""Neighbouring datasets (docs/model.md, Section 3) and candidate replacements for the worst-case search.
 
 ``bounded`` (default, as in 001): ``X'`` equals ``X`` except one row ``x`` of the target, replaced by ``x'``
 with ``||x'|| <= 1`` and ``||x - x'|| <= 1``. ``replace-one``: any ``x'`` in the unit ball.

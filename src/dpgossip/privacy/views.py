@@ -1,6 +1,6 @@
 """Views: which linear functions of the latent noise an adversary observes, and which noise it knows.
 
-privacy-model.md, Section 2. A view is ``V = [F w ; w_known]``: message rows ``F`` (compressed exactly) and
+docs/model.md, Section 2. A view is ``V = [F w ; w_known]``: message rows ``F`` (compressed exactly) and
 the adversary's own randomness. Its law is ``N(0, S)`` under every dataset (``w`` has mean zero), so the
 data move only the covariance ``S(X) = G(X) G(X)^T`` with ``G = [F ; E_known] diag(std)``.
 
@@ -69,7 +69,7 @@ def receive_basis(graph: nx.Graph, W: np.ndarray, receivers: Sequence[int], c: i
 
     ``P = I - sum_{i in receivers} e_i e_i^T`` removes the receivers' own coordinates: a receiver can compute
     its own ``z_i^(t)`` from the rest of its view (with coefficients that depend only on its own data), so
-    that part of a message is an exact duplicate under both datasets (privacy-model.md, Section 2).
+    that part of a message is an exact duplicate under both datasets (docs/model.md, Section 2).
     """
     m = W.shape[0]
     senders = sorted({int(l) for o in receivers for l in graph.neighbors(o)} - set(receivers))
@@ -99,7 +99,7 @@ class ViewSpec:
 
 def view_spec(view: View, graph: nx.Graph, W: np.ndarray, *, c: int, T: int,
               offsets: np.ndarray, latent_std: np.ndarray) -> ViewSpec:
-    """The :class:`ViewSpec` of a view (privacy-model.md, Section 2).
+    """The :class:`ViewSpec` of a view (docs/model.md, Section 2).
 
     Rows of ``q^(T)`` that the adversary can compute exactly from the rest of its view (its own agents'
     ``q_i^(T)``, and for ``all-but-one`` every agent's but the target's) are left out: they are exact

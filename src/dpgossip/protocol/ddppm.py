@@ -1,6 +1,6 @@
 """D-DP-PM on the matrix backend: the synchronous run of Algorithm 1 of 001 in vectorised algebra.
 
-For each component ``l`` and iteration ``t = 1..T`` (privacy-model.md, Section 1):
+For each component ``l`` and iteration ``t = 1..T`` (docs/model.md, Section 1):
 
     z_i^(t)      = X_i^T q_i^(t-1)
     s^(t,0)      = z^(t);   s^(t,k) = (W (x) I_d) s^(t,k-1),   k = 1..c

@@ -1,7 +1,7 @@
 """Synchronous gossip averaging with a mixing matrix.
 
 One round replaces every agent's vector by the ``W``-weighted average of its own and its neighbours'
-vectors: ``s^(k) = (W (x) I_d) s^(k-1)`` (privacy-model.md, Section 1). After ``c`` rounds,
+vectors: ``s^(k) = (W (x) I_d) s^(k-1)`` (docs/model.md, Section 1). After ``c`` rounds,
 ``||s^(c) - 1 s_bar^T|| <= SLEM(W)^c ||s^(0) - 1 s_bar^T||`` (Appendix A1 of 001).
 """
 
