@@ -11,8 +11,8 @@ score); finally the exact hockey-stick ``delta`` (and the Chernoff PDP bound) fo
 candidates of every pair. The reported worst case of a pair is the refined candidate with the largest exact
 epsilon at ``delta``.
 
-Rank ``r > 1`` (deflation, docs/model.md, Section 1): component ``l + 1`` runs on data deflated with quantities
-released for component ``l`` (post-processing).  The audit is conditional on the realised earlier
+Rank ``r > 1`` (deflation, docs/model.md, Section 1): component ``l + 1`` runs on data deflated with
+quantities released for component ``l`` (post-processing).  The audit is conditional on the realised earlier
 components of one run (:func:`~dpgossip.protocol.ddppm.run_matrix` with the audit's seed, or a given
 :class:`~dpgossip.protocol.result.RunResult`): given them, the deflation subtracted from every row is the
 same under ``X`` and ``X'``, so the neighbour of component ``l``'s data ``X_l`` replaces row ``i`` by
