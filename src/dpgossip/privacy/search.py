@@ -51,7 +51,7 @@ import numpy as np
 from dpgossip.errors import ConfigError, did_you_mean
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour, max_step, project
-from dpgossip.privacy.subview import FirstMessageView, small_pair_delta, small_pair_epsilon
+from dpgossip.privacy.subview import FirstMessageView
 
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "TargetSearch",
            "surrogate"]
@@ -317,7 +317,7 @@ class TargetSearch:
         self.order = sorted(self.rows, key=lambda r: (-score[r], r))
         for k, (_, nb) in sub_best.items():
             if nb is not None:
-                self.bound[k] = self._bound_value(self.subviews[k], nb)
+                self.bound[k] = self._exact_value(self.subviews[k].pair(self.X[nb.row], nb.x_new))
                 self.bound_nb[k] = nb
         self._record(0, "screen")
 
@@ -437,18 +437,6 @@ class TargetSearch:
             if len(out) >= count:
                 break
         return out
-
-    def _bound_value(self, sv: FirstMessageView, nb: Neighbour) -> float:
-        """The asked quantity of the sub-view at ``nb`` (two eigenvalues: exact by quadrature)."""
-        pair = sv.pair(self.X[nb.row], nb.x_new)
-        if self.method != "exact" or pair.support_mismatch is not None:
-            return self._exact_value(pair)
-        lam = pair.eigenvalues
-        if lam.size == 0:
-            return 0.0
-        if self.epsilon is None:
-            return small_pair_epsilon(lam, self.delta, pair.epsilon(self.delta, "rdp"))
-        return small_pair_delta(lam, self.epsilon)
 
     def _exact_value(self, pair: GaussianPair) -> float:
         if self.epsilon is None:

@@ -29,14 +29,12 @@ form (microseconds per candidate); it is the value of an actual neighbour, hence
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.views import ViewSpec
 
-__all__ = ["FirstMessageView", "small_pair_delta", "small_pair_epsilon"]
+__all__ = ["FirstMessageView"]
 
 
 class FirstMessageView:
@@ -108,74 +106,3 @@ class FirstMessageView:
             return GaussianPair.from_mismatch(SupportMismatch(
                 "cov1 outside cov0", np.zeros(0), float("nan")))
         return GaussianPair.from_whitened(lam[0], np.zeros(2))
-
-
-def _below(a1: float, a2: float, K: float) -> float:
-    """``Pr(a1 g1^2 + a2 g2^2 < K)`` for independent standard normals, by one quadrature over ``g2``."""
-    from scipy import integrate, special
-
-    def inner(y: float) -> float:
-        s = K - a2 * y * y
-        if a1 > 0:
-            return float(special.erf(math.sqrt(s / (2 * a1)))) if s > 0 else 0.0
-        if a1 < 0:
-            return 1.0 if s >= 0 else float(special.erfc(math.sqrt(s / (2 * a1))))
-        return 1.0 if s > 0 else 0.0
-
-    dens = math.sqrt(2 / math.pi)
-    pts = [0.0]
-    if a2 != 0 and K / a2 > 0:
-        pts.append(math.sqrt(K / a2))
-    pts.append(math.inf)
-    total = 0.0
-    for lo, hi in zip(pts[:-1], pts[1:], strict=False):
-        val, _ = integrate.quad(lambda y: dens * math.exp(-y * y / 2) * inner(y), lo, hi,
-                                epsabs=0.0, epsrel=1e-11, limit=200)
-        total += val
-    return min(max(total, 0.0), 1.0)
-
-
-def small_pair_delta(lam: np.ndarray, epsilon: float) -> float:
-    r"""Exact hockey-stick ``delta(epsilon)`` (worse direction) of ``P = N(0, I_p)``, ``Q = N(0, diag(lam))``
-    for ``p <= 2`` nontrivial eigenvalues, by one-dimensional quadrature.
-
-    ``L = ln p/q = (1/2) sum ln lam_i - (1/2) sum (1 - 1/lam_i) y_i^2``, so ``L > epsilon`` iff
-    ``sum c_i y_i^2 < K``, ``c_i = 1 - 1/lam_i``, ``K = sum ln lam_i - 2 epsilon``; under ``Q``,
-    ``y_i = sqrt(lam_i) g_i``. Then ``delta = Pr(sum c_i g_i^2 < K) - e^eps Pr(sum (lam_i - 1) g_i^2 < K)``;
-    the direction ``Q||P`` is the same with ``1/lam``. (Imhof's inversion converges slowly for so few
-    terms; this is exact to the quadrature's ``1e-11`` relative accuracy.)
-    """
-    lam = np.asarray(lam, dtype=float).reshape(-1)
-    if lam.size > 2 or np.any(lam <= 0):
-        raise ValueError(f"small_pair_delta needs at most 2 positive eigenvalues, got {lam}")
-    lam = np.concatenate([lam, np.ones(2 - lam.size)])
-    out = 0.0
-    for ll in (lam, 1.0 / lam):
-        K = float(np.sum(np.log(ll))) - 2 * epsilon
-        c = 1 - 1 / ll
-        p_term = _below(float(c[0]), float(c[1]), K)
-        q_term = _below(float(ll[0] - 1), float(ll[1] - 1), K)
-        q_scaled = math.exp(min(epsilon + math.log(q_term), 700.0)) if q_term > 0 else 0.0
-        out = max(out, p_term - q_scaled)
-    return max(out, 0.0)
-
-
-def small_pair_epsilon(lam: np.ndarray, delta: float, upper: float) -> float:
-    """Smallest ``epsilon`` with :func:`small_pair_delta` ``<= delta`` (``upper``: an epsilon known to be
-    enough, e.g. the RDP epsilon), by bisection-safe root finding on ``log delta``."""
-    from scipy import optimize
-
-    if small_pair_delta(lam, 0.0) <= delta:
-        return 0.0
-    if not math.isfinite(upper):
-        return math.inf
-    hi = max(upper, 1e-9)
-    while small_pair_delta(lam, hi) > delta:
-        hi *= 2
-        if hi > 1e6:
-            return math.inf
-
-    def excess(e: float) -> float:
-        return math.log(max(small_pair_delta(lam, e), 1e-300)) - math.log(delta)
-
-    return float(optimize.brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-10))
