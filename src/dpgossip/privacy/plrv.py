@@ -239,8 +239,9 @@ class QuadraticFormLaw:
             second = math.exp(x - self.c + 0.5 * self.sigma**2 + special.log_ndtr(z - self.sigma))
             return Estimate(max(0.0, float(special.ndtr(z)) - second), 0.0)
         if n == 1 and self.sigma == 0 and 1.0 + 2.0 * self.alpha[0] > 0:
-            value = _one_term_hockey(float(self.alpha[0]), float(self.beta[0]), self.c - x)
-            return Estimate(value, 0.0)
+            value, _ = _one_term_hockey(float(self.alpha[0]), float(self.beta[0]),
+                                        np.array([self.c - x]))
+            return Estimate(float(value[0]), 0.0)
         if self.sigma == 0 and np.all(self.alpha < 0):  # X is bounded above: zero beyond its maximum
             if x >= self.c + float(np.sum(self.beta**2 / (-4.0 * self.alpha))):
                 return Estimate(0.0, 0.0)
@@ -250,7 +251,12 @@ class QuadraticFormLaw:
         if n == 2 and self.sigma == 0 and max(a) > -0.5:
             i = int(np.argmax(a))  # the inner term needs 1 + 2 alpha > 0
             return _conditioned_hockey(a[i], b[i], self.c - x, a[1 - i], b[1 - i])
-        integral, error = _inversion_integral(self.alpha, self.beta, self.sigma, self.c - x,
+        return self.inversion_hockey(x, refine_small=refine_small)
+
+    def inversion_hockey(self, x: float, *, refine_small: bool = True) -> Estimate:
+        """:meth:`hockey_stick` by Imhof's inversion integral whatever the shape of the law (the general
+        method; for the closed forms and few-term cases it is the slow independent check)."""
+        integral, error = _inversion_integral(self.alpha, self.beta, self.sigma, self.c - float(x),
                                               "hockey")
         est = Estimate(min(max(0.5 + integral / math.pi, 0.0), 1.0), error / math.pi)
         return self.refine_hockey(x, est) if refine_small else est
@@ -385,52 +391,20 @@ def _roots(alpha: float, beta: float, c0: float) -> tuple[float, float] | None:
     return r1, r2
 
 
-def _log_normal_mass(lo: float, hi: float, inside: bool) -> float:
-    """``ln Pr(lo < Z < hi)`` (``inside``) or ``ln Pr(Z < lo or Z > hi)`` for ``Z ~ N(0, 1)``."""
-    if not inside:
-        return float(np.logaddexp(special.log_ndtr(lo), special.log_ndtr(-hi)))
-    if lo >= 0:  # both upper tails: Phi(-lo) - Phi(-hi)
-        a, b = special.log_ndtr(-lo), special.log_ndtr(-hi)
-    elif hi <= 0:
-        a, b = special.log_ndtr(hi), special.log_ndtr(lo)
-    else:
-        return math.log1p(-float(special.ndtr(lo) + special.ndtr(-hi)))
-    return float(a + math.log1p(-math.exp(b - a))) if b < a else -math.inf
-
-
 def _one_term_tail(alpha: float, beta: float, c0: float) -> tuple[float, float]:
     """``Pr(alpha Z^2 + beta Z + c0 > 0)`` and its complement, exactly."""
     roots = _roots(alpha, beta, c0)
     if roots is None:  # the quadratic has the sign of alpha except at (at most) one point
         return (1.0, 0.0) if alpha > 0 else (0.0, 1.0)
-    outside = math.exp(_log_normal_mass(*roots, inside=False))
-    inside = math.exp(_log_normal_mass(*roots, inside=True))
+    lo, hi = np.array(roots[0]), np.array(roots[1])
+    outside = math.exp(float(_log_normal_mass(lo, hi, inside=False)))
+    inside = math.exp(float(_log_normal_mass(lo, hi, inside=True)))
     return (outside, inside) if alpha > 0 else (inside, outside)
 
 
-def _one_term_hockey(alpha: float, beta: float, c0: float) -> float:
-    """``E (1 - exp(-Y))_+`` for ``Y = alpha Z^2 + beta Z + c0``, ``1 + 2 alpha > 0``, exactly.
-
-    ``E[e^(-Y) 1{Z in A}] = exp(-c0 + beta^2 v/2) sqrt(v) Pr(N(-beta v, v) in A)`` with
-    ``v = 1/(1 + 2 alpha)``; ``A`` is where ``Y > 0`` (outside or inside the roots).
-    """
-    v = 1.0 / (1.0 + 2.0 * alpha)
-    m, sd = -beta * v, math.sqrt(v)
-    log_scale = -c0 + 0.5 * beta * beta * v + 0.5 * math.log(v)
-    roots = _roots(alpha, beta, c0)
-    if roots is None:
-        if alpha < 0:
-            return 0.0
-        return max(0.0, -math.expm1(log_scale))
-    inside = alpha < 0  # Y > 0 between the roots when alpha < 0
-    p = math.exp(_log_normal_mass(*roots, inside=inside))
-    lo, hi = (roots[0] - m) / sd, (roots[1] - m) / sd
-    q = math.exp(log_scale + _log_normal_mass(lo, hi, inside=inside))
-    return max(0.0, p - q)
-
-
-def _log_normal_mass_vec(lo: np.ndarray, hi: np.ndarray, inside: bool) -> np.ndarray:
-    """Vectorised :func:`_log_normal_mass` (``lo <= hi`` elementwise)."""
+def _log_normal_mass(lo: np.ndarray, hi: np.ndarray, inside: bool) -> np.ndarray:
+    """``ln Pr(lo < Z < hi)`` (``inside``) or ``ln Pr(Z < lo or Z > hi)`` for ``Z ~ N(0, 1)``, elementwise
+    (``lo <= hi``); the difference of two tails is taken in logs where both are on the same side."""
     if not inside:
         return np.logaddexp(special.log_ndtr(lo), special.log_ndtr(-hi))
     upper = lo >= 0  # both upper tails: Phi(-lo) - Phi(-hi)
@@ -443,23 +417,27 @@ def _log_normal_mass_vec(lo: np.ndarray, hi: np.ndarray, inside: bool) -> np.nda
     return np.where(upper | lower, tails, middle)
 
 
-def _one_term_hockey_vec(alpha: float, beta: float, c0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_one_term_hockey` for an array of constants ``c0`` (same formulas, elementwise), and the
-    magnitude of the two terms whose difference it is (the scale of its rounding error)."""
+def _one_term_hockey(alpha: float, beta: float, c0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``E (1 - exp(-Y))_+`` for ``Y = alpha Z^2 + beta Z + c0``, ``1 + 2 alpha > 0``, exactly, for an array
+    of constants ``c0``; and the size of the two terms whose difference it is (its rounding scale).
+
+    ``E[e^(-Y) 1{Z in A}] = exp(-c0 + beta^2 v/2) sqrt(v) Pr(N(-beta v, v) in A)`` with
+    ``v = 1/(1 + 2 alpha)``; ``A`` is where ``Y > 0``: outside the roots of the quadratic, or inside them
+    when ``alpha < 0`` (stable root formula, as :func:`_roots`).
+    """
     v = 1.0 / (1.0 + 2.0 * alpha)
     m, sd = -beta * v, math.sqrt(v)
     log_scale = -c0 + 0.5 * beta * beta * v + 0.5 * math.log(v)
     disc = beta * beta - 4.0 * alpha * c0
     has = disc > 0
     sq = np.sqrt(np.where(has, disc, 1.0))
-    q = -0.5 * (beta + math.copysign(1.0, beta) * sq)
-    q = np.where(q == 0.0, -0.5 * sq, q)  # beta = 0 and copysign(+0): keep q nonzero
+    q = -0.5 * (beta + math.copysign(1.0, beta) * sq)  # |q| >= sq / 2 > 0
     r1, r2 = q / alpha, c0 / q
     lo, hi = np.minimum(r1, r2), np.maximum(r1, r2)
     inside = alpha < 0
     with np.errstate(over="ignore", invalid="ignore"):
-        p = np.exp(_log_normal_mass_vec(lo, hi, inside))
-        qv = np.exp(log_scale + _log_normal_mass_vec((lo - m) / sd, (hi - m) / sd, inside))
+        p = np.exp(_log_normal_mass(lo, hi, inside))
+        qv = np.exp(log_scale + _log_normal_mass((lo - m) / sd, (hi - m) / sd, inside))
         rooted = np.maximum(0.0, p - qv)
         none = 0.0 if alpha < 0 else np.maximum(0.0, -np.expm1(log_scale))
         scale = np.where(has, p + qv, 1.0 + np.exp(log_scale))
@@ -499,7 +477,7 @@ def _conditioned_hockey(alpha: float, beta: float, c0: float, outer_a: float, ou
 
     def f(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         dens = norm * np.exp(-0.5 * u * u)
-        h, scale = _one_term_hockey_vec(alpha, beta, c0 + outer_a * u * u + outer_b * u)
+        h, scale = _one_term_hockey(alpha, beta, c0 + outer_a * u * u + outer_b * u)
         return dens * h, dens * scale
 
     total, error = _gauss_pieces(f, edges[:-1], edges[1:], tol=1e-12, relative=True,
@@ -532,15 +510,16 @@ def _inversion_integral(alpha: np.ndarray, beta: np.ndarray, sigma: float, d: fl
         # many terms: all at once, in blocks of _CHUNK (point, term) pairs (small enough for the cache)
         flat = np.asarray(t, dtype=float).reshape(-1)
         theta, log_rho = np.empty_like(flat), np.empty_like(flat)
-        step = max(1, _CHUNK // max(alpha.size, 1))
-        for a in range(0, flat.size, step):
-            u = flat[a:a + step, None]
+        step = max(1, _CHUNK // alpha.size)
+        for start in range(0, flat.size, step):
+            block = slice(start, start + step)
+            u = flat[block, None]
             u2 = u * u
             four = 4.0 * a2 * u2
             den = 1.0 + four
-            theta[a:a + step] = d * u[:, 0] + np.sum(0.5 * np.arctan(2.0 * alpha * u)
+            theta[block] = d * u[:, 0] + np.sum(0.5 * np.arctan(2.0 * alpha * u)
                                                      - ab2 * u2 * u / den, axis=1)
-            log_rho[a:a + step] = 0.5 * s2 * u2[:, 0] + np.sum(0.25 * np.log1p(four)
+            log_rho[block] = 0.5 * s2 * u2[:, 0] + np.sum(0.25 * np.log1p(four)
                                                                + b2 * u2 / (2.0 * den), axis=1)
         shape = np.shape(t)
         return theta.reshape(shape), np.exp(-log_rho).reshape(shape)
