@@ -445,9 +445,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         # SIGTERM raised inside a simulator callback can be swallowed there and surface as another
         # error: still an interruption, not a crash
-        if received() is not None:
-            return _interrupted(args, 128 + int(received() or 0))
-        raise
+        sig = received()
+        if sig is None:
+            raise
+        return _interrupted(args, 128 + sig)
 
 
 def _interrupted(args: argparse.Namespace, code: int) -> int:

@@ -170,12 +170,13 @@ def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float) -> 
     out = np.full(lam.shape[0], -np.inf)
     bad = mismatch | np.any(lam <= 0, axis=1)
     L = np.where(lam[:, None, :] > 0, lam[:, None, :], 1.0)
+    conversion = (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
     for ll in (L, 1.0 / L):
         arg = a * ll + 1 - a
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll), -np.inf)
-        D = -terms.sum(axis=2) / (2 * (a[..., 0] - 1))  # M x orders; +inf where arg <= 0
-        val = D + (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
+        D = -terms.sum(axis=2) / (2 * (ao - 1))  # M x orders; +inf where arg <= 0
+        val = D + conversion
         out = np.maximum(out, np.nanmin(val, axis=1))
     out[bad] = np.inf
     return out

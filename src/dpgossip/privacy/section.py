@@ -226,10 +226,9 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     out["candidates"] = _integer(f"{path}.candidates", value.get("candidates", 20), 1)
     out["refine"] = _integer(f"{path}.refine", value.get("refine", 2), 1)
     out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", 4), 0)
-    search = value.get("search")
-    out["search"] = None if search is None else SearchSettings.of(search).name
-    if isinstance(search, int) and not isinstance(search, bool):
-        out["search"] = int(search)
+    out["search"] = value.get("search")  # a preset name or a number of levels, kept as written
+    if out["search"] is not None:
+        SearchSettings.of(out["search"])  # validates
     methods = value.get("methods", list(AUDIT_METHODS))
     if not isinstance(methods, list) or not methods:
         raise ConfigError(f"{path}.methods must be a non-empty list of "
