@@ -245,11 +245,12 @@ class QuadraticFormLaw:
         if self.sigma == 0 and np.all(self.alpha < 0):  # X is bounded above: zero beyond its maximum
             if x >= self.c + float(np.sum(self.beta**2 / (-4.0 * self.alpha))):
                 return Estimate(0.0, 0.0)
-        a, b = [float(v) for v in self.alpha], [float(v) for v in self.beta]
-        if n == 1 and 1.0 + 2.0 * a[0] > 0:
-            return _conditioned_hockey(a[0], b[0], self.c - x, 0.0, self.sigma)
-        if n == 2 and self.sigma == 0 and max(a) > -0.5:
-            i = int(np.argmax(a))  # the inner term needs 1 + 2 alpha > 0
+        if n == 1 and 1.0 + 2.0 * self.alpha[0] > 0:
+            return _conditioned_hockey(float(self.alpha[0]), float(self.beta[0]), self.c - x, 0.0,
+                                       self.sigma)
+        if n == 2 and self.sigma == 0 and self.alpha.max() > -0.5:
+            i = int(np.argmax(self.alpha))  # the inner term needs 1 + 2 alpha > 0
+            a, b = self.alpha.tolist(), self.beta.tolist()
             return _conditioned_hockey(a[i], b[i], self.c - x, a[1 - i], b[1 - i])
         return self.inversion_hockey(x, refine_small=refine_small)
 
