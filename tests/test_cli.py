@@ -251,7 +251,8 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
 def test_audit_of_a_sweep_and_rank_two(tmp_path, capsys):
     text = TINY_PRIVATE.replace("consensus_steps = 1", "consensus_steps = [1, 2]\nrank = 2")
     out = tmp_path / "audit"
-    argv = ["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots", "--candidates", "1"]
+    argv = ["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots", "--search",
+            "candidates", "--candidates", "1"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "adaptive RDP composition" in printed and "Renyi divergences add" in printed

@@ -95,6 +95,11 @@ def _privacy_config(config: dict[str, Any], overrides: dict[str, Any]) -> dict[s
     return {**config, "privacy": priv}
 
 
+def _search_arg(value: str | None) -> str | int | None:
+    """``--search``: a preset name as given, or a number of levels."""
+    return int(value) if value is not None and value.strip().isdigit() else value
+
+
 def _engine_note(sc: Any) -> None:
     """The audit models the ideal synchronous protocol: say so when the scenario has ``[engine]``."""
     if sc.config.get("engine"):
@@ -162,15 +167,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     check_out_dir(out, sc.name, flag="--out" if args.out else "the audit folder", force=args.force)
     points = _audit_points(sc)
     _engine_note(sc)
-    overrides = {"candidates": args.candidates, "view": args.view}
+    overrides = {"candidates": args.candidates, "view": args.view, "search": _search_arg(args.search)}
     pairs: list[dict[str, Any]] = []
     leak: list[dict[str, Any]] = []
     worst_points: list[dict[str, Any]] = []
     matrices: list[tuple[int, str, Any]] = []
     first = _privacy_config(points[0].config, overrides)["privacy"]
     print(f"dpgossip audit: {PER_INSTANCE}.")
-    print(f"view {first['view']!r}, neighbours {first['neighbours']!r}, "
-          f"{first['candidates']} candidate neighbours per target, methods "
+    effort = (f"{first['candidates']} candidate neighbours per target"
+              if first["search"] == "candidates" else f"{first['search']} worst-case search")
+    print(f"view {first['view']!r}, neighbours {first['neighbours']!r}, {effort}, methods "
           f"{', '.join(first['methods'])}; {len(points)} point(s)")
     for p in points:
         cfg = _privacy_config(p.config, overrides)
@@ -281,7 +287,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     points = _audit_points(sc)
     _engine_note(sc)
     p = points[0]
-    cfg = _privacy_config(p.config, {"candidates": args.candidates, "view": args.view})
+    cfg = _privacy_config(p.config, {"candidates": args.candidates, "view": args.view,
+                                     "search": _search_arg(args.search)})
     priv = cfg["privacy"]
     table = priv.get("calibrate") or {}
     epsilon = args.epsilon if args.epsilon is not None else table.get("epsilon")
@@ -309,11 +316,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             base_values=values if family == "explicit" else None, view=priv["view"],
             neighbours=priv["neighbours"], method=method, candidates=priv["candidates"],
             refine=priv["refine"], ascent_steps=priv["ascent_steps"], seed=int(cfg["seed"]),
-            alpha=proto["alpha"],
+            alpha=proto["alpha"], search=priv["search"],
             sigma_q=proto.get("sigma_q"), rank=proto["rank"],
         )
-    status = ("meets the target for the neighbours the search tried (a lower estimate of the worst "
-              "case, not a DP guarantee)") if cal.met else "DOES NOT MEET the target"
+    status = cal.meaning if cal.met else f"DOES NOT MEET the target: {cal.meaning}"
     print(f"# dpgossip calibrate {sc.path}: the smallest {cal.family} noise scale whose audited "
           f"worst case meets epsilon <= {epsilon:g} at delta = {delta:g}")
     print(f"# view {cal.view}, neighbours {cal.neighbours}, method {cal.method}; {PER_INSTANCE}")
@@ -322,7 +328,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(cal.to_toml())
     else:
         print("# no noise line to paste: no noise scale tried meets the target (see below)")
-    print(f"# achieved (re-audit with {cal.check_candidates} candidates per target): epsilon = "
+    check = (f"re-audit with {cal.check_candidates} candidates per target"
+             if cal.search == "candidates" else f"{cal.search} search at this scale")
+    print(f"# achieved ({check}): epsilon = "
           f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
           f"{epsilon:g}: {status}")
     print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
@@ -391,8 +399,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("scenario")
     a.add_argument("--out", default=None, help="output folder (default results/<name>-audit)")
+    a.add_argument("--search", default=None, metavar="S",
+                   help="worst-case search: quick, standard (default), thorough, a number of levels, or "
+                        "candidates (the older candidate search; overrides privacy.search)")
     a.add_argument("--candidates", type=int, default=None, metavar="N",
-                   help="candidate neighbours per target (overrides privacy.candidates)")
+                   help="with --search candidates: candidate neighbours per target "
+                        "(overrides privacy.candidates)")
     a.add_argument("--view", default=None, help="overrides privacy.view")
     a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
     a.add_argument("--force", action="store_true",
@@ -408,8 +420,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--family", default=None,
                    help="noise schedule family: geometric (default), constant, explicit")
     c.add_argument("--method", default=None, help="exact (default) or rdp (faster, conservative)")
+    c.add_argument("--search", default=None, metavar="S",
+                   help="worst-case search: quick, standard (default), thorough, a number of levels, or "
+                        "candidates (the older candidate search; overrides privacy.search)")
     c.add_argument("--candidates", type=int, default=None, metavar="N",
-                   help="candidate neighbours per target (overrides privacy.candidates)")
+                   help="with --search candidates: candidate neighbours per target "
+                        "(overrides privacy.candidates)")
     c.add_argument("--view", default=None, help="overrides privacy.view")
     c.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON")
     c.set_defaults(func=_cmd_calibrate)

@@ -136,7 +136,7 @@ def test_composed_low_rank_pair_matches_the_dense_components(problem):
 @pytest.fixture(scope="module")
 def audits(problem):
     data, net, p1, p2 = problem
-    kw = dict(delta=DELTA, epsilons=(1.0, 5.0), candidates=4, refine=1, ascent_steps=1,
+    kw = dict(delta=DELTA, epsilons=(1.0, 5.0), candidates=4, search="candidates", refine=1, ascent_steps=1,
               targets=[1], observers=[0], seed=3)
     return audit_pairs(data, net, p1, **kw), audit_pairs(data, net, p2, **kw)
 
@@ -173,6 +173,7 @@ def test_rank_two_audit_on_a_given_run_and_bad_runs(problem, audits):
     data, net, p1, p2 = problem
     _, a2 = audits
     again = audit_pairs(data, net, p2, delta=DELTA, epsilons=(1.0, 5.0), candidates=4, refine=1,
+                        search="candidates",
                         ascent_steps=1, targets=[1], observers=[0], seed=3, run=a2.run,
                         methods=("rdp",))
     assert again.results[(0, 1)].epsilon["rdp"] == pytest.approx(a2.results[(0, 1)].epsilon["rdp"],

@@ -14,7 +14,9 @@ from dpgossip.scenario.schema import validate
 
 # 4-ring, 4 rows of d = 2 per agent, T = 2, c = 1: every audit takes well under a second.
 T, C = 2, 1
-FAST = {"method": "rdp", "candidates": 3, "refine": 1, "ascent_steps": 0}
+# The bisection's mechanics are tested with the candidate search (fixed candidate sets, cheap and
+# predictable); the optimising search's calibration is tested in test_calibrate_search.py.
+FAST = {"method": "rdp", "candidates": 3, "refine": 1, "ascent_steps": 0, "search": "candidates"}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,7 @@ def worst(data, network, family, s, candidates, method="rdp", sigma_q=None, **kw
     params = resolve_params(data, network, iterations=T, consensus_steps=C, sigma_q=sigma_q,
                             noise=NoiseSchedule(kind=family, scale=s))
     audit = audit_pairs(data, network, params, delta=1e-5, candidates=candidates, refine=1,
-                        ascent_steps=0, methods=(method,), seed=0, **kw)
+                        ascent_steps=0, methods=(method,), seed=0, search="candidates", **kw)
     return audit.worst(method).epsilon[method]
 
 
@@ -112,7 +114,7 @@ def test_exact_method_on_one_pair(problem):
     data, network = problem
     cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=250.0,
                           delta=1e-5, family="geometric", method="exact", candidates=2, refine=1,
-                          ascent_steps=0, targets=[0], observers=[1])
+                          ascent_steps=0, targets=[0], observers=[1], search="candidates")
     assert cal.met and cal.method == "exact" and cal.epsilon <= 250.0 * 1.02
     ratio = cal.params.mu[1] / cal.params.mu[0]
     np.testing.assert_allclose(cal.params.sigma_p[0], cal.scale * ratio ** np.arange(1, T + 1))
@@ -195,7 +197,7 @@ def stand_in(monkeypatch, fn):
 def run(problem, **kw):
     data, network = problem
     args = {"iterations": T, "consensus_steps": C, "epsilon": 10.0, "delta": 1e-5,
-            "family": "constant", "method": "rdp", "candidates": 3, **kw}
+            "family": "constant", "method": "rdp", "candidates": 3, "search": "candidates", **kw}
     return calibrate_noise(data, network, **args)
 
 
@@ -227,3 +229,82 @@ def test_search_flags_non_monotone_and_stops_at_s_max(problem, monkeypatch):
     with pytest.warns(RuntimeWarning, match="s_max"):
         cal = run(problem, epsilon=1.0, s_max=1e3)
     assert not cal.met and cal.scale == 512.0 and cal.limit_epsilon == pytest.approx(1e9 / 512)
+
+
+# --- the optimising search: a full search seeds a pool, the bisection compares pooled neighbours ------
+def search_stand_in(monkeypatch, full, pool):
+    """``full(s, pooled) -> worst epsilon`` of a full search warm-started from ``pooled`` neighbours,
+    ``pool(s, pooled) -> worst epsilon`` of the pooled neighbours alone. Every full search adds one
+    neighbour to the pool."""
+    import dpgossip.privacy.calibrate as mod
+
+    calls = []
+
+    def fake_full(data, network, params, *, methods, delta, epsilons, warm, search, **kw):
+        s = float(params.sigma_p[0, 0])
+        n = sum(len(v) for v in warm.values())
+        calls.append(("full", s, n))
+        out = _StandIn(full(s, n), methods[0], delta, epsilons[0])
+        from types import SimpleNamespace
+        out.results = {(0, 1): SimpleNamespace(target=1, neighbour=SimpleNamespace(
+            row=n, x_new=np.array([float(n)])))}
+        return out
+
+    def fake_pool(data, network, params, pool_, *, methods, delta, epsilons, **kw):
+        s = float(params.sigma_p[0, 0])
+        n = sum(len(v) for v in pool_.values())
+        calls.append(("pool", s, n))
+        return _StandIn(pool(s, n), methods[0], delta, epsilons[0])
+
+    monkeypatch.setattr(mod, "audit_pairs", fake_full)
+    monkeypatch.setattr(mod, "audit_neighbours", fake_pool)
+    monkeypatch.setattr(mod, "_worst_epsilon",
+                        lambda check, *a: check.worst(a[-1]).epsilon[a[-1]])
+    return calls
+
+
+def test_search_calibration_bisects_on_the_pool_and_checks_with_a_full_search(problem, monkeypatch):
+    calls = search_stand_in(monkeypatch, lambda s, n: 10.0 / s, lambda s, n: 10.0 / s)
+    cal = run(problem, epsilon=5.0, search="standard")  # s* = 2
+    assert cal.met and cal.search == "standard" and 2.0 <= cal.scale <= 2.0 * 1.02
+    assert calls[0] == ("full", 1.0, 0)  # the first audit seeds the pool
+    assert all(kind == "pool" for kind, _, _ in calls[1:-1])
+    assert calls[-1][:2] == ("full", cal.scale)  # the answer is checked by a full search
+    assert cal.history[0][2] == "search:standard" and cal.history[-1][2] == "search:standard"
+    assert {h[2] for h in cal.history[1:-1]} == {"pool:1"}
+    assert "per-instance lower estimate" in cal.meaning and "not a DP guarantee" in cal.meaning
+    assert cal.to_row()["calibration_meaning"] == cal.meaning
+
+
+def test_search_calibration_goes_on_when_the_check_finds_a_worse_neighbour(problem, monkeypatch):
+    # the pool knows a neighbour with epsilon 10/s; the full search at the answer finds one with 20/s,
+    # which joins the pool: the bisection goes on upwards and the second check meets the target
+    calls = search_stand_in(monkeypatch, lambda s, n: 20.0 / s if n else 10.0 / s,
+                            lambda s, n: 20.0 / s if n >= 2 else 10.0 / s)
+    cal = run(problem, epsilon=5.0, search="quick")  # s* = 2 on the pool of one, 4 with the worse one
+    assert cal.met and 4.0 <= cal.scale <= 4.0 * 1.02
+    assert "join the pool" in cal.notes[0]
+    fulls = [c for c in calls if c[0] == "full"]
+    assert len(fulls) == 3 and fulls[-1][1] == cal.scale
+    assert len(cal.history) == len({(s, e) for s, _, e in cal.history})  # no audit twice
+
+
+def test_search_calibration_on_a_real_problem(problem):
+    """End to end on the small problem: the answer's full search meets the target; the history starts
+    and ends with full searches."""
+    data, network = problem
+    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=400.0, delta=1e-5,
+                          family="constant", method="rdp", targets=[0], search="quick")
+    assert cal.search == "quick"
+    assert cal.history[0][2] == "search:quick" and cal.history[-1] == (cal.scale, cal.delta,
+                                                                        "search:quick")
+    if cal.met:
+        assert cal.delta <= 1e-5 * 1.02
+    else:
+        assert cal.limit_epsilon is not None and cal.limit_epsilon > 400.0
+    params = resolve_params(data, network, iterations=T, consensus_steps=C,
+                            noise=NoiseSchedule(kind="constant", scale=cal.scale))
+    again = audit_pairs(data, network, params, delta=1e-5, epsilons=(400.0,), methods=("rdp",),
+                        targets=[0], search="quick", rank_by="delta", delta_resolution=1e-8)
+    # a cold search at the same scale finds no more than the warm-started check did
+    assert again.worst("rdp", by="delta").delta["rdp"][0] <= cal.delta * (1 + 1e-9)

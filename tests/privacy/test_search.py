@@ -11,7 +11,7 @@ from dpgossip.data.synthetic import synthetic_data
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.audit import RunAuditor, _view_key, audit_pairs
 from dpgossip.privacy.neighbours import Neighbour, is_neighbour, max_step, project
-from dpgossip.privacy.search import SearchSettings
+from dpgossip.privacy.search import SEARCH_PRESETS, SearchSettings
 from dpgossip.protocol import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
@@ -102,7 +102,7 @@ def test_default_search_beats_the_smallest_singular_direction_attack():
     r = res.results[(0, 2)]
     assert r.delta["exact"][0] >= attack
     ev = r.evidence
-    assert ev.rows_screened == 50 and len(ev.level_values) == 3
+    assert ev.rows_screened == 50 and len(ev.level_values) == SEARCH_PRESETS["standard"]
     assert 0 < ev.first_message_bound <= r.delta["exact"][0]
 
 

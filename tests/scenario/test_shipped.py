@@ -54,7 +54,8 @@ def test_topology_comparison_runs_and_the_grid_mixes_faster_than_the_ring(tmp_pa
 
 def test_pairwise_leakage_runs_reduced(tmp_path):
     sc = load_scenario(SCENARIOS / "pairwise-leakage.toml").with_overrides(
-        {"repeats": 1, "network.agents": 8, "privacy.candidates": 1, "privacy.ascent_steps": 0,
+        {"repeats": 1, "network.agents": 8, "privacy.search": "candidates", "privacy.candidates": 1,
+         "privacy.ascent_steps": 0,
          "data.synthetic": {"n": 256, "d": 4, "spectrum": [1.0, 0.9, 0.8, 0.7]}})
     run_scenario(sc, tmp_path, quiet=True, plots=False)
     with open(tmp_path / "leakage.csv", newline="") as fh:
@@ -90,12 +91,13 @@ def test_paper_fig2_scenarios_are_the_paper_grid():
 
 
 def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
-    """Two budgets of the Wine scenario, few candidates: the tight one (epsilon = 1, delta = 0.44) is
+    """The pipeline, with the cheap candidate search (the search itself: tests/privacy/test_search.py).
+    Two budgets of the Wine scenario, few candidates: the tight one (epsilon = 1, delta = 0.44) is
     below the floor of the observer view and is flagged, the loose one (epsilon = 100, delta = 0.9) is
     met; each row carries the calibrated scale and LDP runs at the same budget."""
     sc = load_scenario(SCENARIOS / "paper-fig2-wine.toml").with_overrides({
-        "repeats": 2, "privacy.candidates": 1, "privacy.ascent_steps": 0,
-        "baseline.epsilon": [1.0, 100.0], "baseline.delta": [0.44, 0.9],
+        "repeats": 2, "privacy.search": "candidates", "privacy.candidates": 1,
+        "privacy.ascent_steps": 0, "baseline.epsilon": [1.0, 100.0], "baseline.delta": [0.44, 0.9],
         "privacy.calibrate.epsilon": [1.0, 100.0], "privacy.calibrate.delta": [0.44, 0.9],
         "privacy.calibrate.rel_tol": 0.5,
     })
@@ -115,7 +117,7 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
 def test_paper_fig3_runs_reduced_and_delta_grows_with_iterations(tmp_path):
     sc = load_scenario(SCENARIOS / "paper-fig3.toml").with_overrides({
         "repeats": 2, "data.source": "wine", "protocol.iterations": [1, 4],
-        "privacy.candidates": 1, "privacy.ascent_steps": 0,
+        "privacy.search": "candidates", "privacy.candidates": 1, "privacy.ascent_steps": 0,
     })
     run_scenario(sc, tmp_path, quiet=True, plots=True)
     with open(tmp_path / "leakage.csv", newline="") as fh:

@@ -3,13 +3,15 @@
 docs/model.md, Sections 2-4. The audit is **per instance**: it is about this ``X`` and the neighbours
 that were tried, not a worst case over all datasets.
 
-Search (Section 3): for each target, candidate neighbours (rows by leverage, principal and random
-directions, the largest step the constraints allow), each scored for every observer by the RDP conversion
-(cheap: ``O(p)`` per order once the low-rank pencil is known); then a few steps of local ascent from the best
-candidates (random perturbations projected back onto the constraint set, kept when they increase the
-score); finally the exact hockey-stick ``delta`` (and the Chernoff PDP bound) for the ``refine`` best
-candidates of every pair. The reported worst case of a pair is the refined candidate with the largest exact
-epsilon at ``delta``.
+Search (Section 3): by default the optimising search of :mod:`dpgossip.privacy.search` (``standard``:
+every row of the target screened, starts from ``-x`` and every singular direction, projected ascent, the
+asked quantity polished; evidence per pair). ``search = "candidates"`` runs the older candidate search:
+candidate neighbours (rows by leverage, principal and random directions, the largest step the constraints
+allow), each scored for every observer by the RDP conversion; a few steps of local ascent from the best
+candidates; the exact values for the ``refine`` best of every pair. It can miss far worse neighbours and
+is kept for comparison. :func:`audit_neighbours` gives exact values to given neighbours only (no search).
+Every reported worst case is the exact value of an actual neighbour: a lower estimate of the worst case
+over all neighbours of this ``X``.
 
 Rank ``r > 1`` (deflation, docs/model.md, Section 1): component ``l + 1`` runs on data deflated with
 quantities released for component ``l`` (post-processing).  The audit is conditional on the realised earlier
@@ -24,7 +26,7 @@ Chernoff values are those of the product of the conditional components.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -43,7 +45,13 @@ from dpgossip.privacy.neighbours import (
     max_step,
 )
 from dpgossip.privacy.release import ReleaseModel, build_release_model
-from dpgossip.privacy.search import SearchEvidence, SearchSettings, TargetSearch
+from dpgossip.privacy.search import (
+    CANDIDATE_SEARCH,
+    DEFAULT_SEARCH,
+    SearchEvidence,
+    SearchSettings,
+    TargetSearch,
+)
 from dpgossip.privacy.subview import FirstMessageView
 from dpgossip.privacy.views import View, make_view, view_factor
 from dpgossip.protocol.ddppm import run_matrix
@@ -51,7 +59,8 @@ from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.result import RunResult
 from dpgossip.topology.network import Network
 
-__all__ = ["PairAudit", "PairResult", "RunAuditor", "audit_pairs", "result_pair", "view_pair",
+__all__ = ["PairAudit", "PairResult", "RunAuditor", "audit_pairs", "audit_neighbours", "result_pair",
+           "view_pair",
            "view_gaussian",
            "component_model", "rank_audit_note", "PAIR_VIEWS"]
 
@@ -338,7 +347,8 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
                 targets: Sequence[int] | None = None, observers: Sequence[int] | None = None,
                 seed: int = 0, run: RunResult | None = None, rank_by: str = "epsilon",
                 delta_resolution: float = 0.0,
-                search: str | int | SearchSettings | None = None) -> PairAudit:
+                search: str | int | SearchSettings | None = DEFAULT_SEARCH,
+                warm: Mapping[int, Sequence[Neighbour]] | None = None) -> PairAudit:
     """Audit every (observer, target) pair of a run by a worst-case search.
 
     Rank 1: component 0 on ``data.X``.  Rank ``r > 1``: all components, conditionally on the realised
@@ -366,19 +376,27 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
     run
         The realised run of a rank ``r > 1`` audit (made with ``params`` on ``data``); ignored for rank 1.
     search
-        None (default): the candidate search above (``candidates``, ``refine``, ``ascent_steps``), which
-        can miss far worse neighbours. ``quick``, ``standard``, ``thorough``, a number of levels or
-        :class:`SearchSettings`: the optimising search of :mod:`dpgossip.privacy.search` (every row of
-        the target, all singular directions, projected ascent, exact selection, first-message bound,
-        evidence per pair); ``candidates``, ``refine`` and ``ascent_steps`` are then not used.
+        ``standard`` (default), ``quick``, ``thorough``, a number of levels or :class:`SearchSettings`:
+        the optimising search of :mod:`dpgossip.privacy.search` (every row of the target, all singular
+        directions, projected ascent, exact selection, first-message bound, evidence per pair);
+        ``candidates``, ``refine`` and ``ascent_steps`` are then not used. ``"candidates"`` (or None):
+        the older candidate search (``candidates``, ``refine``, ``ascent_steps``), which can miss far
+        worse neighbours.
+    warm
+        Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), that join
+        every level's exact stage, so the audit never reports less than their values.
     """
-    if search is not None:
+    if search is not None and search != CANDIDATE_SEARCH:
         settings = SearchSettings.of(search)
         with blas_threads(1):
             return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
                                     neighbours=neighbours, settings=settings, methods=methods,
                                     targets=targets, observers=observers, seed=seed,
-                                    rank_by=rank_by, run=run, delta_resolution=delta_resolution)
+                                    rank_by=rank_by, run=run, delta_resolution=delta_resolution,
+                                    warm=warm)
+    if warm:
+        raise ConfigError("audit_pairs: warm neighbours need the optimising search, not "
+                          f"search={search!r}")
     with blas_threads(1):  # many small BLAS calls: one thread is several times faster (module _threads)
         return _audit_pairs(data, network, params, delta=delta, epsilons=epsilons, view=view,
                             neighbours=neighbours, candidates=candidates, refine=refine,
@@ -455,16 +473,41 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
                      rank_by=rank_by)
 
 
+def audit_neighbours(data: PartitionedData, network: Network, params: ProtocolParams,
+                     neighbours: Mapping[int, Sequence[Neighbour]], *, delta: float = 1e-5,
+                     epsilons: Sequence[float] = (1.0,), view: str = "observer",
+                     methods: Sequence[str] = ("exact",), targets: Sequence[int] | None = None,
+                     observers: Sequence[int] | None = None, seed: int = 0,
+                     run: RunResult | None = None, rank_by: str = "epsilon",
+                     delta_resolution: float = 0.0) -> PairAudit:
+    """Exact values of the given neighbours only, no search: each pair's worst is the largest of its
+    target's neighbours (``neighbours[j]``; a target without any gets none and no row).
+
+    The cheap lower estimate behind a calibration's bisection: the neighbours found by a full search at one
+    noise scale re-evaluated at another. Arguments as in :func:`audit_pairs`.
+    """
+    targets = [j for j in (range(data.m) if targets is None else targets) if neighbours.get(int(j))]
+    with blas_threads(1):
+        return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
+                                neighbours="bounded", settings=None, methods=methods,
+                                targets=targets, observers=observers, seed=seed, rank_by=rank_by,
+                                run=run, delta_resolution=delta_resolution, warm=neighbours)
+
+
 def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolParams, *,
-                 delta: float, epsilons: Sequence[float], view: str, neighbours: str,
-                 settings: SearchSettings, methods: Sequence[str],
-                 targets: Sequence[int] | None, observers: Sequence[int] | None,
-                 seed: int, run: RunResult | None, rank_by: str = "epsilon",
-                 delta_resolution: float = 0.0) -> PairAudit:
+                     delta: float, epsilons: Sequence[float], view: str, neighbours: str,
+                     settings: SearchSettings | None, methods: Sequence[str],
+                     targets: Sequence[int] | None, observers: Sequence[int] | None,
+                     seed: int, run: RunResult | None, rank_by: str = "epsilon",
+                     delta_resolution: float = 0.0,
+                     warm: Mapping[int, Sequence[Neighbour]] | None = None) -> PairAudit:
+    """The optimising search (``settings``), or with ``settings=None`` the exact values of the ``warm``
+    neighbours alone (:func:`audit_neighbours`)."""
     if neighbours not in NEIGHBOUR_KINDS:
         raise ConfigError(f"privacy.neighbours: unknown kind {neighbours!r}; known: "
                           f"{', '.join(NEIGHBOUR_KINDS)}")
     m = data.m
+    warm = warm or {}
     targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
                                                        targets, observers)
     auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
@@ -473,15 +516,21 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     results: dict[tuple[int, int], PairResult] = {}
     method = methods[0]
     for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys):
-        subviews = {k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in my_keys}
+        subviews = ({k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in my_keys}
+                    if settings is not None else {})
         ts = TargetSearch(auditor.pairs, data.X, rows, my_keys, subviews=subviews, kind=neighbours,
                           delta=delta, epsilon=float(epsilons[0]) if rank_by == "delta" else None,
-                          method=method, resolution=delta_resolution, seed=seed, target=j)
-        ts.run(settings)
+                          method=method, resolution=delta_resolution, seed=seed, target=j,
+                          warm=warm.get(j, ()))
+        if settings is None:
+            ts.check()
+        else:
+            ts.run(settings)
         for o, jj in pairs_j:
             k = keys[(o, jj)]
             best = ts.best[k]
-            assert best.neighbour is not None and best.pair is not None
+            if best.neighbour is None or best.pair is None:  # only when checking no neighbours
+                continue
             pair = best.pair
             if rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
                 eps = {meth: math.nan for meth in methods}
@@ -493,8 +542,12 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
             results[(o, jj)] = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
                                           neighbour=best.neighbour, epsilon=eps, delta=dl,
                                           renyi2=float(pair.renyi(2.0)),
-                                          evidence=ts.evidence(k, settings))
+                                          evidence=(ts.evidence(k, settings) if settings is not None
+                                                    else None))
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
-                     methods=tuple(methods), results=results, candidates=0, search=settings, m=m,
+                     methods=tuple(methods), results=results,
+                     candidates=0 if settings is not None else max(
+                         (len(v) for v in warm.values()), default=0),
+                     search=settings, m=m,
                      components=auditor.components, note=auditor.note, run=auditor.run,
                      rank_by=rank_by)

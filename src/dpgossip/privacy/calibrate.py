@@ -59,8 +59,15 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, did_you_mean
-from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs, result_pair
-from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
+from dpgossip.privacy.audit import (
+    PAIR_VIEWS,
+    PairAudit,
+    audit_neighbours,
+    audit_pairs,
+    result_pair,
+)
+from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour
+from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
 from dpgossip.protocol.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.topology.network import Network
 
@@ -107,13 +114,17 @@ class Calibration:
     view: str
     neighbours: str
     candidates: int
-    """Candidate neighbours per target in the search (after any escalation)."""
+    """Candidate search: candidate neighbours per target in the search (after any escalation).
+    Optimising search: the largest number of pooled neighbours of a target at the end."""
     check_candidates: int
-    """Candidate neighbours per target in the final re-audit."""
+    """Candidate search: candidate neighbours per target in the final re-audit (0 with the optimising
+    search, whose final audit is a full search)."""
     evaluations: tuple[tuple[float, float], ...]
-    """``(s, worst delta at target_epsilon)`` of the search at ``candidates``, in the order evaluated."""
-    history: tuple[tuple[float, float, int], ...]
-    """Every audit run, ``(s, worst delta at target_epsilon, candidates)``, including the re-audits."""
+    """``(s, worst delta at target_epsilon)`` of the bisection's audits, in the order evaluated."""
+    history: tuple[tuple[float, float, int | str], ...]
+    """Every audit run, ``(s, worst delta at target_epsilon, effort)``, including the re-audits; the
+    effort is the number of candidates (candidate search), ``"pool:N"`` (the exact values of N pooled
+    neighbours) or ``"search:NAME"`` (a full optimising search)."""
     limit_epsilon: float | None
     """When ``met`` is false because ``eps*`` levels off: its value at the largest scale tried."""
     params: ProtocolParams
@@ -123,6 +134,18 @@ class Calibration:
     audit: PairAudit | None = None
     """The final re-audit."""
     notes: tuple[str, ...] = ()
+    search: str = CANDIDATE_SEARCH
+    """The search of the final audit: a preset name of :mod:`~dpgossip.privacy.search` or
+    ``candidates``."""
+
+    @property
+    def meaning(self) -> str:
+        """What ``met`` means, for every output that prints it."""
+        what = ("meets the target for every neighbour the search found" if self.met
+                else "not met: the search found a neighbour above the budget at every scale tried"
+                if self.limit_epsilon is None else "not met at any scale tried (the floor)")
+        return (f"{what} ({self.search} search; a per-instance lower estimate of the worst case over "
+                "neighbours of this X, not a DP guarantee)")
 
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
@@ -135,6 +158,8 @@ class Calibration:
             "calibrated_epsilon": self.epsilon,
             "calibrated_delta": self.delta,
             "calibration_met": self.met,
+            "calibration_meaning": self.meaning,
+            "calibration_search": self.search,
             "calibration_monotone_ok": self.monotone_ok,
             "calibration_evaluations": len(self.history),
             "calibration_candidates": self.candidates,
@@ -271,6 +296,7 @@ def calibrate_noise(
     neighbours: str = "bounded",
     method: str = "exact",
     candidates: int = 20,
+    search: str | int | SearchSettings | None = DEFAULT_SEARCH,
     refine: int = 2,
     ascent_steps: int = 4,
     targets: Sequence[int] | None = None,
@@ -305,8 +331,15 @@ def calibrate_noise(
         (``sigma_p(t) = s``) or ``explicit`` (``sigma_p(t) = s * base_values[t-1]``).
     base_values
         The ``T`` base values of ``explicit``.
-    view, neighbours, candidates, refine, ascent_steps, targets, observers, seed
-        Passed to :func:`~dpgossip.privacy.audit_pairs` (the same ``seed`` at every scale).
+    view, neighbours, search, targets, observers, seed
+        Passed to :func:`~dpgossip.privacy.audit_pairs` (the same ``seed`` at every scale). With the
+        optimising search (default ``standard``) the first audit is a full search; the bisection then
+        compares the exact values of the pooled neighbours (those the full searches found, every target's
+        worst for every observer) at each scale, a cheap lower estimate; the scale it ends on gets a full
+        search warm-started from the pool (the check). If the check finds the target missed, its
+        neighbours join the pool and the bisection goes on upwards from there (``escalations``).
+    candidates, refine, ascent_steps
+        ``search = "candidates"`` only: the candidate search's effort.
     method
         ``exact`` (hockey-stick ``delta`` of the privacy-loss variable) or ``rdp`` (the RDP conversion,
         an upper bound: a conservative, larger scale; much faster).
@@ -322,8 +355,9 @@ def calibrate_noise(
     max_evals
         Audits allowed in the search (the re-audits are extra).
     check_factor, escalations
-        The re-audit uses ``check_factor`` times the candidates; if it misses the target the search
-        goes on from there with that many candidates, at most ``escalations`` times.
+        Candidate search: the re-audit uses ``check_factor`` times the candidates; if it misses the
+        target the search goes on from there with that many candidates, at most ``escalations`` times.
+        Optimising search: at most ``escalations + 2`` checks (module docstring).
     monotone_tol, plateau_tol
         Relative rise of ``eps*`` flagged as non-monotone; relative fall per doubling below which (twice
         in a row) ``eps*`` is taken to have levelled off.
@@ -382,28 +416,52 @@ def calibrate_noise(
         return resolve_params(data, network, iterations=iterations, consensus_steps=consensus_steps,
                               rank=1, alpha=alpha, sigma_q=sigma_q, noise=_schedule(family, s, base))
 
-    history: list[tuple[float, float, int]] = []
-    done: dict[tuple[float, int], PairAudit] = {}
+    optimising = search is not None and search != CANDIDATE_SEARCH
+    settings = SearchSettings.of(search) if optimising else None
+    search_name = settings.name if settings is not None else CANDIDATE_SEARCH
+    history: list[tuple[float, float, int | str]] = []
+    done: dict[tuple[float, object], PairAudit] = {}
+    pool: dict[int, list[Neighbour]] = {}
+    pooled: set[tuple[int, bytes]] = set()
 
     def worst_delta(res: PairAudit) -> float:
         """The search's quantity: the worst delta at the target epsilon."""
         return float(res.worst(method, by="delta").delta[method][0])
 
-    def audit(s: float, cands: int) -> PairAudit:
+    def audit(s: float, effort: int | str) -> PairAudit:
+        """An audit at scale ``s``: ``effort`` candidates, ``"pool"`` (the pooled neighbours' exact
+        values) or ``"full"`` (the optimising search, warm-started from the pool, which it grows)."""
         # The search compares the worst delta at the target epsilon with the target delta: the same
         # criterion as "worst epsilon at delta <= target" (delta(eps) is non-increasing), but one
         # hockey-stick value per pair instead of a root search for epsilon (slow where epsilon is large).
-        if (s, cands) in done:  # e.g. the re-audit's point when the search goes on from it
-            return done[(s, cands)]
-        res = audit_pairs(data, network, params_at(s), delta=delta, epsilons=(epsilon,), view=view,
-                          neighbours=neighbours, candidates=cands, refine=refine,
-                          ascent_steps=ascent_steps, methods=(method,), targets=targets,
-                          observers=observers, seed=seed, rank_by="delta",
-                          delta_resolution=1e-3 * delta)  # far below the target: no refinement
+        key = (s, (effort, len(pooled)) if effort == "pool" else effort)
+        if key in done:  # e.g. the re-audit's point when the search goes on from it
+            return done[key]
+        common = dict(delta=delta, epsilons=(epsilon,), view=view, methods=(method,),
+                      targets=targets, observers=observers, seed=seed, rank_by="delta",
+                      delta_resolution=1e-3 * delta)  # far below the target: no refinement
+        label: int | str
+        if effort == "pool":
+            res = audit_neighbours(data, network, params_at(s), pool, **common)
+            label = f"pool:{len(pooled)}"
+        elif effort == "full":
+            res = audit_pairs(data, network, params_at(s), neighbours=neighbours, search=settings,
+                              warm=pool, **common)
+            for r in res.results.values():
+                tag = (r.neighbour.row, r.neighbour.x_new.tobytes())
+                if tag not in pooled:
+                    pooled.add(tag)
+                    pool.setdefault(r.target, []).append(r.neighbour)
+            label = f"search:{search_name}"
+        else:
+            res = audit_pairs(data, network, params_at(s), neighbours=neighbours,
+                              search=CANDIDATE_SEARCH, candidates=int(effort), refine=refine,
+                              ascent_steps=ascent_steps, **common)
+            label = int(effort)
         if not res.results:
             raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
-        history.append((float(s), worst_delta(res), int(cands)))
-        done[(s, cands)] = res
+        history.append((float(s), worst_delta(res), label))
+        done[key] = res
         return res
 
     notes: list[str] = []
@@ -415,11 +473,12 @@ def calibrate_noise(
 
     def f(s: float) -> float:
         """Worst delta at the target epsilon (compared with the target delta)."""
-        e = worst_delta(audit(s, cands))
+        e = worst_delta(audit(s, cands if not optimising else "pool" if pool else "full"))
         evals.append((float(s), e))
         return e
 
-    for _round in range(escalations + 1):
+    rounds = escalations + 1 + (2 if optimising else 0)
+    for _round in range(rounds):
         evals = []
         budget = max_evals
         # bracket: check the given ends (or start at 1)
@@ -485,24 +544,30 @@ def calibrate_noise(
         if lo is not None and hi / lo > 1 + rel_tol:
             notes.append(f"max_evals = {max_evals} reached: the bracket is [{lo:.6g}, {hi:.6g}], "
                          "the upper end is returned")
-        # final check with more candidates
-        check = audit(hi, check_factor * cands)
+        # final check: more candidates, or a full search from the pool
+        check = audit(hi, check_factor * cands if not optimising else "full")
         d_check = worst_delta(check)
-        if d_check <= delta * (1 + rel_tol) or _round == escalations:
+        if d_check <= delta * (1 + rel_tol) or _round == rounds - 1:
             break
-        notes.append(
-            f"the re-audit at s = {hi:.6g} with {check_factor * cands} candidates found delta "
-            f"{d_check:.6g} > {delta:g} at epsilon = {epsilon:g} (the search used {cands}); "
-            "searching on with "
-            f"{check_factor * cands} candidates"
-        )
-        cands *= check_factor
+        if optimising:
+            notes.append(
+                f"the {search_name} search at s = {hi:.6g} found delta {d_check:.6g} > {delta:g} at "
+                f"epsilon = {epsilon:g} (the pooled neighbours gave {evals[-1][1]:.6g}); its "
+                "neighbours join the pool and the bisection goes on upwards")
+        else:
+            notes.append(
+                f"the re-audit at s = {hi:.6g} with {check_factor * cands} candidates found delta "
+                f"{d_check:.6g} > {delta:g} at epsilon = {epsilon:g} (the search used {cands}); "
+                "searching on with "
+                f"{check_factor * cands} candidates"
+            )
+            cands *= check_factor
         lo, hi = hi, None
 
     if not met_search:
         assert lo is not None
         scale = lo
-        check = audit(scale, check_factor * cands)
+        check = audit(scale, check_factor * cands if not optimising else "full")
         d_check = worst_delta(check)
     else:
         assert hi is not None
@@ -514,8 +579,11 @@ def calibrate_noise(
         warnings.warn(f"calibrate_noise: {msg}", RuntimeWarning, stacklevel=2)
     met = bool(met_search and d_check <= delta * (1 + rel_tol))
     if met_search and not met:
-        notes.append(f"the final re-audit with {check_factor * cands} candidates gives delta "
-                     f"{d_check:.6g} > {delta:g} at epsilon = {epsilon:g}: increase the candidates")
+        effort = search_name if optimising else f"{check_factor * cands} candidates"
+        notes.append(f"the final re-audit ({effort}) gives delta {d_check:.6g} > {delta:g} at "
+                     f"epsilon = {epsilon:g}: "
+                     + ("a larger search or more escalations" if optimising
+                        else "increase the candidates"))
     if not met:
         warnings.warn(f"calibrate_noise: {notes[-1] if notes else 'target not met'}",
                       RuntimeWarning, stacklevel=2)
@@ -533,8 +601,8 @@ def calibrate_noise(
         method=method,
         view=view,
         neighbours=neighbours,
-        candidates=cands,
-        check_candidates=check_factor * cands,
+        candidates=cands if not optimising else max((len(v) for v in pool.values()), default=0),
+        check_candidates=check_factor * cands if not optimising else 0,
         evaluations=tuple(evals),
         history=tuple(history),
         limit_epsilon=None if met_search else float(eps_check),
@@ -544,6 +612,7 @@ def calibrate_noise(
                **worst.neighbour.to_row()},
         audit=check,
         notes=tuple(notes),
+        search=search_name,
     )
 
 

@@ -560,12 +560,25 @@ class GaussianPair:
         if meth == "exact":
             # Imhof in both directions first; the slow saddle-point refinement of a value below Imhof's
             # absolute accuracy is needed only when no direction has a larger value (max of the two)
+            # A direction whose Chernoff tail bound (an upper bound of its hockey-stick value) is at
+            # most the other's exact value cannot be the max: it is skipped (exact, not approximate).
             laws = [self._law(d) for d in _DIRECTIONS]
-            coarse = [law.hockey_stick(eps, refine_small=False) for law in laws]
-            top = max(c.value for c in coarse)
-            if not (top >= _plrv.SMALL_FACTOR * max(c.error for c in coarse) or top < resolution):
-                coarse = [law.refine_hockey(eps, c) for law, c in zip(laws, coarse, strict=True)]
-            return max(self._exact(c, "hockey_stick") for c in coarse)
+            bounds = [law.tail_bound(eps) for law in laws]
+            order = sorted(range(len(laws)), key=lambda i: -bounds[i])
+            coarse: dict[int, _plrv.Estimate] = {}
+            for i in order:
+                if coarse and bounds[i] <= max(c.value for c in coarse.values()):
+                    continue
+                coarse[i] = laws[i].hockey_stick(eps, refine_small=False)
+            top = max(c.value for c in coarse.values())
+            if not (top >= _plrv.SMALL_FACTOR * max(c.error for c in coarse.values())
+                    or top < resolution):
+                coarse = {i: laws[i].refine_hockey(eps, c) for i, c in coarse.items()}
+                top = max(c.value for c in coarse.values())
+                for i in order:  # a skipped direction whose bound is above the refined value
+                    if i not in coarse and bounds[i] > top:
+                        coarse[i] = laws[i].hockey_stick(eps)
+            return max(self._exact(c, "hockey_stick") for c in coarse.values())
         out = 0.0
         for d in _DIRECTIONS:
             if meth == "rdp":

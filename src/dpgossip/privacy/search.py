@@ -29,6 +29,10 @@ never reports less (the reported value is the maximum over every candidate ever 
    exact delta) from the best neighbours of its ``starts`` best rows, ``steps + l`` steps or until a step
    gains less than ``1e-6`` relative.
 
+Warm start: neighbours found before (a calibration's search at another noise scale) are given exact
+values after the last level; the reported value is the larger of theirs and the search's, and the search's
+own course does not depend on them.
+
 The surrogate is the RDP epsilon at ``delta`` on a fixed grid of orders, both directions, vectorised (in
 both modes: the RDP delta at an epsilon saturates at 1 where the leakage is large, leaving nothing to
 climb): an upper bound of the exact epsilon that ranks candidates and is smooth enough to climb.
@@ -53,11 +57,19 @@ from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour, max_step, project
 from dpgossip.privacy.subview import FirstMessageView
 
-__all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "TargetSearch",
-           "surrogate"]
+__all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
+           "CANDIDATE_SEARCH", "TargetSearch", "surrogate"]
 
-SEARCH_PRESETS = {"quick": 1, "standard": 3, "thorough": 4}
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4}
 """Number of effort levels of each named search; each level doubles the effort of the one before."""
+
+DEFAULT_SEARCH = "standard"
+"""The search every audit and calibration uses unless told otherwise: two levels, so that the evidence
+says how much the last doubling of effort changed the worst value."""
+
+CANDIDATE_SEARCH = "candidates"
+"""The name of the older candidate search (a fixed set of directions per target; it can miss far worse
+neighbours), kept for comparison."""
 
 _ORDERS = np.geomspace(1.0 + 1e-3, 1e6, 72)
 _SUB_RANDOM = 128  # random directions per row for the closed-form sub-view
@@ -70,7 +82,7 @@ class SearchSettings:
     view, and gives exact values to ``exact`` candidates per view."""
 
     name: str = "standard"
-    levels: int = 3
+    levels: int = 2
     rows: int = 2
     random: int = 4
     steps: int = 4
@@ -90,9 +102,9 @@ class SearchSettings:
                 raise ConfigError(f"privacy.search levels must be in 1..8, got {search!r}")
             return cls(name=f"levels={int(search)}", levels=int(search))
         if search not in SEARCH_PRESETS:
-            raise ConfigError(f"privacy.search must be one of {', '.join(SEARCH_PRESETS)} or an "
-                              f"integer number of levels >= 1, got {search!r}"
-                              f"{did_you_mean(str(search), SEARCH_PRESETS)}")
+            raise ConfigError(f"privacy.search must be one of {', '.join(SEARCH_PRESETS)}, "
+                              f"{CANDIDATE_SEARCH} or an integer number of levels >= 1, got "
+                              f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}")
         return cls(name=str(search), levels=SEARCH_PRESETS[str(search)])
 
 
@@ -122,6 +134,11 @@ class SearchEvidence:
     """The asked quantity of the first-message sub-view at its best neighbour (a lower bound of the true
     worst case that does not depend on the search); NaN when the view has no first message of the target."""
     level_values: tuple[float, ...] = field(default=())
+    """The search's own best value after each level (without the warm neighbours)."""
+    warm: int = 0
+    """Neighbours found before (another noise scale) that were given exact values after the search."""
+    value: float = math.nan
+    """The reported value: the larger of the last level's and the warm neighbours' best."""
 
     @property
     def evaluations(self) -> int:
@@ -146,6 +163,7 @@ class SearchEvidence:
                 "evaluations": self.evaluations, "rows_searched": self.rows_searched,
                 "rows_screened": self.rows_screened,
                 "value_by_level": " ".join(f"{v:.6g}" for v in self.level_values),
+                "warm_neighbours": self.warm,
                 "last_doubling_change": self.last_doubling_change,
                 "first_message_bound": self.first_message_bound,
                 "estimate": "lower estimate of the worst case over neighbours (per instance)"}
@@ -217,14 +235,20 @@ class TargetSearch:
         Conversion of the asked quantity (``exact``, ``rdp``, ``chernoff``); delta resolution.
     seed
         Seed of the random directions (one stream per row).
+    warm
+        Neighbours of this target found before (for example by a search at another noise scale): each
+        gets its exact value after the last level, so the search reports the larger of its own best and
+        theirs. They do not steer the search, whose course is that of the search without them (so a
+        warm start never reports less than a cold one).
     """
 
     def __init__(self, evaluate: Callable[[Neighbour, list[Hashable]], dict[Hashable, GaussianPair]],
                  X: np.ndarray, rows: Sequence[int], keys: Sequence[Hashable], *,
                  subviews: dict[Hashable, FirstMessageView], kind: str, delta: float,
                  epsilon: float | None, method: str = "exact", resolution: float = 0.0,
-                 seed: int = 0, target: int = 0) -> None:
+                 seed: int = 0, target: int = 0, warm: Sequence[Neighbour] = ()) -> None:
         self.evaluate_pairs = evaluate
+        self.warm = [nb for nb in warm if nb.row in set(int(r) for r in rows)]
         self.X = np.asarray(X, dtype=float)
         self.rows = [int(r) for r in rows]
         self.keys = list(keys)
@@ -473,7 +497,8 @@ class TargetSearch:
         cands = [(s, nb) for s, nb in self.pool[k] if nb.row == r]
         return max(cands, key=lambda t: t[0])[1] if cands else None
 
-    def _offer(self, k: Hashable, nb: Neighbour, pair: GaussianPair) -> float:
+    def _offer(self, k: Hashable, nb: Neighbour, pair: GaussianPair, *, rank_rows: bool = True
+               ) -> float:
         """Compare a neighbour with the best of view ``k`` on the asked quantity; returns its score (the
         delta at the asked epsilon, or at the best epsilon so far in epsilon mode)."""
         best = self.best[k]
@@ -491,7 +516,7 @@ class TargetSearch:
         if value > best.value:
             best.value, best.neighbour, best.pair = value, nb, pair
         old = self.row_exact[k].get(nb.row)
-        if old is None or score > old[0]:
+        if rank_rows and (old is None or score > old[0]):
             self.row_exact[k][nb.row] = (score, nb, pair)
         return score
 
@@ -541,6 +566,21 @@ class TargetSearch:
             self.stages[k].append(SearchStage(level=level, stage=stage, evaluations=self.evals,
                                               surrogate=float(s), value=float(v), seconds=now))
 
+    def check(self) -> None:
+        """Only the ``warm`` neighbours, each given the exact asked quantity on every view (no search):
+        the cheap lower estimate of a calibration's bisection (:mod:`~dpgossip.privacy.calibrate`)."""
+        self._warm(0)
+        for k in self.keys:
+            self.level_values[k].append(self.best[k].value)
+
+    def _warm(self, level: int) -> None:
+        for nb in self.warm:
+            self.evals += 1
+            for k, pair in self.evaluate_pairs(nb, self.keys).items():
+                self._offer(k, nb, pair, rank_rows=False)
+        if self.warm:
+            self._record(level, "warm")
+
     def run(self, settings: SearchSettings) -> None:
         """All stages at every level of ``settings``."""
         self.screen()
@@ -548,10 +588,12 @@ class TargetSearch:
             self.starts(level, settings)
             self.ascent(level, settings)
             self.exact(level, settings)
+        self._warm(settings.levels - 1)
 
     def evidence(self, k: Hashable, settings: SearchSettings) -> SearchEvidence:
         """The evidence of view ``k``."""
         return SearchEvidence(settings=settings, stages=tuple(self.stages[k]),
                               rows_screened=len(self.rows), rows_searched=self.covered,
                               first_message_bound=float(self.bound[k]),
-                              level_values=tuple(self.level_values[k]))
+                              level_values=tuple(self.level_values[k]), warm=len(self.warm),
+                              value=float(self.best[k].value))

@@ -7,11 +7,12 @@
     neighbours = "bounded"   # bounded | replace-one
     delta = 1e-5             # epsilon of every pair is reported at this delta; a list is a sweep axis
     epsilon = [1.0, 4.0]     # grid at which delta of every pair is reported (NOT a sweep axis)
-    search = "standard"      # the optimising worst-case search (quick | standard | thorough); without
-                             # it the candidate search below runs, which can miss far worse neighbours
-    candidates = 20          # candidate neighbours per target in the worst-case search
-    refine = 2               # best candidates per pair evaluated by every method
-    ascent_steps = 4         # rounds of local ascent from the two best candidates of each view
+    search = "standard"      # the worst-case search: quick | standard (default) | thorough | 1..8 levels
+                             # (dpgossip.privacy.search), or "candidates": the older candidate search
+                             # below, which can miss far worse neighbours (kept for comparison)
+    candidates = 20          # search = "candidates" only: candidate neighbours per target
+    refine = 2               # search = "candidates" only: best candidates per pair given exact values
+    ascent_steps = 4         # search = "candidates" only: rounds of local ascent
     methods = ["exact", "rdp", "chernoff"]
     audit = true             # `dpgossip run` also audits each point -> leakage.csv, heatmaps
     rank_by = "epsilon"      # or "delta": rank pairs by delta at epsilon[0]; no epsilon solves (fast)
@@ -23,7 +24,7 @@
 ``family`` (``geometric`` | ``constant`` | ``explicit``; default ``geometric``), ``values`` (base values of
 ``explicit``, default ``protocol.noise.values``), ``method`` (``exact`` | ``rdp``; default ``exact``;
 ``rdp`` is an upper bound: a conservative scale, much faster), ``candidates`` (default
-``privacy.candidates``), ``rel_tol``
+``privacy.candidates``; with ``privacy.search = "candidates"`` only), ``rel_tol``
 (default 0.02), ``infeasible`` (``error`` | ``floor``, default ``error``). The calibrated noise replaces
 ``protocol.noise`` for the run and the audit; the scale and the achieved numbers are added to the point's
 ``runs.csv`` rows and written to ``calibration.csv``. A point whose target cannot be met (the worst epsilon
@@ -49,7 +50,7 @@ from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
 from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs
 from dpgossip.privacy.calibrate import CALIBRATION_FAMILIES, CALIBRATION_METHODS, Calibration
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
-from dpgossip.privacy.search import SearchSettings
+from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
 from dpgossip.scenario.sections import register_section
 
 __all__ = [
@@ -75,11 +76,12 @@ PRIVACY_KEYS: dict[str, str] = {
     "neighbours": "bounded | replace-one (default bounded)",
     "delta": "number in (0, 1) (default 1e-5); a list is a sweep axis",
     "epsilon": "list of numbers > 0: where delta is reported (default [1.0]); not a sweep axis",
-    "candidates": "integer >= 1 (default 20)",
-    "refine": "integer >= 1 (default 2)",
-    "ascent_steps": "integer >= 0 (default 4): local-ascent rounds from the best candidates",
-    "search": "quick | standard | thorough | levels 1..8 (default: the candidate search above, which "
-              "can miss far worse neighbours): the optimising search of dpgossip.privacy.search",
+    "candidates": "integer >= 1 (default 20; search = \"candidates\" only)",
+    "refine": "integer >= 1 (default 2; search = \"candidates\" only)",
+    "ascent_steps": "integer >= 0 (default 4; search = \"candidates\" only): local-ascent rounds",
+    "search": "quick | standard | thorough | levels 1..8 (default standard): the optimising search of "
+              "dpgossip.privacy.search; or candidates: the older candidate search, which can miss far "
+              "worse neighbours",
     "methods": 'list of "exact", "rdp", "chernoff" (default all three; the first ranks the pairs)',
     "audit": "true or false (default false)",
     "rank_by": 'epsilon (default) | delta: rank pairs by delta at the first epsilon; no epsilon solves',
@@ -226,8 +228,8 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     out["candidates"] = _integer(f"{path}.candidates", value.get("candidates", 20), 1)
     out["refine"] = _integer(f"{path}.refine", value.get("refine", 2), 1)
     out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", 4), 0)
-    out["search"] = value.get("search")  # a preset name or a number of levels, kept as written
-    if out["search"] is not None:
+    out["search"] = value.get("search", DEFAULT_SEARCH)  # a preset or a number of levels, as written
+    if out["search"] != CANDIDATE_SEARCH:
         SearchSettings.of(out["search"])  # validates
     methods = value.get("methods", list(AUDIT_METHODS))
     if not isinstance(methods, list) or not methods:
@@ -286,7 +288,7 @@ def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Cali
         neighbours=priv["neighbours"], method=cal["method"],
         candidates=cal["candidates"] or priv["candidates"], refine=priv["refine"],
         ascent_steps=priv["ascent_steps"], seed=int(config["seed"]), alpha=proto["alpha"],
-        sigma_q=proto.get("sigma_q"),
+        sigma_q=proto.get("sigma_q"), search=priv["search"],
         rel_tol=cal["rel_tol"],
     )
 
@@ -348,7 +350,7 @@ def audit_config(config: Mapping[str, Any], base: Path | None = None):
                         candidates=priv["candidates"], refine=priv["refine"],
                         ascent_steps=priv["ascent_steps"], methods=tuple(priv["methods"]),
                         seed=int(config["seed"]), rank_by=priv.get("rank_by", "epsilon"),
-                        search=priv.get("search"))
+                        search=priv["search"])
     return audit, data, network, params
 
 

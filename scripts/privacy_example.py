@@ -1,0 +1,97 @@
+"""The worked example of docs/privacy.md, recomputed: Wine, the paper's 4-agent ring, T = 5, c = 5,
+observer 0 attacking agent 1, four noise schedules, the default (standard) worst-case search.
+
+    python scripts/privacy_example.py          # prints the table, writes docs/numbers/privacy-example.json
+    python scripts/privacy_example.py --check  # recomputes; fails if the stored numbers differ
+
+Every value is the exact quantity of the worst neighbour the search found: a per-instance lower estimate of
+the worst case over neighbours of this X. tests/test_docs_numbers.py checks that docs/privacy.md prints
+the stored numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from dpgossip.data import load_dataset
+from dpgossip.privacy.audit import audit_pairs
+from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.topology import make_network
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "privacy-example.json"
+SCHEDULES = (("geometric", 1.0), ("constant", 0.1), ("constant", 1.0), ("constant", 10.0))
+OBSERVER, TARGET = 0, 1
+DELTA, EPSILON = 1e-5, 5.0
+SEARCH = "standard"
+
+
+def compute() -> dict[str, object]:
+    """The table's rows (one per schedule) and the paper view at constant 1."""
+    net = make_network("paper-ring4")
+    data = load_dataset("wine", agents=4)
+    rows = []
+    for kind, scale in (*SCHEDULES, ("constant", 1.0)):
+        view = "paper" if len(rows) == len(SCHEDULES) else "observer"
+        params = resolve_params(data, net, iterations=5, consensus_steps=5,
+                                noise=NoiseSchedule(kind=kind, scale=scale))
+        audit = audit_pairs(data, net, params, delta=DELTA, epsilons=(EPSILON,), view=view,
+                            methods=("exact", "rdp", "chernoff"), targets=[TARGET],
+                            observers=[OBSERVER], search=SEARCH)
+        r = audit.results[(OBSERVER, TARGET)]
+        ev = r.evidence
+        rows.append({
+            "view": view, "schedule": kind, "scale": scale,
+            "sigma_p_first": float(params.sigma_p[0, 0]), "sigma_p_last": float(params.sigma_p[0, -1]),
+            "epsilon_exact": r.epsilon["exact"], "epsilon_rdp": r.epsilon["rdp"],
+            "epsilon_chernoff": r.epsilon["chernoff"], "delta_exact_at_5": r.delta["exact"][0],
+            "row": r.neighbour.row, "direction": r.neighbour.label,
+            "value_by_level": list(ev.level_values) if ev else [],
+            "first_message_bound": ev.first_message_bound if ev else math.nan,
+        })
+    return {"dataset": "wine", "topology": "paper-ring4", "T": 5, "c": 5, "observer": OBSERVER,
+            "target": TARGET, "delta": DELTA, "epsilon": EPSILON, "search": SEARCH, "rows": rows,
+            "alpha": float(params.alpha[0]), "sigma_q": float(params.sigma_q)}
+
+
+def table(numbers: dict[str, object]) -> str:
+    """The markdown table of docs/privacy.md."""
+    lines = ["| noise schedule `sigma_p(t)` | exact epsilon at delta = 1e-5 | rdp | chernoff "
+             "| exact delta at epsilon = 5 | first-message bound (epsilon) |",
+             "|---|---|---|---|---|---|"]
+    for r in numbers["rows"]:  # type: ignore[union-attr]
+        if r["view"] != "observer":
+            continue
+        name = (f"Corollary 1 geometric ({r['sigma_p_first']:.2g} ... {r['sigma_p_last']:.2g})"
+                if r["schedule"] == "geometric" else f"constant {r['scale']:g}")
+        lines.append(f"| {name} | {r['epsilon_exact']:.4g} | {r['epsilon_rdp']:.4g} | "
+                     f"{r['epsilon_chernoff']:.4g} | {r['delta_exact_at_5']:.3g} | "
+                     f"{r['first_message_bound']:.4g} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the stored numbers")
+    args = ap.parse_args()
+    numbers = json.loads(json.dumps(compute()))
+    if args.check:
+        stored = json.loads(OUT.read_text(encoding="utf-8"))
+        if stored != numbers:
+            print("docs/numbers/privacy-example.json is stale: rerun without --check", file=sys.stderr)
+            return 1
+        print("docs/numbers/privacy-example.json matches the code")
+        return 0
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
+    print(table(numbers))
+    paper = [r for r in numbers["rows"] if r["view"] == "paper"][0]
+    print(f"paper view at constant 1: exact epsilon {paper['epsilon_exact']:.4g}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""The README's tables of the paper's Fig. 2, from the results of the shipped scenarios.
+
+    dpgossip run scenarios/paper-fig2-wine.toml             # (and breast_cancer, diabetes)
+    python scripts/readme_tables.py results/paper-fig2-wine [...]
+        # writes docs/numbers/paper-fig2-wine.csv and prints the markdown table
+
+    python scripts/readme_tables.py --print                  # the tables of the stored numbers
+
+tests/test_docs_numbers.py checks that the README prints exactly the tables of docs/numbers/*.csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+from statistics import fmean
+
+NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers"
+COLUMNS = ("epsilon", "paper_delta", "met", "sigma_p", "delta_at_epsilon", "epsilon_at_paper_delta",
+           "ddppm_error", "ldp_error", "search")
+HEADER = ("| epsilon | paper's delta | met for every neighbour found | sigma_p "
+          "| our delta at epsilon (worst pair) | our epsilon at the paper's delta "
+          "| D-DP-PM error | LDP error |")
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def from_results(folder: Path) -> list[dict[str, str]]:
+    """One row per budget from a paper-fig2 results folder (calibration.csv and runs.csv; errors are
+    means over the repeats)."""
+    cal = _read(folder / "calibration.csv")
+    runs = _read(folder / "runs.csv")
+    out = []
+    for c in sorted(cal, key=lambda r: float(r["target_epsilon"])):
+        mine = [r for r in runs if float(r["target_epsilon"]) == float(c["target_epsilon"])
+                and float(r["target_delta"]) == float(c["target_delta"])]
+        out.append({
+            "epsilon": f"{float(c['target_epsilon']):g}", "paper_delta": f"{float(c['target_delta']):g}",
+            "met": "yes" if c["calibration_met"] == "True" else "no",
+            "sigma_p": f"{float(c['noise_scale']):.3g}",
+            "delta_at_epsilon": f"{float(c['calibrated_delta']):.3g}",
+            "epsilon_at_paper_delta": f"{float(c['calibrated_epsilon']):.3g}",
+            "ddppm_error": f"{fmean(float(r['error']) for r in mine):.3f}",
+            "ldp_error": f"{fmean(float(r['ldp_error']) for r in mine):.3f}",
+            "search": c.get("calibration_search", "candidates"),
+        })
+    return out
+
+
+def table(rows: list[dict[str, str]]) -> str:
+    """The markdown table."""
+    lines = [HEADER, "|" + "---|" * 8]
+    for r in rows:
+        lines.append("| " + " | ".join(r[k] for k in COLUMNS[:-1]) + " |")
+    return "\n".join(lines)
+
+
+def stored() -> dict[str, list[dict[str, str]]]:
+    """The stored numbers by scenario name."""
+    return {p.stem: _read(p) for p in sorted(NUMBERS.glob("paper-fig2-*.csv"))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", nargs="*", type=Path, help="results/paper-fig2-<dataset> folders")
+    ap.add_argument("--print", action="store_true", help="print the tables of the stored numbers")
+    args = ap.parse_args()
+    if not args.folders and not args.print:
+        ap.error("give results folders, or --print")
+    for folder in args.folders:
+        if not (folder / "calibration.csv").exists():
+            print(f"{folder}: no calibration.csv (run the paper-fig2 scenario first)", file=sys.stderr)
+            return 1
+        rows = from_results(folder)
+        NUMBERS.mkdir(parents=True, exist_ok=True)
+        name = folder.name.removesuffix("-audit")
+        with open(NUMBERS / f"{name}.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+        print(f"{name}:\n{table(rows)}\n")
+    if args.print:
+        for name, rows in stored().items():
+            print(f"{name}:\n{table(rows)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

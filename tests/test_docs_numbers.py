@@ -1,0 +1,59 @@
+"""The numbers printed in README.md and docs/privacy.md are those the repo's scripts produce.
+
+``docs/numbers/`` holds what the scripts wrote (``scripts/readme_tables.py`` from the shipped paper-fig2
+scenarios' results, ``scripts/privacy_example.py`` from the auditor); these tests fail when the printed
+tables differ from them. The slow test recomputes the docs example with the current code
+(``python -m pytest -m slow tests/test_docs_numbers.py``; about two minutes).
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_readme_prints_the_stored_paper_fig2_tables():
+    tables = _script("readme_tables")
+    stored = tables.stored()
+    assert set(stored) == {"paper-fig2-wine", "paper-fig2-diabetes", "paper-fig2-breast_cancer"}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, rows in stored.items():
+        assert len(rows) == 7, name
+        assert tables.table(rows) in readme, f"README's {name} table differs from docs/numbers"
+
+
+def test_docs_privacy_prints_the_stored_example():
+    example = _script("privacy_example")
+    numbers = json.loads(example.OUT.read_text(encoding="utf-8"))
+    assert numbers["search"] == "standard"
+    doc = (ROOT / "docs" / "privacy.md").read_text(encoding="utf-8")
+    assert example.table(numbers) in doc
+    paper = [r for r in numbers["rows"] if r["view"] == "paper"][0]
+    flat = " ".join(doc.split())
+    assert f"The `paper` view gives {paper['epsilon_exact']:.4g} at constant 1" in flat
+    rows = {(r["schedule"], r["scale"]): r for r in numbers["rows"] if r["view"] == "observer"}
+    change = {k: (r["value_by_level"][-1] - r["value_by_level"][-2]) / r["value_by_level"][-1]
+              for k, r in rows.items()}
+    top = max(v for (kind, _), v in change.items() if kind == "constant")
+    assert (f"changed the value by at most {100 * top:.2g} % at the constant schedules and by "
+            f"{100 * change[('geometric', 1.0)]:.1f} % at the geometric") in flat
+    big = rows[("constant", 10.0)]
+    assert (f"{big['epsilon_exact']:.4g} here at delta = 1e-5, and delta = "
+            f"{big['delta_exact_at_5']:.3g} at epsilon = 5") in flat
+
+
+@pytest.mark.slow
+def test_the_docs_example_is_what_the_code_computes():
+    example = _script("privacy_example")
+    stored = json.loads(example.OUT.read_text(encoding="utf-8"))
+    assert json.loads(json.dumps(example.compute())) == stored
