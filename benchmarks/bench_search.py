@@ -5,6 +5,7 @@ run per target for all its observers at once, so a stage's time is divided by th
 and the worst value found.
 
     python benchmarks/bench_search.py [--scale 1.0] [--epsilon 5] [--searches standard quick]
+                                      [--workers 1 2]
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main() -> None:
     ap.add_argument("--searches", nargs="+", default=["standard"],
                     help="presets or numbers of levels (standard is the default search)")
     ap.add_argument("--candidates", type=int, default=8, help="candidate search baseline")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2],
+                    help="processes for the targets (each search runs once per value)")
     args = ap.parse_args()
     net = make_network("paper-ring4")
     data = load_dataset("wine", agents=4)
@@ -35,14 +38,15 @@ def main() -> None:
           f"12 (observer, target) pairs; exact delta at epsilon = {args.epsilon:g}")
     common = dict(delta=1e-5, epsilons=(args.epsilon,), methods=("exact",), rank_by="delta")
     t = time.perf_counter()
-    base = audit_pairs(data, net, params, candidates=args.candidates, refine=1, ascent_steps=2,
-                       **common)
+    base = audit_pairs(data, net, params, search="candidates", candidates=args.candidates, refine=1,
+                       ascent_steps=2, **common)
     wall = time.perf_counter() - t
     worst = base.worst("exact", by="delta").delta["exact"][0]
     print(f"candidate search ({args.candidates} candidates): {wall:7.1f} s   worst delta {worst:.4g}")
-    for name in args.searches:
+    for name, workers in [(n, w) for n in args.searches for w in args.workers]:
         t = time.perf_counter()
-        res = audit_pairs(data, net, params, search=int(name) if name.isdigit() else name, **common)
+        res = audit_pairs(data, net, params, search=int(name) if name.isdigit() else name,
+                          workers=workers, **common)
         wall = time.perf_counter() - t
         w = res.worst("exact", by="delta")
         per_stage: dict[str, float] = defaultdict(float)
@@ -53,7 +57,8 @@ def main() -> None:
                 per_stage[st.stage] += (st.seconds - prev) / (data.m - 1)
                 prev = st.seconds
         stages = ", ".join(f"{k} {v / data.m:.2f} s" for k, v in per_stage.items())
-        print(f"search {name:9s}: {wall:7.1f} s   worst delta {w.delta['exact'][0]:.4g} "
+        print(f"search {name:9s} ({workers} process{'es' if workers > 1 else ''}): {wall:7.1f} s   "
+              f"worst delta {w.delta['exact'][0]:.4g} "
               f"(observer {w.observer} -> target {w.target}, first-message bound "
               f"{w.evidence.first_message_bound:.4g}, values by level "
               f"{[round(v, 4) for v in w.evidence.level_values]}); per pair: {stages}")

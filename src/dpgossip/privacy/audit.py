@@ -240,6 +240,11 @@ class RunAuditor:
                                           seed=seed) for l in range(self.components)]
         self.note = rank_audit_note(self.components, run_seed)
 
+    def reseed(self, entropy: object) -> None:
+        """Restart every component's range-finder stream (:meth:`ComponentAuditor.reseed`)."""
+        for auditor in self.auditors:
+            auditor.reseed(entropy)
+
     def pairs(self, nb: Neighbour, keys: list[Hashable]) -> dict[Hashable, GaussianPair]:
         """:class:`GaussianPair` of every view in ``keys`` for the neighbour ``nb`` (composed over the
         components when ``r > 1``)."""
@@ -348,7 +353,8 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
                 seed: int = 0, run: RunResult | None = None, rank_by: str = "epsilon",
                 delta_resolution: float = 0.0,
                 search: str | int | SearchSettings | None = DEFAULT_SEARCH,
-                warm: Mapping[int, Sequence[Neighbour]] | None = None) -> PairAudit:
+                warm: Mapping[int, Sequence[Neighbour]] | None = None,
+                workers: int = 1) -> PairAudit:
     """Audit every (observer, target) pair of a run by a worst-case search.
 
     Rank 1: component 0 on ``data.X``.  Rank ``r > 1``: all components, conditionally on the realised
@@ -385,6 +391,9 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
     warm
         Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), that join
         every level's exact stage, so the audit never reports less than their values.
+    workers
+        Optimising search only: targets searched in parallel on this many processes (``spawn``); the
+        result is the same for any number (each target's search reseeds its random streams).
     """
     if search is not None and search != CANDIDATE_SEARCH:
         settings = SearchSettings.of(search)
@@ -393,7 +402,7 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
                                     neighbours=neighbours, settings=settings, methods=methods,
                                     targets=targets, observers=observers, seed=seed,
                                     rank_by=rank_by, run=run, delta_resolution=delta_resolution,
-                                    warm=warm)
+                                    warm=warm, workers=workers)
     if warm:
         raise ConfigError("audit_pairs: warm neighbours need the optimising search, not "
                           f"search={search!r}")
@@ -500,32 +509,83 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                      targets: Sequence[int] | None, observers: Sequence[int] | None,
                      seed: int, run: RunResult | None, rank_by: str = "epsilon",
                      delta_resolution: float = 0.0,
-                     warm: Mapping[int, Sequence[Neighbour]] | None = None) -> PairAudit:
+                     warm: Mapping[int, Sequence[Neighbour]] | None = None,
+                     workers: int = 1) -> PairAudit:
     """The optimising search (``settings``), or with ``settings=None`` the exact values of the ``warm``
-    neighbours alone (:func:`audit_neighbours`)."""
+    neighbours alone (:func:`audit_neighbours`). Targets run on ``workers`` processes; each target's
+    search reseeds the range finder with ``(seed, target)``, so the result is the same for any
+    ``workers``."""
     if neighbours not in NEIGHBOUR_KINDS:
         raise ConfigError(f"privacy.neighbours: unknown kind {neighbours!r}; known: "
                           f"{', '.join(NEIGHBOUR_KINDS)}")
-    m = data.m
+    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
+        raise ConfigError(f"audit workers must be an integer >= 1, got {workers!r}")
     warm = warm or {}
     targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
                                                        targets, observers)
-    auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
-    specs = auditor.auditors[0].specs
+    note = None
+    if params.rank > 1:  # one realised run for every target (and worker)
+        if run is None:
+            run, run_seed = run_matrix(data, network, params, seed), seed
+        else:
+            run_seed = run.seed_entropy if run.seed_entropy is not None else "(given run)"
+        note = rank_audit_note(params.rank, run_seed)
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
+    common = dict(delta=delta, epsilons=tuple(float(e) for e in epsilons), neighbours=neighbours,
+                  settings=settings, methods=tuple(methods), seed=seed, rank_by=rank_by,
+                  delta_resolution=delta_resolution)
+    tasks = [(j, rows, pairs_j, my_keys, {k: views[k] for k in my_keys}, tuple(warm.get(j, ())))
+             for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
-    method = methods[0]
-    for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys):
+    if workers > 1 and len(tasks) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(int(workers), len(tasks)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_search_target, data, network, params, run, keys, hops, task,
+                                   common) for task in tasks]
+            for fut in futures:
+                results.update(fut.result())
+    else:
+        auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
+        for task in tasks:
+            results.update(_search_target(data, network, params, run, keys, hops, task, common,
+                                          auditor=auditor))
+    return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
+                     methods=tuple(methods), results=results,
+                     candidates=0 if settings is not None else max(
+                         (len(v) for v in warm.values()), default=0),
+                     search=settings, m=data.m, components=int(params.rank), note=note,
+                     run=run if params.rank > 1 else None, rank_by=rank_by)
+
+
+def _search_target(data: PartitionedData, network: Network, params: ProtocolParams,
+                   run: RunResult | None, keys: dict, hops: dict, task: tuple, common: dict, *,
+                   auditor: RunAuditor | None = None) -> dict[tuple[int, int], PairResult]:
+    """The search of one target (all its observers' views) and its pairs' results; in a worker
+    process (``auditor=None``) the auditor of the target's views is built here."""
+    j, rows, pairs_j, my_keys, my_views, warm_j = task
+    settings: SearchSettings | None = common["settings"]
+    methods, epsilons, delta = common["methods"], common["epsilons"], common["delta"]
+    rank_by, resolution, seed = common["rank_by"], common["delta_resolution"], common["seed"]
+    with blas_threads(1):
+        if auditor is None:
+            auditor = RunAuditor(data, network, params, my_views, seed=seed, run=run)
+        auditor.reseed([seed, j])
+        specs = auditor.auditors[0].specs
         subviews = ({k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in my_keys}
                     if settings is not None else {})
-        ts = TargetSearch(auditor.pairs, data.X, rows, my_keys, subviews=subviews, kind=neighbours,
-                          delta=delta, epsilon=float(epsilons[0]) if rank_by == "delta" else None,
-                          method=method, resolution=delta_resolution, seed=seed, target=j,
-                          warm=warm.get(j, ()))
+        method = methods[0]
+        ts = TargetSearch(auditor.pairs, data.X, rows, my_keys, subviews=subviews,
+                          kind=common["neighbours"], delta=delta,
+                          epsilon=float(epsilons[0]) if rank_by == "delta" else None,
+                          method=method, resolution=resolution, seed=seed, target=j, warm=warm_j)
         if settings is None:
             ts.check()
         else:
             ts.run(settings)
+        out: dict[tuple[int, int], PairResult] = {}
         for o, jj in pairs_j:
             k = keys[(o, jj)]
             best = ts.best[k]
@@ -537,17 +597,11 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
             else:
                 eps = {meth: (best.value if meth == method else float(pair.epsilon(delta, method=meth)))
                        for meth in methods}
-            dl = {meth: [float(pair.delta(e, method=meth, resolution=delta_resolution))
+            dl = {meth: [float(pair.delta(e, method=meth, resolution=resolution))
                          for e in epsilons] for meth in methods}
-            results[(o, jj)] = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
-                                          neighbour=best.neighbour, epsilon=eps, delta=dl,
-                                          renyi2=float(pair.renyi(2.0)),
-                                          evidence=(ts.evidence(k, settings) if settings is not None
-                                                    else None))
-    return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
-                     methods=tuple(methods), results=results,
-                     candidates=0 if settings is not None else max(
-                         (len(v) for v in warm.values()), default=0),
-                     search=settings, m=m,
-                     components=auditor.components, note=auditor.note, run=auditor.run,
-                     rank_by=rank_by)
+            out[(o, jj)] = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
+                                      neighbour=best.neighbour, epsilon=eps, delta=dl,
+                                      renyi2=float(pair.renyi(2.0)),
+                                      evidence=(ts.evidence(k, settings) if settings is not None
+                                                else None))
+    return out

@@ -68,6 +68,11 @@ class ComponentAuditor:
         self._full_spec = full
         self.full0 = self._op(self.X, full)
 
+    def reseed(self, entropy: object) -> None:
+        """Restart the range finder's random stream (``default_rng(entropy)``): a search that reseeds per
+        target gets the same values whichever targets ran before it, or in which process."""
+        self.rng = np.random.default_rng(entropy)
+
     def _op(self, X: np.ndarray, spec: ViewSpec) -> ViewOperator:
         return view_operator(X, self.data.offsets, self.network.W, T=self.T, c=self.c,
                              alpha=self.alpha, latent_std=self.std, spec=spec)
