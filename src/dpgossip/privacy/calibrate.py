@@ -15,16 +15,25 @@ audited quantity is
         \bigl(P_{o}(X; s) \,\|\, P_{o}(X'; s)\bigr) \text{ at } \delta,
 
 the worst ``epsilon`` at ``delta`` over every (observer, target) pair of :func:`audit_pairs` and the
-candidate neighbours ``N_j`` it tries (the same seed at every ``s``, so the candidate sets are comparable).
-The search evaluates the equivalent criterion ``delta*(s) <= delta``, ``delta*`` the worst delta at the
-target epsilon (``delta(eps)`` is non-increasing, so ``eps* <= epsilon`` exactly when ``delta* <=
-delta``): one hockey-stick value per pair instead of a root search for epsilon, which is slow where
-epsilon is large. The scale is found by bisection on ``log s``: an upper end with ``delta* <= delta`` by
-doubling, a lower end with ``delta* > delta`` by halving, then bisection until ``s_hi / s_lo <= 1 +
-rel_tol``. The answer is the upper end. It is then re-audited with ``check_factor`` times as many
-candidates (a fresh search may find a worse neighbour); that audit's ``delta*`` decides ``met`` and its
-worst epsilon at ``delta`` is the reported ``epsilon``. If the re-audit misses the target, the search
-continues once from there with the larger candidate count.
+neighbours ``N_j`` its search finds (the same seed at every ``s``). The search evaluates the equivalent
+criterion ``delta*(s) <= delta``, ``delta*`` the worst delta at the target epsilon (``delta(eps)`` is
+non-increasing, so ``eps* <= epsilon`` exactly when ``delta* <= delta``): one hockey-stick value per pair
+instead of a root search for epsilon, which is slow where epsilon is large. The scale is found by
+bisection on ``log s``: an upper end with ``delta* <= delta`` by doubling, a lower end with ``delta* >
+delta`` by halving, then bisection until ``s_hi / s_lo <= 1 + rel_tol``. The answer is the upper end.
+
+**With the optimising search** (default ``standard``), a full search runs at the first scale and seeds a
+*pool* of neighbours (every pair's worst); every later scale of the bisection is judged by the exact values
+of the pooled neighbours alone (:func:`~dpgossip.privacy.audit.audit_neighbours`, a cheap lower estimate
+of ``delta*``). The answer is then checked by a full search warm-started from the pool (its value is the
+larger of its own and the pool's; the pool does not steer it). If that check finds the target missed, its
+neighbours join the pool and the bisection goes on upwards from there, at most ``escalations + 2``
+times. **With the candidate search** (``search = "candidates"``) every scale is audited with
+``candidates`` per target and the answer re-audited with ``check_factor`` times as many; if the re-audit
+misses the target, the search continues once from there with the larger candidate count.
+
+Either way the value is that of neighbours found: a per-instance lower estimate, so a calibrated scale is
+not a DP guarantee (``Calibration.meaning`` says so in every output).
 
 Notes
 -----
