@@ -121,20 +121,22 @@ def test_epsilon_mode_beats_the_smallest_singular_direction_attack():
     assert res.results[(0, 2)].epsilon["exact"] >= attack
 
 
-@pytest.mark.parametrize(("d", "seed", "rank_by", "levels_tried"), [
-    (2, 0, "delta", (1, 2)),
-    pytest.param(2, 0, "delta", (1, 2, 3), marks=pytest.mark.slow),
-    pytest.param(3, 2, "delta", (1, 2, 3), marks=pytest.mark.slow),
-    pytest.param(2, 4, "epsilon", (1, 2, 3), marks=pytest.mark.slow)])
-def test_larger_budgets_never_report_less(d, seed, rank_by, levels_tried):
+@pytest.mark.parametrize(("d", "seed", "rank_by", "levels_tried", "method"), [
+    (2, 0, "delta", (1, 2), "exact"),
+    (3, 2, "delta", (1, 2, 3), "rdp"),  # rdp: cheap conversions, the same search
+    (2, 4, "epsilon", (1, 2, 3), "rdp"),
+    pytest.param(2, 0, "delta", (1, 2, 3), "exact", marks=pytest.mark.slow),
+    pytest.param(3, 2, "delta", (1, 2, 3), "exact", marks=pytest.mark.slow),
+    pytest.param(2, 4, "epsilon", (1, 2, 3), "exact", marks=pytest.mark.slow)])
+def test_larger_budgets_never_report_less(d, seed, rank_by, levels_tried, method):
     data, net, params = _problem(d, seed=seed, rows=4, scale=0.3, T=3)
     values = []
     for levels in levels_tried:
         res = audit_pairs(data, net, params, delta=1e-3, epsilons=(1.0,), search=levels,
-                          rank_by=rank_by, methods=("exact",), targets=[1], observers=[0, 3],
+                          rank_by=rank_by, methods=(method,), targets=[1], observers=[0, 3],
                           seed=3)
-        values.append(np.array([res.results[(o, 1)].delta["exact"][0] if rank_by == "delta"
-                                else res.results[(o, 1)].epsilon["exact"] for o in (0, 3)]))
+        values.append(np.array([res.results[(o, 1)].delta[method][0] if rank_by == "delta"
+                                else res.results[(o, 1)].epsilon[method] for o in (0, 3)]))
         for o in (0, 3):  # the evidence of a level-L search starts with the lower levels' values
             lv = res.results[(o, 1)].evidence.level_values
             assert len(lv) == levels and all(b >= a for a, b in zip(lv, lv[1:], strict=False))
