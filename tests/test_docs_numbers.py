@@ -29,7 +29,15 @@ def test_readme_prints_the_stored_paper_fig2_tables():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for name, rows in stored.items():
         assert len(rows) == 7, name
-        assert tables.table(rows) in readme, f"README's {name} table differs from docs/numbers"
+        text = tables.table(rows)
+        assert text in readme, f"README's {name} table differs from docs/numbers"
+        (search,) = {r["search"] for r in rows}
+        heading = readme[:readme.index(text)].rstrip().rsplit("\n\n", 1)[-1]
+        label = {"candidates": "candidate"}.get(search, search)
+        assert f"{label} search" in " ".join(heading.split()), (name, heading)  # says which search
+        # README, "What reproduces": no budget is met on any dataset
+        assert {r["met"] for r in rows} == {"no"}, name
+    assert "**No noise level meets any of the paper's budgets** on the three datasets" in readme
 
 
 def test_docs_privacy_prints_the_stored_example():
@@ -47,6 +55,8 @@ def test_docs_privacy_prints_the_stored_example():
     top = max(v for (kind, _), v in change.items() if kind == "constant")
     assert (f"changed the value by at most {100 * top:.2g} % at the constant schedules and by "
             f"{100 * change[('geometric', 1.0)]:.1f} % at the geometric") in flat
+    # README, "The view is not the reason": the paper view equals the observer view to four digits
+    assert f"{paper['epsilon_exact']:.4g}" == f"{rows[('constant', 1.0)]['epsilon_exact']:.4g}"
     big = rows[("constant", 10.0)]
     assert (f"{big['epsilon_exact']:.4g} here at delta = 1e-5, and delta = "
             f"{big['delta_exact_at_5']:.3g} at epsilon = 5") in flat
