@@ -6,6 +6,10 @@
 
     python scripts/readme_tables.py --print                  # the tables of the stored numbers
 
+    dpgossip run scenarios/pairwise-leakage.toml
+    python scripts/readme_tables.py --leakage results/pairwise-leakage
+        # writes docs/numbers/pairwise-leakage.csv (epsilon by hop distance) and prints the sentence
+
 tests/test_docs_numbers.py checks that the README prints exactly the tables of docs/numbers/*.csv.
 """
 
@@ -60,6 +64,35 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def leakage_by_hops(folder: Path) -> list[dict[str, str]]:
+    """Epsilon of the pairs of a pairwise-leakage results folder, by hop distance: mean, min, max."""
+    groups: dict[int, list[float]] = {}
+    for r in _read(folder / "leakage.csv"):
+        groups.setdefault(int(r["hops"]), []).append(float(r["epsilon"]))
+    return [{"hops": str(h), "pairs": str(len(v)), "mean": f"{fmean(v):.3g}", "min": f"{min(v):.3g}",
+             "max": f"{max(v):.3g}"} for h, v in sorted(groups.items())]
+
+
+def leakage_sentence(rows: list[dict[str, str]], reach: int) -> str:
+    """The README's sentence on the pairwise-leakage scenario (``reach`` = c)."""
+    near = [r for r in rows if int(r["hops"]) <= reach]
+    far = [r for r in rows if int(r["hops"]) > reach]
+    worst = max(rows, key=lambda r: float(r["max"]))
+    means_near = sorted(float(r["mean"]) for r in near)
+    means_far = sorted(float(r["mean"]) for r in far)
+    def span(v: list[float]) -> str:
+        return f"{v[0]:.3g}" if f"{v[0]:.3g}" == f"{v[-1]:.3g}" else f"{v[0]:.3g} to {v[-1]:.3g}"
+
+    return (f"mean {span(means_near)} for observers within c = {reach} hops of "
+            f"the target and {span(means_far)} beyond (worst pair "
+            f"{float(worst['max']):.3g}, at {worst['hops']} hop{'s' if worst['hops'] != '1' else ''})")
+
+
+def stored_leakage() -> list[dict[str, str]]:
+    """The stored epsilon-by-hops numbers of the pairwise-leakage scenario."""
+    return _read(NUMBERS / "pairwise-leakage.csv")
+
+
 def stored() -> dict[str, list[dict[str, str]]]:
     """The stored numbers by scenario name."""
     return {p.stem: _read(p) for p in sorted(NUMBERS.glob("paper-fig2-*.csv"))}
@@ -69,9 +102,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="*", type=Path, help="results/paper-fig2-<dataset> folders")
     ap.add_argument("--print", action="store_true", help="print the tables of the stored numbers")
+    ap.add_argument("--leakage", type=Path, default=None, metavar="FOLDER",
+                    help="a results/pairwise-leakage folder: store its epsilon by hop distance")
     args = ap.parse_args()
-    if not args.folders and not args.print:
-        ap.error("give results folders, or --print")
+    if not args.folders and not args.print and args.leakage is None:
+        ap.error("give results folders, --leakage FOLDER, or --print")
+    if args.leakage is not None:
+        rows = leakage_by_hops(args.leakage)
+        NUMBERS.mkdir(parents=True, exist_ok=True)
+        with open(NUMBERS / "pairwise-leakage.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+        print(leakage_sentence(rows, 3))
     for folder in args.folders:
         if not (folder / "calibration.csv").exists():
             print(f"{folder}: no calibration.csv (run the paper-fig2 scenario first)", file=sys.stderr)

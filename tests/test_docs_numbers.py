@@ -67,3 +67,17 @@ def test_the_docs_example_is_what_the_code_computes():
     example = _script("privacy_example")
     stored = json.loads(example.OUT.read_text(encoding="utf-8"))
     assert json.loads(json.dumps(example.compute())) == stored
+
+
+def test_readme_and_docs_print_the_stored_pairwise_leakage():
+    tables = _script("readme_tables")
+    rows = tables.stored_leakage()
+    assert [int(r["hops"]) for r in rows] == list(range(1, 9))  # the 16-ring: hops 1..8
+    assert sum(int(r["pairs"]) for r in rows) == 16 * 15
+    sentence = tables.leakage_sentence(rows, 3)
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert sentence in readme
+    doc = " ".join((ROOT / "docs" / "privacy.md").read_text(encoding="utf-8").split())
+    assert sentence.replace(" for observers within c = 3 hops of the target", " within 3 hops") in doc
+    # the step at hop c + 1 that both texts describe
+    assert min(float(r["mean"]) for r in rows[:3]) > 1.5 * max(float(r["mean"]) for r in rows[3:])
