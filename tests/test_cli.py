@@ -218,7 +218,7 @@ iterations = 2
 consensus_steps = 1
 noise = { schedule = "constant", scale = 1.0 }
 [privacy]
-search = "quick"  # the CLI's plumbing; the search itself: tests/privacy/test_search.py
+search = "candidates"  # cheap: these tests are about the CLI; one runs the default search
 candidates = 2
 refine = 1
 ascent_steps = 0
@@ -229,13 +229,18 @@ epsilon = [50.0, 200.0]
 
 def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     out = tmp_path / "audit"
-    assert main(["audit", str(write(tmp_path, TINY_PRIVATE)), "--out", str(out)]) == 0
+    assert main(["audit", str(write(tmp_path, TINY_PRIVATE)), "--out", str(out), "--search",
+                 "standard"]) == 0
     printed = capsys.readouterr().out
+    assert "standard worst-case search" in printed
     assert "per-instance audit" in printed and "not a worst case over all datasets" in printed
     assert "view 'observer'" in printed and "worst pair: observer" in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     assert len(pairs) == 12 and {r["method"] for r in pairs} == {"rdp"}
     assert {"observer", "target", "hops", "epsilon", "delta_at_eps_50", "row", "point"} <= set(pairs[0])
+    # the search's evidence with every pair
+    assert {r["search"] for r in pairs} == {"standard"} and all(r["value_by_level"] for r in pairs)
+    assert {"first_message_bound", "last_doubling_change", "estimate"} <= set(pairs[0])
     worst = json.loads((out / "worst.json").read_text())
     w = worst["points"][0]
     assert "per-instance" in worst["audit"] and w["view"] == "observer"

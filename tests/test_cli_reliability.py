@@ -45,7 +45,7 @@ iterations = 2
 consensus_steps = 1
 noise = { schedule = "constant", scale = 1.0 }
 [privacy]
-search = "quick"  # the CLI's plumbing; the search itself: tests/privacy/test_search.py
+search = "candidates"  # cheap: these tests are about the CLI; one runs the default search
 candidates = 1
 refine = 1
 ascent_steps = 0

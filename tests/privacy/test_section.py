@@ -136,7 +136,7 @@ def test_rank_note():
 def test_leakage_rows_one_per_pair():
     from dpgossip.privacy.section import audit_config
 
-    cfg = expand(validate(scenario(audit=True, candidates=2, refine=1, methods=["rdp"],
+    cfg = expand(validate(scenario(audit=True, search="quick", methods=["rdp"],
                                    epsilon=[1, 10])))[0].config
     audit, data, network, params = audit_config(cfg)
     rows = leakage_rows(audit, {"tag": 1})
