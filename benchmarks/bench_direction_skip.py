@@ -12,6 +12,7 @@ The two runs must report the same worst delta.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from unittest import mock
 
@@ -37,7 +38,7 @@ def main() -> None:
     for _ in range(args.repeats):
         for name in best:
             patch = (mock.patch.object(plrv.QuadraticFormLaw, "tail_bound", lambda self, x: 1.0)
-                     if name == "no skip" else mock.patch.object(plrv, "_EPS", plrv._EPS))
+                     if name == "no skip" else contextlib.nullcontext())
             with patch:
                 t = time.perf_counter()
                 res = audit_pairs(data, net, params, **kw)

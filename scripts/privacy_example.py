@@ -34,8 +34,8 @@ def compute() -> dict[str, object]:
     net = make_network("paper-ring4")
     data = load_dataset("wine", agents=4)
     rows = []
-    for kind, scale in (*SCHEDULES, ("constant", 1.0)):
-        view = "paper" if len(rows) == len(SCHEDULES) else "observer"
+    for view, (kind, scale) in [*(("observer", sch) for sch in SCHEDULES),
+                                ("paper", ("constant", 1.0))]:
         params = resolve_params(data, net, iterations=5, consensus_steps=5,
                                 noise=NoiseSchedule(kind=kind, scale=scale))
         audit = audit_pairs(data, net, params, delta=DELTA, epsilons=(EPSILON,), view=view,

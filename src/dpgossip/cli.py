@@ -95,6 +95,11 @@ def _privacy_config(config: dict[str, Any], overrides: dict[str, Any]) -> dict[s
     return {**config, "privacy": priv}
 
 
+_SEARCH_HELP = ("worst-case search: quick, standard (default), thorough, a number of levels, or "
+                "candidates (the older candidate search; overrides privacy.search)")
+_CANDIDATES_HELP = "with --search candidates: candidate neighbours per target (overrides privacy.candidates)"
+
+
 def _search_arg(value: str | None) -> str | int | None:
     """``--search``: a preset name as given, or a number of levels."""
     return int(value) if value is not None and value.strip().isdigit() else value
@@ -400,11 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("scenario")
     a.add_argument("--out", default=None, help="output folder (default results/<name>-audit)")
     a.add_argument("--search", default=None, metavar="S",
-                   help="worst-case search: quick, standard (default), thorough, a number of levels, or "
-                        "candidates (the older candidate search; overrides privacy.search)")
+                   help=_SEARCH_HELP)
     a.add_argument("--candidates", type=int, default=None, metavar="N",
-                   help="with --search candidates: candidate neighbours per target "
-                        "(overrides privacy.candidates)")
+                   help=_CANDIDATES_HELP)
     a.add_argument("--view", default=None, help="overrides privacy.view")
     a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
     a.add_argument("--force", action="store_true",
@@ -421,11 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="noise schedule family: geometric (default), constant, explicit")
     c.add_argument("--method", default=None, help="exact (default) or rdp (faster, conservative)")
     c.add_argument("--search", default=None, metavar="S",
-                   help="worst-case search: quick, standard (default), thorough, a number of levels, or "
-                        "candidates (the older candidate search; overrides privacy.search)")
+                   help=_SEARCH_HELP)
     c.add_argument("--candidates", type=int, default=None, metavar="N",
-                   help="with --search candidates: candidate neighbours per target "
-                        "(overrides privacy.candidates)")
+                   help=_CANDIDATES_HELP)
     c.add_argument("--view", default=None, help="overrides privacy.view")
     c.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON")
     c.set_defaults(func=_cmd_calibrate)

@@ -389,8 +389,9 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         the older candidate search (``candidates``, ``refine``, ``ascent_steps``), which can miss far
         worse neighbours.
     warm
-        Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), that join
-        every level's exact stage, so the audit never reports less than their values.
+        Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), given
+        exact values after the search (:class:`~dpgossip.privacy.search.TargetSearch`), so the audit
+        never reports less than theirs; they do not steer the search.
     workers
         Optimising search only: targets searched in parallel on this many processes (``spawn``); the
         result is the same for any number (each target's search reseeds its random streams).
@@ -531,10 +532,11 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
             run_seed = run.seed_entropy if run.seed_entropy is not None else "(given run)"
         note = rank_audit_note(params.rank, run_seed)
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
-    common = dict(delta=delta, epsilons=tuple(float(e) for e in epsilons), neighbours=neighbours,
-                  settings=settings, methods=tuple(methods), seed=seed, rank_by=rank_by,
-                  delta_resolution=delta_resolution)
-    tasks = [(j, rows, pairs_j, my_keys, {k: views[k] for k in my_keys}, tuple(warm.get(j, ())))
+    common = _SearchSpec(delta=delta, epsilons=tuple(float(e) for e in epsilons),
+                         neighbours=neighbours, settings=settings, methods=tuple(methods), seed=seed,
+                         rank_by=rank_by, resolution=delta_resolution)
+    tasks = [_TargetJob(target=j, rows=rows, pairs=pairs_j, keys=my_keys,
+                        views={k: views[k] for k in my_keys}, warm=tuple(warm.get(j, ())))
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
     if workers > 1 and len(tasks) > 1:
@@ -560,45 +562,70 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                      run=run if params.rank > 1 else None, rank_by=rank_by)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SearchSpec:
+    """What every target's search of one audit shares (sent to worker processes)."""
+
+    delta: float
+    epsilons: tuple[float, ...]
+    neighbours: str
+    settings: SearchSettings | None
+    methods: tuple[str, ...]
+    seed: int
+    rank_by: str
+    resolution: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _TargetJob:
+    """One target's search: its rows, its (observer, target) pairs, their view keys and views, and
+    the warm-start neighbours."""
+
+    target: int
+    rows: np.ndarray
+    pairs: list[tuple[int, int]]
+    keys: list[Hashable]
+    views: dict[Hashable, View]
+    warm: tuple[Neighbour, ...]
+
+
 def _search_target(data: PartitionedData, network: Network, params: ProtocolParams,
-                   run: RunResult | None, keys: dict, hops: dict, task: tuple, common: dict, *,
-                   auditor: RunAuditor | None = None) -> dict[tuple[int, int], PairResult]:
+                   run: RunResult | None, keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec,
+                   *, auditor: RunAuditor | None = None) -> dict[tuple[int, int], PairResult]:
     """The search of one target (all its observers' views) and its pairs' results; in a worker
     process (``auditor=None``) the auditor of the target's views is built here."""
-    j, rows, pairs_j, my_keys, my_views, warm_j = task
-    settings: SearchSettings | None = common["settings"]
-    methods, epsilons, delta = common["methods"], common["epsilons"], common["delta"]
-    rank_by, resolution, seed = common["rank_by"], common["delta_resolution"], common["seed"]
+    j, settings, methods = job.target, spec.settings, spec.methods
     with blas_threads(1):
         if auditor is None:
-            auditor = RunAuditor(data, network, params, my_views, seed=seed, run=run)
-        auditor.reseed([seed, j])
+            auditor = RunAuditor(data, network, params, job.views, seed=spec.seed, run=run)
+        auditor.reseed([spec.seed, j])
         specs = auditor.auditors[0].specs
-        subviews = ({k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in my_keys}
+        subviews = ({k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in job.keys}
                     if settings is not None else {})
         method = methods[0]
-        ts = TargetSearch(auditor.pairs, data.X, rows, my_keys, subviews=subviews,
-                          kind=common["neighbours"], delta=delta,
-                          epsilon=float(epsilons[0]) if rank_by == "delta" else None,
-                          method=method, resolution=resolution, seed=seed, target=j, warm=warm_j)
+        ts = TargetSearch(auditor.pairs, data.X, job.rows, job.keys, subviews=subviews,
+                          kind=spec.neighbours, delta=spec.delta,
+                          epsilon=spec.epsilons[0] if spec.rank_by == "delta" else None,
+                          method=method, resolution=spec.resolution, seed=spec.seed, target=j,
+                          warm=job.warm)
         if settings is None:
             ts.check()
         else:
             ts.run(settings)
         out: dict[tuple[int, int], PairResult] = {}
-        for o, jj in pairs_j:
+        for o, jj in job.pairs:
             k = keys[(o, jj)]
             best = ts.best[k]
             if best.neighbour is None or best.pair is None:  # only when checking no neighbours
                 continue
             pair = best.pair
-            if rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
+            if spec.rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
                 eps = {meth: math.nan for meth in methods}
             else:
-                eps = {meth: (best.value if meth == method else float(pair.epsilon(delta, method=meth)))
-                       for meth in methods}
-            dl = {meth: [float(pair.delta(e, method=meth, resolution=resolution))
-                         for e in epsilons] for meth in methods}
+                eps = {meth: (best.value if meth == method
+                              else float(pair.epsilon(spec.delta, method=meth))) for meth in methods}
+            dl = {meth: [float(pair.delta(e, method=meth, resolution=spec.resolution))
+                         for e in spec.epsilons] for meth in methods}
             out[(o, jj)] = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
                                       neighbour=best.neighbour, epsilon=eps, delta=dl,
                                       renyi2=float(pair.renyi(2.0)),

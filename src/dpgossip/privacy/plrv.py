@@ -174,12 +174,16 @@ class QuadraticFormLaw:
         ``K(s) = c s + sigma^2 s^2 / 2 + sum_j [ -ln(1 - 2 s alpha_j)/2
         + s^2 beta_j^2 / (2 (1 - 2 s alpha_j)) ]``.
         """
-        one_minus = 1.0 - 2.0 * s * self.alpha
-        if not math.isfinite(s) or np.any(one_minus <= 0):
+        if not math.isfinite(s) or np.any(1.0 - 2.0 * s * self.alpha <= 0):
             return math.inf
-        return float(self.c * s + 0.5 * self.sigma**2 * s * s
-                     + np.sum(-0.5 * np.log1p(-2.0 * s * self.alpha)
-                              + s * s * self.beta**2 / (2.0 * one_minus)))
+        return float(self._cumulants(np.array([float(s)]))[0])
+
+    def _cumulants(self, s: np.ndarray) -> np.ndarray:
+        """:meth:`log_mgf` at every ``s`` of a 1-d array inside the domain (not checked)."""
+        a = 2.0 * s[:, None] * self.alpha
+        return (self.c * s + 0.5 * self.sigma**2 * s * s
+                + np.sum(-0.5 * np.log1p(-a) + (s * s)[:, None] * self.beta**2 / (2.0 * (1.0 - a)),
+                         axis=1))
 
     def tail_bound(self, x: float) -> float:
         """An upper bound of ``Pr(X > x)``, hence of :meth:`hockey_stick` at ``x`` (which is at most the
@@ -187,14 +191,8 @@ class QuadraticFormLaw:
         (every ``s`` of the domain gives a valid bound, so the grid need not find the optimum). Cheap:
         one vectorised pass; used to skip exact values that cannot matter.
         """
-        s_hi = self.mgf_domain()[1]
-        top = min(s_hi, 1e8) * (1.0 - 1e-9)
-        s = top * _BOUND_GRID
-        one = 1.0 - 2.0 * s[:, None] * self.alpha
-        with np.errstate(divide="ignore", invalid="ignore"):
-            k = (self.c * s + 0.5 * self.sigma**2 * s * s
-                 + np.sum(-0.5 * np.log(one) + (s * s)[:, None] * self.beta**2 / (2.0 * one), axis=1))
-        k = np.where(np.all(one > 0, axis=1), k - s * float(x), np.inf)
+        s = min(self.mgf_domain()[1], 1e8) * (1.0 - 1e-9) * _BOUND_GRID  # inside the domain
+        k = self._cumulants(s) - s * float(x)
         return float(min(1.0, math.exp(min(float(np.min(k)), 0.0))))
 
     def tail(self, x: float) -> TailValue:

@@ -137,8 +137,6 @@ class SearchEvidence:
     """The search's own best value after each level (without the warm neighbours)."""
     warm: int = 0
     """Neighbours found before (another noise scale) that were given exact values after the search."""
-    value: float = math.nan
-    """The reported value: the larger of the last level's and the warm neighbours' best."""
 
     @property
     def evaluations(self) -> int:
@@ -248,9 +246,10 @@ class TargetSearch:
                  epsilon: float | None, method: str = "exact", resolution: float = 0.0,
                  seed: int = 0, target: int = 0, warm: Sequence[Neighbour] = ()) -> None:
         self.evaluate_pairs = evaluate
-        self.warm = [nb for nb in warm if nb.row in set(int(r) for r in rows)]
-        self.X = np.asarray(X, dtype=float)
         self.rows = [int(r) for r in rows]
+        mine = set(self.rows)
+        self.warm = [nb for nb in warm if nb.row in mine]
+        self.X = np.asarray(X, dtype=float)
         self.keys = list(keys)
         self.kind, self.delta, self.epsilon = kind, float(delta), epsilon
         self.method, self.resolution = method, resolution
@@ -595,5 +594,4 @@ class TargetSearch:
         return SearchEvidence(settings=settings, stages=tuple(self.stages[k]),
                               rows_screened=len(self.rows), rows_searched=self.covered,
                               first_message_bound=float(self.bound[k]),
-                              level_values=tuple(self.level_values[k]), warm=len(self.warm),
-                              value=float(self.best[k].value))
+                              level_values=tuple(self.level_values[k]), warm=len(self.warm))
