@@ -122,7 +122,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
         assert set(workers) <= set(family)
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=10) == -signal.SIGKILL
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # generous: on a loaded machine the tracker exits late
         while time.monotonic() < deadline and any(_alive(p) for p in family):
             time.sleep(0.1)
         left = {p: Path(f"/proc/{p}/cmdline").read_text(errors="replace").replace("\0", " ")

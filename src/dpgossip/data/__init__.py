@@ -47,6 +47,27 @@ PARTITIONS: tuple[str, ...] = ("equal", "explicit", "random")
 _SYNTHETIC_KEYS: tuple[str, ...] = ("n", "d", "spectrum")
 
 
+def _check_split(agents: int, partition: str, sizes: Sequence[int] | None, min_rows: int,
+                 rng: np.random.Generator | None) -> None:
+    """Check the options of the row split before any data is read."""
+    if isinstance(agents, bool) or not isinstance(agents, Integral) or agents < 1:
+        raise ConfigError(f"network.agents must be a positive integer, got {agents!r}")
+    if not isinstance(partition, str) or partition not in PARTITIONS:
+        hint = did_you_mean(partition, PARTITIONS) if isinstance(partition, str) else ""
+        raise ConfigError(f"data.partition must be one of {list(PARTITIONS)}, "
+                          f"got {partition!r}{hint}")
+    if isinstance(min_rows, bool) or not isinstance(min_rows, Integral) or min_rows < 1:
+        raise ConfigError(f"data.min_rows must be an integer >= 1, got {min_rows!r}")
+    if partition == "explicit":
+        _check_sizes(sizes, int(agents))
+    elif sizes is not None:
+        raise ConfigError(f"data.sizes = {sizes!r} is only used with data.partition = "
+                          f"'explicit', got partition {partition!r}")
+    if partition == "random" and not isinstance(rng, np.random.Generator):
+        raise ConfigError("data.partition = 'random' needs rng, a numpy.random.Generator, "
+                          f"got {rng!r}")
+
+
 def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str = "equal",
                  sizes: Sequence[int] | None = None, min_rows: int = 1, center: bool = False,
                  standardize: bool = True, scale: str = "max_norm",
@@ -98,23 +119,7 @@ def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str 
     >>> data.n, data.d, data.sizes[:3]
     (178, 13, (18, 18, 18))
     """
-    if isinstance(agents, bool) or not isinstance(agents, Integral) or agents < 1:
-        raise ConfigError(f"network.agents must be a positive integer, got {agents!r}")
-    if not isinstance(partition, str) or partition not in PARTITIONS:
-        hint = did_you_mean(partition, PARTITIONS) if isinstance(partition, str) else ""
-        raise ConfigError(f"data.partition must be one of {list(PARTITIONS)}, "
-                          f"got {partition!r}{hint}")
-    if isinstance(min_rows, bool) or not isinstance(min_rows, Integral) or min_rows < 1:
-        raise ConfigError(f"data.min_rows must be an integer >= 1, got {min_rows!r}")
-    if partition == "explicit":
-        _check_sizes(sizes, int(agents))
-    elif sizes is not None:
-        raise ConfigError(f"data.sizes = {sizes!r} is only used with data.partition = "
-                          f"'explicit', got partition {partition!r}")
-    if partition == "random" and not isinstance(rng, np.random.Generator):
-        raise ConfigError("data.partition = 'random' needs rng, a numpy.random.Generator, "
-                          f"got {rng!r}")
-
+    _check_split(agents, partition, sizes, min_rows, rng)
     raw = _raw(source, synthetic, rng)
     check_rows_per_agent(raw.n, int(agents))  # before preprocessing, which may fail on tiny data
     X = preprocess(raw.X, center=center, standardize=standardize, scale=scale)

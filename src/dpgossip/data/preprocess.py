@@ -24,6 +24,54 @@ NORM_TOLERANCE: float = 1e-12
 """A row norm up to ``1 + NORM_TOLERANCE`` counts as inside the unit ball."""
 
 
+def _checked_matrix(X: np.ndarray, *, center: bool, standardize: bool, scale: str) -> np.ndarray:
+    """The options checked, and ``X`` as a new finite 2-D ``float64`` array."""
+    if not isinstance(scale, str) or scale not in SCALES:
+        hint = did_you_mean(scale, SCALES) if isinstance(scale, str) else ""
+        raise ConfigError(f"data.scale must be one of {list(SCALES)}, got {scale!r}{hint}")
+    for field, flag in (("data.center", center), ("data.standardize", standardize)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ConfigError(f"{field} must be true or false, got {flag!r}")
+    Y = np.array(X, dtype=float)
+    if Y.ndim != 2 or Y.size == 0:
+        raise ConfigError(f"data: expected a non-empty 2-D matrix, got shape {Y.shape}")
+    if not np.all(np.isfinite(Y)):
+        i, j = (int(v) for v in np.argwhere(~np.isfinite(Y))[0])
+        raise ConfigError(f"data: entry at row {i}, column {j} is {Y[i, j]}; "
+                          "all entries must be finite")
+    return Y
+
+
+def _scale_rows(Y: np.ndarray, scale: str, *, zeroed: bool, flags: dict[str, bool]) -> np.ndarray:
+    """Step 3 of :func:`preprocess`, in place; ``zeroed`` says centring made every row zero."""
+    norms = np.linalg.norm(Y, axis=1)
+    if scale == "max_norm":
+        top = float(norms.max())
+        if top == 0.0:
+            if zeroed:
+                n = Y.shape[0]
+                on = [f"data.{k}" for k, v in flags.items() if v]
+                raise ConfigError(
+                    f"data: every column is constant over the {n} row{'s' if n != 1 else ''} of "
+                    f"the data, so centring ({' and '.join(f'{k} = true' for k in on)}) makes "
+                    "every row zero and data.scale = 'max_norm' cannot scale it; give more "
+                    f"(varied) rows, or set {' and '.join(f'{k} = false' for k in on)}")
+            raise ConfigError("data.scale = 'max_norm' cannot scale a matrix whose rows are all "
+                              "zero; the data has no non-zero entry")
+        Y /= top
+    elif scale == "unit_rows":
+        nonzero = norms > 0
+        Y[nonzero] /= norms[nonzero, None]
+    else:
+        over = np.flatnonzero(norms > 1.0 + NORM_TOLERANCE)
+        if over.size:
+            i = int(over[0])
+            raise ConfigError(f"data.scale = 'none': row {i} has norm {norms[i]:.6g} > 1 "
+                              f"({over.size} row(s) outside the unit ball); use scale "
+                              "'max_norm' or 'unit_rows', or rescale the data")
+    return Y
+
+
 def preprocess(X: np.ndarray, *, center: bool = False, standardize: bool = False,
                scale: str = "max_norm") -> np.ndarray:
     r"""Transform ``X`` column-wise, then scale its rows into the unit ball.
@@ -65,20 +113,7 @@ def preprocess(X: np.ndarray, *, center: bool = False, standardize: bool = False
         ``"max_norm"``, or (``"none"``) the first row whose norm exceeds one, with its index
         (from 0) and norm.
     """
-    if not isinstance(scale, str) or scale not in SCALES:
-        hint = did_you_mean(scale, SCALES) if isinstance(scale, str) else ""
-        raise ConfigError(f"data.scale must be one of {list(SCALES)}, got {scale!r}{hint}")
-    for field, flag in (("data.center", center), ("data.standardize", standardize)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ConfigError(f"{field} must be true or false, got {flag!r}")
-    Y = np.array(X, dtype=float)
-    if Y.ndim != 2 or Y.size == 0:
-        raise ConfigError(f"data: expected a non-empty 2-D matrix, got shape {Y.shape}")
-    if not np.all(np.isfinite(Y)):
-        i, j = (int(v) for v in np.argwhere(~np.isfinite(Y))[0])
-        raise ConfigError(f"data: entry at row {i}, column {j} is {Y[i, j]}; "
-                          "all entries must be finite")
-
+    Y = _checked_matrix(X, center=center, standardize=standardize, scale=scale)
     constant = Y.max(axis=0) == Y.min(axis=0)
     if center or standardize:
         mean = Y.mean(axis=0)
@@ -89,30 +124,5 @@ def preprocess(X: np.ndarray, *, center: bool = False, standardize: bool = False
             sd[constant] = 1.0
             Y /= sd
 
-    norms = np.linalg.norm(Y, axis=1)
-    if scale == "max_norm":
-        top = float(norms.max())
-        if top == 0.0:
-            if (center or standardize) and constant.all():
-                n = Y.shape[0]
-                on = [f"data.{k}" for k, v in (("center", center), ("standardize", standardize))
-                      if v]
-                raise ConfigError(
-                    f"data: every column is constant over the {n} row{'s' if n != 1 else ''} of "
-                    f"the data, so centring ({' and '.join(f'{k} = true' for k in on)}) makes "
-                    "every row zero and data.scale = 'max_norm' cannot scale it; give more "
-                    f"(varied) rows, or set {' and '.join(f'{k} = false' for k in on)}")
-            raise ConfigError("data.scale = 'max_norm' cannot scale a matrix whose rows are all "
-                              "zero; the data has no non-zero entry")
-        Y /= top
-    elif scale == "unit_rows":
-        nonzero = norms > 0
-        Y[nonzero] /= norms[nonzero, None]
-    else:
-        over = np.flatnonzero(norms > 1.0 + NORM_TOLERANCE)
-        if over.size:
-            i = int(over[0])
-            raise ConfigError(f"data.scale = 'none': row {i} has norm {norms[i]:.6g} > 1 "
-                              f"({over.size} row(s) outside the unit ball); use scale "
-                              "'max_norm' or 'unit_rows', or rescale the data")
-    return Y
+    return _scale_rows(Y, scale, zeroed=(center or standardize) and bool(constant.all()),
+                       flags={"center": center, "standardize": standardize})

@@ -12,7 +12,7 @@ handled by a policy (:mod:`~dpgossip.engine.simulator`). With ideal links the re
 'exponential'
 """
 
-from dpgossip.engine.agent import Agent, AgentTrace, Outbox
+from dpgossip.engine.agent import Agent, AgentSettings, AgentTrace, Outbox
 from dpgossip.engine.conditions import (
     CRASH_POLICIES,
     LATENCY_KINDS,
@@ -36,5 +36,5 @@ __all__ = [
     "run_engine", "NetworkConditions", "LatencySpec", "Straggler", "LinkOverride",
     "LATENCY_KINDS", "CRASH_POLICIES", "EngineOutcome", "EngineSummary", "Detection",
     "AgentProgress", "STATUSES", "Message", "HEADER_BYTES", "tag_kind", "TranscriptRecord",
-    "load_transcript", "Agent", "AgentTrace", "Outbox",
+    "load_transcript", "Agent", "AgentSettings", "AgentTrace", "Outbox",
 ]

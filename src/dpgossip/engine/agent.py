@@ -45,6 +45,7 @@ it uses for ``m`` the number of agents it does not know to have crashed (the sur
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -55,7 +56,7 @@ from dpgossip.protocol.ddppm import deflation_vector
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import draw_component_noise
 
-__all__ = ["Agent", "AgentTrace", "Outbox"]
+__all__ = ["Agent", "AgentSettings", "AgentTrace", "Outbox"]
 
 _EPS = 1e-9
 
@@ -107,6 +108,28 @@ class Outbox:
     def suspect(self, suspects: tuple[int, ...], waiting_on: tuple) -> None:
         """Report that ``suspects`` timed out; the monitor may stop the run here."""
         self._monitor.suspect(self.owner, suspects, waiting_on)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """How an :class:`Agent` behaves beyond the protocol.
+
+    Attributes
+    ----------
+    compute_delay
+        Simulated seconds of each local computation step.
+    failure_timeout
+        Seconds of silence before a neighbour is suspected.
+    disseminate
+        Whether to flood ``q^(T)`` (otherwise the agent stops after ``T`` iterations).
+    record_states
+        Keep ``s_i^(t,k)`` in the trace.
+    """
+
+    compute_delay: float = 0.0
+    failure_timeout: float = 1.0
+    disseminate: bool = True
+    record_states: bool = False
 
 
 class AgentTrace:
@@ -183,14 +206,9 @@ class Agent:
         Protocol parameters.
     outbox
         Handle to the simulated world.
-    compute_delay
-        Simulated seconds of each local computation step.
-    failure_timeout
-        Seconds of silence before a neighbour is suspected.
-    disseminate
-        Whether to flood ``q^(T)`` (otherwise the agent stops after ``T`` iterations).
-    record_states
-        Keep ``s_i^(t,k)`` in the trace.
+    settings
+        Computation delay, failure timeout, dissemination and state recording
+        (:class:`AgentSettings`).
     """
 
     __slots__ = ("id", "X", "rng", "neighbours", "w_self", "w_nbr", "n_i", "m", "params",
@@ -201,9 +219,10 @@ class Agent:
 
     def __init__(self, agent_id: int, block: np.ndarray, rng: np.random.Generator,
                  neighbours: tuple[int, ...], w_self: float, w_neighbours: np.ndarray, m: int,
-                 params: ProtocolParams, outbox: Outbox, *, compute_delay: float = 0.0,
-                 failure_timeout: float = 1.0, disseminate: bool = True,
-                 record_states: bool = False) -> None:
+                 params: ProtocolParams, outbox: Outbox,
+                 settings: AgentSettings = AgentSettings()) -> None:
+        compute_delay, failure_timeout = settings.compute_delay, settings.failure_timeout
+        disseminate, record_states = settings.disseminate, settings.record_states
         self.id = agent_id
         self.X = np.array(block, dtype=float, copy=True)
         self.rng = rng

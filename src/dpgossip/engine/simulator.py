@@ -60,6 +60,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -69,7 +70,7 @@ import simpy
 from simpy.core import StopSimulation
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.agent import Agent, Outbox
+from dpgossip.engine.agent import Agent, AgentSettings, Outbox
 from dpgossip.engine.conditions import NetworkConditions
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.outcome import AgentProgress, Detection, EngineOutcome, EngineSummary
@@ -81,6 +82,40 @@ from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
 
 __all__ = ["run_engine"]
+
+
+def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams,
+                 streams: tuple[np.random.Generator, ...], fabric: Fabric, monitor: _Monitor, *,
+                 disseminate: bool, record_states: bool) -> list[Agent]:
+    """One :class:`Agent` per node, holding only its rows, its stream and its row of ``W``."""
+    conditions, env, W = monitor.conditions, monitor.env, network.W
+    agents = []
+    for i in range(data.m):
+        nbrs = network.neighbours[i]
+        st = conditions.stragglers.get(i)
+        delay = conditions.compute_time * (st.factor if st else 1.0) + (st.delay if st else 0.0)
+        agent = Agent(i, data.block(i), streams[i], nbrs, W[i, i], W[i, list(nbrs)], data.m,
+                      params, Outbox(i, env, fabric, monitor),
+                      AgentSettings(compute_delay=delay, failure_timeout=conditions.failure_timeout,
+                                    disseminate=disseminate, record_states=record_states))
+        fabric.attach(i, agent.receive)
+        agents.append(agent)
+    monitor.agents = agents
+    return agents
+
+
+def _schedule(env: simpy.Environment, agents: list[Agent], monitor: _Monitor,
+              conditions: NetworkConditions, crash_times: list[float]) -> None:
+    """Start every agent's process, and schedule the crashes and the first stall check."""
+    for i, agent in enumerate(agents):
+        if crash_times[i] > 0:
+            monitor.procs[i] = env.process(agent.run())
+        else:
+            agent.crash(0.0)                                  # crashed before the start
+    for i, tc in conditions.crashes.items():
+        if tc > 0:
+            env.timeout(tc).callbacks.append(partial(monitor.crash, i))
+    env.timeout(conditions.failure_timeout).callbacks.append(monitor.stall_check)
 
 
 def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
@@ -145,28 +180,9 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     fabric = Fabric(env, network, conditions, streams.network, crash_times,
                     writer if writer.active else None)
     monitor = _Monitor(env, network, conditions, fabric, crash_times)
-    agents = []
-    W = network.W
-    for i in range(m):
-        nbrs = network.neighbours[i]
-        st = conditions.stragglers.get(i)
-        delay = conditions.compute_time * (st.factor if st else 1.0) + (st.delay if st else 0.0)
-        agent = Agent(i, data.block(i), streams.agents[i], nbrs, W[i, i], W[i, list(nbrs)], m,
-                      params, Outbox(i, env, fabric, monitor), compute_delay=delay,
-                      failure_timeout=conditions.failure_timeout, disseminate=disseminate,
-                      record_states=record_states)
-        fabric.attach(i, agent.receive)
-        agents.append(agent)
-    monitor.agents = agents
-    for i, agent in enumerate(agents):
-        if crash_times[i] > 0:
-            monitor.procs[i] = env.process(agent.run())
-        else:
-            agent.crash(0.0)                                  # crashed before the start
-    for i, tc in conditions.crashes.items():
-        if tc > 0:
-            env.timeout(tc).callbacks.append(partial(monitor.crash, i))
-    env.timeout(conditions.failure_timeout).callbacks.append(monitor.stall_check)
+    agents = _make_agents(data, network, params, streams.agents, fabric, monitor,
+                          disseminate=disseminate, record_states=record_states)
+    _schedule(env, agents, monitor, conditions, crash_times)
     t0 = time.perf_counter()
     try:
         env.run()
@@ -308,11 +324,22 @@ def _norm_key(x: float) -> float:
     return math.nan if math.isnan(x) else x
 
 
-def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.SeedSequence,
-              conditions: NetworkConditions, agents: list[Agent], fabric: Fabric,
-              monitor: _Monitor, writer: TranscriptWriter, wall: float, disseminate: bool,
-              record_states: bool) -> RunResult:
-    """Collect the agents' own records into a RunResult and decide the status."""
+@dataclass(frozen=True, slots=True)
+class _Traces:
+    """The agents' own records stacked into run-wide arrays (NaN where an agent recorded nothing)."""
+
+    iterates: np.ndarray
+    noise: np.ndarray
+    z: np.ndarray
+    z_half: np.ndarray
+    states: np.ndarray | None
+    deflation: np.ndarray
+    blocks: tuple[np.ndarray, ...]
+
+
+def _gather_traces(data: PartitionedData, params: ProtocolParams, agents: list[Agent],
+                   record_states: bool) -> _Traces:
+    """Stack every agent's trace into the arrays of a :class:`RunResult`."""
     m, n, d = data.m, data.n, data.d
     T, c, r = params.iterations, params.consensus_steps, params.rank
     nan = np.nan
@@ -336,74 +363,111 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         for l in range(r):
             if tr.blocks[l] is not None:
                 blocks[l][sl] = tr.blocks[l]
+    return _Traces(iterates=iterates, noise=noise, z=z, z_half=z_half, states=states,
+                   deflation=deflation, blocks=tuple(blocks))
 
-    Q = np.full((n, r), nan)
+
+def _final_members(agents: list[Agent], l: int, T: int,
+                   disseminate: bool) -> tuple[tuple[int, ...], float] | str | None:
+    """Who assembled component ``l`` of ``q^(T)`` and its norm; a disagreement message; or None.
+
+    With dissemination every survivor assembled ``q^(T)`` from the blocks it received, and all must
+    agree on the set of contributors; without it the simulator takes every agent that finished.
+    """
+    if disseminate:
+        # math.nan for any NaN norm (overflowed iterates): one object, so equal views collapse
+        views = {(a.trace.members[l], _norm_key(float(a.trace.q_norm[l]))) for a in agents
+                 if a.trace.members[l] is not None}
+        if len(views) > 1:
+            sets = sorted({v[0] for v in views})
+            return (f"survivors disagree on component {l}: they assembled q^(T) from "
+                    f"different sets of agents ({len(sets)} variants, e.g. "
+                    f"{[list(s) for s in sets[:2]]}): a block raced with its crash "
+                    "notice; increase engine.failure_timeout")
+        return views.pop() if views else None
+    members = tuple(a.id for a in agents if not np.isnan(a.trace.q[l, T]).any())
+    if not members:
+        return None
+    q_norm = float(np.linalg.norm(np.concatenate([agents[o].trace.q[l, T] for o in members])))
+    return members, q_norm
+
+
+def _final_estimate(data: PartitionedData, params: ProtocolParams, agents: list[Agent],
+                    disseminate: bool) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """The normalised final estimate ``Q`` (n x r), the rows it kept, and any disagreement."""
+    n, T, r = data.n, params.iterations, params.rank
+    Q = np.full((n, r), np.nan)
     kept = np.zeros((n, r), dtype=bool)
     disagreement = None
     for l in range(r):
-        if disseminate:
-            # math.nan for any NaN norm (overflowed iterates): one object, so equal views collapse
-            views = {(a.trace.members[l], _norm_key(float(a.trace.q_norm[l]))) for a in agents
-                     if a.trace.members[l] is not None}
-            if len(views) > 1:
-                sets = sorted({v[0] for v in views})
-                disagreement = (f"survivors disagree on component {l}: they assembled q^(T) from "
-                                f"different sets of agents ({len(sets)} variants, e.g. "
-                                f"{[list(s) for s in sets[:2]]}): a block raced with its crash "
-                                "notice; increase engine.failure_timeout")
-                continue
-            if not views:
-                continue
-            members, q_norm = views.pop()
-        else:
-            members = tuple(a.id for a in agents if not np.isnan(a.trace.q[l, T]).any())
-            if not members:
-                continue
-            q_norm = float(np.linalg.norm(np.concatenate([agents[o].trace.q[l, T]
-                                                          for o in members])))
+        found = _final_members(agents, l, T, disseminate)
+        if isinstance(found, str):
+            disagreement = found
+            continue
+        if found is None:
+            continue
+        members, q_norm = found
         for o in members:
             sl = slice(data.offsets[o], data.offsets[o + 1])
             q = agents[o].trace.q[l, T]
             Q[sl, l] = q / q_norm if q_norm > 0 else q
             kept[sl, l] = True
+    return Q, kept, disagreement
 
+
+def _decide_status(agents: list[Agent], monitor: _Monitor,
+                   disagreement: str | None) -> tuple[str, str, tuple[int, ...]]:
+    """The run's status, its reason, and the agents that crashed."""
     crashed = tuple(a.id for a in agents if a.trace.crashed_at is not None)
     unfinished = [a.id for a in agents if not a.finished and a.trace.crashed_at is None]
-    applied = monitor.policy_applied
     if monitor.halt_reason is not None:
-        status, reason = "stopped", monitor.halt_reason
-    elif unfinished:
-        status, reason = "stopped", f"deadlock: agents {unfinished[:10]} never finished"
-    elif disagreement is not None:
-        status, reason = "stopped", disagreement
-    elif len(crashed) == m:
-        status, reason = "stopped", "every agent crashed"
-    elif crashed:
-        status = "completed_with_crash"
+        return "stopped", monitor.halt_reason, crashed
+    if unfinished:
+        return "stopped", f"deadlock: agents {unfinished[:10]} never finished", crashed
+    if disagreement is not None:
+        return "stopped", disagreement, crashed
+    if len(crashed) == len(agents):
+        return "stopped", "every agent crashed", crashed
+    if crashed:
         reason = (f"agent(s) {list(crashed)} crashed; survivors re-weighted W (W_ii += W_ij) "
-                  "and finished" if applied else
+                  "and finished" if monitor.policy_applied else
                   f"agent(s) {list(crashed)} crashed after their neighbours stopped waiting on "
                   "them; no detection was needed")
-    else:
-        status, reason = "completed", ""
+        return "completed_with_crash", reason, crashed
+    return "completed", "", crashed
 
+
+def _engine_summary(status: str, fabric: Fabric, agents: list[Agent], wall: float) -> EngineSummary:
+    """Message counts and times of the run."""
     finish = [a.trace.finished_at for a in agents if a.trace.finished_at is not None]
     st = fabric.stats
-    summary = EngineSummary(
+    return EngineSummary(
         status=status, messages_delivered=st.delivered, gossip_messages=st.gossip, flood_messages=st.final,
         crash_notices=st.crash, heartbeats=st.alive, bytes_delivered=st.bytes_delivered,
         messages_sent=st.messages_sent, copies_sent=st.copies_sent,
         retransmissions=st.retransmissions, lost_copies=st.lost, copies_to_crashed=st.dropped_dead,
         copies_unsent=st.unsent, dropped_copies=st.lost + st.dropped_dead + st.unsent,
         duplicates_discarded=st.duplicates, abandoned=st.abandoned,
-        completion_time=max(finish) if finish else nan, wall_time=wall)
+        completion_time=max(finish) if finish else np.nan, wall_time=wall)
+
+
+def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.SeedSequence,
+              conditions: NetworkConditions, agents: list[Agent], fabric: Fabric,
+              monitor: _Monitor, writer: TranscriptWriter, wall: float, disseminate: bool,
+              record_states: bool) -> RunResult:
+    """Collect the agents' own records into a RunResult and decide the status."""
+    tr = _gather_traces(data, params, agents, record_states)
+    Q, kept, disagreement = _final_estimate(data, params, agents, disseminate)
+    status, reason, crashed = _decide_status(agents, monitor, disagreement)
+    summary = _engine_summary(status, fabric, agents, wall)
     progress = tuple(AgentProgress(agent=a.id, last_step=a.trace.last_step,
                                    components_done=a.trace.components_done, finished=a.finished,
                                    crashed_at=a.trace.crashed_at, waiting_on=a.waiting_on)
                      for a in agents)
     outcome = EngineOutcome(
-        status=status, reason=reason, policy=conditions.on_crash, policy_applied=applied,
-        crashed=crashed, detections=tuple(sorted(monitor.detections, key=lambda x: x.time)),
+        status=status, reason=reason, policy=conditions.on_crash,
+        policy_applied=monitor.policy_applied, crashed=crashed,
+        detections=tuple(sorted(monitor.detections, key=lambda x: x.time)),
         survivors=tuple(a.id for a in agents if a.trace.crashed_at is None), progress=progress,
         halted_at=monitor.halted_at)
     info: dict[str, object] = {
@@ -413,7 +477,7 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         "conditions": conditions, "rows_kept": kept,
         "dissemination": "flood" if disseminate else "none (Q assembled by the simulator)"}
     ent = seq.entropy
-    return RunResult(Q=Q, iterates=iterates, z=z, z_half=z_half, noise=noise, data=tuple(blocks),
-                     deflation=deflation, params=params, backend="engine",
+    return RunResult(Q=Q, iterates=tr.iterates, z=tr.z, z_half=tr.z_half, noise=tr.noise,
+                     data=tr.blocks, deflation=tr.deflation, params=params, backend="engine",
                      seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None,
-                     states=states, info=info)
+                     states=tr.states, info=info)

@@ -74,6 +74,7 @@ __all__ = [
 import math
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -500,6 +501,40 @@ def _conditioned_hockey(alpha: float, beta: float, c0: float, outer_a: float, ou
     return Estimate(min(max(total, 0.0), 1.0), error)
 
 
+def _phase_and_modulus(t: np.ndarray, *, alpha: np.ndarray, b2: np.ndarray, s2: float,
+                       d: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Phase ``theta(t)`` and modulus ``rho(t)^-1`` of the characteristic function in Imhof's integral.
+
+    ``theta(t) = d t + sum_j [arctan(2 a_j t)/2 - a_j b_j^2 t^3 / (1 + 4 a_j^2 t^2)]`` and
+    ``log rho(t) = s2 t^2/2 + sum_j [log(1 + 4 a_j^2 t^2)/4 + b_j^2 t^2 / (2 (1 + 4 a_j^2 t^2))]``.
+    """
+    a2 = alpha * alpha
+    if alpha.size <= _LOOP_TERMS:  # few terms: one pass per term over all points is fastest
+        theta, log_rho = d * t, 0.5 * s2 * t * t
+        for a_j, a2_j, b2_j in zip(alpha, a2, b2, strict=True):
+            den = 1.0 + 4.0 * a2_j * t * t
+            theta = theta + 0.5 * np.arctan(2.0 * a_j * t) - a_j * b2_j * t**3 / den
+            log_rho = log_rho + 0.25 * np.log1p(4.0 * a2_j * t * t) + b2_j * t * t / (2.0 * den)
+        return theta, np.exp(-log_rho)
+    # many terms: all at once, in blocks of _CHUNK (point, term) pairs (small enough for the cache)
+    ab2 = alpha * b2
+    flat = np.asarray(t, dtype=float).reshape(-1)
+    theta, log_rho = np.empty_like(flat), np.empty_like(flat)
+    step = max(1, _CHUNK // alpha.size)
+    for start in range(0, flat.size, step):
+        block = slice(start, start + step)
+        u = flat[block, None]
+        u2 = u * u
+        four = 4.0 * a2 * u2
+        den = 1.0 + four
+        theta[block] = d * u[:, 0] + np.sum(0.5 * np.arctan(2.0 * alpha * u)
+                                                 - ab2 * u2 * u / den, axis=1)
+        log_rho[block] = 0.5 * s2 * u2[:, 0] + np.sum(0.25 * np.log1p(four)
+                                                           + b2 * u2 / (2.0 * den), axis=1)
+    shape = np.shape(t)
+    return theta.reshape(shape), np.exp(-log_rho).reshape(shape)
+
+
 def _inversion_integral(alpha: np.ndarray, beta: np.ndarray, sigma: float, d: float,
                         kernel: str) -> tuple[float, float]:
     """Inversion integral of ``X - x`` (``c - x = d``) and an absolute error estimate.
@@ -512,32 +547,7 @@ def _inversion_integral(alpha: np.ndarray, beta: np.ndarray, sigma: float, d: fl
     s2 = sigma * sigma
     slope0 = d + float(np.sum(alpha)) - (1.0 if kernel == "hockey" else 0.0)  # limit at t = 0
 
-    ab2 = alpha * b2
-
-    def phase_and_modulus(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if alpha.size <= _LOOP_TERMS:  # few terms: one pass per term over all points is fastest
-            theta, log_rho = d * t, 0.5 * s2 * t * t
-            for a_j, a2_j, b2_j in zip(alpha, a2, b2, strict=True):
-                den = 1.0 + 4.0 * a2_j * t * t
-                theta = theta + 0.5 * np.arctan(2.0 * a_j * t) - a_j * b2_j * t**3 / den
-                log_rho = log_rho + 0.25 * np.log1p(4.0 * a2_j * t * t) + b2_j * t * t / (2.0 * den)
-            return theta, np.exp(-log_rho)
-        # many terms: all at once, in blocks of _CHUNK (point, term) pairs (small enough for the cache)
-        flat = np.asarray(t, dtype=float).reshape(-1)
-        theta, log_rho = np.empty_like(flat), np.empty_like(flat)
-        step = max(1, _CHUNK // alpha.size)
-        for start in range(0, flat.size, step):
-            block = slice(start, start + step)
-            u = flat[block, None]
-            u2 = u * u
-            four = 4.0 * a2 * u2
-            den = 1.0 + four
-            theta[block] = d * u[:, 0] + np.sum(0.5 * np.arctan(2.0 * alpha * u)
-                                                     - ab2 * u2 * u / den, axis=1)
-            log_rho[block] = 0.5 * s2 * u2[:, 0] + np.sum(0.25 * np.log1p(four)
-                                                               + b2 * u2 / (2.0 * den), axis=1)
-        shape = np.shape(t)
-        return theta.reshape(shape), np.exp(-log_rho).reshape(shape)
+    phase_and_modulus = partial(_phase_and_modulus, alpha=alpha, b2=b2, s2=s2, d=d)
 
     def integrand(t: np.ndarray) -> np.ndarray:
         theta, r = phase_and_modulus(t)

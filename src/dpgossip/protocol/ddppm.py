@@ -114,19 +114,9 @@ def run_matrix(
                 sl = slice(data.offsets[i], data.offsets[i + 1])
                 X[sl] -= np.outer(Q[sl, l], b)
 
-    return RunResult(
-        Q=Q,
-        iterates=iterates,
-        z=z_all,
-        z_half=zh_all,
-        noise=noise,
-        data=tuple(used),
-        deflation=deflation,
-        params=params,
-        backend="matrix",
-        seed_entropy=_entropy(seq),
-        states=states,
-    )
+    return RunResult(Q=Q, iterates=iterates, z=z_all, z_half=zh_all, noise=noise, data=tuple(used),
+                     deflation=deflation, params=params, backend="matrix",
+                     seed_entropy=_entropy(seq), states=states)
 
 
 def _entropy(seq: np.random.SeedSequence) -> int | None:

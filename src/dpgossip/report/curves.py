@@ -173,6 +173,31 @@ def plot_error_vs_iteration(
     return save(fig, path)
 
 
+def _ldp_hlines(ax: Any, res: ResultsFolder, ldp_lines: list[tuple[Any, dict[str, float], list]],
+                colour: dict[Any, Any], line_paths: list[str]) -> None:
+    """The LDP baseline as horizontal lines: one grey line when every line's LDP mean is the same."""
+    means = [s["mean"] for _, s, _ in ldp_lines]
+    if max(means) - min(means) <= 1e-12 * max(1.0, abs(max(means))):
+        runs = [r for _, _, rs in ldp_lines for r in rs]
+        s = mean_ci([float(r["ldp_error"]) for r in runs])
+        ax.axhline(s["mean"], color="0.3", ls="--", lw=1.2, label=_ldp_text(res, runs))
+        return
+    for key, s, runs in ldp_lines:
+        ax.axhline(s["mean"], color=colour[key], ls="--", lw=1.0,
+                   label=f"{_ldp_text(res, runs)}, {_label(line_paths, key)}")
+
+
+def _xscale(ax: Any, xs_all: list[float]) -> None:
+    """Log x axis when the values span a decade (symlog when they start at 0)."""
+    if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 10:
+        ax.set_xscale("log")
+        if _numeric(xs_all) and all(float(v).is_integer() for v in xs_all):
+            ax.set_xticks(sorted(set(xs_all)), [f"{v:g}" for v in sorted(set(xs_all))])
+            ax.minorticks_off()
+    elif xs_all and min(xs_all) == 0 and max(xs_all) >= 10:
+        ax.set_xscale("symlog", linthresh=1)
+
+
 def _final_error_plot(
     res: ResultsFolder,
     path: str | Path,
@@ -234,23 +259,8 @@ def _final_error_plot(
             if runs:
                 ldp_lines.append((key, mean_ci([float(r["ldp_error"]) for r in runs]), runs))
     if ldp_lines:
-        means = [s["mean"] for _, s, _ in ldp_lines]
-        if max(means) - min(means) <= 1e-12 * max(1.0, abs(max(means))):
-            runs = [r for _, _, rs in ldp_lines for r in rs]
-            s = mean_ci([float(r["ldp_error"]) for r in runs])
-            ax.axhline(s["mean"], color="0.3", ls="--", lw=1.2, label=_ldp_text(res, runs))
-        else:
-            for key, s, runs in ldp_lines:
-                ax.axhline(s["mean"], color=colour[key], ls="--", lw=1.0,
-                           label=f"{_ldp_text(res, runs)}, {_label(line_paths, key)}")
-    xs_all = [v for v in x_of.values() if isinstance(v, (int, float))]
-    if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 10:
-        ax.set_xscale("log")
-        if _numeric(xs_all) and all(float(v).is_integer() for v in xs_all):
-            ax.set_xticks(sorted(set(xs_all)), [f"{v:g}" for v in sorted(set(xs_all))])
-            ax.minorticks_off()
-    elif xs_all and min(xs_all) == 0 and max(xs_all) >= 10:
-        ax.set_xscale("symlog", linthresh=1)
+        _ldp_hlines(ax, res, ldp_lines, colour, line_paths)
+    _xscale(ax, [v for v in x_of.values() if isinstance(v, (int, float))])
     _yscale(ax, all_means + [s["mean"] for _, s, _ in ldp_lines])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -70,6 +70,36 @@ def _is_number(value: Any) -> bool:
         return False
 
 
+def _pair_matrix(rows: Sequence[Mapping[str, Any]], value_key: str) -> tuple[list[int], np.ndarray]:
+    """The sorted agents and the observer x target matrix of values (NaN where no pair is given)."""
+    agents = sorted({int(r["observer"]) for r in rows} | {int(r["target"]) for r in rows})
+    index = {a: i for i, a in enumerate(agents)}
+    M = np.full((len(agents), len(agents)), np.nan)
+    for r in rows:
+        i, j = index[int(r["observer"])], index[int(r["target"])]
+        if not np.isnan(M[i, j]):
+            raise ValueError(
+                f"pair (observer {r['observer']}, target {r['target']}) is given twice; give one "
+                "value per pair (filter the table, e.g. by point)"
+            )
+        M[i, j] = float(r[value_key])
+    return agents, M
+
+
+def _annotate(ax: Any, M: np.ndarray, scale: float, log: bool) -> None:
+    """Write every cell's value on the heatmap, white on dark cells."""
+    n = M.shape[0]
+    for i in range(n):
+        for j in range(n):
+            v = M[i, j]
+            if np.isnan(v):
+                continue
+            text = "inf" if np.isinf(v) else f"{v:.3g}"
+            dark = bool(np.isinf(v)) or (v / scale > 0.55 if not log else False)
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
+
+
 def plot_pair_heatmap(
     rows: Sequence[Mapping[str, Any]],
     path: str | Path,
@@ -101,17 +131,7 @@ def plot_pair_heatmap(
     """
     _check(rows, value_key)
     require_matplotlib()
-    agents = sorted({int(r["observer"]) for r in rows} | {int(r["target"]) for r in rows})
-    index = {a: i for i, a in enumerate(agents)}
-    M = np.full((len(agents), len(agents)), np.nan)
-    for r in rows:
-        i, j = index[int(r["observer"])], index[int(r["target"])]
-        if not np.isnan(M[i, j]):
-            raise ValueError(
-                f"pair (observer {r['observer']}, target {r['target']}) is given twice; give one "
-                "value per pair (filter the table, e.g. by point)"
-            )
-        M[i, j] = float(r[value_key])
+    agents, M = _pair_matrix(rows, value_key)
     value_label = value_label or leakage_label(rows, value_key)
     finite = M[np.isfinite(M)]
     top = float(finite.max()) if finite.size else 1.0
@@ -149,18 +169,27 @@ def plot_pair_heatmap(
     ax.set_xlabel("target agent (whose data)")
     ax.set_ylabel("observer agent")
     if n <= 12:
-        scale = (top or 1.0)
-        for i in range(n):
-            for j in range(n):
-                v = M[i, j]
-                if np.isnan(v):
-                    continue
-                text = "inf" if np.isinf(v) else f"{v:.3g}"
-                dark = bool(np.isinf(v)) or (v / scale > 0.55 if not log else False)
-                ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                        color="white" if dark else "black")
+        _annotate(ax, M, top or 1.0, log)
     ax.set_title(title or f"pairwise leakage: {value_label}", fontsize="medium")
     return save(fig, path)
+
+
+def _inf_line(ax: Any, y_inf: float, n_inf: int, *, log: bool, any_finite: bool) -> None:
+    """Draw the "inf" line at ``y_inf`` and give it its own tick label, clear of the finite ticks."""
+    ax.axhline(y_inf, color=INF_COLOUR, lw=1.2, ls="--",
+               label=f"inf: no privacy ({n_inf} pair{'s' if n_inf != 1 else ''})")
+    if any_finite:
+        lo, _ = ax.get_ylim()
+        gap = (y_inf / lo) ** 0.08 if log and lo > 0 else None  # keep ticks clear of "inf"
+        ticks = [t for t in ax.get_yticks() if lo <= t and (t > 0 or not log)
+                 and (t * gap < y_inf if gap else t < y_inf - 0.08 * (y_inf - lo))]
+        ax.set_yticks([*ticks, y_inf], [*(f"{t:g}" for t in ticks), "inf"])
+        ax.minorticks_off()  # log minor labels would crowd the "inf" line
+    else:
+        ax.set_yticks([y_inf], ["inf"])
+    for label in ax.get_yticklabels():
+        if label.get_text() == "inf":
+            label.set_color(INF_COLOUR)
 
 
 def plot_leakage_vs_hops(
@@ -227,20 +256,7 @@ def plot_leakage_vs_hops(
     if log and positive:
         ax.set_yscale("log")
     if n_inf:
-        ax.axhline(y_inf, color=INF_COLOUR, lw=1.2, ls="--",
-                   label=f"inf: no privacy ({n_inf} pair{'s' if n_inf != 1 else ''})")
-        if finite_all:
-            lo, _ = ax.get_ylim()
-            gap = (y_inf / lo) ** 0.08 if log and lo > 0 else None  # keep ticks clear of "inf"
-            ticks = [t for t in ax.get_yticks() if lo <= t and (t > 0 or not log)
-                     and (t * gap < y_inf if gap else t < y_inf - 0.08 * (y_inf - lo))]
-            ax.set_yticks([*ticks, y_inf], [*(f"{t:g}" for t in ticks), "inf"])
-            ax.minorticks_off()  # log minor labels would crowd the "inf" line
-        else:
-            ax.set_yticks([y_inf], ["inf"])
-        for label in ax.get_yticklabels():
-            if label.get_text() == "inf":
-                label.set_color(INF_COLOUR)
+        _inf_line(ax, y_inf, n_inf, log=log, any_finite=bool(finite_all))
     hops_all = sorted({p[0] for pts in series.values() for p in pts})
     ax.set_xticks(hops_all)
     ax.set_xlabel("hop distance between observer and target")

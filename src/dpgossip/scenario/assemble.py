@@ -64,6 +64,20 @@ def axis_column(path: str) -> str:
     return path.replace(".", "_")
 
 
+def _point_stats(runs: list[dict[str, Any]], axes: list[str],
+                 keys: Mapping[int, str]) -> list[dict[str, Any]]:
+    """Summary statistics of every point's runs, with its hash and status counts."""
+    metrics = [m for m in METRICS if any(m in r for r in runs)]
+    stats = summarise(runs, ["point", *(axis_column(a) for a in axes)], metrics)
+    by_point: dict[Any, list[dict[str, Any]]] = {}
+    for r in runs:
+        by_point.setdefault(r["point"], []).append(r)
+    for entry in stats:
+        entry["hash"] = keys[entry["point"]]
+        entry["status"] = status_counts(by_point.get(entry["point"], []))
+    return stats
+
+
 def assemble(
     out_dir: Path,
     config: Mapping[str, Any],
@@ -108,18 +122,9 @@ def assemble(
         write_csv(out_dir / f"{name}.csv", rows)
         written.append(f"{name}.csv")
     axes = list(points[0].axes) if points else []
-    write_csv(
-        out_dir / "points.csv",
-        [
-            {
-                "point": p.index,
-                "hash": keys[p.index],
-                "network": networks.get(p.index, ""),
-                **{axis_column(a): v for a, v in p.axes.items()},
-            }
-            for p in points
-        ],
-    )
+    write_csv(out_dir / "points.csv",
+              [{"point": p.index, "hash": keys[p.index], "network": networks.get(p.index, ""),
+                **{axis_column(a): v for a, v in p.axes.items()}} for p in points])
     written.append("points.csv")
     write_json(
         out_dir / "timing.json",
@@ -131,16 +136,7 @@ def assemble(
         },
     )
     written.append("timing.json")
-    runs = tables["runs"]
-    metrics = [m for m in METRICS if any(m in r for r in runs)]
-    hashes = dict(keys)
-    stats = summarise(runs, ["point", *(axis_column(a) for a in axes)], metrics)
-    by_point: dict[Any, list[dict[str, Any]]] = {}
-    for r in runs:
-        by_point.setdefault(r["point"], []).append(r)
-    for entry in stats:
-        entry["hash"] = hashes[entry["point"]]
-        entry["status"] = status_counts(by_point.get(entry["point"], []))
+    stats = _point_stats(tables["runs"], axes, keys)
     written.append("summary.json")
     write_json(
         out_dir / "summary.json",
@@ -151,7 +147,7 @@ def assemble(
             "repeats": config["repeats"],
             "axes": axes,
             "zip": (config.get("sweep") or {}).get("zip", []),
-            "statuses": status_counts(runs),
+            "statuses": status_counts(tables["runs"]),
             "seed_entropy": config["seed"],
             "seeding": SEEDING,
             "versions": library_versions(),

@@ -104,6 +104,57 @@ def _check_agents(agents: object) -> int | None:
     return int(agents)
 
 
+_Built = tuple[nx.Graph, np.ndarray, str, str, str]
+"""``(graph, W, name, rule, field)``: a graph, its mixing matrix, the topology's name, the rule that
+gave ``W`` and the field that validation errors name."""
+
+
+def _generated(topology: str | Path, m: int | None, mixing: str | None, seed: SeedLike,
+               params: Mapping[str, Any] | None) -> _Built:
+    """Build a generated topology and its ``W`` by a rule (sizes checked before allocating)."""
+    name = check_topology_name(topology, extra=SHIPPED_TOPOLOGIES)
+    rule = mixing or "metropolis"
+    if rule in EXPLICIT_MIXING:
+        raise ConfigError(f"network.mixing: {rule!r} means the mixing matrix given in a "
+                          f"topology file, but {name!r} is generated; known rules: "
+                          f"{', '.join(MIXING_RULES)}")
+    if m is not None and m >= 2:  # before the graph is built: its size and W's
+        cause = f"network.agents = {m}"
+        check_needs(graph_needs(m, edge_estimate(name, m, params), cause)
+                    + dense_matrix_needs(m, cause), advice="use fewer agents")
+    graph = build_graph(name, m, seed=seed, params=params)
+    check_needs(dense_matrix_needs(graph.number_of_nodes(),
+                                   f"network.topology = {name!r} with "
+                                   f"{graph.number_of_nodes()} agents"),
+                advice="use fewer agents")
+    return graph, mixing_matrix(graph, rule), name, rule, "network.mixing"
+
+
+def _from_file(path: Path, m: int | None, mixing: str | None,
+               params: Mapping[str, Any] | None) -> _Built:
+    """Load a topology file and take its own ``W`` or compute one by a rule."""
+    if params:
+        raise ConfigError(f"network.params: {dict(params)!r} is not allowed with a topology "
+                          f"file ({str(path)!r}); parameters apply to generated topologies")
+    loaded = load_graph(path)
+    graph, name = loaded.graph, loaded.name
+    n_nodes = graph.number_of_nodes()
+    if m is not None and m != n_nodes:
+        raise ConfigError(f"network.agents: {m} does not match the {n_nodes} nodes of "
+                          f"{str(path)!r}; omit network.agents or set it to {n_nodes}")
+    check_needs(dense_matrix_needs(n_nodes, f"the {n_nodes}-node graph of {str(path)!r}"),
+                advice="use a smaller graph")
+    rule = mixing or ("explicit" if loaded.W is not None else "metropolis")
+    if rule in EXPLICIT_MIXING:
+        if loaded.W is None:
+            raise ConfigError(f"network.mixing: {rule!r} needs a file with mixing weights, "
+                              f"but {str(path)!r} has none; choose a rule: "
+                              f"{', '.join(MIXING_RULES)}")
+        return graph, loaded.W, name, "explicit", "network.topology"
+    check_graph(graph, field="network.topology")
+    return graph, mixing_matrix(graph, rule), name, rule, "network.mixing"
+
+
 def make_network(topology: str | Path, *, agents: int | None = None, mixing: str | None = None,
                  seed: SeedLike = None, params: Mapping[str, Any] | None = None) -> Network:
     """Build or load a graph, attach a validated mixing matrix and return a :class:`Network`.
@@ -147,46 +198,9 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
         check_rule_name(mixing, extra=EXPLICIT_MIXING)
     path = _resolve_file(topology)
     if path is None:
-        name = check_topology_name(topology, extra=SHIPPED_TOPOLOGIES)
-        rule = mixing or "metropolis"
-        if rule in EXPLICIT_MIXING:
-            raise ConfigError(f"network.mixing: {rule!r} means the mixing matrix given in a "
-                              f"topology file, but {name!r} is generated; known rules: "
-                              f"{', '.join(MIXING_RULES)}")
-        if m is not None and m >= 2:  # before the graph is built: its size and W's
-            cause = f"network.agents = {m}"
-            check_needs(graph_needs(m, edge_estimate(name, m, params), cause)
-                        + dense_matrix_needs(m, cause), advice="use fewer agents")
-        graph = build_graph(name, m, seed=seed, params=params)
-        check_needs(dense_matrix_needs(graph.number_of_nodes(),
-                                       f"network.topology = {name!r} with "
-                                       f"{graph.number_of_nodes()} agents"),
-                    advice="use fewer agents")
-        W = mixing_matrix(graph, rule)
-        field = "network.mixing"
+        graph, W, name, rule, field = _generated(topology, m, mixing, seed, params)
     else:
-        if params:
-            raise ConfigError(f"network.params: {dict(params)!r} is not allowed with a topology "
-                              f"file ({str(path)!r}); parameters apply to generated topologies")
-        loaded = load_graph(path)
-        graph, name = loaded.graph, loaded.name
-        n_nodes = graph.number_of_nodes()
-        if m is not None and m != n_nodes:
-            raise ConfigError(f"network.agents: {m} does not match the {n_nodes} nodes of "
-                              f"{str(path)!r}; omit network.agents or set it to {n_nodes}")
-        check_needs(dense_matrix_needs(n_nodes, f"the {n_nodes}-node graph of {str(path)!r}"),
-                    advice="use a smaller graph")
-        rule = mixing or ("explicit" if loaded.W is not None else "metropolis")
-        if rule in EXPLICIT_MIXING:
-            if loaded.W is None:
-                raise ConfigError(f"network.mixing: {rule!r} needs a file with mixing weights, "
-                                  f"but {str(path)!r} has none; choose a rule: "
-                                  f"{', '.join(MIXING_RULES)}")
-            W, rule, field = loaded.W, "explicit", "network.topology"
-        else:
-            check_graph(graph, field="network.topology")
-            W = mixing_matrix(graph, rule)
-            field = "network.mixing"
+        graph, W, name, rule, field = _from_file(path, m, mixing, params)
     try:
         validate_mixing(graph, W, field=field)
     except ConfigError as exc:
