@@ -190,7 +190,6 @@ def test_bad_sweeps_exit_2_with_message(tmp_path, capsys, text, needle):
 
 
 def test_report_subcommand(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
     out = tmp_path / "o"
     assert main(["run", str(write(tmp_path, ZIPPED)), "--out", str(out), "-q"]) == 0
     assert not (out / "plots").exists()  # [output] plots = false
@@ -250,8 +249,7 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     assert 0 < w["exact_for_worst_neighbour"]["epsilon"] <= w["epsilon"]["rdp"]
     matrix = list(csv.DictReader(open(out / "epsilon_matrix.csv")))
     assert len(matrix) == 4 and matrix[0]["target_0"] == "nan" and matrix[0]["method"] == "rdp"
-    if __import__("importlib").util.find_spec("matplotlib"):
-        assert (out / "leakage_heatmap.png").is_file() and (out / "leakage_vs_hops.png").is_file()
+    assert (out / "leakage_heatmap.png").is_file() and (out / "leakage_vs_hops.png").is_file()
 
 
 def test_audit_of_a_sweep_and_rank_two(tmp_path, capsys):

@@ -359,7 +359,6 @@ def _has_colour(path: Path, hex_colour: str) -> bool:
 
 
 def test_infinite_epsilon_is_strict_json_and_drawn_as_inf(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
     from dpgossip.report.leakage import INF_COLOUR
     from dpgossip.scenario.store import read_json
 
@@ -381,7 +380,6 @@ def test_infinite_epsilon_is_strict_json_and_drawn_as_inf(tmp_path, capsys):
 
 
 def test_finite_epsilon_is_not_drawn_in_the_inf_colour(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
     from dpgossip.report.leakage import INF_COLOUR
 
     out = tmp_path / "a"

@@ -1,6 +1,151 @@
-"""dpgossip: simulate and audit the Decentralized Differentially Private Power Method on gossip networks."""
+"""dpgossip: simulate and audit the Decentralized Differentially Private Power Method on gossip networks.
+
+The names below are the public API for scripts and notebooks (``import dpgossip as dg``; a worked
+example is README.md, "Python API", run as a doctest by ``tests/test_readme_doctest.py``).
+``import dpgossip`` itself stays cheap: it loads only :mod:`dpgossip.errors`, and each name imports its
+subpackage on first use (PEP 562 ``__getattr__``).
+
+========================================  ========================================================
+data                                      :func:`load_dataset`, :class:`PartitionedData`
+network                                   :func:`make_network`, :class:`Network`,
+                                          :func:`spectral_summary`
+parameters (Corollary 1 of 001)           :func:`resolve_params`, :class:`ProtocolParams`,
+                                          :class:`NoiseSchedule`
+runs                                      :func:`run_matrix` (matrix backend), :func:`run_engine`
+                                          (discrete-event engine, :class:`NetworkConditions`),
+                                          :func:`run_ldp` (LDP baseline); :class:`RunResult`,
+                                          :class:`LdpResult`
+accuracy                                  :func:`top_singular`, :func:`sin_angle`,
+                                          :func:`error_per_iteration`
+privacy                                   :func:`audit_pairs` (:class:`PairAudit`,
+                                          :class:`PairResult`, :class:`SearchSettings`),
+                                          :func:`calibrate_noise` (:class:`Calibration`),
+                                          :class:`GaussianPair`
+scenarios and plots                       :func:`load_scenario`, :func:`run_scenario`,
+                                          :class:`Scenario`, :func:`make_report`
+========================================  ========================================================
+
+The subpackages (``dg.data``, ``dg.topology``, ``dg.protocol``, ``dg.engine``, ``dg.privacy``,
+``dg.scenario``, ``dg.report``) are loaded on first use too.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from dpgossip.errors import ConfigError
 
-__all__ = ["ConfigError", "__version__"]
+__all__ = [
+    "ConfigError",
+    "__version__",
+    # data and network
+    "load_dataset",
+    "PartitionedData",
+    "make_network",
+    "Network",
+    "spectral_summary",
+    # parameters, runs, accuracy
+    "resolve_params",
+    "ProtocolParams",
+    "NoiseSchedule",
+    "run_matrix",
+    "RunResult",
+    "run_ldp",
+    "LdpResult",
+    "top_singular",
+    "sin_angle",
+    "error_per_iteration",
+    "run_engine",
+    "NetworkConditions",
+    # privacy
+    "audit_pairs",
+    "PairAudit",
+    "PairResult",
+    "GaussianPair",
+    "SearchSettings",
+    "calibrate_noise",
+    "Calibration",
+    # scenarios and plots
+    "load_scenario",
+    "run_scenario",
+    "Scenario",
+    "make_report",
+]
+
 __version__ = "0.1.0"
+
+# every public name but ConfigError and __version__ -> the module it is imported from on first use
+# (tests/test_api.py checks that this, __all__ and the TYPE_CHECKING imports list the same names)
+_LAZY: dict[str, str] = {
+    "load_dataset": "dpgossip.data",
+    "PartitionedData": "dpgossip.data",
+    "make_network": "dpgossip.topology",
+    "Network": "dpgossip.topology",
+    "spectral_summary": "dpgossip.topology",
+    "resolve_params": "dpgossip.protocol",
+    "ProtocolParams": "dpgossip.protocol",
+    "NoiseSchedule": "dpgossip.protocol",
+    "run_matrix": "dpgossip.protocol",
+    "RunResult": "dpgossip.protocol",
+    "run_ldp": "dpgossip.protocol",
+    "LdpResult": "dpgossip.protocol",
+    "top_singular": "dpgossip.protocol",
+    "sin_angle": "dpgossip.protocol",
+    "error_per_iteration": "dpgossip.protocol",
+    "run_engine": "dpgossip.engine",
+    "NetworkConditions": "dpgossip.engine",
+    "audit_pairs": "dpgossip.privacy",
+    "PairAudit": "dpgossip.privacy",
+    "PairResult": "dpgossip.privacy",
+    "GaussianPair": "dpgossip.privacy",
+    "SearchSettings": "dpgossip.privacy.search",
+    "calibrate_noise": "dpgossip.privacy.calibrate",
+    "Calibration": "dpgossip.privacy.calibrate",
+    "load_scenario": "dpgossip.scenario",
+    "run_scenario": "dpgossip.scenario",
+    "Scenario": "dpgossip.scenario",
+    "make_report": "dpgossip.report",
+}
+
+_SUBPACKAGES: tuple[str, ...] = ("data", "topology", "protocol", "engine", "privacy", "scenario",
+                                 "report")
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports these on first use
+    from dpgossip.data import PartitionedData, load_dataset
+    from dpgossip.engine import NetworkConditions, run_engine
+    from dpgossip.privacy import GaussianPair, PairAudit, PairResult, audit_pairs
+    from dpgossip.privacy.calibrate import Calibration, calibrate_noise
+    from dpgossip.privacy.search import SearchSettings
+    from dpgossip.protocol import (
+        LdpResult,
+        NoiseSchedule,
+        ProtocolParams,
+        RunResult,
+        error_per_iteration,
+        resolve_params,
+        run_ldp,
+        run_matrix,
+        sin_angle,
+        top_singular,
+    )
+    from dpgossip.report import make_report
+    from dpgossip.scenario import Scenario, load_scenario, run_scenario
+    from dpgossip.topology import Network, make_network, spectral_summary
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name or a subpackage on first use (PEP 562) and cache it in this module."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names and the subpackages, loaded or not (``dir(dpgossip)``)."""
+    return sorted({*__all__, *_SUBPACKAGES})

@@ -143,7 +143,6 @@ def test_editing_a_user_data_file_invalidates_its_points(tmp_path, monkeypatch):
 
 
 def test_stale_plots_of_another_configuration_are_removed(tmp_path):
-    pytest.importorskip("matplotlib")
     run_scenario(small(network={"topology": ["ring", "path"]}), tmp_path, quiet=True, plots=True)
     assert len(list((tmp_path / "plots").glob("topology_*.png"))) == 2
     run_scenario(small(), tmp_path, quiet=True, plots=False)
