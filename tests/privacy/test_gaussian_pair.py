@@ -456,3 +456,33 @@ def test_epsilon_inverts_delta(pair, delta):
                 continue
             assert pair.delta(eps, method) == pytest.approx(delta, rel=1e-5)
             assert pair.delta(eps * (1 - 1e-4), method) >= delta * (1 - 1e-6)
+
+
+def test_a_rounding_residue_of_a_zero_eigenvalue_is_a_support_mismatch():
+    # a zero generalised eigenvalue computed as 1e-17 (a rank-deficient message covariance) used to
+    # become an infinite loss-law coefficient and a crash; it is mutually singular: delta 1, epsilon inf
+    for lam, kind in (([1e-17, 0.5], "cov0 outside cov1"), ([2.0, 1e17], "cov1 outside cov0")):
+        pair = GaussianPair.from_whitened(lam, [0.3, 0.0])
+        assert pair.support_mismatch is not None and pair.support_mismatch.kind == kind
+        for method in ("exact", "rdp", "chernoff"):
+            assert pair.delta(5.0, method) == 1.0
+            assert pair.epsilon(1e-5, method) == math.inf
+    # just inside the thresholds the pair stays finite and ordinary
+    pair = GaussianPair.from_whitened([1e-9, 0.5], [0.3, 0.0])
+    assert pair.support_mismatch is None and 0 < pair.delta(5.0, "exact") < 1
+
+
+def test_fewer_rows_than_columns_audits_to_infinite_epsilon_not_a_crash():
+    from dpgossip.data import load_dataset
+    from dpgossip.privacy import audit_pairs
+    from dpgossip.protocol import NoiseSchedule, resolve_params
+    from dpgossip.topology import make_network
+
+    net = make_network("paper-ring4")
+    data = load_dataset("synthetic", agents=4, rng=np.random.default_rng(0),
+                        synthetic={"n": 8, "d": 3, "spectrum": [1.0, 0.5, 0.25]})
+    params = resolve_params(data, net, iterations=2, consensus_steps=1,
+                            noise=NoiseSchedule(kind="constant", scale=1.0))
+    audit = audit_pairs(data, net, params, delta=1e-5, epsilons=(5,), search="candidates",
+                        methods=("rdp",))
+    assert audit.worst("rdp").epsilon["rdp"] == math.inf

@@ -156,6 +156,28 @@ def _whiten(U0: np.ndarray, S0: np.ndarray, S1: np.ndarray, dmu: np.ndarray,
     return _merge(mu, V.T @ c, 0.0, unit_tol)
 
 
+_LAM_ZERO = 1e-10
+"""A generalised eigenvalue ``lam <= _LAM_ZERO`` (or ``>= 1/_LAM_ZERO``) is a support mismatch: ``Q``
+(or ``P``) has no variance, relative to the other, along that whitened direction. A true zero reaches
+:meth:`GaussianPair.from_whitened` as a rounding residue (about 1e-17 when a message covariance is
+rank-deficient, e.g. fewer rows than columns), and ``1 + (lam - 1)`` rounds it to exactly 0 or keeps
+it with no correct digit. The threshold matches the default ``rank_rtol``; calling such a pair
+mutually singular (every ``delta`` 1, every divergence ``inf``) can only over-report."""
+
+
+def _whitened_mismatch(lam: np.ndarray) -> SupportMismatch | None:
+    """The support mismatch of a whitened pair with eigenvalues ``lam`` (``None`` if supports agree)."""
+    for kind, hits, amount in (
+        ("cov0 outside cov1", np.flatnonzero(lam <= _LAM_ZERO), 1.0),
+        ("cov1 outside cov0", np.flatnonzero(lam >= 1.0 / _LAM_ZERO), None),
+    ):
+        if hits.size:
+            e = np.zeros(lam.size)
+            e[hits[0]] = 1.0
+            return SupportMismatch(kind, e, float(lam[hits[0]]) if amount is None else amount)
+    return None
+
+
 def _merge(mu: np.ndarray, b: np.ndarray, b0sq: float, unit_tol: float) -> WhitenedPair:
     """Eigenvalues ``lam = 1 + mu``; those with ``|mu| <= unit_tol`` join the Gaussian term."""
     unit = np.abs(mu) <= unit_tol
@@ -301,7 +323,8 @@ class GaussianPair:
 
         Equivalent to ``P = N(b, I)``, ``Q = N(0, diag(lam))``; costs ``O(len(lam))``, for callers
         that reduced the problem themselves (e.g. by a low-rank update).  ``lam_i = 0`` means that
-        ``Q`` has no variance along whitened direction ``e_i``: the supports differ.
+        ``Q`` has no variance along whitened direction ``e_i``: the supports differ.  So does
+        ``lam_i <= 1e-10`` or ``lam_i >= 1e10`` (:data:`_LAM_ZERO`: a rounding residue of a zero).
 
         Parameters
         ----------
@@ -323,15 +346,9 @@ class GaussianPair:
             object.__setattr__(pair, name, None)
         object.__setattr__(pair, "rank_rtol", 0.0)
         object.__setattr__(pair, "unit_tol", unit_tol)
-        zero = np.flatnonzero(lam_v == 0)
-        if zero.size:
-            e = np.zeros(lam_v.size)
-            e[zero[0]] = 1.0
-            object.__setattr__(pair, "_mismatch", SupportMismatch("cov0 outside cov1", e, 1.0))
-            object.__setattr__(pair, "_white", None)
-        else:
-            object.__setattr__(pair, "_mismatch", None)
-            object.__setattr__(pair, "_white", _merge(lam_v - 1.0, b_v, 0.0, unit_tol))
+        mismatch = _whitened_mismatch(lam_v)
+        object.__setattr__(pair, "_mismatch", mismatch)
+        object.__setattr__(pair, "_white", None if mismatch else _merge(lam_v - 1.0, b_v, 0.0, unit_tol))
         return pair
 
     @classmethod
