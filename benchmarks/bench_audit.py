@@ -20,7 +20,7 @@ import numpy as np
 
 from dpgossip._threads import blas_threads
 from dpgossip.data import load_dataset
-from dpgossip.privacy.audit import audit_pairs, component_model, view_gaussian
+from dpgossip.privacy.audit import AuditOptions, audit_pairs, component_model, view_gaussian
 from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.neighbours import Neighbour, candidate_neighbours
 from dpgossip.privacy.views import make_view
@@ -80,8 +80,8 @@ def main() -> None:
 
 def pair_audit(data, net, params, candidates: int) -> None:
     t0 = time.perf_counter()
-    audit = audit_pairs(data, net, params, delta=1e-5, epsilons=EPSILONS,
-                        candidates=candidates, refine=1, seed=0)
+    audit = audit_pairs(data, net, params, delta=1e-5, epsilons=EPSILONS, seed=0,
+                        options=AuditOptions(candidates=candidates, refine=1))
     wall = time.perf_counter() - t0
     print(f"\n1. full 4x4 pair audit, {candidates} candidates per target (+ local ascent), "
           f"exact delta at eps = {list(EPSILONS)}: {wall:.1f} s")

@@ -18,7 +18,7 @@ from unittest import mock
 
 from dpgossip.data import load_dataset
 from dpgossip.privacy import plrv
-from dpgossip.privacy.audit import audit_pairs
+from dpgossip.privacy.audit import AuditOptions, audit_pairs
 from dpgossip.protocol import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
@@ -31,8 +31,8 @@ def main() -> None:
     data = load_dataset("wine", agents=4)
     params = resolve_params(data, net, iterations=5, consensus_steps=5,
                             noise=NoiseSchedule(kind="constant", scale=4.0))
-    kw = dict(delta=0.002, epsilons=(100.0,), methods=("exact",), rank_by="delta",
-              delta_resolution=2e-6, search="quick", targets=[0])
+    kw = dict(delta=0.002, epsilons=(100.0,), methods=("exact",), search="quick",
+              options=AuditOptions(rank_by="delta", delta_resolution=2e-6, targets=[0]))
     best = {"skip": float("inf"), "no skip": float("inf")}
     value = {}
     for _ in range(args.repeats):

@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 
 from dpgossip.data import load_dataset
-from dpgossip.privacy.audit import audit_pairs
+from dpgossip.privacy.audit import AuditOptions, audit_pairs
 from dpgossip.protocol import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
@@ -36,17 +36,18 @@ def main() -> None:
                             noise=NoiseSchedule(kind="constant", scale=args.scale))
     print(f"Wine {data.n} x {data.d}, paper-ring4, T = 5, c = 5, constant sigma_p = {args.scale:g}; "
           f"12 (observer, target) pairs; exact delta at epsilon = {args.epsilon:g}")
-    common = dict(delta=1e-5, epsilons=(args.epsilon,), methods=("exact",), rank_by="delta")
+    common = dict(delta=1e-5, epsilons=(args.epsilon,), methods=("exact",))
     t = time.perf_counter()
-    base = audit_pairs(data, net, params, search="candidates", candidates=args.candidates, refine=1,
-                       ascent_steps=2, **common)
+    base = audit_pairs(data, net, params, search="candidates",
+                       options=AuditOptions(candidates=args.candidates, refine=1, ascent_steps=2,
+                                            rank_by="delta"), **common)
     wall = time.perf_counter() - t
     worst = base.worst("exact", by="delta").delta["exact"][0]
     print(f"candidate search ({args.candidates} candidates): {wall:7.1f} s   worst delta {worst:.4g}")
     for name, workers in [(n, w) for n in args.searches for w in args.workers]:
         t = time.perf_counter()
         res = audit_pairs(data, net, params, search=int(name) if name.isdigit() else name,
-                          workers=workers, **common)
+                          options=AuditOptions(rank_by="delta", workers=workers), **common)
         wall = time.perf_counter() - t
         w = res.worst("exact", by="delta")
         per_stage: dict[str, float] = defaultdict(float)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from dpgossip.data import load_dataset
-from dpgossip.privacy.audit import audit_pairs
+from dpgossip.privacy.audit import AuditOptions, audit_pairs
 from dpgossip.protocol import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
@@ -39,8 +39,8 @@ def compute() -> dict[str, object]:
         params = resolve_params(data, net, iterations=5, consensus_steps=5,
                                 noise=NoiseSchedule(kind=kind, scale=scale))
         audit = audit_pairs(data, net, params, delta=DELTA, epsilons=(EPSILON,), view=view,
-                            methods=("exact", "rdp", "chernoff"), targets=[TARGET],
-                            observers=[OBSERVER], search=SEARCH)
+                            search=SEARCH, methods=("exact", "rdp", "chernoff"),
+                            options=AuditOptions(targets=[TARGET], observers=[OBSERVER]))
         r = audit.results[(OBSERVER, TARGET)]
         ev = r.evidence
         rows.append({

@@ -17,9 +17,11 @@ runs                                      :func:`run_matrix` (matrix backend), :
                                           :class:`LdpResult`
 accuracy                                  :func:`top_singular`, :func:`sin_angle`,
                                           :func:`error_per_iteration`
-privacy                                   :func:`audit_pairs` (:class:`PairAudit`,
-                                          :class:`PairResult`, :class:`SearchSettings`),
-                                          :func:`calibrate_noise` (:class:`Calibration`),
+privacy                                   :func:`audit_pairs` (:class:`AuditOptions`,
+                                          :class:`PairAudit`, :class:`PairResult`,
+                                          :class:`SearchSettings`), :func:`calibrate_noise`
+                                          (:class:`AuditSettings`, :class:`FixedProtocol`,
+                                          :class:`ScaleSearchOptions`, :class:`Calibration`),
                                           :class:`GaussianPair`
 scenarios and plots                       :func:`load_scenario`, :func:`run_scenario`,
                                           :class:`Scenario`, :func:`make_report`
@@ -60,12 +62,16 @@ __all__ = [
     "NetworkConditions",
     # privacy
     "audit_pairs",
+    "AuditOptions",
     "PairAudit",
     "PairResult",
     "GaussianPair",
     "SearchSettings",
     "calibrate_noise",
     "Calibration",
+    "AuditSettings",
+    "ScaleSearchOptions",
+    "FixedProtocol",
     # scenarios and plots
     "load_scenario",
     "run_scenario",
@@ -96,12 +102,16 @@ _LAZY: dict[str, str] = {
     "run_engine": "dpgossip.engine",
     "NetworkConditions": "dpgossip.engine",
     "audit_pairs": "dpgossip.privacy",
+    "AuditOptions": "dpgossip.privacy",
     "PairAudit": "dpgossip.privacy",
     "PairResult": "dpgossip.privacy",
     "GaussianPair": "dpgossip.privacy",
     "SearchSettings": "dpgossip.privacy.search",
     "calibrate_noise": "dpgossip.privacy.calibrate",
     "Calibration": "dpgossip.privacy.calibrate",
+    "AuditSettings": "dpgossip.privacy.calibrate",
+    "FixedProtocol": "dpgossip.privacy.calibrate",
+    "ScaleSearchOptions": "dpgossip.privacy.scale_search",
     "load_scenario": "dpgossip.scenario",
     "run_scenario": "dpgossip.scenario",
     "Scenario": "dpgossip.scenario",
@@ -114,8 +124,14 @@ _SUBPACKAGES: tuple[str, ...] = ("data", "topology", "protocol", "engine", "priv
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports these on first use
     from dpgossip.data import PartitionedData, load_dataset
     from dpgossip.engine import NetworkConditions, run_engine
-    from dpgossip.privacy import GaussianPair, PairAudit, PairResult, audit_pairs
-    from dpgossip.privacy.calibrate import Calibration, calibrate_noise
+    from dpgossip.privacy import AuditOptions, GaussianPair, PairAudit, PairResult, audit_pairs
+    from dpgossip.privacy.calibrate import (
+        AuditSettings,
+        Calibration,
+        FixedProtocol,
+        calibrate_noise,
+    )
+    from dpgossip.privacy.scale_search import ScaleSearchOptions
     from dpgossip.privacy.search import SearchSettings
     from dpgossip.protocol import (
         LdpResult,

@@ -274,7 +274,12 @@ def _audit_plots(out: Path, rows: list[dict[str, Any]], several: bool) -> list[P
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     import warnings
 
-    from dpgossip.privacy.calibrate import calibrate_noise, check_target
+    from dpgossip.privacy.calibrate import (
+        AuditSettings,
+        FixedProtocol,
+        calibrate_noise,
+        check_target,
+    )
     from dpgossip.privacy.section import PER_INSTANCE
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.outdir import check_out_file
@@ -318,11 +323,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         cal = calibrate_noise(
             data, network, iterations=proto["iterations"], consensus_steps=proto["consensus_steps"],
             epsilon=epsilon, delta=delta, family=family,
-            base_values=values if family == "explicit" else None, view=priv["view"],
-            neighbours=priv["neighbours"], method=method, candidates=priv["candidates"],
-            refine=priv["refine"], ascent_steps=priv["ascent_steps"], seed=int(cfg["seed"]),
-            alpha=proto["alpha"], search=priv["search"],
-            sigma_q=proto.get("sigma_q"), rank=proto["rank"],
+            base_values=values if family == "explicit" else None,
+            audit=AuditSettings(view=priv["view"], neighbours=priv["neighbours"], method=method,
+                                candidates=priv["candidates"], refine=priv["refine"],
+                                ascent_steps=priv["ascent_steps"], seed=int(cfg["seed"]),
+                                search=priv["search"]),
+            protocol=FixedProtocol(alpha=proto["alpha"], sigma_q=proto.get("sigma_q"),
+                                   rank=proto["rank"]),
         )
     status = cal.meaning if cal.met else f"DOES NOT MEET the target: {cal.meaning}"
     print(f"# dpgossip calibrate {sc.path}: the smallest {cal.family} noise scale whose audited "

@@ -13,7 +13,13 @@ import pytest
 import scipy.linalg as sla
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import RunAuditor, audit_pairs, component_model, view_gaussian
+from dpgossip.privacy.audit import (
+    AuditOptions,
+    RunAuditor,
+    audit_pairs,
+    component_model,
+    view_gaussian,
+)
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour, is_neighbour
 from dpgossip.privacy.section import exact_for_pair, rank_note
@@ -136,8 +142,9 @@ def test_composed_low_rank_pair_matches_the_dense_components(problem):
 @pytest.fixture(scope="module")
 def audits(problem):
     data, net, p1, p2 = problem
-    kw = dict(delta=DELTA, epsilons=(1.0, 5.0), candidates=4, search="candidates", refine=1, ascent_steps=1,
-              targets=[1], observers=[0], seed=3)
+    kw = dict(delta=DELTA, epsilons=(1.0, 5.0), search="candidates", seed=3,
+              options=AuditOptions(candidates=4, refine=1, ascent_steps=1, targets=[1],
+                                   observers=[0]))
     return audit_pairs(data, net, p1, **kw), audit_pairs(data, net, p2, **kw)
 
 
@@ -172,10 +179,10 @@ def test_rank_two_audit_composes_and_carries_the_note(problem, audits):
 def test_rank_two_audit_on_a_given_run_and_bad_runs(problem, audits):
     data, net, p1, p2 = problem
     _, a2 = audits
-    again = audit_pairs(data, net, p2, delta=DELTA, epsilons=(1.0, 5.0), candidates=4, refine=1,
-                        search="candidates",
-                        ascent_steps=1, targets=[1], observers=[0], seed=3, run=a2.run,
-                        methods=("rdp",))
+    again = audit_pairs(data, net, p2, delta=DELTA, epsilons=(1.0, 5.0), search="candidates", seed=3,
+                        methods=("rdp",),
+                        options=AuditOptions(candidates=4, refine=1, ascent_steps=1, targets=[1],
+                                             observers=[0], run=a2.run))
     assert again.results[(0, 1)].epsilon["rdp"] == pytest.approx(a2.results[(0, 1)].epsilon["rdp"],
                                                                  rel=1e-9)
     assert "run seed 3" in again.note

@@ -1,13 +1,23 @@
 """Noise calibration: the scale found meets the target, a smaller one does not, floors are reported."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy import audit_pairs
-from dpgossip.privacy.calibrate import Calibration, _monotone, calibrate_noise, check_target
+from dpgossip.privacy.audit import AuditOptions
+from dpgossip.privacy.calibrate import (
+    AuditSettings,
+    Calibration,
+    FixedProtocol,
+    _monotone,
+    calibrate_noise,
+    check_target,
+)
+from dpgossip.privacy.scale_search import ScaleSearchOptions
 from dpgossip.protocol.params import NoiseSchedule, resolve_params
 from dpgossip.scenario.runner import build_structure
 from dpgossip.scenario.schema import validate
@@ -16,7 +26,7 @@ from dpgossip.scenario.schema import validate
 T, C = 2, 1
 # The bisection's mechanics are tested with the candidate search (fixed candidate sets, cheap and
 # predictable); the optimising search's calibration is tested in test_calibrate_search.py.
-FAST = {"method": "rdp", "candidates": 3, "refine": 1, "ascent_steps": 0, "search": "candidates"}
+FAST = AuditSettings(method="rdp", candidates=3, refine=1, ascent_steps=0, search="candidates")
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +43,9 @@ def problem():
 def worst(data, network, family, s, candidates, method="rdp", sigma_q=None, **kw):
     params = resolve_params(data, network, iterations=T, consensus_steps=C, sigma_q=sigma_q,
                             noise=NoiseSchedule(kind=family, scale=s))
-    audit = audit_pairs(data, network, params, delta=1e-5, candidates=candidates, refine=1,
-                        ascent_steps=0, methods=(method,), seed=0, search="candidates", **kw)
+    audit = audit_pairs(data, network, params, delta=1e-5, methods=(method,), seed=0,
+                        search="candidates",
+                        options=AuditOptions(candidates=candidates, refine=1, ascent_steps=0, **kw))
     return audit.worst(method).epsilon[method]
 
 
@@ -42,7 +53,7 @@ def worst(data, network, family, s, candidates, method="rdp", sigma_q=None, **kw
 def constant_cal(problem):
     data, network = problem
     return calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=300.0,
-                           delta=1e-5, family="constant", **FAST)
+                           delta=1e-5, family="constant", audit=FAST)
 
 
 def test_scale_meets_the_target_and_is_the_smallest(problem, constant_cal):
@@ -82,8 +93,8 @@ def test_result_is_ready_for_a_scenario(constant_cal):
 def test_explicit_family_scales_the_base_values(problem):
     data, network = problem
     cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=300.0,
-                          delta=1e-5, family="explicit", base_values=[1.0, 2.0], targets=[0],
-                          **FAST)
+                          delta=1e-5, family="explicit", base_values=[1.0, 2.0],
+                          audit=replace(FAST, targets=[0]))
     assert cal.met
     assert cal.noise["values"] == [cal.scale, 2 * cal.scale]
     np.testing.assert_allclose(cal.params.sigma_p, [[cal.scale, 2 * cal.scale]])
@@ -95,7 +106,7 @@ def test_unreachable_target_reports_the_floor(problem):
     data, network = problem
     with pytest.warns(RuntimeWarning, match="levels off"):
         cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=100.0,
-                              delta=1e-5, family="constant", targets=[3], **FAST)
+                              delta=1e-5, family="constant", audit=replace(FAST, targets=[3]))
     assert not cal.met and cal.limit_epsilon is not None and cal.limit_epsilon > 100.0
     assert cal.epsilon > 100.0 and "levels off" in cal.notes[-1]
     assert len(cal.evaluations) < 15  # stopped at the plateau, not at s_max
@@ -113,8 +124,9 @@ def test_scale_invariance_behind_the_floor(problem):
 def test_exact_method_on_one_pair(problem):
     data, network = problem
     cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=250.0,
-                          delta=1e-5, family="geometric", method="exact", candidates=2, refine=1,
-                          ascent_steps=0, targets=[0], observers=[1], search="candidates")
+                          delta=1e-5, family="geometric",
+                          audit=AuditSettings(method="exact", candidates=2, refine=1, ascent_steps=0,
+                                              targets=[0], observers=[1], search="candidates"))
     assert cal.met and cal.method == "exact" and cal.epsilon <= 250.0 * 1.02
     ratio = cal.params.mu[1] / cal.params.mu[0]
     np.testing.assert_allclose(cal.params.sigma_p[0], cal.scale * ratio ** np.arange(1, T + 1))
@@ -138,14 +150,15 @@ def test_monotonicity_check():
         ({"delta": 0.0}, r"calibrate\.delta must be in \(0, 1\), got 0\.0"),
         ({"delta": 1.0}, r"calibrate\.delta must be in \(0, 1\), got 1\.0"),
         ({"family": "geometrc"}, r"calibrate\.family: 'geometrc' is not allowed.*'geometric'"),
-        ({"method": "chernoff"}, r"calibrate\.method: 'chernoff' is not allowed"),
+        ({"audit": AuditSettings(method="chernoff")}, r"calibrate\.method: 'chernoff' is not allowed"),
         ({"family": "explicit"}, r"family 'explicit' needs base values"),
         ({"family": "explicit", "base_values": [1.0]}, r"one value per iteration \(2\), got 1"),
         ({"base_values": [1.0, 1.0]}, r"only used with family 'explicit'"),
-        ({"rank": 2}, r"protocol\.rank must be 1, got 2"),
-        ({"rel_tol": 0.0}, r"calibrate\.rel_tol must be in \(0, 1\)"),
-        ({"s_lo": 2.0, "s_hi": 1.0}, r"need s_lo < s_hi"),
-        ({"candidates": 0}, r"calibrate\.candidates must be an integer >= 1, got 0"),
+        ({"protocol": FixedProtocol(rank=2)}, r"protocol\.rank must be 1, got 2"),
+        ({"scale_search": ScaleSearchOptions(rel_tol=0.0)}, r"calibrate\.rel_tol must be in \(0, 1\)"),
+        ({"scale_search": ScaleSearchOptions(s_lo=2.0, s_hi=1.0)}, r"need s_lo < s_hi"),
+        ({"audit": AuditSettings(candidates=0)},
+         r"calibrate\.candidates must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_inputs(problem, kwargs, message):
@@ -186,19 +199,21 @@ def stand_in(monkeypatch, fn):
     """Replace audit_pairs inside calibrate by ``fn(s, candidates) -> worst epsilon``."""
     import dpgossip.privacy.calibrate as mod
 
-    def fake(data, network, params, *, candidates, methods, delta, epsilons, **kw):
-        return _StandIn(fn(float(params.sigma_p[0, 0]), candidates), methods[0], delta, epsilons[0])
+    def fake(data, network, params, *, methods, delta, epsilons, options, **kw):
+        return _StandIn(fn(float(params.sigma_p[0, 0]), options.candidates), methods[0], delta,
+                        epsilons[0])
 
     monkeypatch.setattr(mod, "audit_pairs", fake)
     monkeypatch.setattr(mod, "_worst_epsilon",
                         lambda check, *a: check.worst(a[-1]).epsilon[a[-1]])
 
 
-def run(problem, **kw):
+def run(problem, *, epsilon=10.0, search="candidates", **scale_search):
     data, network = problem
-    args = {"iterations": T, "consensus_steps": C, "epsilon": 10.0, "delta": 1e-5,
-            "family": "constant", "method": "rdp", "candidates": 3, "search": "candidates", **kw}
-    return calibrate_noise(data, network, **args)
+    return calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=epsilon,
+                           delta=1e-5, family="constant",
+                           audit=AuditSettings(method="rdp", candidates=3, search=search),
+                           scale_search=ScaleSearchOptions(**scale_search))
 
 
 def test_search_brackets_and_bisects(problem, monkeypatch):
@@ -240,7 +255,8 @@ def search_stand_in(monkeypatch, full, pool):
 
     calls = []
 
-    def fake_full(data, network, params, *, methods, delta, epsilons, warm, search, **kw):
+    def fake_full(data, network, params, *, methods, delta, epsilons, search, options, **kw):
+        warm = options.warm
         s = float(params.sigma_p[0, 0])
         n = sum(len(v) for v in warm.values())
         calls.append(("full", s, n))
@@ -294,7 +310,8 @@ def test_search_calibration_on_a_real_problem(problem):
     and ends with full searches."""
     data, network = problem
     cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=400.0, delta=1e-5,
-                          family="constant", method="rdp", targets=[0], search="quick")
+                          family="constant",
+                          audit=AuditSettings(method="rdp", targets=[0], search="quick"))
     assert cal.search == "quick"
     assert cal.history[0][2] == "search:quick" and cal.history[-1] == (cal.scale, cal.delta,
                                                                         "search:quick")
@@ -305,6 +322,7 @@ def test_search_calibration_on_a_real_problem(problem):
     params = resolve_params(data, network, iterations=T, consensus_steps=C,
                             noise=NoiseSchedule(kind="constant", scale=cal.scale))
     again = audit_pairs(data, network, params, delta=1e-5, epsilons=(400.0,), methods=("rdp",),
-                        targets=[0], search="quick", rank_by="delta", delta_resolution=1e-8)
+                        search="quick",
+                        options=AuditOptions(targets=[0], rank_by="delta", delta_resolution=1e-8))
     # a cold search at the same scale finds no more than the warm-started check did
     assert again.worst("rdp", by="delta").delta["rdp"][0] <= cal.delta * (1 + 1e-9)

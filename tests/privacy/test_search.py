@@ -3,13 +3,15 @@ first-message bound, the projection onto the allowed set."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.data.synthetic import synthetic_data
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import RunAuditor, _view_key, audit_pairs
+from dpgossip.privacy.audit import AuditOptions, RunAuditor, _view_key, audit_pairs
 from dpgossip.privacy.neighbours import Neighbour, is_neighbour, max_step, project
 from dpgossip.privacy.search import SEARCH_PRESETS, SearchSettings
 from dpgossip.protocol import NoiseSchedule, resolve_params
@@ -65,7 +67,8 @@ def test_default_search_within_one_percent_of_the_grid_maximum(d, seed, topology
     o, j = (0, 2) if topology != "star" else (1, 2)
     grid = _grid_max(data, net, params, o, j, 1.0, n)
     res = audit_pairs(data, net, params, delta=1e-5, epsilons=(1.0,), search="standard",
-                      rank_by="delta", methods=("exact",), targets=[j], observers=[o])
+                      methods=("exact",),
+                      options=AuditOptions(rank_by="delta", targets=[j], observers=[o]))
     found = res.results[(o, j)].delta["exact"][0]
     assert found >= 0.99 * grid, (found, grid)
     assert is_neighbour(data.X[res.results[(o, j)].neighbour.row], res.results[(o, j)].neighbour.x_new)
@@ -98,7 +101,8 @@ def test_default_search_beats_the_smallest_singular_direction_attack():
     attack = max(p.delta(5.0) for p in pairs)
     assert attack > 0.3
     res = audit_pairs(data, net, params, delta=1e-5, epsilons=(5.0,), search="standard",
-                      rank_by="delta", methods=("exact",), targets=[2], observers=[0])
+                      methods=("exact",),
+                      options=AuditOptions(rank_by="delta", targets=[2], observers=[0]))
     r = res.results[(0, 2)]
     assert r.delta["exact"][0] >= attack
     ev = r.evidence
@@ -117,7 +121,8 @@ def test_epsilon_mode_beats_the_smallest_singular_direction_attack():
     attack = max(p.epsilon(1e-5) for p in top)
     assert attack > 45
     res = audit_pairs(data, net, params, delta=1e-5, epsilons=(5.0,), search="standard",
-                      rank_by="epsilon", methods=("exact",), targets=[2], observers=[0])
+                      methods=("exact",),
+                      options=AuditOptions(rank_by="epsilon", targets=[2], observers=[0]))
     assert res.results[(0, 2)].epsilon["exact"] >= attack
 
 
@@ -133,8 +138,8 @@ def test_larger_budgets_never_report_less(d, seed, rank_by, levels_tried, method
     values = []
     for levels in levels_tried:
         res = audit_pairs(data, net, params, delta=1e-3, epsilons=(1.0,), search=levels,
-                          rank_by=rank_by, methods=(method,), targets=[1], observers=[0, 3],
-                          seed=3)
+                          methods=(method,), seed=3,
+                          options=AuditOptions(rank_by=rank_by, targets=[1], observers=[0, 3]))
         values.append(np.array([res.results[(o, 1)].delta[method][0] if rank_by == "delta"
                                 else res.results[(o, 1)].epsilon[method] for o in (0, 3)]))
         for o in (0, 3):  # the evidence of a level-L search starts with the lower levels' values
@@ -146,7 +151,8 @@ def test_larger_budgets_never_report_less(d, seed, rank_by, levels_tried, method
 def test_search_value_at_least_the_first_message_bound_and_settings_errors():
     data, net, params = _problem(2, seed=5, T=3, c=3)
     res = audit_pairs(data, net, params, delta=1e-3, epsilons=(1.0,), search="quick",
-                      rank_by="delta", methods=("exact",), targets=[0], observers=[1, 2])
+                      methods=("exact",),
+                      options=AuditOptions(rank_by="delta", targets=[0], observers=[1, 2]))
     for r in res.results.values():
         assert 0 < r.evidence.first_message_bound <= r.delta["exact"][0] * (1 + 1e-9)
         row = r.rows(res.epsilons, res.delta)[0]
@@ -185,7 +191,8 @@ def test_readme_wine_number():
     params = resolve_params(data, net, iterations=5, consensus_steps=5,
                             noise=NoiseSchedule(kind="constant", scale=0.0287))
     res = audit_pairs(data, net, params, delta=0.002, epsilons=(100.0,), search="quick",
-                      methods=("exact",), targets=[0], observers=[1], rank_by="delta")
+                      methods=("exact",),
+                      options=AuditOptions(targets=[0], observers=[1], rank_by="delta"))
     found = res.results[(1, 0)].delta["exact"][0]
     assert found >= 0.32  # issue 10: row 0 along the smallest singular vector of X_0 gives 0.323
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
@@ -195,10 +202,11 @@ def test_readme_wine_number():
 def test_the_same_result_on_any_number_of_processes():
     """Each target's search reseeds its streams, so two processes give exactly the serial result."""
     data, net, params = _problem(2, seed=1, rows=3, T=2)
-    kw = dict(delta=1e-3, epsilons=(1.0,), search="quick", rank_by="delta", methods=("rdp",),
-              targets=[0, 2], observers=[1, 3], seed=4)  # rdp: cheap conversions, same search
-    one = audit_pairs(data, net, params, **kw)
-    two = audit_pairs(data, net, params, workers=2, **kw)
+    kw = dict(delta=1e-3, epsilons=(1.0,), search="quick", methods=("rdp",),
+              seed=4)  # rdp: cheap conversions, same search
+    opts = AuditOptions(rank_by="delta", targets=[0, 2], observers=[1, 3])
+    one = audit_pairs(data, net, params, options=opts, **kw)
+    two = audit_pairs(data, net, params, options=replace(opts, workers=2), **kw)
     assert list(one.results) == list(two.results)
     for key, r in one.results.items():
         s = two.results[key]
@@ -207,4 +215,4 @@ def test_the_same_result_on_any_number_of_processes():
         assert np.array_equal(r.neighbour.x_new, s.neighbour.x_new)
         assert r.evidence.level_values == s.evidence.level_values
     with pytest.raises(ConfigError, match="workers must be an integer >= 1"):
-        audit_pairs(data, net, params, workers=0, **kw)
+        audit_pairs(data, net, params, options=replace(opts, workers=0), **kw)

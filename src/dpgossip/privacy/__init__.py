@@ -3,11 +3,12 @@
 See ``docs/privacy.md`` (reading the results) and ``docs/model.md`` (the formulas). Main entry points:
 
 * :class:`GaussianPair` -- divergences and conversions of two Gaussians (exact, rdp, chernoff);
-* :func:`audit_pairs` -- the (observer, target) matrix of a run with a worst-case neighbour search;
+* :func:`audit_pairs` -- the (observer, target) matrix of a run with a worst-case neighbour search
+  (its less common options in :class:`AuditOptions`);
 * :class:`ComponentAuditor` -- the low-rank engine behind it, for custom views and neighbours.
 """
 
-from dpgossip.privacy.audit import PairAudit, PairResult, audit_pairs, view_pair
+from dpgossip.privacy.audit import AuditOptions, PairAudit, PairResult, audit_pairs, view_pair
 from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
@@ -20,7 +21,8 @@ from dpgossip.protocol.mechanism import (
 )
 
 __all__ = [
-    "GaussianPair", "SupportMismatch", "audit_pairs", "PairAudit", "PairResult", "view_pair",
+    "GaussianPair", "SupportMismatch", "audit_pairs", "AuditOptions", "PairAudit", "PairResult",
+    "view_pair",
     "ComponentAuditor", "Neighbour", "candidate_neighbours", "NEIGHBOUR_KINDS", "ReleaseModel",
     "build_release_model", "View", "make_view", "VIEW_KINDS", "analytic_gaussian_sigma",
     "classical_gaussian_sigma", "gaussian_mechanism_delta",

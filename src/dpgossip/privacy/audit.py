@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import numpy as np
@@ -48,6 +48,7 @@ from dpgossip.privacy.release import ReleaseModel, build_release_model
 from dpgossip.privacy.search import (
     CANDIDATE_SEARCH,
     DEFAULT_SEARCH,
+    AskedQuantity,
     SearchEvidence,
     SearchSettings,
     TargetSearch,
@@ -59,7 +60,8 @@ from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.result import RunResult
 from dpgossip.topology.network import Network
 
-__all__ = ["PairAudit", "PairResult", "RunAuditor", "audit_pairs", "audit_neighbours", "result_pair",
+__all__ = ["AuditOptions", "PairAudit", "PairResult", "RunAuditor", "audit_pairs", "audit_neighbours",
+           "result_pair",
            "view_pair",
            "view_gaussian",
            "component_model", "rank_audit_note", "PAIR_VIEWS"]
@@ -345,21 +347,48 @@ def _by_target(data: PartitionedData, targets: list[int], observers: list[int],
                    sorted({keys[p] for p in pairs_j}, key=str))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditOptions:
+    """The less common options of :func:`audit_pairs` and :func:`audit_neighbours`."""
+
+    candidates: int = 100
+    """Candidate search only: candidate neighbours per target."""
+    refine: int = 3
+    """Candidate search only: how many of the best (by the RDP screen) get exact values."""
+    ascent_steps: int = 4
+    """Candidate search only: rounds of local ascent from the best two."""
+    targets: Sequence[int] | None = None
+    """Targets audited (default: every agent)."""
+    observers: Sequence[int] | None = None
+    """Observers audited (default: every agent); a pair ``(o, o)`` is never audited."""
+    rank_by: str = "epsilon"
+    """``epsilon``: pairs ranked by epsilon at ``delta``; ``delta``: by delta at ``epsilons[0]``, with no
+    epsilon solved (``PairResult.epsilon`` holds NaN)."""
+    delta_resolution: float = 0.0
+    """Resolution of the delta values (0: full accuracy)."""
+    run: RunResult | None = None
+    """The realised run of a rank ``r > 1`` audit (made with ``params`` on ``data``; default:
+    :func:`run_matrix` with ``seed``); ignored for rank 1."""
+    warm: Mapping[int, Sequence[Neighbour]] | None = None
+    """Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), given
+    exact values after the search (:class:`~dpgossip.privacy.search.TargetSearch`), so the audit never
+    reports less than theirs; they do not steer the search."""
+    workers: int = 1
+    """Optimising search only: targets searched in parallel on this many processes (``spawn``); the
+    result is the same for any number (each target's search reseeds its random streams)."""
+
+
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                 delta: float = 1e-5, epsilons: Sequence[float] = (1.0,), view: str = "observer",
-                neighbours: str = "bounded", candidates: int = 100, refine: int = 3,
-                ascent_steps: int = 4, methods: Sequence[str] = ("exact", "rdp", "chernoff"),
-                targets: Sequence[int] | None = None, observers: Sequence[int] | None = None,
-                seed: int = 0, run: RunResult | None = None, rank_by: str = "epsilon",
-                delta_resolution: float = 0.0,
-                search: str | int | SearchSettings | None = DEFAULT_SEARCH,
-                warm: Mapping[int, Sequence[Neighbour]] | None = None,
-                workers: int = 1) -> PairAudit:
+                neighbours: str = "bounded",
+                search: str | int | SearchSettings | None = DEFAULT_SEARCH, seed: int = 0,
+                methods: Sequence[str] = ("exact", "rdp", "chernoff"),
+                options: AuditOptions | None = None) -> PairAudit:
     """Audit every (observer, target) pair of a run by a worst-case search.
 
     Rank 1: component 0 on ``data.X``.  Rank ``r > 1``: all components, conditionally on the realised
-    earlier components of ``run`` (default: :func:`run_matrix` with ``seed``), each candidate's pair being
-    the composition of the per-component pairs (module docstring; ``PairAudit.note`` says so).
+    earlier components of ``options.run`` (default: :func:`run_matrix` with ``seed``), each candidate's
+    pair being the composition of the per-component pairs (module docstring; ``PairAudit.note`` says so).
 
     Parameters
     ----------
@@ -373,73 +402,62 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         is then irrelevant and every row of the matrix is equal).
     neighbours
         ``bounded`` or ``replace-one``.
-    candidates, refine, ascent_steps
-        Candidate neighbours per target; how many of the best (by the RDP screen) get exact values;
-        rounds of local ascent from the best two.
-    seed
-        Seed of the candidate search and the range finders, and of the realised run for rank ``r > 1``
-        when ``run`` is not given.
-    run
-        The realised run of a rank ``r > 1`` audit (made with ``params`` on ``data``); ignored for rank 1.
     search
         ``standard`` (default), ``quick``, ``thorough``, a number of levels or :class:`SearchSettings`:
         the optimising search of :mod:`dpgossip.privacy.search` (every row of the target, all singular
-        directions, projected ascent, exact selection, first-message bound, evidence per pair);
-        ``candidates``, ``refine`` and ``ascent_steps`` are then not used. ``"candidates"`` (or None):
-        the older candidate search (``candidates``, ``refine``, ``ascent_steps``), which can miss far
-        worse neighbours.
-    warm
-        Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), given
-        exact values after the search (:class:`~dpgossip.privacy.search.TargetSearch`), so the audit
-        never reports less than theirs; they do not steer the search.
-    workers
-        Optimising search only: targets searched in parallel on this many processes (``spawn``); the
-        result is the same for any number (each target's search reseeds its random streams).
+        directions, projected ascent, exact selection, first-message bound, evidence per pair).
+        ``"candidates"`` (or None): the older candidate search (``options.candidates``, ``refine``,
+        ``ascent_steps``), which can miss far worse neighbours.
+    seed
+        Seed of the search and the range finders, and of the realised run for rank ``r > 1`` when
+        ``options.run`` is not given.
+    methods
+        Conversions reported (``exact``, ``rdp``, ``chernoff``); the first ranks the pairs.
+    options
+        :class:`AuditOptions`: the candidate search's effort, targets and observers, ``rank_by``,
+        ``delta_resolution``, ``run``, ``warm`` and ``workers`` (default: its defaults).
+
+    Returns
+    -------
+    PairAudit
+        ``results[(o, j)]``: the worst neighbour found for each pair and its numbers.
     """
+    opts = options if options is not None else AuditOptions()
     if search is not None and search != CANDIDATE_SEARCH:
         settings = SearchSettings.of(search)
         with blas_threads(1):
             return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
                                     neighbours=neighbours, settings=settings, methods=methods,
-                                    targets=targets, observers=observers, seed=seed,
-                                    rank_by=rank_by, run=run, delta_resolution=delta_resolution,
-                                    warm=warm, workers=workers)
-    if warm:
+                                    seed=seed, options=opts)
+    if opts.warm:
         raise ConfigError("audit_pairs: warm neighbours need the optimising search, not "
                           f"search={search!r}")
     with blas_threads(1):  # many small BLAS calls: one thread is several times faster (module _threads)
         return _audit_pairs(data, network, params, delta=delta, epsilons=epsilons, view=view,
-                            neighbours=neighbours, candidates=candidates, refine=refine,
-                            ascent_steps=ascent_steps, methods=methods, targets=targets,
-                            observers=observers, seed=seed, rank_by=rank_by, run=run,
-                            delta_resolution=delta_resolution)
+                            neighbours=neighbours, methods=methods, seed=seed, options=opts)
 
 
 def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                  delta: float, epsilons: Sequence[float], view: str, neighbours: str,
-                 candidates: int, refine: int, ascent_steps: int, methods: Sequence[str],
-                 targets: Sequence[int] | None, observers: Sequence[int] | None,
-                 seed: int, run: RunResult | None, rank_by: str = "epsilon",
-                 delta_resolution: float = 0.0) -> PairAudit:
+                 methods: Sequence[str], seed: int, options: AuditOptions) -> PairAudit:
+    """The candidate search (``options.candidates``, ``refine``, ``ascent_steps``)."""
+    candidates, refine, ascent_steps = options.candidates, options.refine, options.ascent_steps
+    rank_by, delta_resolution = options.rank_by, options.delta_resolution
     if refine < 1:
         raise ConfigError(f"privacy.refine must be >= 1, got {refine!r}")
     m = data.m
     rng = np.random.default_rng(seed)
     targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
-                                                       targets, observers)
-    auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
+                                                       options.targets, options.observers)
+    auditor = RunAuditor(data, network, params, views, seed=seed, run=options.run)
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
     results: dict[tuple[int, int], PairResult] = {}
     for _j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys):
         scored: dict[Hashable, list[tuple[float, Neighbour, GaussianPair]]] = {k: [] for k in my_keys}
-
-        def evaluate(nb: Neighbour, my_keys=my_keys, scored=scored) -> None:
-            for k, pair in auditor.pairs(nb, my_keys).items():
-                scored[k].append((_score(pair, delta), nb, pair))
-
         for nb in candidate_neighbours(data.X, rows, kind=neighbours, per_target=candidates,
                                        rng=rng):
-            evaluate(nb)
+            for k, pair in auditor.pairs(nb, my_keys).items():
+                scored[k].append((_score(pair, delta), nb, pair))
         for k in my_keys:  # local ascent from the two best of each view
             for _, start, _ in sorted(scored[k], key=lambda s: -s[0])[:2]:
                 best = start
@@ -486,44 +504,46 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
 def audit_neighbours(data: PartitionedData, network: Network, params: ProtocolParams,
                      neighbours: Mapping[int, Sequence[Neighbour]], *, delta: float = 1e-5,
                      epsilons: Sequence[float] = (1.0,), view: str = "observer",
-                     methods: Sequence[str] = ("exact",), targets: Sequence[int] | None = None,
-                     observers: Sequence[int] | None = None, seed: int = 0,
-                     run: RunResult | None = None, rank_by: str = "epsilon",
-                     delta_resolution: float = 0.0) -> PairAudit:
+                     methods: Sequence[str] = ("exact",), seed: int = 0,
+                     options: AuditOptions | None = None) -> PairAudit:
     """Exact values of the given neighbours only, no search: each pair's worst is the largest of its
     target's neighbours (``neighbours[j]``; a target without any gets none and no row).
 
     The cheap lower estimate behind a calibration's bisection: the neighbours found by a full search at one
-    noise scale re-evaluated at another. Arguments as in :func:`audit_pairs`.
+    noise scale re-evaluated at another. Arguments as in :func:`audit_pairs`; of ``options`` the
+    targets, observers, ``rank_by``, ``delta_resolution``, ``run`` and ``workers`` are used (``warm``
+    must be None: the neighbours are the argument).
     """
-    targets = [j for j in (range(data.m) if targets is None else targets) if neighbours.get(int(j))]
+    opts = options if options is not None else AuditOptions()
+    if opts.warm is not None:
+        raise ConfigError("audit_neighbours: the neighbours to evaluate are its argument; "
+                          "options.warm must be None")
+    targets = [j for j in (range(data.m) if opts.targets is None else opts.targets)
+               if neighbours.get(int(j))]
     with blas_threads(1):
         return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
-                                neighbours="bounded", settings=None, methods=methods,
-                                targets=targets, observers=observers, seed=seed, rank_by=rank_by,
-                                run=run, delta_resolution=delta_resolution, warm=neighbours)
+                                neighbours="bounded", settings=None, methods=methods, seed=seed,
+                                options=replace(opts, targets=targets, warm=neighbours))
 
 
 def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolParams, *,
                      delta: float, epsilons: Sequence[float], view: str, neighbours: str,
-                     settings: SearchSettings | None, methods: Sequence[str],
-                     targets: Sequence[int] | None, observers: Sequence[int] | None,
-                     seed: int, run: RunResult | None, rank_by: str = "epsilon",
-                     delta_resolution: float = 0.0,
-                     warm: Mapping[int, Sequence[Neighbour]] | None = None,
-                     workers: int = 1) -> PairAudit:
-    """The optimising search (``settings``), or with ``settings=None`` the exact values of the ``warm``
-    neighbours alone (:func:`audit_neighbours`). Targets run on ``workers`` processes; each target's
-    search reseeds the range finder with ``(seed, target)``, so the result is the same for any
-    ``workers``."""
+                     settings: SearchSettings | None, methods: Sequence[str], seed: int,
+                     options: AuditOptions) -> PairAudit:
+    """The optimising search (``settings``), or with ``settings=None`` the exact values of the
+    ``options.warm`` neighbours alone (:func:`audit_neighbours`). Targets run on ``options.workers``
+    processes; each target's search reseeds the range finder with ``(seed, target)``, so the result is
+    the same for any number of workers."""
+    rank_by, delta_resolution, run, workers = (options.rank_by, options.delta_resolution, options.run,
+                                               options.workers)
     if neighbours not in NEIGHBOUR_KINDS:
         raise ConfigError(f"privacy.neighbours: unknown kind {neighbours!r}; known: "
                           f"{', '.join(NEIGHBOUR_KINDS)}")
     if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
         raise ConfigError(f"audit workers must be an integer >= 1, got {workers!r}")
-    warm = warm or {}
+    warm = options.warm or {}
     targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
-                                                       targets, observers)
+                                                       options.targets, options.observers)
     note = None
     if params.rank > 1:  # one realised run for every target (and worker)
         if run is None:
@@ -603,11 +623,11 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
         subviews = ({k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in job.keys}
                     if settings is not None else {})
         method = methods[0]
+        asked = AskedQuantity(delta=spec.delta,
+                              epsilon=spec.epsilons[0] if spec.rank_by == "delta" else None,
+                              method=method, resolution=spec.resolution)
         ts = TargetSearch(auditor.pairs, data.X, job.rows, job.keys, subviews=subviews,
-                          kind=spec.neighbours, delta=spec.delta,
-                          epsilon=spec.epsilons[0] if spec.rank_by == "delta" else None,
-                          method=method, resolution=spec.resolution, seed=spec.seed, target=j,
-                          warm=job.warm)
+                          kind=spec.neighbours, asked=asked, seed=spec.seed, target=j, warm=job.warm)
         if settings is None:
             ts.check()
         else:

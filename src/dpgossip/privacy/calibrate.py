@@ -18,9 +18,12 @@ the worst ``epsilon`` at ``delta`` over every (observer, target) pair of :func:`
 neighbours ``N_j`` its search finds (the same seed at every ``s``). The search evaluates the equivalent
 criterion ``delta*(s) <= delta``, ``delta*`` the worst delta at the target epsilon (``delta(eps)`` is
 non-increasing, so ``eps* <= epsilon`` exactly when ``delta* <= delta``): one hockey-stick value per pair
-instead of a root search for epsilon, which is slow where epsilon is large. The scale is found by
-bisection on ``log s``: an upper end with ``delta* <= delta`` by doubling, a lower end with ``delta* >
-delta`` by halving, then bisection until ``s_hi / s_lo <= 1 + rel_tol``. The answer is the upper end.
+instead of a root search for epsilon, which is slow where epsilon is large. The scale is found by the
+generic :func:`~dpgossip.privacy.scale_search.search_scale` (options
+:class:`~dpgossip.privacy.scale_search.ScaleSearchOptions`), bisection on ``log s``: an upper end with
+``delta* <= delta`` by doubling, a lower end with ``delta* > delta`` by halving, then bisection until
+``s_hi / s_lo <= 1 + rel_tol``. The answer is the upper end. This module supplies its evaluators (the
+audits below, :class:`AuditSettings`) and turns its events into ``Calibration.notes``.
 
 **With the optimising search** (default ``standard``), a full search runs at the first scale and seeds a
 *pool* of neighbours (every pair's worst); every later scale of the bisection is judged by the exact values
@@ -30,7 +33,8 @@ larger of its own and the pool's; the pool does not steer it). If that check fin
 neighbours join the pool and the bisection goes on upwards from there, at most ``escalations + 2``
 times. **With the candidate search** (``search = "candidates"``) every scale is audited with
 ``candidates`` per target and the answer re-audited with ``check_factor`` times as many; if the re-audit
-misses the target, the search continues once from there with the larger candidate count.
+misses the target, the search continues from there with the larger candidate count (at most
+``escalations`` times, default once).
 
 Either way the value is that of neighbours found: a per-instance lower estimate, so a calibrated scale is
 not a DP guarantee (``Calibration.meaning`` says so in every output).
@@ -62,7 +66,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -70,18 +74,35 @@ from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, did_you_mean
 from dpgossip.privacy.audit import (
     PAIR_VIEWS,
+    AuditOptions,
     PairAudit,
     audit_neighbours,
     audit_pairs,
     result_pair,
 )
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour
+from dpgossip.privacy.scale_search import (
+    Evaluation,
+    Floor,
+    Plateau,
+    Rise,
+    ScaleSearch,
+    ScaleSearchOptions,
+    SearchEvent,
+    Unconverged,
+    Unreached,
+    Worst,
+    first_rise,
+    search_scale,
+)
 from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
 from dpgossip.protocol.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.topology.network import Network
 
 __all__ = [
+    "AuditSettings",
     "Calibration",
+    "FixedProtocol",
     "calibrate_noise",
     "check_target",
     "CALIBRATION_FAMILIES",
@@ -272,60 +293,204 @@ def _noise_table(family: str, s: float, base: tuple[float, ...]) -> dict[str, ob
     return out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditSettings:
+    """How a calibration audits each noise scale (:func:`~dpgossip.privacy.audit.audit_pairs`).
+
+    The same ``seed`` is used at every scale. With the optimising search (``search``, default
+    ``standard``) the first audit is a full search; the bisection then compares the exact values of the
+    pooled neighbours (those the full searches found, every target's worst for every observer), a cheap
+    lower estimate, and the answer gets a full search warm-started from the pool (module docstring).
+    """
+
+    view: str = "observer"
+    """One of :data:`~dpgossip.privacy.audit.PAIR_VIEWS`."""
+    neighbours: str = "bounded"
+    """``bounded`` or ``replace-one``."""
+    method: str = "exact"
+    """``exact`` (hockey-stick ``delta`` of the privacy-loss variable) or ``rdp`` (the RDP conversion, an
+    upper bound: a conservative, larger scale; much faster)."""
+    search: str | int | SearchSettings | None = DEFAULT_SEARCH
+    """A preset name, a number of levels or :class:`SearchSettings` (the optimising search), or
+    ``"candidates"`` (or None) for the candidate search."""
+    candidates: int = 20
+    """Candidate search only: candidate neighbours per target (the re-audit uses ``check_factor`` times
+    as many, :class:`~dpgossip.privacy.scale_search.ScaleSearchOptions`)."""
+    refine: int = 2
+    """Candidate search only: candidates per pair given exact values."""
+    ascent_steps: int = 4
+    """Candidate search only: rounds of local ascent."""
+    targets: Sequence[int] | None = None
+    """Targets audited (default: all)."""
+    observers: Sequence[int] | None = None
+    """Observers audited (default: all)."""
+    seed: int = 0
+    """Seed of the search and the range finders, the same at every scale."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixedProtocol:
+    """The protocol parameters a calibration holds fixed besides ``T`` and ``c``
+    (:func:`~dpgossip.protocol.resolve_params`)."""
+
+    alpha: float | str | Mapping[str, float] = "geometric_mean"
+    """A number, ``"geometric_mean"`` or ``{"position": t}``."""
+    sigma_q: float | None = None
+    """Initial-vector standard deviation; ``1/sqrt(n)`` unless given (not calibrated)."""
+    rank: int = 1
+    """Must be 1: only rank-1 runs are calibrated (module notes)."""
+
+
+def _rise_note(rise: Rise) -> str:
+    return (f"the worst delta at the target epsilon is not monotone in the scale: "
+            f"delta({rise.scale:.6g}) = {rise.value:.6g} > delta({rise.low_scale:.6g}) = "
+            f"{rise.low_value:.6g}; the scale found meets the target but may not be the smallest that "
+            "does")
+
+
 def _monotone(evals: Sequence[tuple[float, float]], tol: float,
               atol: float = 1e-12) -> tuple[bool, str]:
     """Whether the worst delta at the target epsilon is non-increasing in ``s`` (within ``tol``
-    relative plus ``atol`` absolute: exact deltas are accurate to about ``1e-14``)."""
-    pts = sorted(evals)
-    best_s, best = None, math.inf
-    for s, e in pts:
-        if (best_s is not None and e > best * (1 + tol) + atol
-                and not (math.isinf(e) and math.isinf(best))):
-            return False, (
-                f"the worst delta at the target epsilon is not monotone in the scale: "
-                f"delta({s:.6g}) = {e:.6g} > delta({best_s:.6g}) = {best:.6g}; the scale found meets "
-                "the target but may not be the smallest that does"
-            )
-        if e < best or best_s is None:
-            best_s, best = s, e
-    return True, ""
+    relative plus ``atol`` absolute: exact deltas are accurate to about ``1e-14``), and the note if not."""
+    rise = first_rise(evals, tol, atol)
+    return (True, "") if rise is None else (False, _rise_note(rise))
 
 
-def calibrate_noise(
-    data: PartitionedData,
-    network: Network,
-    *,
-    iterations: int,
-    consensus_steps: int,
-    epsilon: float,
-    delta: float,
-    family: str = "geometric",
-    base_values: Sequence[float] | None = None,
-    view: str = "observer",
-    neighbours: str = "bounded",
-    method: str = "exact",
-    candidates: int = 20,
-    search: str | int | SearchSettings | None = DEFAULT_SEARCH,
-    refine: int = 2,
-    ascent_steps: int = 4,
-    targets: Sequence[int] | None = None,
-    observers: Sequence[int] | None = None,
-    seed: int = 0,
-    alpha: float | str | Mapping[str, float] = "geometric_mean",
-    sigma_q: float | None = None,
-    rank: int = 1,
-    s_lo: float | None = None,
-    s_hi: float | None = None,
-    s_min: float = 1e-6,
-    s_max: float = 1e6,
-    rel_tol: float = 0.02,
-    max_evals: int = 30,
-    check_factor: int = 2,
-    escalations: int = 1,
-    monotone_tol: float = 0.05,
-    plateau_tol: float = 1e-3,
-) -> Calibration:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Audited:
+    """One audit of a calibration: the audit, its cache key and its ``Calibration.history`` label."""
+
+    audit: PairAudit
+    key: tuple[float, object]
+    label: int | str
+    full: bool
+    """A full optimising search, whose worst neighbours join the pool."""
+
+
+def _pool(log: Sequence[Evaluation[_Audited]]) -> dict[int, list[Neighbour]]:
+    """The pooled neighbours, by target: every pair's worst of every full search in ``log``, each once,
+    in the order found."""
+    pool: dict[int, list[Neighbour]] = {}
+    pooled: set[tuple[int, bytes]] = set()
+    for e in log:
+        if e.payload is None or not e.payload.full:
+            continue
+        for r in e.payload.audit.results.values():
+            tag = (r.neighbour.row, r.neighbour.x_new.tobytes())
+            if tag not in pooled:
+                pooled.add(tag)
+                pool.setdefault(r.target, []).append(r.neighbour)
+    return pool
+
+
+def _history(log: Sequence[Evaluation[_Audited]]) -> tuple[tuple[float, float, int | str], ...]:
+    """``(s, worst delta at the target epsilon, label)`` of every audit run (a repeated one is cached)."""
+    seen: set[tuple[float, object]] = set()
+    out = []
+    for e in log:
+        assert e.payload is not None
+        if e.payload.key not in seen:
+            seen.add(e.payload.key)
+            out.append((e.scale, e.value, e.payload.label))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Calibrator:
+    """The privacy side of a calibration: audits at a noise scale, as evaluators for
+    :func:`~dpgossip.privacy.scale_search.search_scale` (validated inputs)."""
+
+    data: PartitionedData
+    network: Network
+    iterations: int
+    consensus_steps: int
+    epsilon: float
+    delta: float
+    family: str
+    base: tuple[float, ...]
+    audit: AuditSettings
+    protocol: FixedProtocol
+    settings: SearchSettings | None
+    """The optimising search, or None for the candidate search."""
+    options: ScaleSearchOptions
+    """The scale search's options as given (before the optimising search's extra escalations)."""
+
+    @property
+    def search_name(self) -> str:
+        return self.settings.name if self.settings is not None else CANDIDATE_SEARCH
+
+    def params_at(self, s: float) -> ProtocolParams:
+        return resolve_params(self.data, self.network, iterations=self.iterations,
+                              consensus_steps=self.consensus_steps, rank=1,
+                              alpha=self.protocol.alpha, sigma_q=self.protocol.sigma_q,
+                              noise=_schedule(self.family, s, self.base))
+
+    def worst(self, s: float, effort: int, previous: tuple[Evaluation[_Audited], ...]
+              ) -> Worst[_Audited]:
+        """The search's audit: ``effort`` times the candidates, or the pooled neighbours' exact values
+        (a full search while the pool is empty)."""
+        if self.settings is None:
+            return self._audit(s, int(self.audit.candidates) * effort, previous)
+        return self._audit(s, "pool" if _pool(previous) else "full", previous)
+
+    def check(self, s: float, effort: int, previous: tuple[Evaluation[_Audited], ...]
+              ) -> Worst[_Audited]:
+        """The re-audit: ``effort`` times the candidates, or a full search warm-started from the pool."""
+        if self.settings is None:
+            return self._audit(s, int(self.audit.candidates) * effort, previous)
+        return self._audit(s, "full", previous)
+
+    def _audit(self, s: float, effort: int | str, previous: tuple[Evaluation[_Audited], ...]
+               ) -> Worst[_Audited]:
+        """An audit at scale ``s``: ``effort`` candidates, ``"pool"`` (the pooled neighbours' exact
+        values) or ``"full"`` (the optimising search, warm-started from the pool). The criterion is the
+        worst delta at the target epsilon (module docstring); an audit already run is not repeated."""
+        pool = _pool(previous)
+        key = (s, (effort, sum(len(v) for v in pool.values())) if effort == "pool" else effort)
+        for e in previous:  # e.g. the re-audit's point when the search goes on from it
+            if e.payload is not None and e.payload.key == key:
+                return Worst(value=e.value, payload=e.payload)
+        a = self.audit
+        common = dict(delta=self.delta, epsilons=(self.epsilon,), view=a.view, methods=(a.method,),
+                      seed=a.seed)
+        opts = AuditOptions(targets=a.targets, observers=a.observers, rank_by="delta",
+                            delta_resolution=1e-3 * self.delta)  # far below the target: no refinement
+        label: int | str
+        if effort == "pool":
+            res = audit_neighbours(self.data, self.network, self.params_at(s), pool, options=opts,
+                                   **common)
+            label = f"pool:{sum(len(v) for v in pool.values())}"
+        elif effort == "full":
+            res = audit_pairs(self.data, self.network, self.params_at(s), neighbours=a.neighbours,
+                              search=self.settings, options=replace(opts, warm=pool), **common)
+            label = f"search:{self.search_name}"
+        else:
+            res = audit_pairs(self.data, self.network, self.params_at(s), neighbours=a.neighbours,
+                              search=CANDIDATE_SEARCH,
+                              options=replace(opts, candidates=int(effort), refine=a.refine,
+                                              ascent_steps=a.ascent_steps), **common)
+            label = int(effort)
+        if not res.results:
+            raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
+        return Worst(value=_worst_delta(res, a.method),
+                     payload=_Audited(audit=res, key=key, label=label, full=effort == "full"))
+
+
+def _worst_delta(res: PairAudit, method: str) -> float:
+    """The search's quantity: the worst delta at the target epsilon."""
+    return float(res.worst(method, by="delta").delta[method][0])
+
+
+def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int, consensus_steps: int,
+                    epsilon: float, delta: float, family: str = "geometric",
+                    base_values: Sequence[float] | None = None, audit: AuditSettings | None = None,
+                    scale_search: ScaleSearchOptions | None = None,
+                    protocol: FixedProtocol | None = None) -> Calibration:
     r"""Smallest noise scale ``s`` whose audited worst case meets ``(epsilon, delta)``.
+
+    The scale is searched by :func:`~dpgossip.privacy.scale_search.search_scale` on
+    ``delta*(s) <= delta``, ``delta*(s)`` the worst delta at ``epsilon`` over the audited pairs
+    (module docstring).
 
     Parameters
     ----------
@@ -340,288 +505,173 @@ def calibrate_noise(
         (``sigma_p(t) = s``) or ``explicit`` (``sigma_p(t) = s * base_values[t-1]``).
     base_values
         The ``T`` base values of ``explicit``.
-    view, neighbours, search, targets, observers, seed
-        Passed to :func:`~dpgossip.privacy.audit_pairs` (the same ``seed`` at every scale). With the
-        optimising search (default ``standard``) the first audit is a full search; the bisection then
-        compares the exact values of the pooled neighbours (those the full searches found, every target's
-        worst for every observer) at each scale, a cheap lower estimate; the scale it ends on gets a full
-        search warm-started from the pool (the check). If the check finds the target missed, its
-        neighbours join the pool and the bisection goes on upwards from there (``escalations``).
-    candidates, refine, ascent_steps
-        ``search = "candidates"`` only: the candidate search's effort.
-    method
-        ``exact`` (hockey-stick ``delta`` of the privacy-loss variable) or ``rdp`` (the RDP conversion,
-        an upper bound: a conservative, larger scale; much faster).
-    alpha, sigma_q, rank
-        As in :func:`~dpgossip.protocol.resolve_params`; ``sigma_q`` stays ``1/sqrt(n)`` unless given.
-        Only ``rank = 1`` is calibrated (module notes).
-    s_lo, s_hi
-        Optional starting bracket (checked, and extended when it does not bracket the target).
-    s_min, s_max
-        Limits of halving and doubling.
-    rel_tol
-        Stop when ``s_hi / s_lo <= 1 + rel_tol``; also the tolerance of the final check.
-    max_evals
-        Audits allowed in the search (the re-audits are extra).
-    check_factor, escalations
-        Candidate search: the re-audit uses ``check_factor`` times the candidates; if it misses the
-        target the search goes on from there with that many candidates, at most ``escalations`` times.
-        Optimising search: at most ``escalations + 2`` checks (module docstring).
-    monotone_tol, plateau_tol
-        Relative rise of ``eps*`` flagged as non-monotone; relative fall per doubling below which (twice
-        in a row) ``eps*`` is taken to have levelled off.
+    audit
+        :class:`AuditSettings`: view, neighbours, conversion method, search and its effort, targets,
+        observers, seed (default: its defaults).
+    scale_search
+        :class:`~dpgossip.privacy.scale_search.ScaleSearchOptions`: bracket, limits, ``rel_tol``,
+        ``max_evals``, ``check_factor``, ``escalations``, ``monotone_tol``, ``plateau_tol``. Candidate
+        search: the re-audit uses ``check_factor`` times the candidates and, if it misses the target,
+        the search goes on from there with that many, at most ``escalations`` times. Optimising search:
+        it goes on at most ``escalations + 2`` times (module docstring).
+    protocol
+        :class:`FixedProtocol`: ``alpha``, ``sigma_q`` (``1/sqrt(n)`` unless given) and ``rank``, which
+        must be 1 (module notes).
 
     Returns
     -------
     Calibration
         With ``met = False`` and a note when the target cannot be met (``eps*`` levels off above it, or
-        ``s_max`` or ``max_evals`` was reached).
+        ``s_max`` or ``max_evals`` was reached). ``eps*(s)`` depends only on ``sigma_p / sigma_q`` (the
+        view is a zero-mean Gaussian whose covariance scales with the noise), so it has a floor as
+        ``s -> infinity`` (module notes).
 
     Raises
     ------
     ConfigError
         A bad target, family, method, base values, bracket or tolerance; ``rank > 1``.
 
-    Notes
-    -----
-    See the module docstring: ``eps*(s)`` depends only on ``sigma_p / sigma_q`` (the view is a zero-mean
-    Gaussian whose covariance scales with the noise), so it has a floor as ``s -> infinity``.
-
     Examples
     --------
-    >>> cal = calibrate_noise(data, net, iterations=5, consensus_steps=3, epsilon=8.0,
-    ...                       delta=1e-5, family="constant", method="rdp")     # doctest: +SKIP
+    >>> cal = calibrate_noise(data, net, iterations=5, consensus_steps=3, epsilon=8.0, delta=1e-5,
+    ...                       family="constant", audit=AuditSettings(method="rdp"))  # doctest: +SKIP
     >>> cal.to_toml()                                                          # doctest: +SKIP
     'noise = { schedule = "constant", scale = 0.41 }'
     """
-    epsilon, delta = check_target(epsilon, delta)
-    family = _check_choice("family", family, CALIBRATION_FAMILIES)
-    method = _check_choice("method", method, CALIBRATION_METHODS)
-    view = _check_choice("view", view, PAIR_VIEWS)
-    neighbours = _check_choice("neighbours", neighbours, NEIGHBOUR_KINDS)
-    if rank != 1:
-        raise ConfigError(
-            f"calibrate: protocol.rank must be 1, got {rank}; later components run on data deflated "
-            "with realised earlier ones and their leakage need not fall with the noise scale, so "
-            "calibrate a rank-1 run and audit the rank-r run (divergences compose)"
-        )
-    base = _base_values(family, base_values, iterations)
-    for name, value, low in (("candidates", candidates, 1), ("refine", refine, 1),
-                             ("max_evals", max_evals, 3), ("check_factor", check_factor, 1),
-                             ("escalations", escalations, 0), ("ascent_steps", ascent_steps, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ConfigError(f"calibrate.{name} must be an integer >= {low}, got {value!r}")
-    if not 0 < rel_tol < 1:
-        raise ConfigError(f"calibrate.rel_tol must be in (0, 1), got {rel_tol!r}")
-    if not 0 < s_min < s_max:
-        raise ConfigError(f"calibrate: need 0 < s_min < s_max, got s_min={s_min!r}, s_max={s_max!r}")
-    for name, value in (("s_lo", s_lo), ("s_hi", s_hi)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"calibrate.{name} must be a finite number > 0, got {value!r}")
-    if s_lo is not None and s_hi is not None and not s_lo < s_hi:
-        raise ConfigError(f"calibrate: need s_lo < s_hi, got s_lo={s_lo!r}, s_hi={s_hi!r}")
-
-    def params_at(s: float) -> ProtocolParams:
-        return resolve_params(data, network, iterations=iterations, consensus_steps=consensus_steps,
-                              rank=1, alpha=alpha, sigma_q=sigma_q, noise=_schedule(family, s, base))
-
-    optimising = search is not None and search != CANDIDATE_SEARCH
-    settings = SearchSettings.of(search) if optimising else None
-    search_name = settings.name if settings is not None else CANDIDATE_SEARCH
-    history: list[tuple[float, float, int | str]] = []
-    done: dict[tuple[float, object], PairAudit] = {}
-    pool: dict[int, list[Neighbour]] = {}
-    pooled: set[tuple[int, bytes]] = set()
-
-    def worst_delta(res: PairAudit) -> float:
-        """The search's quantity: the worst delta at the target epsilon."""
-        return float(res.worst(method, by="delta").delta[method][0])
-
-    def audit(s: float, effort: int | str) -> PairAudit:
-        """An audit at scale ``s``: ``effort`` candidates, ``"pool"`` (the pooled neighbours' exact
-        values) or ``"full"`` (the optimising search, warm-started from the pool, which it grows)."""
-        # The search compares the worst delta at the target epsilon with the target delta: the same
-        # criterion as "worst epsilon at delta <= target" (delta(eps) is non-increasing), but one
-        # hockey-stick value per pair instead of a root search for epsilon (slow where epsilon is large).
-        key = (s, (effort, len(pooled)) if effort == "pool" else effort)
-        if key in done:  # e.g. the re-audit's point when the search goes on from it
-            return done[key]
-        common = dict(delta=delta, epsilons=(epsilon,), view=view, methods=(method,),
-                      targets=targets, observers=observers, seed=seed, rank_by="delta",
-                      delta_resolution=1e-3 * delta)  # far below the target: no refinement
-        label: int | str
-        if effort == "pool":
-            res = audit_neighbours(data, network, params_at(s), pool, **common)
-            label = f"pool:{len(pooled)}"
-        elif effort == "full":
-            res = audit_pairs(data, network, params_at(s), neighbours=neighbours, search=settings,
-                              warm=pool, **common)
-            for r in res.results.values():
-                tag = (r.neighbour.row, r.neighbour.x_new.tobytes())
-                if tag not in pooled:
-                    pooled.add(tag)
-                    pool.setdefault(r.target, []).append(r.neighbour)
-            label = f"search:{search_name}"
-        else:
-            res = audit_pairs(data, network, params_at(s), neighbours=neighbours,
-                              search=CANDIDATE_SEARCH, candidates=int(effort), refine=refine,
-                              ascent_steps=ascent_steps, **common)
-            label = int(effort)
-        if not res.results:
-            raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
-        history.append((float(s), worst_delta(res), label))
-        done[key] = res
-        return res
-
-    notes: list[str] = []
-    cands = int(candidates)
-    lo: float | None = s_lo  # eps*(lo) > target
-    hi: float | None = s_hi  # eps*(hi) <= target
-    met_search = True
-    evals: list[tuple[float, float]] = []
-
-    def f(s: float) -> float:
-        """Worst delta at the target epsilon (compared with the target delta)."""
-        e = worst_delta(audit(s, cands if not optimising else "pool" if pool else "full"))
-        evals.append((float(s), e))
-        return e
-
-    rounds = escalations + 1 + (2 if optimising else 0)
-    for _round in range(rounds):
-        evals = []
-        budget = max_evals
-        # bracket: check the given ends (or start at 1)
-        starts = [s for s in (lo, hi) if s is not None] or [1.0]
-        lo = hi = None
-        for s in starts:
-            e = f(s)
-            budget -= 1
-            if e <= delta:
-                hi = s if hi is None else min(hi, s)
-            else:
-                lo = s if lo is None else max(lo, s)
-        # upper end by doubling
-        while hi is None:
-            assert lo is not None
-            if 2 * lo > s_max or budget <= 0:
-                why = f"s_max = {s_max:g}" if 2 * lo > s_max else f"max_evals = {max_evals}"
-                notes.append(f"target not met: the worst delta at epsilon = {epsilon:g} is still "
-                             f"{evals[-1][1]:.6g} > {delta:g} at s = {lo:.6g} ({why} reached)")
-                met_search = False
-                break
-            e = f(2 * lo)
-            budget -= 1
-            if e <= delta:
-                hi = 2 * lo
-                break
-            lo = 2 * lo
-            if len(evals) >= 3 and _levelled(evals[-3:], plateau_tol):
-                notes.append(
-                    f"target not met: the worst delta at epsilon = {epsilon:g} levels off at about "
-                    f"{e:.6g} > {delta:g} as s grows (delta({evals[-3][0]:.6g}) = {evals[-3][1]:.6g}, "
-                    f"delta({lo:.6g}) = {e:.6g}). The view is a zero-mean Gaussian whose covariance "
-                    "scales with the noise, so epsilon depends only on sigma_p / sigma_q and has "
-                    "this floor; no noise scale meets the target (the floor is set by the data, T, "
-                    "c, the network, the schedule's shape and the view)"
-                )
-                met_search = False
-                break
-        if not met_search:
-            break
-        # lower end by halving
-        while lo is None:
-            assert hi is not None
-            if hi / 2 < s_min or budget <= 0:
-                notes.append(f"the target is met even at s = {hi:.6g} (s_min = {s_min:g} or "
-                             "max_evals reached while halving)")
-                break
-            e = f(hi / 2)
-            budget -= 1
-            if e <= delta:
-                hi = hi / 2
-            else:
-                lo = hi / 2
-        # bisection on log s
-        while lo is not None and hi / lo > 1 + rel_tol and budget > 0:
-            mid = math.sqrt(lo * hi)
-            e = f(mid)
-            budget -= 1
-            if e <= delta:
-                hi = mid
-            else:
-                lo = mid
-        if lo is not None and hi / lo > 1 + rel_tol:
-            notes.append(f"max_evals = {max_evals} reached: the bracket is [{lo:.6g}, {hi:.6g}], "
-                         "the upper end is returned")
-        # final check: more candidates, or a full search from the pool
-        check = audit(hi, check_factor * cands if not optimising else "full")
-        d_check = worst_delta(check)
-        if d_check <= delta * (1 + rel_tol) or _round == rounds - 1:
-            break
-        if optimising:
-            notes.append(
-                f"the {search_name} search at s = {hi:.6g} found delta {d_check:.6g} > {delta:g} at "
-                f"epsilon = {epsilon:g} (the pooled neighbours gave {evals[-1][1]:.6g}); its "
-                "neighbours join the pool and the bisection goes on upwards")
-        else:
-            notes.append(
-                f"the re-audit at s = {hi:.6g} with {check_factor * cands} candidates found delta "
-                f"{d_check:.6g} > {delta:g} at epsilon = {epsilon:g} (the search used {cands}); "
-                "searching on with "
-                f"{check_factor * cands} candidates"
-            )
-            cands *= check_factor
-        lo, hi = hi, None
-
-    if not met_search:
-        assert lo is not None
-        scale = lo
-        check = audit(scale, check_factor * cands if not optimising else "full")
-        d_check = worst_delta(check)
-    else:
-        assert hi is not None
-        scale = hi
-    eps_check = _worst_epsilon(check, data, network, params_at(scale), view, delta, method)
-    monotone_ok, msg = _monotone(evals, monotone_tol)
-    if not monotone_ok:
-        notes.append(msg)
-        warnings.warn(f"calibrate_noise: {msg}", RuntimeWarning, stacklevel=2)
-    met = bool(met_search and d_check <= delta * (1 + rel_tol))
-    if met_search and not met:
-        effort = search_name if optimising else f"{check_factor * cands} candidates"
-        notes.append(f"the final re-audit ({effort}) gives delta {d_check:.6g} > {delta:g} at "
-                     f"epsilon = {epsilon:g}: "
-                     + ("a larger search or more escalations" if optimising
-                        else "increase the candidates"))
-    if not met:
+    options = scale_search if scale_search is not None else ScaleSearchOptions()
+    cal = _calibrator(data, network, iterations=iterations, consensus_steps=consensus_steps,
+                      target=(epsilon, delta), family=family, base_values=base_values,
+                      audit=audit if audit is not None else AuditSettings(), options=options,
+                      protocol=protocol if protocol is not None else FixedProtocol())
+    if cal.settings is not None:  # the optimising search goes on twice more (module docstring)
+        options = replace(options, escalations=options.escalations + 2)
+    found = search_scale(cal.worst, cal.check, target=cal.delta, options=options)
+    assert found.check.payload is not None
+    eps_check = _worst_epsilon(found.check.payload.audit, data, network, cal.params_at(found.scale),
+                               cal.audit.view, cal.delta, cal.audit.method)
+    notes = _notes(cal, found)
+    if found.rise is not None:
+        warnings.warn(f"calibrate_noise: {_rise_note(found.rise)}", RuntimeWarning, stacklevel=2)
+    if not found.met:
         warnings.warn(f"calibrate_noise: {notes[-1] if notes else 'target not met'}",
                       RuntimeWarning, stacklevel=2)
+    return _calibration(cal, found, eps_check, notes)
+
+
+def _calibrator(data: PartitionedData, network: Network, *, iterations: int, consensus_steps: int,
+                target: tuple[float, float], family: str, base_values: Sequence[float] | None,
+                audit: AuditSettings, options: ScaleSearchOptions,
+                protocol: FixedProtocol) -> _Calibrator:
+    """Validate the inputs of :func:`calibrate_noise` (each message names the field and the value)."""
+    epsilon, delta = check_target(*target)
+    family = _check_choice("family", family, CALIBRATION_FAMILIES)
+    audit = replace(audit, method=_check_choice("method", audit.method, CALIBRATION_METHODS),
+                    view=_check_choice("view", audit.view, PAIR_VIEWS),
+                    neighbours=_check_choice("neighbours", audit.neighbours, NEIGHBOUR_KINDS))
+    if protocol.rank != 1:
+        raise ConfigError(
+            f"calibrate: protocol.rank must be 1, got {protocol.rank}; later components run on data "
+            "deflated with realised earlier ones and their leakage need not fall with the noise scale, "
+            "so calibrate a rank-1 run and audit the rank-r run (divergences compose)"
+        )
+    base = _base_values(family, base_values, iterations)
+    for name, value, low in (("candidates", audit.candidates, 1), ("refine", audit.refine, 1),
+                             ("max_evals", options.max_evals, 3),
+                             ("check_factor", options.check_factor, 1),
+                             ("escalations", options.escalations, 0),
+                             ("ascent_steps", audit.ascent_steps, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ConfigError(f"calibrate.{name} must be an integer >= {low}, got {value!r}")
+    options.validate("calibrate")
+    optimising = audit.search is not None and audit.search != CANDIDATE_SEARCH
+    return _Calibrator(data=data, network=network, iterations=iterations,
+                       consensus_steps=consensus_steps, epsilon=epsilon, delta=delta, family=family,
+                       base=base, audit=audit, protocol=protocol,
+                       settings=SearchSettings.of(audit.search) if optimising else None,
+                       options=options)
+
+
+def _note(cal: _Calibrator, event: SearchEvent) -> str:
+    """The note of a search event in the calibration's terms (the worst delta at the target epsilon)."""
+    eps, delta, opts = cal.epsilon, cal.delta, cal.options
+    if isinstance(event, Unreached):
+        why = f"s_max = {opts.s_max:g}" if event.limit == "s_max" else f"max_evals = {opts.max_evals}"
+        return (f"target not met: the worst delta at epsilon = {eps:g} is still "
+                f"{event.value:.6g} > {delta:g} at s = {event.scale:.6g} ({why} reached)")
+    if isinstance(event, Plateau):
+        return (f"target not met: the worst delta at epsilon = {eps:g} levels off at about "
+                f"{event.value:.6g} > {delta:g} as s grows (delta({event.start_scale:.6g}) = "
+                f"{event.start_value:.6g}, delta({event.scale:.6g}) = {event.value:.6g}). The view is a "
+                "zero-mean Gaussian whose covariance scales with the noise, so epsilon depends only on "
+                "sigma_p / sigma_q and has this floor; no noise scale meets the target (the floor is "
+                "set by the data, T, c, the network, the schedule's shape and the view)")
+    if isinstance(event, Floor):
+        return (f"the target is met even at s = {event.scale:.6g} (s_min = {opts.s_min:g} or "
+                "max_evals reached while halving)")
+    if isinstance(event, Unconverged):
+        return (f"max_evals = {opts.max_evals} reached: the bracket is [{event.lo:.6g}, "
+                f"{event.hi:.6g}], the upper end is returned")
+    if cal.settings is not None:
+        return (f"the {cal.search_name} search at s = {event.scale:.6g} found delta {event.value:.6g} > "
+                f"{delta:g} at epsilon = {eps:g} (the pooled neighbours gave "
+                f"{event.search_value:.6g}); its neighbours join the pool and the bisection goes on "
+                "upwards")
+    cands, more = int(cal.audit.candidates) * event.effort, int(cal.audit.candidates) * event.check_effort
+    return (f"the re-audit at s = {event.scale:.6g} with {more} candidates found delta "
+            f"{event.value:.6g} > {delta:g} at epsilon = {eps:g} (the search used {cands}); searching "
+            f"on with {more} candidates")
+
+
+def _notes(cal: _Calibrator, found: ScaleSearch[_Audited]) -> list[str]:
+    """The calibration's notes: the search's events, a rise, a final re-audit that misses the target."""
+    notes = [_note(cal, event) for event in found.events]
+    if found.rise is not None:
+        notes.append(_rise_note(found.rise))
+    if found.reached and not found.met:
+        effort = (cal.search_name if cal.settings is not None
+                  else f"{int(cal.audit.candidates) * found.check.effort} candidates")
+        notes.append(f"the final re-audit ({effort}) gives delta {found.check.value:.6g} > "
+                     f"{cal.delta:g} at epsilon = {cal.epsilon:g}: "
+                     + ("a larger search or more escalations" if cal.settings is not None
+                        else "increase the candidates"))
+    return notes
+
+
+def _calibration(cal: _Calibrator, found: ScaleSearch[_Audited], eps_check: float,
+                 notes: list[str]) -> Calibration:
+    """The record of a finished search (``found``) and its final re-audit."""
+    assert found.check.payload is not None
+    check = found.check.payload.audit
+    method = cal.audit.method
     dmat = check.matrix(method, "delta", 0)
     worst = check.worst(method)
+    cands = int(cal.audit.candidates) * found.effort
+    optimising = cal.settings is not None
     return Calibration(
-        family=family,
-        scale=float(scale),
-        target_epsilon=epsilon,
-        target_delta=delta,
+        family=cal.family,
+        scale=float(found.scale),
+        target_epsilon=cal.epsilon,
+        target_delta=cal.delta,
         epsilon=float(eps_check),
         delta=float(np.nanmax(dmat)) if np.any(np.isfinite(dmat)) else math.nan,
-        met=met,
-        monotone_ok=monotone_ok,
+        met=found.met,
+        monotone_ok=found.monotone_ok,
         method=method,
-        view=view,
-        neighbours=neighbours,
-        candidates=cands if not optimising else max((len(v) for v in pool.values()), default=0),
-        check_candidates=check_factor * cands if not optimising else 0,
-        evaluations=tuple(evals),
-        history=tuple(history),
-        limit_epsilon=None if met_search else float(eps_check),
-        params=params_at(scale),
-        noise=_noise_table(family, scale, base),
+        view=cal.audit.view,
+        neighbours=cal.audit.neighbours,
+        candidates=(cands if not optimising
+                    else max((len(v) for v in _pool(found.log).values()), default=0)),
+        check_candidates=cal.options.check_factor * cands if not optimising else 0,
+        evaluations=tuple((e.scale, e.value) for e in found.evaluations),
+        history=_history(found.log),
+        limit_epsilon=None if found.reached else float(eps_check),
+        params=cal.params_at(found.scale),
+        noise=_noise_table(cal.family, found.scale, cal.base),
         worst={"observer": worst.observer, "target": worst.target, "hops": worst.hops,
                **worst.neighbour.to_row()},
         audit=check,
         notes=tuple(notes),
-        search=search_name,
+        search=cal.search_name,
     )
 
 
@@ -632,14 +682,3 @@ def _worst_epsilon(check: PairAudit, data: PartitionedData, network: Network,
     w = check.worst(method, by="delta")
     pair = result_pair(check, data, network, params, w.observer, w.target)
     return float(pair.epsilon(delta, method=method))
-
-
-def _levelled(last: Sequence[tuple[float, float]], tol: float) -> bool:
-    """Two successive doublings each lowered eps* by less than ``tol`` (relative)."""
-    (_, e0), (_, e1), (_, e2) = last
-
-    def small(a: float, b: float) -> bool:
-        if math.isinf(a) and math.isinf(b):
-            return True
-        return math.isfinite(a) and a - b <= tol * abs(a)
-    return small(e0, e1) and small(e1, e2)

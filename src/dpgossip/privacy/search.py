@@ -58,7 +58,7 @@ from dpgossip.privacy.neighbours import Neighbour, max_step, project
 from dpgossip.privacy.subview import FirstMessageView
 
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
-           "CANDIDATE_SEARCH", "TargetSearch", "surrogate"]
+           "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate"]
 
 SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4}
 """Number of effort levels of each named search; each level doubles the effort of the one before."""
@@ -207,6 +207,22 @@ def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
     return float(surrogate(lam[None, :], False, delta=delta)[0])
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AskedQuantity:
+    """The quantity ``phi_k`` a :class:`TargetSearch` maximises (module docstring).
+
+    Epsilon mode (``epsilon=None``): ``epsilon`` at ``delta``; delta mode: ``delta`` at ``epsilon``. The
+    surrogate is the RDP epsilon at ``delta`` in both modes.
+    """
+
+    delta: float
+    epsilon: float | None = None
+    method: str = "exact"
+    """Conversion: ``exact``, ``rdp`` or ``chernoff``."""
+    resolution: float = 0.0
+    """Resolution of the delta values (0: full accuracy)."""
+
+
 @dataclass(slots=True)
 class _Best:
     value: float = -math.inf
@@ -226,11 +242,9 @@ class TargetSearch:
         Data, the target's (global) row indices, neighbour kind.
     subviews
         The first-message sub-view of each view key (:class:`FirstMessageView`).
-    delta, epsilon
-        Epsilon mode (``epsilon=None``): the asked quantity is ``epsilon`` at ``delta``; delta mode: the
-        delta at ``epsilon``.
-    method, resolution
-        Conversion of the asked quantity (``exact``, ``rdp``, ``chernoff``); delta resolution.
+    asked
+        The asked quantity (:class:`AskedQuantity`): ``epsilon`` at ``delta`` or ``delta`` at
+        ``epsilon``, its conversion and delta resolution.
     seed
         Seed of the random directions (one stream per row).
     warm
@@ -242,8 +256,7 @@ class TargetSearch:
 
     def __init__(self, evaluate: Callable[[Neighbour, list[Hashable]], dict[Hashable, GaussianPair]],
                  X: np.ndarray, rows: Sequence[int], keys: Sequence[Hashable], *,
-                 subviews: dict[Hashable, FirstMessageView], kind: str, delta: float,
-                 epsilon: float | None, method: str = "exact", resolution: float = 0.0,
+                 subviews: dict[Hashable, FirstMessageView], kind: str, asked: AskedQuantity,
                  seed: int = 0, target: int = 0, warm: Sequence[Neighbour] = ()) -> None:
         self.evaluate_pairs = evaluate
         self.rows = [int(r) for r in rows]
@@ -251,8 +264,8 @@ class TargetSearch:
         self.warm = [nb for nb in warm if nb.row in mine]
         self.X = np.asarray(X, dtype=float)
         self.keys = list(keys)
-        self.kind, self.delta, self.epsilon = kind, float(delta), epsilon
-        self.method, self.resolution = method, resolution
+        self.kind, self.delta, self.epsilon = kind, float(asked.delta), asked.epsilon
+        self.method, self.resolution = asked.method, asked.resolution
         self.seed, self.target = int(seed), int(target)
         self.subviews = subviews
         self.evals = 0

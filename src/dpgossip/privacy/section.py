@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
-from dpgossip.privacy.audit import PAIR_VIEWS, PairAudit, audit_pairs
+from dpgossip.privacy.audit import PAIR_VIEWS, AuditOptions, PairAudit, audit_pairs
 from dpgossip.privacy.calibrate import CALIBRATION_FAMILIES, CALIBRATION_METHODS, Calibration
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
 from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
@@ -263,7 +263,8 @@ def rank_note(rank: int) -> str | None:
 
 def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Calibration:
     """Calibrate the noise scale of one point from its ``privacy.calibrate`` table."""
-    from dpgossip.privacy.calibrate import calibrate_noise
+    from dpgossip.privacy.calibrate import AuditSettings, FixedProtocol, calibrate_noise
+    from dpgossip.privacy.scale_search import ScaleSearchOptions
     from dpgossip.scenario.runner import build_structure
 
     priv = config["privacy"]
@@ -284,12 +285,13 @@ def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Cali
         data, network,
         iterations=proto["iterations"], consensus_steps=proto["consensus_steps"],
         epsilon=cal["epsilon"], delta=cal["delta"] if cal["delta"] is not None else priv["delta"],
-        family=cal["family"], base_values=values, view=priv["view"],
-        neighbours=priv["neighbours"], method=cal["method"],
-        candidates=cal["candidates"] or priv["candidates"], refine=priv["refine"],
-        ascent_steps=priv["ascent_steps"], seed=int(config["seed"]), alpha=proto["alpha"],
-        sigma_q=proto.get("sigma_q"), search=priv["search"],
-        rel_tol=cal["rel_tol"],
+        family=cal["family"], base_values=values,
+        audit=AuditSettings(view=priv["view"], neighbours=priv["neighbours"], method=cal["method"],
+                            candidates=cal["candidates"] or priv["candidates"],
+                            refine=priv["refine"], ascent_steps=priv["ascent_steps"],
+                            seed=int(config["seed"]), search=priv["search"]),
+        protocol=FixedProtocol(alpha=proto["alpha"], sigma_q=proto.get("sigma_q")),
+        scale_search=ScaleSearchOptions(rel_tol=cal["rel_tol"]),
     )
 
 
@@ -346,11 +348,11 @@ def audit_config(config: Mapping[str, Any], base: Path | None = None):
     priv = config["privacy"]
     data, network, params = build_problem(config, base)
     audit = audit_pairs(data, network, params, delta=priv["delta"], epsilons=priv["epsilon"],
-                        view=priv["view"], neighbours=priv["neighbours"],
-                        candidates=priv["candidates"], refine=priv["refine"],
-                        ascent_steps=priv["ascent_steps"], methods=tuple(priv["methods"]),
-                        seed=int(config["seed"]), rank_by=priv.get("rank_by", "epsilon"),
-                        search=priv["search"])
+                        view=priv["view"], neighbours=priv["neighbours"], search=priv["search"],
+                        seed=int(config["seed"]), methods=tuple(priv["methods"]),
+                        options=AuditOptions(candidates=priv["candidates"], refine=priv["refine"],
+                                             ascent_steps=priv["ascent_steps"],
+                                             rank_by=priv.get("rank_by", "epsilon")))
     return audit, data, network, params
 
 
