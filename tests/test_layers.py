@@ -30,8 +30,6 @@ FACADE = 7  # dpgossip/__init__.py, the lazy public re-exports (module docstring
 BASE = -1  # the other modules of the package root but cli.py: errors.py, rng.py, ...
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpgossip"
 KNOWN = {
-    ("privacy/section.py", "dpgossip.scenario.sections"),
-    ("privacy/section.py", "dpgossip.scenario.runner"),
     ("scenario/__init__.py", "dpgossip.report"),
 }
 

@@ -85,7 +85,7 @@ def _flags(names: dict[str, str]) -> Iterator[None]:
 def _privacy_config(config: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """A point's configuration with a resolved ``[privacy]`` table (defaults when the scenario has
     none) and the command-line overrides (checked like the scenario's keys)."""
-    from dpgossip.privacy.section import check_privacy
+    from dpgossip.scenario.privacy_section import check_privacy
 
     given = {k: v for k, v in overrides.items() if v is not None}
     priv = dict(config.get("privacy") or check_privacy("privacy", {}))
@@ -153,7 +153,10 @@ def _worst_record(audit: Any, data: Any, w: Any, point: Any, priv: dict[str, Any
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from dpgossip.privacy.section import (
+    from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.assemble import axis_column
+    from dpgossip.scenario.outdir import check_out_dir
+    from dpgossip.scenario.privacy_section import (
         PER_INSTANCE,
         audit_config,
         exact_for_pair,
@@ -161,9 +164,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         prepare_point,
         rank_note,
     )
-    from dpgossip.scenario import load_scenario
-    from dpgossip.scenario.assemble import axis_column
-    from dpgossip.scenario.outdir import check_out_dir
+    from dpgossip.scenario.problem import build_structure, resolve_problem
     from dpgossip.scenario.progress import axes_label
     from dpgossip.scenario.store import json_safe, write_csv, write_json
 
@@ -185,9 +186,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
           f"{', '.join(first['methods'])}; {len(points)} point(s)")
     for p in points:
         cfg = _privacy_config(p.config, overrides)
-        cfg, calibrated = prepare_point(cfg, sc.base)
+        structure = build_structure(cfg, sc.base)
+        cfg, calibrated = prepare_point(cfg, structure)
         priv = cfg["privacy"]
-        audit, data, network, params = audit_config(cfg, sc.base)
+        problem = resolve_problem(cfg, structure)
+        audit = audit_config(cfg, problem)
+        data, network, params = problem.data, problem.network, problem.params
         label = axes_label(p.axes)
         method = audit.methods[0]
         axes = {axis_column(a): v for a, v in p.axes.items()}
@@ -280,11 +284,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         calibrate_noise,
         check_target,
     )
-    from dpgossip.privacy.section import PER_INSTANCE
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.outdir import check_out_file
+    from dpgossip.scenario.privacy_section import PER_INSTANCE
+    from dpgossip.scenario.problem import build_structure
     from dpgossip.scenario.progress import axes_label
-    from dpgossip.scenario.runner import build_structure
     from dpgossip.scenario.store import json_safe, write_json
 
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon > 0):
@@ -317,7 +321,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"# the scenario has {len(points)} points; calibrating its first point "
               f"({axes_label(p.axes)}). Other points need their own calibration (or use "
               "[privacy] calibrate in the scenario, which calibrates every point)", file=sys.stderr)
-    network, data = build_structure(cfg, sc.base)
+    structure = build_structure(cfg, sc.base)
+    network, data = structure.network, structure.data
     with warnings.catch_warnings(), _flags(renames):
         warnings.simplefilter("ignore", RuntimeWarning)  # the notes are printed below
         cal = calibrate_noise(

@@ -22,10 +22,10 @@ from dpgossip.privacy.audit import (
 )
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour, is_neighbour
-from dpgossip.privacy.section import exact_for_pair, rank_note
 from dpgossip.privacy.views import make_view
 from dpgossip.protocol import NoiseSchedule, resolve_params
 from dpgossip.protocol.ddppm import run_matrix
+from dpgossip.scenario.privacy_section import exact_for_pair, rank_note
 from dpgossip.topology.network import Network
 from tests.conftest import PAPER_W, spiked_data
 

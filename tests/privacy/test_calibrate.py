@@ -19,7 +19,7 @@ from dpgossip.privacy.calibrate import (
 )
 from dpgossip.privacy.scale_search import ScaleSearchOptions
 from dpgossip.protocol.params import NoiseSchedule, resolve_params
-from dpgossip.scenario.runner import build_structure
+from dpgossip.scenario.problem import build_structure
 from dpgossip.scenario.schema import validate
 
 # 4-ring, 4 rows of d = 2 per agent, T = 2, c = 1: every audit takes well under a second.
@@ -36,7 +36,8 @@ def problem():
                     "synthetic": {"n": 16, "d": 2, "spectrum": [1.0, 0.8]}},
            "network": {"topology": "ring", "agents": 4},
            "protocol": {"iterations": T, "consensus_steps": C}}
-    network, data = build_structure(validate(raw))
+    structure = build_structure(validate(raw))
+    network, data = structure.network, structure.data
     return data, network
 
 

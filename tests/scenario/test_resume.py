@@ -22,11 +22,11 @@ class CountingRunPoint:
         self.stop_at = stop_at
         self.real = runner.run_point
 
-    def __call__(self, cfg, axes, base=None):
+    def __call__(self, cfg, problem, axes):
         self.calls.append(dict(axes))
         if self.stop_at is not None and len(self.calls) == self.stop_at:
             raise KeyboardInterrupt
-        return self.real(cfg, axes, base)
+        return self.real(cfg, problem, axes)
 
 
 @pytest.fixture(scope="module")

@@ -188,10 +188,10 @@ def no_privacy_plugin():
         EXTRA_SECTIONS["privacy"] = saved
 
 
-def test_privacy_section_is_a_free_table_until_registered(no_privacy_plugin):
-    c = validate(cfg(privacy={"anything": [1, 2], "nested": {"a": 1}}))
-    assert c["privacy"] == {"anything": [1, 2], "nested": {"a": 1}}
-    assert len(expand(c)) == 1  # unregistered: no sweep axes
+def test_an_unregistered_section_is_rejected(no_privacy_plugin):
+    # no section is a free table any more: without its owner registered, [privacy] is unknown
+    with pytest.raises(ConfigError, match="privacy"):
+        validate(cfg(privacy={"anything": [1, 2]}))
 
 
 def test_registered_section_validates_and_sweeps(no_privacy_plugin):

@@ -79,16 +79,20 @@ def run_task(task: PointTask) -> PointResult:
     """
     from dpgossip._threads import single_blas_thread
     from dpgossip.scenario import runner
+    from dpgossip.scenario.problem import build_structure, resolve_problem
     from dpgossip.scenario.sections import prepare_point
 
     base = Path(task.base) if task.base else None
     t0 = time.perf_counter()
     try:
         with single_blas_thread():
-            config, extra = prepare_point(task.config, base)  # e.g. a calibrated noise scale
-            runs, iters = runner.run_point(config, task.axes, base)
+            structure = build_structure(task.config, base)  # once per point
+            config, extra = prepare_point(task.config, structure)  # e.g. a calibrated noise scale
+            problem = resolve_problem(config, structure)  # once per point
+            runs, iters = runner.run_point(config, problem, task.axes)
             runs = [{**r, **extra} for r in runs]
-            tables = {"runs": runs, "iterations": iters, **runner.run_sections(config, base)}
+            tables = {"runs": runs, "iterations": iters,
+                      **runner.run_sections(config, problem)}
     except ConfigError as exc:
         label = _label(task)
         if not label:

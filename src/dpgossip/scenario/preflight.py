@@ -105,7 +105,7 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     ConfigError
         From building a network or dataset, prefixed with the first point that uses it.
     """
-    from dpgossip.scenario.runner import build_structure
+    from dpgossip.scenario.problem import build_structure
 
     built: dict[str, str] = {}
     stems: dict[int, str] = {}
@@ -124,7 +124,7 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
         skey = structure_key(p.config)
         if skey not in built:
             try:
-                network, _ = build_structure(p.config, base)
+                network = build_structure(p.config, base).network
             except ConfigError as exc:
                 prefix = f"point {p.index} ({axes_label(p.axes)}): " if p.axes else ""
                 raise ConfigError(f"{prefix}{exc}") from None

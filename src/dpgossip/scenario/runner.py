@@ -1,4 +1,4 @@
-"""Run one point of a scenario: build data and network, resolve parameters, run the backend, measure.
+"""Run the repeats of one point on its problem (:mod:`~dpgossip.scenario.problem`) and measure them.
 
 Seeds: repeat ``k`` of every point uses ``SeedSequence(seed, spawn_key=(k,))`` (common random numbers
 across points, so comparisons between points are paired); the graph of a random topology and a random
@@ -8,33 +8,20 @@ partition use ``SeedSequence(seed, spawn_key=(2**31,))``, the same for every rep
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpgossip.data import load_dataset
-from dpgossip.protocol import (
-    NoiseSchedule,
-    resolve_params,
-    run_ldp,
-    run_matrix,
-    subspace_distance,
-    top_singular,
-)
+from dpgossip.protocol import run_ldp, run_matrix, subspace_distance, top_singular
+from dpgossip.scenario.problem import Problem
 from dpgossip.scenario.status import flag_non_finite, measure_run
-from dpgossip.topology import make_network
 
 __all__ = [
     "run_point",
     "run_sections",
-    "build_problem",
-    "build_structure",
     "repeat_seed",
     "TIMING_COLUMNS",
 ]
-
-_STRUCTURE_KEY = 2**31
 
 TIMING_COLUMNS: frozenset[str] = frozenset({"wall_time"})
 """Columns of a backend's summary left out of the tidy rows: they measure this machine, not the run,
@@ -46,80 +33,10 @@ def repeat_seed(seed: int, repeat: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(repeat,))
 
 
-def _resolve_path(value: str, base: Path | None) -> str:
-    if base is None:
-        return value
-    p = Path(value)
-    if p.suffix and not p.is_absolute() and (base / p).exists():
-        return str(base / p)
-    return value
-
-
-def build_structure(cfg: Mapping[str, Any], base: Path | None = None):
-    """Network and partitioned data of one point (no protocol parameters).
-
-    Both draw from one structure stream, ``SeedSequence(seed, spawn_key=(2**31,))``: first the graph of
-    a random topology, then a synthetic matrix and a random partition.
-    """
-    structure = np.random.default_rng(
-        np.random.SeedSequence(cfg["seed"], spawn_key=(_STRUCTURE_KEY,))
-    )
-    net_cfg, data_cfg = cfg["network"], cfg["data"]
-    topology = _resolve_path(net_cfg["topology"], base)
-    kwargs: dict[str, Any] = {
-        "agents": net_cfg.get("agents"),
-        "seed": structure,
-        "params": net_cfg.get("params"),
-    }
-    if net_cfg.get("mixing") is not None:
-        kwargs["mixing"] = net_cfg["mixing"]
-    network = make_network(topology, **kwargs)
-    data = load_dataset(
-        _resolve_path(data_cfg["source"], base),
-        agents=network.m,
-        partition=data_cfg["partition"],
-        sizes=data_cfg.get("sizes"),
-        min_rows=data_cfg["min_rows"],
-        center=data_cfg["center"],
-        standardize=(
-            data_cfg["source"] != "synthetic"
-            if data_cfg["standardize"] is None
-            else data_cfg["standardize"]
-        ),
-        scale=data_cfg["scale"],
-        synthetic=data_cfg.get("synthetic"),
-        rng=structure,
-    )
-    return network, data
-
-
-def build_problem(cfg: Mapping[str, Any], base: Path | None = None):
-    """Data, network and resolved protocol parameters of one point."""
-    network, data = build_structure(cfg, base)
-    proto = cfg["protocol"]
-    noise_cfg = proto.get("noise") or {}
-    noise = NoiseSchedule(
-        kind=noise_cfg.get("schedule", "geometric"),
-        scale=float(noise_cfg.get("scale", 1.0)),
-        values=tuple(float(v) for v in noise_cfg.get("values", ())),
-    )
-    params = resolve_params(
-        data,
-        network,
-        iterations=proto["iterations"],
-        consensus_steps=proto["consensus_steps"],
-        rank=proto["rank"],
-        alpha=proto["alpha"],
-        sigma_q=proto.get("sigma_q"),
-        noise=noise,
-    )
-    return data, network, params
-
-
 def run_point(
-    cfg: Mapping[str, Any], axes: Mapping[str, Any], base: Path | None = None
+    cfg: Mapping[str, Any], problem: Problem, axes: Mapping[str, Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run every repeat of one point.
+    """Run every repeat of one point on its problem (built once by the caller).
 
     Returns
     -------
@@ -130,7 +47,7 @@ def run_point(
         ``status`` from its summary is the ``engine_status`` column, its crashed agents
         ``crashed_agents``.
     """
-    data, network, params = build_problem(cfg, base)
+    data, network, params = problem.data, problem.network, problem.params
     spec = top_singular(data.X, params.rank)
     base_row = {
         **{k.replace(".", "_"): v for k, v in axes.items()},
@@ -197,18 +114,15 @@ def run_point(
     return runs, iters
 
 
-def run_sections(
-    cfg: Mapping[str, Any], base: Path | None = None
-) -> dict[str, list[dict[str, Any]]]:
+def run_sections(cfg: Mapping[str, Any], problem: Problem) -> dict[str, list[dict[str, Any]]]:
     """Extra tidy tables of one point from the registered sections present in ``cfg`` that have a
     ``run`` hook (see :mod:`dpgossip.scenario.sections`), keyed by table name."""
-    from dpgossip.scenario.sections import EXTRA_SECTIONS, load_plugins
+    from dpgossip.scenario.sections import EXTRA_SECTIONS
 
-    load_plugins(cfg)
     out: dict[str, list[dict[str, Any]]] = {}
     for name, entry in EXTRA_SECTIONS.items():
         if name in cfg and entry.run is not None:
-            for table, rows in entry.run(cfg, base).items():
+            for table, rows in entry.run(cfg, problem).items():
                 if table in ("runs", "iterations", "points"):
                     raise ValueError(f"section {name!r} may not write the {table!r} table")
                 out.setdefault(table, []).extend(dict(r) for r in rows)

@@ -8,8 +8,8 @@ Besides the sections of :data:`SCHEMA`, a scenario may have
 * ``[sweep]`` with ``zip = [[path, ...], ...]``: axes that vary together (:mod:`~dpgossip.scenario.sweep`);
 * ``[engine]``: network conditions for ``backend = "engine"``, checked by
   :meth:`dpgossip.engine.NetworkConditions.from_mapping`;
-* sections registered by other modules, e.g. ``[privacy]`` (:mod:`~dpgossip.scenario.sections`; before
-  the auditor registers it, ``[privacy]`` is accepted as a free table).
+* sections registered by modules of this layer (:mod:`~dpgossip.scenario.sections`): ``[privacy]``
+  (:mod:`~dpgossip.scenario.privacy_section`, imported at the end of this module).
 
 Combinations of settings that are valid alone but not together are rejected by
 :mod:`~dpgossip.scenario.compat`.
@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
 from dpgossip.scenario.compat import check_combinations
+from dpgossip.scenario.fields import REQUIRED, Field
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
     free_table,
     known_sections,
-    load_plugins,
     register_section,
     section_for,
 )
@@ -45,36 +44,6 @@ __all__ = [
     "setting_paths",
     "register_section",
 ]
-
-
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Any = _Required()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Field:
-    """One scalar setting.
-
-    ``kind`` is ``int``, ``float``, ``str``, ``bool``, ``"list"`` (a list value, e.g. explicit sizes), or
-    ``"table"`` (an inline table checked by ``check``). A list where a scalar kind is expected is a sweep axis
-    when ``sweep`` is true. ``check(path, value)`` validates a ``"table"``, or a scalar after its type
-    check (e.g. ``name`` must be a plain folder name); it returns the value or raises ``ConfigError``.
-    """
-
-    kind: Any
-    default: Any = None
-    choices: tuple[Any, ...] | None = None
-    low: float | None = None
-    low_open: bool = False
-    high: float | None = None
-    high_open: bool = False
-    sweep: bool = True
-    check: Callable[[str, Any], Any] | None = None
-    doc: str = ""
 
 
 def _noise_table(path: str, value: Any) -> dict[str, Any]:
@@ -174,10 +143,16 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "name": Field(
             kind=str, default=REQUIRED, sweep=False, check=_plain_name, doc="scenario name"
         ),
-        "description": Field(kind=str, default="", sweep=False),
+        "description": Field(kind=str, default="", sweep=False, doc="one line, shown in reports"),
         "seed": Field(kind=int, default=0, low=0, sweep=False, doc="root seed of the scenario"),
         "repeats": Field(kind=int, default=1, low=1, sweep=False, doc="independent runs per point"),
-        "backend": Field(kind=str, default="matrix", choices=("matrix", "engine")),
+        "backend": Field(
+            kind=str,
+            default="matrix",
+            choices=("matrix", "engine"),
+            doc="matrix: the synchronous run in vectorised algebra; engine: the message-level "
+            "simulator (simpy) with the conditions of [engine]",
+        ),
     },
     "data": {
         "source": Field(
@@ -185,14 +160,31 @@ SCHEMA: dict[str, dict[str, Field]] = {
             default=REQUIRED,
             doc="wine | breast_cancer | diabetes | synthetic | path to .csv/.npy",
         ),
-        "partition": Field(kind=str, default="equal", choices=("equal", "explicit", "random")),
+        "partition": Field(
+            kind=str,
+            default="equal",
+            choices=("equal", "explicit", "random"),
+            doc="how rows are split among agents: equal blocks in row order, the given sizes, or "
+            "random sizes (at least min_rows each)",
+        ),
         "sizes": Field(kind="list", default=None, doc="rows per agent (partition = 'explicit')"),
-        "min_rows": Field(kind=int, default=1, low=1),
-        "center": Field(kind=bool, default=False),
+        "min_rows": Field(
+            kind=int,
+            default=1,
+            low=1,
+            doc="fewest rows per agent (partition = 'random')",
+        ),
+        "center": Field(kind=bool, default=False, doc="subtract the column means"),
         "standardize": Field(
             kind=bool, default=None, doc="z-score columns; default true except for synthetic data"
         ),
-        "scale": Field(kind=str, default="max_norm", choices=("max_norm", "unit_rows", "none")),
+        "scale": Field(
+            kind=str,
+            default="max_norm",
+            choices=("max_norm", "unit_rows", "none"),
+            doc="rows into the unit ball: divide by the largest row norm, normalise every row, "
+            "or check that they already are",
+        ),
         "synthetic": Field(
             kind="table",
             default=None,
@@ -204,7 +196,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "topology": Field(
             kind=str, default=REQUIRED, doc="builder name, shipped file name or path"
         ),
-        "agents": Field(kind=int, default=None, low=2),
+        "agents": Field(
+            kind=int,
+            default=None,
+            low=2,
+            doc="number of agents m (a file's node count by default)",
+        ),
         "mixing": Field(
             kind=str,
             default=None,
@@ -219,22 +216,69 @@ SCHEMA: dict[str, dict[str, Field]] = {
         ),
     },
     "protocol": {
-        "iterations": Field(kind=int, default=REQUIRED, low=1),
-        "consensus_steps": Field(kind=int, default=REQUIRED, low=0),
-        "rank": Field(kind=int, default=1, low=1),
-        "alpha": Field(kind="table", default="geometric_mean", check=_alpha_value),
-        "sigma_q": Field(kind=float, default=None, low=0, low_open=True),
-        "noise": Field(kind="table", default=None, check=_noise_table),
+        "iterations": Field(kind=int, default=REQUIRED, low=1, doc="power iterations T"),
+        "consensus_steps": Field(
+            kind=int,
+            default=REQUIRED,
+            low=0,
+            doc="gossip rounds c per iteration",
+        ),
+        "rank": Field(
+            kind=int,
+            default=1,
+            low=1,
+            doc="components estimated, one after another by deflation",
+        ),
+        "alpha": Field(
+            kind="table",
+            default="geometric_mean",
+            check=_alpha_value,
+            doc="step alpha: a number > 0, 'geometric_mean' (1/sqrt(mu_1 mu_2)) or "
+            "{ position = t } (t in (0, 1) between 1/mu_1 and 1/mu_2)",
+        ),
+        "sigma_q": Field(
+            kind=float,
+            default=None,
+            low=0,
+            low_open=True,
+            doc="standard deviation of q^(0); default 1/sqrt(n)",
+        ),
+        "noise": Field(
+            kind="table",
+            default=None,
+            check=_noise_table,
+            doc="per-iteration noise sigma_p(t): { schedule = none | constant | geometric | "
+            "explicit, scale, values }; default geometric, scale 1",
+        ),
     },
     "baseline": {
         "ldp": Field(kind=bool, default=False, doc="also run the LDP baseline of 001 Section IV-A"),
-        "epsilon": Field(kind=float, default=None, low=0, low_open=True),
-        "delta": Field(kind=float, default=None, low=0, low_open=True, high=1, high_open=True),
-        "calibration": Field(kind=str, default="analytic", choices=("paper", "analytic")),
+        "epsilon": Field(kind=float, default=None, low=0, low_open=True, doc="LDP budget epsilon"),
+        "delta": Field(
+            kind=float,
+            default=None,
+            low=0,
+            low_open=True,
+            high=1,
+            high_open=True,
+            doc="LDP budget delta",
+        ),
+        "calibration": Field(
+            kind=str,
+            default="analytic",
+            choices=("paper", "analytic"),
+            doc="LDP noise: the analytic Gaussian mechanism (Balle-Wang), or the classical bound as "
+            "printed in 001",
+        ),
     },
     "output": {
-        "dir": Field(kind=str, default=None, sweep=False),
-        "plots": Field(kind=bool, default=True, sweep=False),
+        "dir": Field(
+            kind=str,
+            default=None,
+            sweep=False,
+            doc="results folder; default results/<name>",
+        ),
+        "plots": Field(kind=bool, default=True, sweep=False, doc="draw the plots after the run"),
     },
 }
 
@@ -318,8 +362,8 @@ def _check_field(path: str, f: Field, value: Any) -> Any:
 def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a parsed scenario and fill defaults; return the resolved configuration.
 
-    The resolved configuration has every key of :data:`SCHEMA` (defaults filled), each registered or
-    plugin section that was given (see :mod:`dpgossip.scenario.sections`) and ``sweep`` (``{"zip":
+    The resolved configuration has every key of :data:`SCHEMA` (defaults filled), each registered
+    section that was given (see :mod:`dpgossip.scenario.sections`) and ``sweep`` (``{"zip":
     [...]}``). Settings given as lists stay lists: they are the sweep axes.
 
     Raises
@@ -330,7 +374,6 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"a scenario must be a TOML table, got {type(raw).__name__}")
     _reject_non_finite("", raw)
-    load_plugins(raw)
     sections = [s for s in SCHEMA if s] + known_sections() + ["sweep"]
     out: dict[str, Any] = {}
     top = SCHEMA[""]
@@ -439,3 +482,7 @@ def setting_paths(config: Mapping[str, Any] | None = None) -> dict[str, bool]:
         if config is None or name in config:
             out.update({f"{name}.{k}": True for k in entry.sweepable})
     return out
+
+
+# the sections this layer owns register themselves on import (after SCHEMA and register_section exist)
+from dpgossip.scenario import privacy_section as _privacy_section  # noqa: E402,F401

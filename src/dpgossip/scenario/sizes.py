@@ -86,7 +86,7 @@ def point_needs(config: Mapping[str, Any], base: Path | None = None, *,
         When the data has fewer rows than there are agents (told before the graph is built).
     """
     from dpgossip.data import source_shape
-    from dpgossip.scenario.runner import _resolve_path
+    from dpgossip.scenario.problem import resolve_path
 
     net, data, proto = config["network"], config["data"], config["protocol"]
     m = net.get("agents")
@@ -97,7 +97,7 @@ def point_needs(config: Mapping[str, Any], base: Path | None = None, *,
         if all(isinstance(v, int) and not isinstance(v, bool) and v >= 2 for v in (rows, cols)):
             m = rows * cols
     source = data.get("source")
-    shape = source_shape(_resolve_path(source, base) if isinstance(source, str) else source,
+    shape = source_shape(resolve_path(source, base) if isinstance(source, str) else source,
                          data.get("synthetic"))
     if shape is not None and m is not None:
         from dpgossip.data.partition import check_rows_per_agent

@@ -35,25 +35,39 @@ runs at the scale where the search stopped and is flagged ``calibration_met = fa
 ``baseline.epsilon`` / ``baseline.delta`` to calibrate D-DP-PM and the LDP baseline to the same budget at
 every point (the paper's Fig. 2: ``scenarios/paper-fig2-*.toml``).
 
-Registered with :func:`dpgossip.scenario.sections.register_section` when this module is imported (the
-scenario loader imports it when a scenario has ``[privacy]``).
+Registered with :func:`dpgossip.scenario.sections.register_section` when this module is imported
+(:mod:`dpgossip.scenario.schema` imports it). Every key, its type, default and meaning is in
+:data:`PRIVACY_FIELDS` (``docs/scenarios.md`` is generated from it, and :func:`check_privacy` fills the
+same defaults).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
 from dpgossip.privacy.audit import PAIR_VIEWS, AuditOptions, PairAudit, audit_pairs
-from dpgossip.privacy.calibrate import CALIBRATION_FAMILIES, CALIBRATION_METHODS, Calibration
+from dpgossip.privacy.calibrate import (
+    CALIBRATION_FAMILIES,
+    CALIBRATION_METHODS,
+    AuditSettings,
+    Calibration,
+    FixedProtocol,
+    calibrate_noise,
+)
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
+from dpgossip.privacy.scale_search import ScaleSearchOptions
 from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
+from dpgossip.protocol.ddppm import run_matrix
+from dpgossip.scenario.fields import REQUIRED, Field
+from dpgossip.scenario.problem import Problem, Structure
+from dpgossip.scenario.runner import repeat_seed
 from dpgossip.scenario.sections import register_section
 
 __all__ = [
+    "PRIVACY_FIELDS",
     "PRIVACY_KEYS",
     "CALIBRATE_KEYS",
     "AUDIT_METHODS",
@@ -63,6 +77,7 @@ __all__ = [
     "audit_point",
     "calibrate_point",
     "audit_config",
+    "AUDITED_REPEAT",
     "leakage_rows",
     "rank_note",
     "exact_for_pair",
@@ -71,33 +86,75 @@ __all__ = [
 AUDIT_METHODS: tuple[str, ...] = ("exact", "rdp", "chernoff")
 """Conversions a pair audit can report."""
 
-PRIVACY_KEYS: dict[str, str] = {
-    "view": "observer | paper | all-but-one | eavesdropper (default observer)",
-    "neighbours": "bounded | replace-one (default bounded)",
-    "delta": "number in (0, 1) (default 1e-5); a list is a sweep axis",
-    "epsilon": "list of numbers > 0: where delta is reported (default [1.0]); not a sweep axis",
-    "candidates": "integer >= 1 (default 20; search = \"candidates\" only)",
-    "refine": "integer >= 1 (default 2; search = \"candidates\" only)",
-    "ascent_steps": "integer >= 0 (default 4; search = \"candidates\" only): local-ascent rounds",
-    "search": "quick | standard | thorough | levels 1..8 (default standard): the optimising search of "
-              "dpgossip.privacy.search; or candidates: the older candidate search, which can miss far "
-              "worse neighbours",
-    "methods": 'list of "exact", "rdp", "chernoff" (default all three; the first ranks the pairs)',
-    "audit": "true or false (default false)",
-    "rank_by": 'epsilon (default) | delta: rank pairs by delta at the first epsilon; no epsilon solves',
-    "calibrate": "table { epsilon, delta, family, values, method, candidates, rel_tol, infeasible }",
-}
-"""Keys of ``[privacy]`` and what they take."""
-
-CALIBRATE_KEYS: tuple[str, ...] = (
-    "epsilon", "delta", "family", "values", "method", "candidates", "rel_tol", "infeasible",
-)
-"""Keys of ``privacy.calibrate``."""
-
 INFEASIBLE_CHOICES: tuple[str, ...] = ("error", "floor")
 """What a point does when no noise scale meets its calibration target: stop the run with the reason
 (``error``), or run at the scale where the search stopped (the floor: the most private it found), flag
 ``calibration_met = false`` in its rows and go on (``floor``)."""
+
+PRIVACY_FIELDS: dict[str, Field] = {
+    "view": Field(kind=str, default="observer", choices=PAIR_VIEWS, sweep=False,
+                  doc="what the adversary sees: one agent's messages and the final q, the paper's "
+                  "literal releases, every agent but the target, or an eavesdropper on every edge"),
+    "neighbours": Field(kind=str, default="bounded", choices=NEIGHBOUR_KINDS, sweep=False,
+                        doc="adjacency: one row of the target replaced with ||x'|| <= 1 and "
+                        "||x' - x|| <= 1 (bounded), or with ||x'|| <= 1 only (replace-one)"),
+    "delta": Field(kind=float, default=1e-5, low=0, low_open=True, high=1, high_open=True,
+                   doc="epsilon of every pair is reported at this delta"),
+    "epsilon": Field(kind="list", default=[1.0], sweep=False,
+                     doc="list of numbers > 0: the grid at which delta of every pair is reported "
+                     "(not a sweep axis)"),
+    "search": Field(kind=str, default=DEFAULT_SEARCH, sweep=False,
+                    doc="the worst-case search: quick | standard | thorough | a number of levels "
+                    "1..8 (dpgossip.privacy.search); or candidates, the older candidate search, "
+                    "which can miss far worse neighbours"),
+    "candidates": Field(kind=int, default=20, low=1, sweep=False,
+                        doc="search = \"candidates\" only: candidate neighbours per target"),
+    "refine": Field(kind=int, default=2, low=1, sweep=False,
+                    doc="search = \"candidates\" only: best candidates per pair given exact values"),
+    "ascent_steps": Field(kind=int, default=4, low=0, sweep=False,
+                          doc="search = \"candidates\" only: rounds of local ascent"),
+    "methods": Field(kind="list", default=list(AUDIT_METHODS), sweep=False,
+                     doc="conversions reported, from exact, rdp, chernoff; the first ranks the pairs"),
+    "audit": Field(kind=bool, default=False, sweep=False,
+                   doc="audit every point after it runs: leakage.csv and the leakage plots"),
+    "rank_by": Field(kind=str, default="epsilon", choices=("epsilon", "delta"), sweep=False,
+                     doc="rank pairs by epsilon at delta, or by delta at epsilon[0] (no epsilon "
+                     "is solved: faster)"),
+    "calibrate": Field(kind="table", default=None, sweep=False,
+                       doc="calibrate the noise scale of every point before it runs (keys below)"),
+    "calibrate.epsilon": Field(kind=float, default=REQUIRED, low=0, low_open=True,
+                               doc="target epsilon"),
+    "calibrate.delta": Field(kind=float, default=None, low=0, low_open=True, high=1,
+                             high_open=True, doc="target delta; default privacy.delta"),
+    "calibrate.family": Field(kind=str, default="geometric", choices=CALIBRATION_FAMILIES,
+                              sweep=False, doc="the noise schedule whose scale is searched"),
+    "calibrate.values": Field(kind="list", default=None, sweep=False,
+                              doc="base values of family = \"explicit\" (one per iteration, >= 0); "
+                              "default protocol.noise.values"),
+    "calibrate.method": Field(kind=str, default="exact", choices=CALIBRATION_METHODS, sweep=False,
+                              doc="how each pair's delta is computed: exact hockey-stick, or the RDP "
+                              "bound (larger: a conservative scale, much faster)"),
+    "calibrate.candidates": Field(kind=int, default=None, low=1, sweep=False,
+                                  doc="search = \"candidates\" only; default privacy.candidates"),
+    "calibrate.rel_tol": Field(kind=float, default=0.02, low=0, low_open=True, high=1,
+                               high_open=True, sweep=False,
+                               doc="relative width of the final scale bracket"),
+    "calibrate.infeasible": Field(kind=str, default="error", choices=INFEASIBLE_CHOICES,
+                                  sweep=False,
+                                  doc="when no scale meets the target: stop the run, or run at the "
+                                  "scale where the search stopped (the floor) flagged "
+                                  "calibration_met = false"),
+}
+"""Keys of ``[privacy]`` (``calibrate.*``: of its ``calibrate`` table). ``delta``, ``calibrate.epsilon``
+and ``calibrate.delta`` may be lists: sweep axes."""
+
+PRIVACY_KEYS: tuple[str, ...] = tuple(k for k in PRIVACY_FIELDS if "." not in k)
+"""Keys of ``[privacy]``."""
+
+CALIBRATE_KEYS: tuple[str, ...] = tuple(k.split(".", 1)[1] for k in PRIVACY_FIELDS if "." in k)
+"""Keys of ``privacy.calibrate``."""
+
+_D = {k: f.default for k, f in PRIVACY_FIELDS.items()}
 
 PER_INSTANCE = (
     "per-instance audit: about this dataset X and the neighbours tried, not a worst case over all "
@@ -163,11 +220,12 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"epsilon": _axis(f"{path}.epsilon", value["epsilon"], _positive)}
     dl = value.get("delta")
     out["delta"] = _axis(f"{path}.delta", dl, _delta) if dl is not None else None
-    out["infeasible"] = _choice(f"{path}.infeasible", value.get("infeasible", "error"),
+    out["infeasible"] = _choice(f"{path}.infeasible", value.get("infeasible", _D["calibrate.infeasible"]),
                                 INFEASIBLE_CHOICES)
-    out["family"] = _choice(f"{path}.family", value.get("family", "geometric"),
+    out["family"] = _choice(f"{path}.family", value.get("family", _D["calibrate.family"]),
                             CALIBRATION_FAMILIES)
-    out["method"] = _choice(f"{path}.method", value.get("method", "exact"), CALIBRATION_METHODS)
+    out["method"] = _choice(f"{path}.method", value.get("method", _D["calibrate.method"]),
+                            CALIBRATION_METHODS)
     if "values" in value:
         vals = value["values"]
         if not isinstance(vals, list) or not vals:
@@ -185,7 +243,7 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
         out["values"] = None
     out["candidates"] = (_integer(f"{path}.candidates", value["candidates"], 1)
                          if "candidates" in value else None)
-    rel = _number(f"{path}.rel_tol", value.get("rel_tol", 0.02))
+    rel = _number(f"{path}.rel_tol", value.get("rel_tol", _D["calibrate.rel_tol"]))
     if not 0 < rel < 1:
         raise ConfigError(f"{path}.rel_tol must be in (0, 1), got {value.get('rel_tol')!r}")
     out["rel_tol"] = rel
@@ -210,11 +268,11 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
         raise ConfigError(f"{path} must be a table ([{path}]), got {value!r}")
     reject_unknown_keys(f"{path}.", value, PRIVACY_KEYS, f"in [{path}]")
     out: dict[str, Any] = {}
-    out["view"] = _choice(f"{path}.view", value.get("view", "observer"), PAIR_VIEWS)
-    out["neighbours"] = _choice(f"{path}.neighbours", value.get("neighbours", "bounded"),
+    out["view"] = _choice(f"{path}.view", value.get("view", _D["view"]), PAIR_VIEWS)
+    out["neighbours"] = _choice(f"{path}.neighbours", value.get("neighbours", _D["neighbours"]),
                                 NEIGHBOUR_KINDS)
-    out["delta"] = _axis(f"{path}.delta", value.get("delta", 1e-5), _delta)
-    eps = value.get("epsilon", [1.0])
+    out["delta"] = _axis(f"{path}.delta", value.get("delta", _D["delta"]), _delta)
+    eps = value.get("epsilon", list(_D["epsilon"]))
     if not isinstance(eps, list):
         eps = [eps]
     if not eps:
@@ -225,13 +283,13 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
                               f"axis; give a flat list of numbers > 0, got {eps!r}")
         _positive(f"{path}.epsilon[{i}]", e)
     out["epsilon"] = [float(e) for e in eps]
-    out["candidates"] = _integer(f"{path}.candidates", value.get("candidates", 20), 1)
-    out["refine"] = _integer(f"{path}.refine", value.get("refine", 2), 1)
-    out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", 4), 0)
-    out["search"] = value.get("search", DEFAULT_SEARCH)  # a preset or a number of levels, as written
+    out["candidates"] = _integer(f"{path}.candidates", value.get("candidates", _D["candidates"]), 1)
+    out["refine"] = _integer(f"{path}.refine", value.get("refine", _D["refine"]), 1)
+    out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", _D["ascent_steps"]), 0)
+    out["search"] = value.get("search", _D["search"])  # a preset or a number of levels, as written
     if out["search"] != CANDIDATE_SEARCH:
         SearchSettings.of(out["search"])  # validates
-    methods = value.get("methods", list(AUDIT_METHODS))
+    methods = value.get("methods", list(_D["methods"]))
     if not isinstance(methods, list) or not methods:
         raise ConfigError(f"{path}.methods must be a non-empty list of "
                           f"{', '.join(AUDIT_METHODS)}, got {methods!r}")
@@ -239,11 +297,11 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
                       for i, m in enumerate(methods)]
     if len(set(out["methods"])) != len(out["methods"]):
         raise ConfigError(f"{path}.methods lists a method twice: {methods!r}")
-    audit = value.get("audit", False)
+    audit = value.get("audit", _D["audit"])
     if not isinstance(audit, bool):
         raise ConfigError(f"{path}.audit must be true or false, got {audit!r}")
     out["audit"] = audit
-    out["rank_by"] = _choice(f"{path}.rank_by", value.get("rank_by", "epsilon"), ("epsilon", "delta"))
+    out["rank_by"] = _choice(f"{path}.rank_by", value.get("rank_by", _D["rank_by"]), ("epsilon", "delta"))
     cal = value.get("calibrate")
     out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
     return out
@@ -256,17 +314,14 @@ def rank_note(rank: int) -> str | None:
         return None
     return (f"protocol.rank = {rank}: components 2..{rank} run on data deflated with quantities "
             "already released (post-processing); the audit covers all components, conditionally on "
-            "the realised earlier components of the point's run (its seed), and the per-component "
+            "the realised earlier components of the point's recorded repeat 0, and the per-component "
             "Renyi divergences add (adaptive RDP composition); exact and Chernoff values are those "
             "of the product of the conditional components")
 
 
-def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Calibration:
-    """Calibrate the noise scale of one point from its ``privacy.calibrate`` table."""
-    from dpgossip.privacy.calibrate import AuditSettings, FixedProtocol, calibrate_noise
-    from dpgossip.privacy.scale_search import ScaleSearchOptions
-    from dpgossip.scenario.runner import build_structure
-
+def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibration:
+    """Calibrate the noise scale of one point from its ``privacy.calibrate`` table, on the point's
+    network and data (built once by the caller)."""
     priv = config["privacy"]
     cal = priv["calibrate"]
     proto = config["protocol"]
@@ -274,7 +329,7 @@ def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Cali
         raise ConfigError(f"privacy.calibrate needs protocol.rank = 1, got {proto['rank']}: "
                           "calibration searches the noise of a rank-1 run (a rank-r audit is "
                           "conditional on one realised run); calibrate rank 1, then audit rank r")
-    network, data = build_structure(config, base)
+    network, data = structure.network, structure.data
     values = cal["values"]
     if cal["family"] == "explicit" and values is None:
         values = (proto.get("noise") or {}).get("values")
@@ -295,7 +350,7 @@ def calibrate_point(config: Mapping[str, Any], base: Path | None = None) -> Cali
     )
 
 
-def prepare_point(config: Mapping[str, Any], base: Path | None = None
+def prepare_point(config: Mapping[str, Any], structure: Structure
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Before a point runs: calibrate its noise when ``privacy.calibrate`` is set.
 
@@ -318,7 +373,7 @@ def prepare_point(config: Mapping[str, Any], base: Path | None = None
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the notes carry the same text
-        cal = calibrate_point(config, base)
+        cal = calibrate_point(config, structure)
     if not cal.met and priv["calibrate"].get("infeasible", "error") != "floor":
         raise ConfigError(
             f"privacy.calibrate: cannot meet epsilon = {cal.target_epsilon:g} at delta = "
@@ -336,24 +391,28 @@ def prepare_point(config: Mapping[str, Any], base: Path | None = None
     return new, row
 
 
-def audit_config(config: Mapping[str, Any], base: Path | None = None):
-    """Build one point's problem and audit it as its ``[privacy]`` section says.
+AUDITED_REPEAT = 0
+"""The recorded repeat whose run a rank ``r > 1`` audit is conditional on (``runs.csv``, ``repeat = 0``)."""
 
-    Returns
-    -------
-    PairAudit, data, network, params
+
+def audit_config(config: Mapping[str, Any], problem: Problem) -> PairAudit:
+    """Audit one point's problem as its ``[privacy]`` section says.
+
+    For rank ``r > 1`` the audit is conditional on the realised earlier components of the point's
+    recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
+    matrix backend's run, which the engine reproduces with the same noise.
     """
-    from dpgossip.scenario.runner import build_problem
-
     priv = config["privacy"]
-    data, network, params = build_problem(config, base)
-    audit = audit_pairs(data, network, params, delta=priv["delta"], epsilons=priv["epsilon"],
-                        view=priv["view"], neighbours=priv["neighbours"], search=priv["search"],
-                        seed=int(config["seed"]), methods=tuple(priv["methods"]),
-                        options=AuditOptions(candidates=priv["candidates"], refine=priv["refine"],
-                                             ascent_steps=priv["ascent_steps"],
-                                             rank_by=priv.get("rank_by", "epsilon")))
-    return audit, data, network, params
+    data, network, params = problem.data, problem.network, problem.params
+    run = None
+    if params.rank > 1:
+        run = run_matrix(data, network, params, repeat_seed(int(config["seed"]), AUDITED_REPEAT))
+    return audit_pairs(data, network, params, delta=priv["delta"], epsilons=priv["epsilon"],
+                       view=priv["view"], neighbours=priv["neighbours"], search=priv["search"],
+                       seed=int(config["seed"]), methods=tuple(priv["methods"]),
+                       options=AuditOptions(candidates=priv["candidates"], refine=priv["refine"],
+                                            ascent_steps=priv["ascent_steps"], run=run,
+                                            rank_by=priv.get("rank_by", "epsilon")))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
@@ -397,7 +456,7 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
     return out
 
 
-def audit_point(config: Mapping[str, Any], base: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+def audit_point(config: Mapping[str, Any], problem: Problem) -> dict[str, list[dict[str, Any]]]:
     """The ``run`` hook: ``leakage`` rows when ``privacy.audit`` is true, ``calibration`` rows when the
     point was calibrated."""
     priv = config["privacy"]
@@ -406,7 +465,8 @@ def audit_point(config: Mapping[str, Any], base: Path | None = None) -> dict[str
     if calibrated:
         tables["calibration"] = [dict(calibrated)]
     if priv.get("audit"):
-        audit, _, _, params = audit_config(config, base)
+        audit = audit_config(config, problem)
+        params = problem.params
         extra: dict[str, Any] = {"neighbours": priv["neighbours"],
                                  "sigma_p_first": float(params.sigma_p[0, 0]),
                                  "sigma_p_last": float(params.sigma_p[0, -1]),
@@ -414,10 +474,15 @@ def audit_point(config: Mapping[str, Any], base: Path | None = None) -> dict[str
         note = rank_note(params.rank)
         if note:
             extra["note"] = note
+            extra["audited_repeat"] = AUDITED_REPEAT
         tables["leakage"] = leakage_rows(audit, extra)
     return tables
 
 
 register_section("privacy", check_privacy,
                  sweepable=("delta", "calibrate.epsilon", "calibrate.delta"), run=audit_point,
-                 prepare=prepare_point)
+                 prepare=prepare_point, fields=PRIVACY_FIELDS,
+                 doc="The per-instance privacy audit of every (observer, target) pair and the noise "
+                 "calibration (dpgossip.privacy). Every audited number is a lower estimate of the "
+                 "worst case over neighbours of this X: the exact value of a neighbour the search "
+                 "found. Keys calibrate.* belong to the inline table calibrate = { ... }.")

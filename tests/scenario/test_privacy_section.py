@@ -5,10 +5,18 @@ import copy
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.section import check_privacy, leakage_rows, prepare_point, rank_note
 from dpgossip.scenario.expand import expand
+from dpgossip.scenario.privacy_section import (
+    PRIVACY_FIELDS,
+    audit_config,
+    check_privacy,
+    leakage_rows,
+    rank_note,
+)
+from dpgossip.scenario.privacy_section import prepare_point as _prepare_point
+from dpgossip.scenario.problem import build_problem, build_structure
 from dpgossip.scenario.schema import validate
-from dpgossip.scenario.sections import EXTRA_SECTIONS, PLUGIN_MODULES, section_for
+from dpgossip.scenario.sections import EXTRA_SECTIONS, section_for
 
 BASE = {
     "name": "p",
@@ -21,6 +29,10 @@ BASE = {
 }
 
 
+def prepare_point(cfg):
+    return _prepare_point(cfg, build_structure(cfg))
+
+
 def scenario(**privacy):
     raw = copy.deepcopy(BASE)
     raw["privacy"] = privacy
@@ -28,7 +40,7 @@ def scenario(**privacy):
 
 
 def test_defaults_and_registration():
-    assert PLUGIN_MODULES["privacy"] == "dpgossip.privacy.section"
+    assert EXTRA_SECTIONS["privacy"].fields is PRIVACY_FIELDS
     assert section_for("privacy").validate is check_privacy
     assert EXTRA_SECTIONS["privacy"].sweepable == ("delta", "calibrate.epsilon", "calibrate.delta")
     c = validate(scenario())
@@ -134,11 +146,9 @@ def test_rank_note():
 
 
 def test_leakage_rows_one_per_pair():
-    from dpgossip.privacy.section import audit_config
-
     cfg = expand(validate(scenario(audit=True, search="quick", methods=["rdp"],
                                    epsilon=[1, 10])))[0].config
-    audit, data, network, params = audit_config(cfg)
+    audit = audit_config(cfg, build_problem(cfg))
     rows = leakage_rows(audit, {"tag": 1})
     assert len(rows) == 12 == len({(r["observer"], r["target"]) for r in rows})
     r = rows[0]

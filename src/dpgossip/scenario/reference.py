@@ -1,0 +1,172 @@
+"""The key reference of scenario files (``docs/scenarios.md``), generated from the schema.
+
+Every key of every section comes from the same objects validation reads: the
+:class:`~dpgossip.scenario.fields.Field` entries of :data:`~dpgossip.scenario.schema.SCHEMA` and of
+the registered sections (``[privacy]``), and the fields of
+:class:`~dpgossip.engine.NetworkConditions` (``[engine]``). ``tests/scenario/test_reference.py`` fails
+when ``docs/scenarios.md`` differs from :func:`scenario_reference`. Regenerate it with::
+
+    python -m dpgossip.scenario.reference > docs/scenarios.md
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import math
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.scenario.fields import REQUIRED, Field
+from dpgossip.scenario.schema import EXTRA_SECTIONS, SCHEMA
+from dpgossip.scenario.sweep import SWEEP_KEYS
+
+__all__ = ["scenario_reference", "field_rows"]
+
+_INTRO = """\
+# Scenario keys
+
+Every key a scenario file (TOML) may hold, with its type, default, allowed values and meaning. This
+page is generated from the schema that validation uses (`python -m dpgossip.scenario.reference >
+docs/scenarios.md`), and a test fails when the two differ.
+
+- A list given where one value is expected is a **sweep axis** (column *sweep*): the scenario runs one
+  point per value, and several axes form a product unless `[sweep] zip` pairs them.
+- *required* keys have no default. Unknown keys are rejected with a did-you-mean, and every error names
+  the key's path (`protocol.consensus_steps[2]`), the value and what is allowed.
+"""
+
+_SECTION_DOCS = {
+    "": "Top-level keys.",
+    "data": "The data matrix and how its rows are split among the agents.",
+    "network": "The communication graph and its mixing matrix W.",
+    "protocol": "D-DP-PM (001, Algorithm 1): iterations, gossip rounds and noise.",
+    "baseline": "The local-DP baseline of 001 Section IV-A: every agent perturbs its own rows.",
+    "output": "Where results go.",
+}
+
+
+def _kind(kind: Any) -> str:
+    return {int: "integer", float: "number", str: "string", bool: "boolean", "list": "list",
+            "table": "table"}.get(kind, str(kind))
+
+
+def _value(v: Any) -> str:
+    if v is REQUIRED:
+        return "*required*"
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return f"{v!r}".replace("'", '"')
+
+
+def _allowed(f: Field) -> str:
+    if f.choices is not None:
+        return " \\| ".join(_value(c) for c in f.choices)
+    lo = None if f.low is None else f"{'>' if f.low_open else '>='} {f.low:g}"
+    hi = None if f.high is None else f"{'<' if f.high_open else '<='} {f.high:g}"
+    if lo and hi:
+        return f"{'(' if f.low_open else '['}{f.low:g}, {f.high:g}{')' if f.high_open else ']'}"
+    return lo or hi or ""
+
+
+_ROLE = re.compile(r":(?:class|mod|func|meth|data|attr):`~?([^`]+)`")
+
+
+def _cell(text: str) -> str:
+    """One table cell: one line, reST roles and double backquotes as Markdown code, ``|`` escaped."""
+    text = _ROLE.sub(r"`\1`", " ".join(text.split())).replace("``", "`")
+    return text.replace("|", "\\|")
+
+
+def field_rows(fields: Mapping[str, Field]) -> list[tuple[str, str, str, str, str, str]]:
+    """``(key, type, default, allowed, sweep, meaning)`` of every field, in order."""
+    return [(f"`{k}`", _kind(f.kind), _value(f.default), _allowed(f), "yes" if f.sweep else "no",
+             _cell(f.doc)) for k, f in fields.items()]
+
+
+def _table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+_HEADER = ("key", "type", "default", "allowed", "sweep", "meaning")
+
+
+def _engine_docs() -> dict[str, str]:
+    """The attribute docstrings of :class:`NetworkConditions`, by field name."""
+    tree = ast.parse(inspect.getsource(NetworkConditions))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for stmt, nxt in zip(body, body[1:], strict=False):
+        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)):
+            docs[stmt.target.id] = str(nxt.value.value)
+    return docs
+
+
+_ENGINE_KINDS = {"float": "number", "int": "integer", "bool": "boolean", "str": "string",
+                 "Mapping": "table", "tuple": "list of tables", "LatencySpec": "table or number"}
+
+
+def _engine_rows() -> list[tuple[str, ...]]:
+    docs = _engine_docs()
+    rows = []
+    for f in dataclasses.fields(NetworkConditions):
+        if f.default is not dataclasses.MISSING:
+            default = _value(f.default)
+        else:
+            made = f.default_factory()  # type: ignore[misc]
+            default = "{}" if isinstance(made, Mapping) else "constant 0"
+        kind = _ENGINE_KINDS.get(str(f.type).split("[")[0].strip(), str(f.type))
+        rows.append((f"`{f.name}`", kind, default, "", "no", _cell(docs.get(f.name, ""))))
+    return rows
+
+
+def scenario_reference() -> str:
+    """The Markdown key reference: every section, every key.
+
+    Returns
+    -------
+    str
+        The text of ``docs/scenarios.md``.
+    """
+    lines = [_INTRO]
+    for name, fields in SCHEMA.items():
+        lines += [f"## {'[' + name + ']' if name else 'Top level'}", "", _SECTION_DOCS.get(name, ""),
+                  "", *_table(field_rows(fields), _HEADER), ""]
+    for name, entry in sorted(EXTRA_SECTIONS.items()):
+        if entry.fields is None:
+            continue
+        top = {k: f for k, f in entry.fields.items() if "." not in k}
+        lines += [f"## [{name}]", "", _cell(entry.doc), "", *_table(field_rows(top), _HEADER), ""]
+        subs = sorted({k.split(".")[0] for k in entry.fields if "." in k})
+        for sub in subs:
+            inner = {k.split(".", 1)[1]: f for k, f in entry.fields.items()
+                     if k.startswith(sub + ".")}
+            lines += [f"### {name}.{sub}", "", *_table(field_rows(inner), _HEADER), ""]
+    lines += ["## [engine]", "",
+              "Network conditions of `backend = \"engine\"` (dpgossip.engine.NetworkConditions): "
+              "latency, loss, bandwidth, retransmission, stragglers, crashes. Used only by the "
+              "engine; none of them is a sweep axis.", "", *_table(_engine_rows(), _HEADER), ""]
+    lines += ["## [sweep]", "",
+              "Axes that vary together instead of forming a product.", "",
+              *_table([(f"`{k}`", "list of lists of key paths", "[]", "", "no",
+                        "each inner list names sweep axes of equal length that advance together, "
+                        'e.g. [["baseline.epsilon", "privacy.calibrate.epsilon"]]')
+                       for k in SWEEP_KEYS], _HEADER), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - the command line of the generator
+    sys.stdout.write(scenario_reference())
