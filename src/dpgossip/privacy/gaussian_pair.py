@@ -58,7 +58,9 @@ from dpgossip.privacy.plrv import QuadraticFormLaw, WhitenedPair
 
 Direction = Literal["PQ", "QP"]
 Method = Literal["exact", "rdp", "chernoff"]
-_METHODS = ("exact", "rdp", "chernoff")
+METHODS: tuple[str, ...] = ("exact", "rdp", "chernoff")
+"""The conversions from a pair's divergences to (epsilon, delta)."""
+_METHODS = METHODS
 _DIRECTIONS = ("PQ", "QP")
 _EPS_MAX = 1e6  # epsilon(delta) returns inf beyond this
 _ACCURACY_WARN = 1e-8  # warn when an exact value's error estimate exceeds this

@@ -79,17 +79,19 @@ def run_task(task: PointTask) -> PointResult:
     """
     from dpgossip._threads import single_blas_thread
     from dpgossip.scenario import runner
-    from dpgossip.scenario.problem import build_structure, resolve_problem
+    from dpgossip.scenario.point import PointSpec
+    from dpgossip.scenario.problem import make_problem, make_structure
     from dpgossip.scenario.sections import prepare_point
 
     base = Path(task.base) if task.base else None
     t0 = time.perf_counter()
     try:
         with single_blas_thread():
-            structure = build_structure(task.config, base)  # once per point
+            structure = make_structure(PointSpec.from_config(task.config), base)  # once per point
             config, extra = prepare_point(task.config, structure)  # e.g. a calibrated noise scale
-            problem = resolve_problem(config, structure)  # once per point
-            runs, iters = runner.run_point(config, problem, task.axes)
+            spec = PointSpec.from_config(config)  # the settings the point runs with
+            problem = make_problem(spec.protocol, structure)  # once per point
+            runs, iters = runner.run_point(spec, problem, task.axes)
             runs = [{**r, **extra} for r in runs]
             tables = {"runs": runs, "iterations": iters,
                       **runner.run_sections(config, problem)}

@@ -57,11 +57,13 @@ from dpgossip.privacy.calibrate import (
     FixedProtocol,
     calibrate_noise,
 )
+from dpgossip.privacy.gaussian_pair import METHODS
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
 from dpgossip.privacy.scale_search import ScaleSearchOptions
 from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
 from dpgossip.protocol.ddppm import run_matrix
 from dpgossip.scenario.fields import REQUIRED, Field
+from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem, Structure
 from dpgossip.scenario.runner import repeat_seed
 from dpgossip.scenario.sections import register_section
@@ -83,7 +85,7 @@ __all__ = [
     "exact_for_pair",
 ]
 
-AUDIT_METHODS: tuple[str, ...] = ("exact", "rdp", "chernoff")
+AUDIT_METHODS: tuple[str, ...] = METHODS
 """Conversions a pair audit can report."""
 
 INFEASIBLE_CHOICES: tuple[str, ...] = ("error", "floor")
@@ -322,31 +324,31 @@ def rank_note(rank: int) -> str | None:
 def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibration:
     """Calibrate the noise scale of one point from its ``privacy.calibrate`` table, on the point's
     network and data (built once by the caller)."""
-    priv = config["privacy"]
-    cal = priv["calibrate"]
-    proto = config["protocol"]
-    if proto["rank"] != 1:
-        raise ConfigError(f"privacy.calibrate needs protocol.rank = 1, got {proto['rank']}: "
+    spec = PointSpec.from_config(config)
+    priv, proto = spec.privacy, spec.protocol
+    assert priv is not None and priv.calibrate is not None
+    cal = priv.calibrate
+    if proto.rank != 1:
+        raise ConfigError(f"privacy.calibrate needs protocol.rank = 1, got {proto.rank}: "
                           "calibration searches the noise of a rank-1 run (a rank-r audit is "
                           "conditional on one realised run); calibrate rank 1, then audit rank r")
-    network, data = structure.network, structure.data
-    values = cal["values"]
-    if cal["family"] == "explicit" and values is None:
-        values = (proto.get("noise") or {}).get("values")
+    values = cal.values
+    if cal.family == "explicit" and values is None:
+        values = proto.noise.values or None
         if values is None:
             raise ConfigError("privacy.calibrate: family \"explicit\" needs base values "
                               "(privacy.calibrate.values or protocol.noise.values)")
+    alpha = dict(proto.alpha) if isinstance(proto.alpha, Mapping) else proto.alpha
     return calibrate_noise(
-        data, network,
-        iterations=proto["iterations"], consensus_steps=proto["consensus_steps"],
-        epsilon=cal["epsilon"], delta=cal["delta"] if cal["delta"] is not None else priv["delta"],
-        family=cal["family"], base_values=values,
-        audit=AuditSettings(view=priv["view"], neighbours=priv["neighbours"], method=cal["method"],
-                            candidates=cal["candidates"] or priv["candidates"],
-                            refine=priv["refine"], ascent_steps=priv["ascent_steps"],
-                            seed=int(config["seed"]), search=priv["search"]),
-        protocol=FixedProtocol(alpha=proto["alpha"], sigma_q=proto.get("sigma_q")),
-        scale_search=ScaleSearchOptions(rel_tol=cal["rel_tol"]),
+        structure.data, structure.network,
+        iterations=proto.iterations, consensus_steps=proto.consensus_steps,
+        epsilon=cal.epsilon, delta=cal.delta, family=cal.family,
+        base_values=None if values is None else list(values),
+        audit=AuditSettings(view=priv.view, neighbours=priv.neighbours, method=cal.method,
+                            candidates=cal.candidates or priv.candidates, refine=priv.refine,
+                            ascent_steps=priv.ascent_steps, seed=spec.seed, search=priv.search),
+        protocol=FixedProtocol(alpha=alpha, sigma_q=proto.sigma_q),
+        scale_search=ScaleSearchOptions(rel_tol=cal.rel_tol),
     )
 
 
@@ -402,17 +404,19 @@ def audit_config(config: Mapping[str, Any], problem: Problem) -> PairAudit:
     recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
     matrix backend's run, which the engine reproduces with the same noise.
     """
-    priv = config["privacy"]
+    spec = PointSpec.from_config(config)
+    priv = spec.privacy
+    assert priv is not None
     data, network, params = problem.data, problem.network, problem.params
     run = None
     if params.rank > 1:
-        run = run_matrix(data, network, params, repeat_seed(int(config["seed"]), AUDITED_REPEAT))
-    return audit_pairs(data, network, params, delta=priv["delta"], epsilons=priv["epsilon"],
-                       view=priv["view"], neighbours=priv["neighbours"], search=priv["search"],
-                       seed=int(config["seed"]), methods=tuple(priv["methods"]),
-                       options=AuditOptions(candidates=priv["candidates"], refine=priv["refine"],
-                                            ascent_steps=priv["ascent_steps"], run=run,
-                                            rank_by=priv.get("rank_by", "epsilon")))
+        run = run_matrix(data, network, params, repeat_seed(spec.seed, AUDITED_REPEAT))
+    return audit_pairs(data, network, params, delta=priv.delta, epsilons=list(priv.epsilon),
+                       view=priv.view, neighbours=priv.neighbours, search=priv.search,
+                       seed=spec.seed, methods=priv.methods,
+                       options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
+                                            ascent_steps=priv.ascent_steps, run=run,
+                                            rank_by=priv.rank_by))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from dpgossip.data import PartitionedData, load_dataset
-from dpgossip.protocol import NoiseSchedule, ProtocolParams, resolve_params
+from dpgossip.protocol import ProtocolParams, resolve_params
+from dpgossip.scenario.point import PointSpec, ProtocolSpec
 from dpgossip.topology import Network, make_network
 
-__all__ = ["Structure", "Problem", "build_structure", "resolve_problem", "build_problem", "resolve_path",
-           "STRUCTURE_KEY"]
+__all__ = ["Structure", "Problem", "make_structure", "make_problem", "build_structure",
+           "resolve_problem", "build_problem", "resolve_path", "STRUCTURE_KEY"]
 
 STRUCTURE_KEY = 2**31
 """Spawn key of the structure stream (random graph, synthetic data, random partition)."""
@@ -55,48 +56,48 @@ def resolve_path(value: str, base: Path | None) -> str:
     return value
 
 
-def build_structure(cfg: Mapping[str, Any], base: Path | None = None) -> Structure:
+def make_structure(spec: PointSpec, base: Path | None = None) -> Structure:
     """Network and partitioned data of one point (no protocol parameters).
 
     Both draw from one structure stream, ``SeedSequence(seed, spawn_key=(2**31,))``: first the graph of
     a random topology, then a synthetic matrix and a random partition.
     """
-    structure = np.random.default_rng(
-        np.random.SeedSequence(cfg["seed"], spawn_key=(STRUCTURE_KEY,))
-    )
-    net_cfg, data_cfg = cfg["network"], cfg["data"]
-    kwargs: dict[str, Any] = {"agents": net_cfg.get("agents"), "seed": structure,
-                              "params": net_cfg.get("params")}
-    if net_cfg.get("mixing") is not None:
-        kwargs["mixing"] = net_cfg["mixing"]
-    network = make_network(resolve_path(net_cfg["topology"], base), **kwargs)
-    standardize = data_cfg["standardize"]
+    structure = np.random.default_rng(np.random.SeedSequence(spec.seed, spawn_key=(STRUCTURE_KEY,)))
+    net, dat = spec.network, spec.data
+    kwargs: dict[str, Any] = {"agents": net.agents, "seed": structure,
+                              "params": None if net.params is None else dict(net.params)}
+    if net.mixing is not None:
+        kwargs["mixing"] = net.mixing
+    network = make_network(resolve_path(net.topology, base), **kwargs)
     data = load_dataset(
-        resolve_path(data_cfg["source"], base), agents=network.m,
-        partition=data_cfg["partition"], sizes=data_cfg.get("sizes"),
-        min_rows=data_cfg["min_rows"], center=data_cfg["center"],
-        standardize=data_cfg["source"] != "synthetic" if standardize is None else standardize,
-        scale=data_cfg["scale"], synthetic=data_cfg.get("synthetic"), rng=structure,
+        resolve_path(dat.source, base), agents=network.m, partition=dat.partition,
+        sizes=None if dat.sizes is None else list(dat.sizes), min_rows=dat.min_rows,
+        center=dat.center, standardize=dat.standardize, scale=dat.scale,
+        synthetic=None if dat.synthetic is None else dict(dat.synthetic), rng=structure,
     )
     return Structure(network=network, data=data)
 
 
-def resolve_problem(cfg: Mapping[str, Any], structure: Structure) -> Problem:
-    """The point's protocol parameters resolved on its structure (``[protocol]``: ``alpha`` and the
-    geometric schedule depend on the spectrum)."""
-    proto = cfg["protocol"]
-    noise_cfg = proto.get("noise") or {}
-    noise = NoiseSchedule(
-        kind=noise_cfg.get("schedule", "geometric"),
-        scale=float(noise_cfg.get("scale", 1.0)),
-        values=tuple(float(v) for v in noise_cfg.get("values", ())),
-    )
+def make_problem(protocol: ProtocolSpec, structure: Structure) -> Problem:
+    """The point's protocol parameters resolved on its structure (``alpha`` and the geometric schedule
+    depend on the spectrum)."""
     params = resolve_params(
-        structure.data, structure.network, iterations=proto["iterations"],
-        consensus_steps=proto["consensus_steps"], rank=proto["rank"], alpha=proto["alpha"],
-        sigma_q=proto.get("sigma_q"), noise=noise,
+        structure.data, structure.network, iterations=protocol.iterations,
+        consensus_steps=protocol.consensus_steps, rank=protocol.rank,
+        alpha=dict(protocol.alpha) if isinstance(protocol.alpha, Mapping) else protocol.alpha,
+        sigma_q=protocol.sigma_q, noise=protocol.noise,
     )
     return Problem(network=structure.network, data=structure.data, params=params)
+
+
+def build_structure(cfg: Mapping[str, Any], base: Path | None = None) -> Structure:
+    """:func:`make_structure` of a point's validated configuration."""
+    return make_structure(PointSpec.from_config(cfg), base)
+
+
+def resolve_problem(cfg: Mapping[str, Any], structure: Structure) -> Problem:
+    """:func:`make_problem` of a point's validated configuration."""
+    return make_problem(ProtocolSpec.from_config(cfg["protocol"]), structure)
 
 
 def build_problem(cfg: Mapping[str, Any], base: Path | None = None) -> Problem:

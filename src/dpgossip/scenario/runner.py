@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpgossip.protocol import run_ldp, run_matrix, subspace_distance, top_singular
+from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
 from dpgossip.scenario.status import flag_non_finite, measure_run
 
@@ -34,7 +35,7 @@ def repeat_seed(seed: int, repeat: int) -> np.random.SeedSequence:
 
 
 def run_point(
-    cfg: Mapping[str, Any], problem: Problem, axes: Mapping[str, Any]
+    spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every repeat of one point on its problem (built once by the caller).
 
@@ -48,29 +49,29 @@ def run_point(
         ``crashed_agents``.
     """
     data, network, params = problem.data, problem.network, problem.params
-    spec = top_singular(data.X, params.rank)
+    top = top_singular(data.X, params.rank)
     base_row = {
         **{k.replace(".", "_"): v for k, v in axes.items()},
         **network.to_row(),
         **data.to_row(),
         **params.to_row(),
-        "backend": cfg["backend"],
+        "backend": spec.backend,
     }
     runs, iters = [], []
-    for k in range(cfg["repeats"]):
-        seq = repeat_seed(cfg["seed"], k)
+    for k in range(spec.repeats):
+        seq = repeat_seed(spec.seed, k)
         outcome = None
         with np.errstate(all="ignore"):  # overflow and NaN are reported by the run's status
-            if cfg["backend"] == "engine":
+            if spec.backend == "engine":
                 from dpgossip.engine import NetworkConditions, run_engine
 
-                cond = NetworkConditions.from_mapping(cfg.get("engine") or {})
+                cond = NetworkConditions.from_mapping(dict(spec.engine))
                 res = run_engine(data, network, params, seq, conditions=cond,
                                  record_transcript=False)
                 outcome = res.info.get("outcome")
             else:
                 res = run_matrix(data, network, params, seq)
-        measured = measure_run(res, data, spec)
+        measured = measure_run(res, data, top)
         err = measured.errors
         row = {**base_row, "repeat": k, **measured.to_row()}
         if outcome is not None:
@@ -80,24 +81,8 @@ def run_point(
             for name, value in summary.to_row().items():
                 if name not in TIMING_COLUMNS:
                     row["engine_status" if name == "status" else name] = value
-        base_cfg = cfg.get("baseline") or {}
-        if base_cfg.get("ldp"):
-            ldp = run_ldp(
-                data.X,
-                params.rank,
-                base_cfg["epsilon"],
-                base_cfg["delta"],
-                np.random.default_rng(np.random.SeedSequence(cfg["seed"], spawn_key=(k, 1))),
-                base_cfg["calibration"],
-            )
-            row.update(
-                {
-                    "ldp_error": subspace_distance(spec.U, ldp.U_hat),
-                    **ldp.to_row(),
-                    "epsilon": base_cfg["epsilon"],
-                    "delta": base_cfg["delta"],
-                }
-            )
+        if spec.baseline.ldp:
+            row.update(_ldp_row(spec, k, data, params, spec_u=top.U))
         flag_non_finite(row, ("ldp_error",))
         runs.append(row)
         for l in range(params.rank):
@@ -112,6 +97,16 @@ def run_point(
                     }
                 )
     return runs, iters
+
+
+def _ldp_row(spec: PointSpec, k: int, data: Any, params: Any, *, spec_u: np.ndarray) -> dict[str, Any]:
+    """The LDP baseline's columns of repeat ``k`` (its own stream, ``spawn_key=(k, 1)``)."""
+    base = spec.baseline
+    ldp = run_ldp(data.X, params.rank, base.epsilon, base.delta,
+                  np.random.default_rng(np.random.SeedSequence(spec.seed, spawn_key=(k, 1))),
+                  base.calibration)
+    return {"ldp_error": subspace_distance(spec_u, ldp.U_hat), **ldp.to_row(),
+            "epsilon": base.epsilon, "delta": base.delta}
 
 
 def run_sections(cfg: Mapping[str, Any], problem: Problem) -> dict[str, list[dict[str, Any]]]:

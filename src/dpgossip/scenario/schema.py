@@ -22,7 +22,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from dpgossip.data import PARTITIONS
+from dpgossip.data.preprocess import SCALES
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
+from dpgossip.protocol.ldp import LDP_CALIBRATIONS
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.fields import REQUIRED, Field
 from dpgossip.scenario.sections import (
@@ -163,7 +166,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "partition": Field(
             kind=str,
             default="equal",
-            choices=("equal", "explicit", "random"),
+            choices=PARTITIONS,
             doc="how rows are split among agents: equal blocks in row order, the given sizes, or "
             "random sizes (at least min_rows each)",
         ),
@@ -181,7 +184,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "scale": Field(
             kind=str,
             default="max_norm",
-            choices=("max_norm", "unit_rows", "none"),
+            choices=SCALES,
             doc="rows into the unit ball: divide by the largest row norm, normalise every row, "
             "or check that they already are",
         ),
@@ -266,7 +269,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "calibration": Field(
             kind=str,
             default="analytic",
-            choices=("paper", "analytic"),
+            choices=LDP_CALIBRATIONS,
             doc="LDP noise: the analytic Gaussian mechanism (Balle-Wang), or the classical bound as "
             "printed in 001",
         ),
