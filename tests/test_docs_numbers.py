@@ -81,3 +81,30 @@ def test_readme_and_docs_print_the_stored_pairwise_leakage():
     assert sentence.replace(" for observers within c = 3 hops of the target", " within 3 hops") in doc
     # the step at hop c + 1 that both texts describe
     assert min(float(r["mean"]) for r in rows[:3]) > 1.5 * max(float(r["mean"]) for r in rows[3:])
+
+
+QUICKSTART_AUDIT = ("`dpgossip audit scenarios/quickstart.toml` (standard search) finds for every pair a "
+                    "neighbour with exact epsilon = inf at delta = 1e-5 (RDP epsilon {rdp} for the "
+                    "worst pair)")
+
+
+def test_readme_prints_the_quickstart_audit_sentence():
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert QUICKSTART_AUDIT.format(rdp="1.5e+08") in readme
+
+
+@pytest.mark.slow
+def test_the_quickstart_audit_sentence_is_what_the_cli_computes(tmp_path, capsys):
+    import csv
+
+    from dpgossip.cli import main
+
+    out = tmp_path / "qs"
+    assert main(["audit", str(ROOT / "scenarios" / "quickstart.toml"), "--out", str(out),
+                 "--no-plots"]) == 0
+    rows = list(csv.DictReader(open(out / "pairs.csv", encoding="utf-8")))  # one per pair and method
+    exact = [r for r in rows if r["method"] == "exact"]
+    assert len(exact) == 12 and all(r["epsilon"] == "inf" for r in exact)
+    rdp = max(float(r["epsilon"]) for r in rows if r["method"] == "rdp")
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert QUICKSTART_AUDIT.format(rdp=f"{rdp:.2g}") in readme

@@ -1,5 +1,5 @@
-"""Plots of a results folder: drawn after a run, redrawn by `dpgossip report`, skipped without
-matplotlib; the leakage plots on a synthetic table."""
+"""Plots of a results folder: drawn after a run (by `dpgossip run`, or make_report after run_scenario),
+redrawn by `dpgossip report`, skipped without matplotlib; the leakage plots on a synthetic table."""
 
 import json
 import sys
@@ -40,6 +40,7 @@ def swept(tmp_path_factory):
         output={"plots": True},
     )
     run_scenario(sc, out, quiet=True)
+    make_report(out)
     return out
 
 
@@ -80,20 +81,52 @@ def test_error_vs_epsilon_with_zipped_noise(tmp_path):
         baseline={"ldp": True, "epsilon": [1.0, 3.0, 10.0], "delta": 1e-5},
         sweep={"zip": [["protocol.noise", "baseline.epsilon"]]},
     )
-    run_scenario(sc, tmp_path, quiet=True, plots=True)
+    run_scenario(sc, tmp_path, quiet=True)
+    make_report(tmp_path)
     assert is_png(tmp_path / "plots" / "error_vs_epsilon.png")
     assert not (tmp_path / "plots" / "error_vs_c.png").exists()
+
+
+SMALL_TOML = """
+name = "small"
+seed = 5
+[data]
+source = "wine"
+[network]
+topology = "ring"
+agents = 4
+[protocol]
+iterations = 6
+consensus_steps = 1
+"""
 
 
 def test_output_plots_false_is_honoured(tmp_path):
     run_scenario(small(), tmp_path, quiet=True)
     assert not (tmp_path / "plots").exists()
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SMALL_TOML + "[output]\nplots = false\n")
+    assert main(["run", str(scenario), "--out", str(tmp_path / "o"), "-q"]) == 0
+    assert (tmp_path / "o" / "runs.csv").is_file() and not (tmp_path / "o" / "plots").exists()
+
+
+def test_run_scenario_draws_no_plots_the_command_does(tmp_path):
+    run_scenario(small(output={"plots": True}), tmp_path / "api", quiet=True)
+    assert not (tmp_path / "api" / "plots").exists()
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SMALL_TOML)
+    assert main(["run", str(scenario), "--out", str(tmp_path / "o"), "-q", "--no-plots"]) == 0
+    assert not (tmp_path / "o" / "plots").exists()
+    assert main(["run", str(scenario), "--out", str(tmp_path / "o"), "-q"]) == 0
+    assert is_png(tmp_path / "o" / "plots" / "error_vs_iteration.png")
 
 
 def test_without_matplotlib_run_skips_plots_with_a_notice(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    run_scenario(small(), tmp_path, plots=True)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SMALL_TOML)
+    assert main(["run", str(scenario), "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert 'plots skipped: matplotlib is not installed; install it with: pip install "dpgossip[plot]"' in err
     assert (tmp_path / "runs.csv").is_file() and not list(tmp_path.glob("plots/*.png"))
@@ -158,23 +191,22 @@ def test_topology_drawing_labels_small_graphs_and_widths_large(tmp_path):
 
 @pytest.fixture
 def leakage_section():
-    """A stand-in privacy auditor: a [privacy] section whose run hook writes a leakage table."""
+    """A stand-in auditor: a [stand_in] section whose run hook writes a leakage table (the report
+    plots any section's leakage.csv)."""
 
-    def run(cfg, base):
+    def run(cfg, problem):
         c = cfg["protocol"]["consensus_steps"]
         return {"leakage": [{**r, "epsilon": r["value"] * c} for r in ring_leakage(4)]}
 
-    saved = EXTRA_SECTIONS.pop("privacy", None)
-    register_section("privacy", free_table, run=run)
+    register_section("stand_in", free_table, run=run)
     yield
-    EXTRA_SECTIONS.pop("privacy", None)
-    if saved is not None:
-        EXTRA_SECTIONS["privacy"] = saved
+    EXTRA_SECTIONS.pop("stand_in", None)
 
 
 def test_section_run_hook_writes_a_table_that_the_report_plots(tmp_path, leakage_section):
-    sc = small(repeats=1, privacy={"delta": 1e-5}, protocol={"consensus_steps": [1, 2]})
-    run_scenario(sc, tmp_path, quiet=True, plots=True)
+    sc = small(repeats=1, stand_in={"delta": 1e-5}, protocol={"consensus_steps": [1, 2]})
+    run_scenario(sc, tmp_path, quiet=True)
+    make_report(tmp_path)
     lines = (tmp_path / "leakage.csv").read_text().splitlines()
     assert lines[0] == "observer,target,hops,value,epsilon,point" and len(lines) == 1 + 2 * 12
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from dpgossip.errors import ConfigError
+from dpgossip.report import make_report
 from dpgossip.scenario import run_scenario, runner
 from dpgossip.scenario.results import point_file
 
@@ -143,8 +144,9 @@ def test_editing_a_user_data_file_invalidates_its_points(tmp_path, monkeypatch):
 
 
 def test_stale_plots_of_another_configuration_are_removed(tmp_path):
-    run_scenario(small(network={"topology": ["ring", "path"]}), tmp_path, quiet=True, plots=True)
+    run_scenario(small(network={"topology": ["ring", "path"]}), tmp_path, quiet=True)
+    make_report(tmp_path)
     assert len(list((tmp_path / "plots").glob("topology_*.png"))) == 2
-    run_scenario(small(), tmp_path, quiet=True, plots=False)
+    run_scenario(small(), tmp_path, quiet=True)
     assert not list((tmp_path / "plots").glob("*.png"))
     assert len(list((tmp_path / "networks").glob("*.json"))) == 1

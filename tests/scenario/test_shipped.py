@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from dpgossip.report import make_report
 from dpgossip.scenario import load_scenario, run_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -30,7 +31,7 @@ def mean_error(rs, **where):
 def test_consensus_sweep_runs_and_error_falls_with_c(tmp_path):
     sc = load_scenario(SCENARIOS / "consensus-sweep.toml").with_overrides({"repeats": 3})
     assert len(sc.points()) == 9
-    run_scenario(sc, tmp_path, quiet=True, plots=False)
+    run_scenario(sc, tmp_path, quiet=True)
     rs = rows(tmp_path)
     assert len(rs) == 9 * 3
     errs = [mean_error(rs, protocol_consensus_steps=str(c)) for c in (1, 5, 20, 50)]
@@ -42,7 +43,7 @@ def test_consensus_sweep_runs_and_error_falls_with_c(tmp_path):
 
 def test_topology_comparison_runs_and_the_grid_mixes_faster_than_the_ring(tmp_path):
     sc = load_scenario(SCENARIOS / "topology-comparison.toml").with_overrides({"repeats": 2})
-    run_scenario(sc, tmp_path, quiet=True, plots=False)
+    run_scenario(sc, tmp_path, quiet=True)
     rs = rows(tmp_path)
     assert {r["network_topology"] for r in rs} == {"ring", "grid", "random_geometric"}
     assert {r["agents"] for r in rs} == {"16"}
@@ -57,7 +58,7 @@ def test_pairwise_leakage_runs_reduced(tmp_path):
         {"repeats": 1, "network.agents": 8, "privacy.search": "candidates", "privacy.candidates": 1,
          "privacy.ascent_steps": 0,
          "data.synthetic": {"n": 256, "d": 4, "spectrum": [1.0, 0.9, 0.8, 0.7]}})
-    run_scenario(sc, tmp_path, quiet=True, plots=False)
+    run_scenario(sc, tmp_path, quiet=True)
     with open(tmp_path / "leakage.csv", newline="") as fh:
         leak = list(csv.DictReader(fh))
     assert len(leak) == 8 * 7
@@ -101,7 +102,8 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
         "privacy.calibrate.epsilon": [1.0, 100.0], "privacy.calibrate.delta": [0.44, 0.9],
         "privacy.calibrate.rel_tol": 0.5,
     })
-    run_scenario(sc, tmp_path, quiet=True, plots=True)
+    run_scenario(sc, tmp_path, quiet=True)
+    make_report(tmp_path)
     rs = rows(tmp_path)
     assert len(rs) == 4
     by_eps = {r["baseline_epsilon"]: r for r in rs}
@@ -119,7 +121,8 @@ def test_paper_fig3_runs_reduced_and_delta_grows_with_iterations(tmp_path):
         "repeats": 2, "data.source": "wine", "protocol.iterations": [1, 4],
         "privacy.search": "candidates", "privacy.candidates": 1, "privacy.ascent_steps": 0,
     })
-    run_scenario(sc, tmp_path, quiet=True, plots=True)
+    run_scenario(sc, tmp_path, quiet=True)
+    make_report(tmp_path)
     with open(tmp_path / "leakage.csv", newline="") as fh:
         leak = list(csv.DictReader(fh))
     with open(tmp_path / "points.csv", newline="") as fh:

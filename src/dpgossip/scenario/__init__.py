@@ -1,5 +1,6 @@
 """Scenario files: load and validate TOML, expand sweeps, run points (resumably, in parallel), write
-tidy results and plots.
+tidy results. The plots are the report layer's (:func:`dpgossip.report.make_report`, which ``dpgossip
+run`` calls after :func:`run_scenario`).
 
 >>> from dpgossip.scenario import load_scenario, run_scenario          # doctest: +SKIP
 >>> run_scenario(load_scenario("scenarios/quickstart.toml"), workers=2)  # doctest: +SKIP
@@ -9,7 +10,6 @@ PosixPath('results/quickstart')
 from __future__ import annotations
 
 import copy
-import sys
 import time
 import tomllib
 from collections.abc import Mapping
@@ -131,14 +131,15 @@ def run_scenario(
     workers: int | None = 1,
     scheduler: str | None = None,
     scheduler_timeout: float = DASK_TIMEOUT,
-    plots: bool | None = None,
     force: bool = False,
 ) -> Path:
     """Run every point and repeat of a scenario and write its results folder.
 
     Finished points are stored in ``out/points/<hash>.json`` as they complete; a rerun skips them, so an
     interrupted sweep resumes where it stopped and ends with the same tables as an uninterrupted one.
-    See :mod:`dpgossip.scenario.assemble` for the files.
+    See :mod:`dpgossip.scenario.assemble` for the files. No plots are drawn here: draw them with
+    :func:`dpgossip.report.make_report` on the returned folder (``dpgossip run`` does when
+    ``[output] plots`` is true and ``--no-plots`` is not given).
 
     Parameters
     ----------
@@ -154,8 +155,6 @@ def run_scenario(
         Address of a Dask scheduler (``tcp://host:8786``); runs the points on that cluster instead.
     scheduler_timeout
         Seconds to wait for the scheduler before raising ``ConfigError``.
-    plots
-        Draw the plots (default: ``[output] plots``); skipped with a notice without matplotlib.
     force
         Write into a folder that holds another scenario's results (replacing them); without it such a
         folder is refused (:func:`~dpgossip.scenario.outdir.check_out_dir`).
@@ -188,7 +187,7 @@ def run_scenario(
     structures = preflight(points, scenario.base)
     client = connect_dask(scheduler, scheduler_timeout) if scheduler is not None else None
     try:
-        return _run(scenario, out_dir, points, structures, n_workers, client, scheduler, quiet, plots)
+        return _run(scenario, out_dir, points, structures, n_workers, client, scheduler, quiet)
     finally:
         if client is not None:
             client.close()
@@ -203,7 +202,6 @@ def _run(
     client: Any,
     scheduler: str | None,
     quiet: bool,
-    plots: bool | None,
 ) -> Path:
     cfg = scenario.config
     remove_stale_outputs(out_dir, cfg)
@@ -259,16 +257,4 @@ def _run(
             "scheduler": scheduler,
         },
     )
-    if cfg["output"]["plots"] if plots is None else plots:
-        _plots(out_dir, quiet)
     return out_dir
-
-
-def _plots(out_dir: Path, quiet: bool) -> None:
-    from dpgossip.report import PlotsUnavailable, make_report
-
-    try:
-        make_report(out_dir)
-    except PlotsUnavailable as exc:
-        if not quiet:
-            print(f"plots skipped: {exc}", file=sys.stderr)

@@ -4,6 +4,10 @@
 * stderr is a terminal and tqdm is installed (extra ``progress``): one bar with rate and ETA.
 * otherwise: one line per finished point, ``[3/9] c=5: error 0.0123 (0.4 s; ETA 2.1 s)``.
 
+:meth:`Progress.update` takes any finished point with ``index``, ``axes`` and ``seconds`` (a
+:class:`~dpgossip.scenario.results.PointResult` of ``dpgossip run``, an audited point of ``dpgossip
+audit``) and what to say about it; :meth:`Progress.stage` says what a long point is doing meanwhile.
+
 A point with runs that are not ``ok`` (crashed agents, a stopped or diverged run) gets one warning line,
 quiet or not (:meth:`Progress.warn`).
 """
@@ -12,11 +16,11 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from dpgossip.scenario.results import PointResult
 
-__all__ = ["Progress", "axes_label"]
+__all__ = ["Progress", "Finished", "axes_label"]
 
 _SHORT = {
     "protocol.consensus_steps": "c",
@@ -40,6 +44,22 @@ def axes_label(axes: dict[str, Any], *, short: bool = True) -> str:
             value = "{" + value + "}"
         parts.append(f"{name}={value}")
     return ", ".join(parts)
+
+
+class Finished(Protocol):
+    """What :meth:`Progress.update` reads of a finished point."""
+
+    @property
+    def index(self) -> int:
+        """Position of the point in the sweep."""
+
+    @property
+    def axes(self) -> dict[str, Any]:
+        """Axis values of the point (dotted paths)."""
+
+    @property
+    def seconds(self) -> float:
+        """Wall-clock time the point took."""
 
 
 class Progress:
@@ -85,26 +105,47 @@ class Progress:
         else:
             print(msg, file=self.stream, flush=True)
 
-    def update(self, result: PointResult) -> None:
-        """Report one finished point."""
+    def update(self, result: Finished, summary: str | None = None) -> None:
+        """Report one finished point.
+
+        Parameters
+        ----------
+        result
+            The point (its ``index``, ``axes`` and ``seconds``).
+        summary
+            What to say about it; default ``error <mean final error>`` (``result`` must then be a
+            :class:`~dpgossip.scenario.results.PointResult`).
+        """
         self.done += 1
         self._computed += 1
         if self.quiet:
             return
         label = axes_label(result.axes) or f"point {result.index}"
         if self._bar is not None:
-            self._bar.set_postfix_str(f"{label}: error {result.mean_error():.3g}", refresh=False)
+            short = summary if summary is not None else f"error {_mean_error(result):.3g}"
+            self._bar.set_postfix_str(f"{label}: {short}", refresh=False)
             self._bar.update(1)
             return
         elapsed = time.perf_counter() - self._t0
         left = self._todo - self._computed
         eta = elapsed / self._computed * left
+        said = summary if summary is not None else f"error {_mean_error(result):.4g}"
         print(
-            f"[{self.done}/{self.total}] {label}: error {result.mean_error():.4g} "
+            f"[{self.done}/{self.total}] {label}: {said} "
             f"({result.seconds:.2f} s; ETA {eta:.1f} s)",
             file=self.stream,
             flush=True,
         )
+
+    def stage(self, text: str) -> None:
+        """Say what the current point is doing (a long step: a calibration, an audit); nothing when
+        quiet. On a terminal the text replaces the bar's description."""
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._bar.set_description_str(text)
+        else:
+            print(f"[{self.done + 1}/{self.total}] {text}", file=self.stream, flush=True)
 
     def warn(self, result: PointResult) -> None:
         """One line on the stream (even when quiet) if some runs of the point are not ``ok``
@@ -126,6 +167,10 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+def _mean_error(result: Any) -> float:
+    return result.mean_error() if isinstance(result, PointResult) else float("nan")
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -1,0 +1,347 @@
+"""``dpgossip audit``: the pair audit of every sweep point, stored point by point, and its tables.
+
+:func:`plan_audit` checks the output folder and the sizes and resolves every point's ``[privacy]``
+table; :func:`run_audit` audits the points in order (:func:`audit_task`: build the network and data,
+calibrate the noise when ``privacy.calibrate`` asks, resolve the parameters, audit every pair), writes
+each one's :class:`~dpgossip.scenario.audit_point.AuditPoint` to ``DIR/points/<key>.json`` as soon as it
+is done, then assembles the folder's tables from the points (:func:`write_audit_tables`).
+
+Resuming: a point whose file is already in ``DIR/points`` with the same key (the hash of its
+configuration with the ``[privacy]`` overrides and the content of the user files it reads) is read back
+instead of audited again, so an interrupted audit (Ctrl-C, kill) run again audits only the points it had
+not finished and ends with the same tables. A configuration that occurs twice in a sweep is audited
+once.
+
+Files (each written atomically):
+
+``pairs.csv``
+    One row per point, pair and method: ``point``, the axis columns, the calibration columns of a
+    calibrated point, then the audit's (:meth:`~dpgossip.privacy.audit.PairAudit.rows`).
+``worst.json``
+    Per point, the worst pair, its neighbour (the row replaced and its replacement) and its numbers
+    (strict JSON: infinite values as ``"inf"``); its ``scenario`` marks the folder as this scenario's.
+``epsilon_matrix.csv`` (one point) or ``epsilon_matrix_p<point>.csv``
+    The observer x target epsilon matrix of each point (``exact`` when audited).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any
+
+from dpgossip.scenario import privacy_section
+from dpgossip.scenario.audit_point import (
+    AuditPoint,
+    HopLeakage,
+    ProblemSummary,
+    WorstPair,
+    read_audit_point,
+    write_audit_point,
+)
+from dpgossip.scenario.expand import point_hash
+from dpgossip.scenario.outdir import check_out_dir
+from dpgossip.scenario.preflight import input_file
+from dpgossip.scenario.privacy_overrides import (
+    PrivacyOverrides,
+    audited_points,
+    privacy_config,
+    uses_engine,
+)
+from dpgossip.scenario.problem import build_structure, resolve_problem
+from dpgossip.scenario.progress import Progress, axes_label
+from dpgossip.scenario.results import jsonable
+from dpgossip.scenario.store import json_safe, write_csv, write_json
+
+__all__ = ["AuditTask", "AuditPlan", "AuditRun", "plan_audit", "audit_key", "audit_task", "run_audit",
+           "write_audit_tables", "matrix_names"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class AuditTask:
+    """One point to audit: its position, key, axis values and configuration (``[privacy]`` resolved,
+    overrides applied)."""
+
+    index: int
+    key: str
+    axes: dict[str, Any]
+    config: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """``"point 1 (c=2)"``, or ``"point 0"`` without axes."""
+        label = axes_label(self.axes)
+        return f"point {self.index}" + (f" ({label})" if label else "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class AuditPlan:
+    """What :func:`run_audit` does: the scenario's name, the output folder and the points.
+
+    Attributes
+    ----------
+    scenario
+        Name of the scenario (written to ``worst.json``).
+    out
+        The output folder.
+    base
+        Folder of the scenario file (relative data and topology paths).
+    tasks
+        The points, in sweep order (at least one).
+    engine
+        The scenario sets ``[engine]`` conditions, which the audit does not model.
+    """
+
+    scenario: str
+    out: Path
+    base: Path | None
+    tasks: tuple[AuditTask, ...]
+    engine: bool
+
+    @property
+    def privacy(self) -> dict[str, Any]:
+        """The resolved ``[privacy]`` table of the first point (the settings the audit announces)."""
+        return self.tasks[0].config["privacy"]
+
+    def effort(self) -> str:
+        """The search effort in words: ``"standard worst-case search"`` or ``"20 candidate neighbours
+        per target"``."""
+        priv = self.privacy
+        if priv["search"] == "candidates":
+            return f"{priv['candidates']} candidate neighbours per target"
+        return f"{priv['search']} worst-case search"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class AuditRun:
+    """A finished audit: its points (in sweep order), the files written and how many points were
+    audited in this run or read back from their files."""
+
+    out: Path
+    points: tuple[AuditPoint, ...]
+    files: tuple[Path, ...]
+    computed: int
+    resumed: int
+
+    def leakage_rows(self) -> list[dict[str, Any]]:
+        """One row per point and pair, for the leakage plots (:mod:`dpgossip.report.audit`)."""
+        return [row for p in self.points for row in p.leakage_rows()]
+
+
+def audit_key(config: dict[str, Any], base: Path | None = None) -> str:
+    """Key of a point's audit: :func:`~dpgossip.scenario.expand.point_hash` of its configuration (with
+    ``[privacy]`` resolved), the SHA-256 of every user file it reads (``data.source``,
+    ``network.topology``; editing one invalidates the stored audit) and a marker that keeps it apart
+    from the key of a ``dpgossip run`` point."""
+    inputs = {}
+    for value in (config["data"]["source"], config["network"]["topology"]):
+        file = input_file(value, base)
+        if file is not None:
+            inputs[str(value)] = hashlib.sha256(file.read_bytes()).hexdigest()
+    return point_hash({**config, "inputs": inputs, "command": "audit"})
+
+
+def plan_audit(scenario: Any, out: str | Path | None = None, *,
+               overrides: PrivacyOverrides | None = None, force: bool = False) -> AuditPlan:
+    """Check where the audit writes and how large it is, and resolve every point's ``[privacy]``.
+
+    Parameters
+    ----------
+    scenario
+        A :class:`~dpgossip.scenario.Scenario`.
+    out
+        The output folder (default ``results/<name>-audit``).
+    overrides
+        ``[privacy]`` settings replaced for every point (``--view``, ``--search``, ``--candidates``).
+    force
+        Write into a folder that holds another scenario's results.
+
+    Returns
+    -------
+    AuditPlan
+
+    Raises
+    ------
+    ConfigError
+        The folder cannot be written or holds another scenario's results (without ``force``); the
+        sweep or a point is too large for the memory.
+    """
+    out_dir = Path(out or Path("results") / f"{scenario.name}-audit")
+    check_out_dir(out_dir, scenario.name, flag="--out" if out else "the audit folder", force=force)
+    tasks = []
+    for p in audited_points(scenario):
+        cfg = privacy_config(p.config, overrides)
+        tasks.append(AuditTask(index=p.index, key=audit_key(cfg, scenario.base), axes=dict(p.axes),
+                               config=cfg))
+    return AuditPlan(scenario=scenario.name, out=out_dir, base=scenario.base, tasks=tuple(tasks),
+                     engine=uses_engine(scenario.config))
+
+
+def audit_task(task: AuditTask, base: Path | None = None,
+               stage: Callable[[str], None] | None = None) -> AuditPoint:
+    """Audit one point: build its network and data, calibrate its noise when ``privacy.calibrate`` asks
+    (:func:`~dpgossip.scenario.privacy_section.prepare_point`), resolve its parameters and audit every
+    pair (:func:`~dpgossip.scenario.privacy_section.audit_config`).
+
+    Parameters
+    ----------
+    task
+        The point.
+    base
+        Folder of the scenario file.
+    stage
+        Called with a sentence before each long step (calibration, audit, exact value).
+
+    Returns
+    -------
+    AuditPoint
+        With JSON-native rows (equal to those read back from its file).
+
+    Raises
+    ------
+    ConfigError
+        A point that cannot be built, or whose calibration target cannot be met.
+    """
+    say = stage if stage is not None else (lambda _text: None)
+    t0 = time.perf_counter()
+    structure = build_structure(task.config, base)
+    if (task.config.get("privacy") or {}).get("calibrate"):
+        say(f"{task.name}: calibrating the noise scale (every step audits every pair)")
+    cfg, calibrated = privacy_section.prepare_point(task.config, structure)
+    problem = resolve_problem(cfg, structure)
+    say(f"{task.name}: auditing every (observer, target) pair of {problem.data.m} agents")
+    audit = privacy_section.audit_config(cfg, problem)
+    method = audit.methods[0]
+    w = audit.worst(method, by="delta" if audit.rank_by == "delta" else "epsilon")
+    exact = None
+    if "exact" not in audit.methods:  # the tight value of the worst pair, at least
+        say(f"{task.name}: the exact value of the worst pair's neighbour")
+        exact = jsonable(privacy_section.exact_for_pair(problem.data, problem.network,
+                                                        problem.params, audit, w.observer, w.target))
+    groups: dict[int, list[float]] = {}
+    for r in audit.results.values():
+        groups.setdefault(int(r.hops), []).append(float(r.epsilon[method]))
+    mat_method = "exact" if "exact" in audit.methods else method
+    return AuditPoint(
+        index=task.index, key=task.key, axes=dict(task.axes), problem=ProblemSummary.of(problem),
+        calibration=jsonable(calibrated), note=privacy_section.rank_note(problem.params.rank),
+        method=method, worst=WorstPair.from_row(_worst_row(audit, w, problem, cfg), exact),
+        by_hops=tuple(HopLeakage(hops=h, worst=max(v), mean=float(sum(v) / len(v)))
+                      for h, v in sorted(groups.items())),
+        matrix_method=mat_method, matrix=audit.matrix(mat_method).tolist(),
+        pairs=jsonable(audit.rows()), leakage=jsonable(privacy_section.leakage_rows(audit)),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The fields of :class:`WorstPair` of the worst pair ``w`` (JSON-native)."""
+    return jsonable({
+        "view": audit.view, "neighbours": config["privacy"]["neighbours"], "delta": audit.delta,
+        "candidates": audit.candidates, "observer": w.observer, "target": w.target, "hops": w.hops,
+        "row": w.neighbour.row, "original": [float(v) for v in problem.data.X[w.neighbour.row]],
+        "replacement": [float(v) for v in w.neighbour.x_new], "direction": w.neighbour.label,
+        "epsilon": dict(w.epsilon),
+        "delta_at_epsilon": {m: dict(zip([f"{e:g}" for e in audit.epsilons], dl, strict=True))
+                             for m, dl in w.delta.items()},
+        "renyi2": w.renyi2,
+    })
+
+
+def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None = None,
+              quiet: bool = False, stream: IO[str] | None = None) -> AuditRun:
+    """Audit every point of ``plan`` (resuming from stored points) and write the folder's tables.
+
+    Parameters
+    ----------
+    plan
+        From :func:`plan_audit`.
+    on_point
+        Called with each point in sweep order, as soon as it is audited or read back.
+    quiet
+        No progress on ``stream``.
+    stream
+        Where progress goes: which step a point is at, and a line per finished point with an ETA
+        (a bar on a terminal; :class:`~dpgossip.scenario.progress.Progress`). Default ``sys.stderr``.
+
+    Returns
+    -------
+    AuditRun
+
+    Raises
+    ------
+    ConfigError
+        From :func:`audit_task` (the points finished before are kept).
+    KeyboardInterrupt
+        Propagated; every point finished before it is stored.
+    """
+    first: dict[str, AuditTask] = {}
+    for t in plan.tasks:
+        first.setdefault(t.key, t)
+    done: dict[str, AuditPoint] = {}
+    for t in first.values():
+        stored = read_audit_point(plan.out, t.key, t.index, t.axes)
+        if stored is not None:
+            done[t.key] = stored
+    resumed = len(done)
+    progress = Progress(len(first), quiet=quiet, stream=stream)
+    progress.skipped(resumed, str(plan.out / "points"))
+    points: list[AuditPoint] = []
+    try:
+        for t in plan.tasks:
+            point = done.get(t.key)
+            if point is None:
+                point = audit_task(t, plan.base, progress.stage)
+                write_audit_point(plan.out, point)
+                done[t.key] = point
+                worst = point.worst.epsilon[point.method]
+                progress.update(point, f"worst epsilon ({point.method}) {worst:.4g}")
+            elif point.index != t.index:  # the same configuration at another point of the sweep
+                point = replace(point, index=t.index, axes=dict(t.axes))
+            points.append(point)
+            if on_point is not None:
+                on_point(point)
+    finally:
+        progress.close()
+    files = write_audit_tables(plan, points)
+    return AuditRun(out=plan.out, points=tuple(points), files=tuple(files),
+                    computed=len(first) - resumed, resumed=resumed)
+
+
+def matrix_names(points: Sequence[AuditPoint]) -> list[str]:
+    """File name of each point's epsilon matrix: ``epsilon_matrix.csv`` for a single point, else
+    ``epsilon_matrix_p<point>.csv``."""
+    if len(points) == 1:
+        return ["epsilon_matrix.csv"]
+    return [f"epsilon_matrix_p{p.index}.csv" for p in points]
+
+
+def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint]) -> list[Path]:
+    """Write ``pairs.csv``, ``worst.json`` and the epsilon matrices from the points (module docstring);
+    epsilon matrices of an earlier audit in the folder that this one does not write are removed.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    out = plan.out
+    write_csv(out / "pairs.csv", [row for p in points for row in p.pair_rows()])
+    write_json(out / "worst.json", json_safe({
+        "scenario": plan.scenario, "audit": privacy_section.PER_INSTANCE,
+        "non_finite": 'infinite values are written as "inf" (JSON has no infinity)',
+        **({"engine": "not modelled: the audit is of the ideal synchronous protocol"}
+           if plan.engine else {}),
+        "points": [p.worst_record() for p in points]}))
+    files = [out / "pairs.csv", out / "worst.json"]
+    names = matrix_names(points)
+    for stale in out.glob("epsilon_matrix*.csv"):
+        if stale.name not in names:
+            stale.unlink(missing_ok=True)
+    for p, name in zip(points, names, strict=True):
+        write_csv(out / name, p.matrix_rows())
+        files.append(out / name)
+    return files

@@ -1,0 +1,267 @@
+"""The audit of one sweep point as ``dpgossip audit`` keeps it: :class:`AuditPoint`, stored in
+``DIR/points/<key>.json``.
+
+A point file is written atomically (:func:`~dpgossip.scenario.store.atomic_write_text`) when the
+point's audit finishes, so the folder holds whole points only; a rerun reads every point whose file
+exists and carries the point's key (:func:`read_audit_point`) instead of auditing it again. Rows are kept
+after a JSON round trip (:func:`~dpgossip.scenario.results.jsonable`), so the tables assembled from a
+resumed point equal those of a fresh one. The file's ``format`` (:data:`AUDIT_POINT_FORMAT`) tells it
+from a ``dpgossip run`` point file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from dpgossip.scenario.assemble import axis_column
+from dpgossip.scenario.progress import axes_label
+from dpgossip.scenario.results import point_file
+from dpgossip.scenario.store import atomic_write_text
+
+__all__ = ["AUDIT_POINT_FORMAT", "ProblemSummary", "ExactValue", "WorstPair", "HopLeakage",
+           "AuditPoint", "write_audit_point", "read_audit_point"]
+
+AUDIT_POINT_FORMAT = "dpgossip-audit-point/1"
+"""Value of the ``format`` key of an audit point file."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProblemSummary:
+    """Size and noise of an audited point's problem."""
+
+    agents: int
+    rows: int
+    """``n``, rows of the data."""
+    columns: int
+    """``d``, columns of the data."""
+    iterations: int
+    consensus_steps: int
+    sigma_p_first: float
+    """``sigma_p`` of the first iteration (first component)."""
+    sigma_p_last: float
+    """``sigma_p`` of the last iteration (first component)."""
+    sigma_q: float
+
+    @classmethod
+    def of(cls, problem: Any) -> ProblemSummary:
+        """The summary of a :class:`~dpgossip.scenario.problem.Problem`."""
+        data, params = problem.data, problem.params
+        return cls(agents=int(data.m), rows=int(data.n), columns=int(data.d),
+                   iterations=int(params.iterations), consensus_steps=int(params.consensus_steps),
+                   sigma_p_first=float(params.sigma_p[0, 0]),
+                   sigma_p_last=float(params.sigma_p[0, -1]), sigma_q=float(params.sigma_q))
+
+    def to_row(self) -> dict[str, Any]:
+        """The fields as a flat row."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExactValue:
+    """The exact hockey-stick numbers of one neighbour (when the audit ran only cheaper conversions)."""
+
+    epsilon: float
+    """Epsilon at the audit's delta."""
+    delta_at_epsilon: dict[str, float]
+    """Delta at each epsilon of the grid (keys formatted ``f"{e:g}"``)."""
+
+    def to_row(self) -> dict[str, Any]:
+        """``{"epsilon": ..., "delta_at_epsilon": {...}}``, as ``worst.json`` writes it."""
+        return {"epsilon": self.epsilon, "delta_at_epsilon": dict(self.delta_at_epsilon)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorstPair:
+    """The worst (observer, target) pair of a point, its worst neighbour and its numbers."""
+
+    view: str
+    neighbours: str
+    delta: float
+    """The audit's delta (epsilon is reported at it)."""
+    candidates: int
+    observer: int
+    target: int
+    hops: int
+    row: int
+    """Row of the target's data replaced by the neighbour."""
+    original: list[float]
+    replacement: list[float]
+    direction: str
+    """How the search found the neighbour (its label)."""
+    epsilon: dict[str, float]
+    """Epsilon at ``delta`` per method."""
+    delta_at_epsilon: dict[str, dict[str, float]]
+    """Per method, delta at each epsilon of the grid (keys formatted ``f"{e:g}"``)."""
+    renyi2: float
+    exact: ExactValue | None = None
+    """The exact value of this neighbour when ``exact`` is not among the audit's methods."""
+
+    _PAIR_KEYS = ("view", "neighbours", "delta", "candidates", "observer", "target", "hops", "row",
+                  "original", "replacement", "direction", "epsilon", "delta_at_epsilon", "renyi2")
+
+    def to_row(self) -> dict[str, Any]:
+        """The pair's part of its ``worst.json`` entry (without the exact value), in file order."""
+        return {k: getattr(self, k) for k in self._PAIR_KEYS}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], exact: Mapping[str, Any] | None) -> WorstPair:
+        """Inverse of :meth:`to_row`, with the exact value's row if any."""
+        value = None if exact is None else ExactValue(
+            epsilon=float(exact["epsilon"]), delta_at_epsilon=dict(exact["delta_at_epsilon"]))
+        return cls(**{k: row[k] for k in cls._PAIR_KEYS}, exact=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HopLeakage:
+    """Worst and mean epsilon of the pairs at one hop distance."""
+
+    hops: int
+    worst: float
+    mean: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class AuditPoint:
+    """The audit of one sweep point: what ``dpgossip audit`` prints and the rows of its files.
+
+    Attributes
+    ----------
+    index, key, axes
+        Position in the sweep, the key of its point file, its axis values (dotted paths).
+    problem
+        Size and noise of the audited problem.
+    calibration
+        The calibration columns (``noise_scale``, ``calibrated_epsilon``, ...) when ``privacy.calibrate``
+        set the noise; empty otherwise.
+    note
+        The rank note (:func:`~dpgossip.scenario.privacy_section.rank_note`) or ``None``.
+    method
+        The first conversion of ``privacy.methods``: it ranks the pairs.
+    worst
+        The worst pair by ``method``.
+    by_hops
+        Worst and mean epsilon (by ``method``) per hop distance, by increasing distance.
+    matrix_method, matrix
+        The ``m x m`` epsilon matrix (observer x target, NaN on the diagonal) by ``matrix_method``
+        (``exact`` when audited, else ``method``).
+    pairs
+        The audit's tidy rows (:meth:`~dpgossip.privacy.audit.PairAudit.rows`), JSON-native.
+    leakage
+        One row per pair for the leakage plots (:func:`~dpgossip.scenario.privacy_section.leakage_rows`).
+    seconds
+        Wall-clock time of the point (timing only).
+    resumed
+        Read back from its point file rather than audited in this run.
+    """
+
+    index: int
+    key: str
+    axes: dict[str, Any]
+    problem: ProblemSummary
+    calibration: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None
+    method: str
+    worst: WorstPair
+    by_hops: tuple[HopLeakage, ...]
+    matrix_method: str
+    matrix: list[list[float]]
+    pairs: list[dict[str, Any]]
+    leakage: list[dict[str, Any]]
+    seconds: float = 0.0
+    resumed: bool = False
+
+    @property
+    def label(self) -> str:
+        """The axis values as a short label (``"c=2"``; empty for a single point)."""
+        return axes_label(self.axes)
+
+    def pair_rows(self) -> list[dict[str, Any]]:
+        """Rows of ``pairs.csv``: ``point``, the axis columns and calibration columns, then the audit's."""
+        extra = {"point": self.index, **{axis_column(a): v for a, v in self.axes.items()},
+                 **self.calibration}
+        return [{**extra, **row} for row in self.pairs]
+
+    def leakage_rows(self) -> list[dict[str, Any]]:
+        """Rows for the leakage plots: one per pair, with ``point`` and ``series`` (the label)."""
+        return [{**row, "point": self.index, "series": self.label} for row in self.leakage]
+
+    def worst_record(self) -> dict[str, Any]:
+        """The point's entry of ``worst.json``."""
+        return {
+            "point": self.index, "axes": dict(self.axes), **self.worst.to_row(),
+            **({"note": self.note} if self.note else {}),
+            **({"calibration": dict(self.calibration)} if self.calibration else {}),
+            **({"exact_for_worst_neighbour": self.worst.exact.to_row()}
+               if self.worst.exact is not None else {}),
+        }
+
+    def matrix_rows(self) -> list[dict[str, Any]]:
+        """Rows of the point's ``epsilon_matrix*.csv``: ``observer``, ``target_<j>``, ``method``."""
+        return [{"observer": o, **{f"target_{j}": float(v) for j, v in enumerate(row)},
+                 "method": self.matrix_method} for o, row in enumerate(self.matrix)]
+
+    def to_json(self) -> dict[str, Any]:
+        """Content of the point file."""
+        return {
+            "format": AUDIT_POINT_FORMAT, "hash": self.key, "index": self.index, "axes": self.axes,
+            "seconds": self.seconds, "problem": self.problem.to_row(),
+            "calibration": self.calibration, "note": self.note, "method": self.method,
+            "worst": self.worst.to_row(),
+            "exact": self.worst.exact.to_row() if self.worst.exact is not None else None,
+            "by_hops": [[h.hops, h.worst, h.mean] for h in self.by_hops],
+            "matrix_method": self.matrix_method, "matrix": self.matrix,
+            "pairs": self.pairs, "leakage": self.leakage,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, index: int, axes: Mapping[str, Any]
+                  ) -> AuditPoint:
+        """Inverse of :meth:`to_json`, for the point at ``index`` with ``axes`` (``resumed``).
+
+        Raises
+        ------
+        KeyError, TypeError, ValueError
+            A malformed file.
+        """
+        return cls(
+            index=index, key=str(data["hash"]), axes=dict(axes),
+            problem=ProblemSummary(**data["problem"]), calibration=dict(data["calibration"]),
+            note=data["note"], method=str(data["method"]),
+            worst=WorstPair.from_row(data["worst"], data["exact"]),
+            by_hops=tuple(HopLeakage(hops=int(h), worst=float(w), mean=float(m))
+                          for h, w, m in data["by_hops"]),
+            matrix_method=str(data["matrix_method"]), matrix=[list(r) for r in data["matrix"]],
+            pairs=list(data["pairs"]), leakage=list(data["leakage"]),
+            seconds=float(data["seconds"]), resumed=True,
+        )
+
+
+def write_audit_point(out_dir: Path, point: AuditPoint) -> Path:
+    """Write ``out_dir/points/<key>.json`` atomically; returns its path."""
+    path = point_file(out_dir, point.key)
+    atomic_write_text(path, json.dumps(point.to_json(), separators=(",", ":")) + "\n")
+    return path
+
+
+def read_audit_point(out_dir: Path, key: str, index: int, axes: Mapping[str, Any]
+                     ) -> AuditPoint | None:
+    """The stored audit of the point with key ``key``, or ``None`` when there is no valid file.
+
+    A file that cannot be read or parsed, has another format or carries another key is treated as
+    absent (the point is audited again and the file replaced).
+    """
+    try:
+        data = json.loads(point_file(out_dir, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, Mapping) or data.get("format") != AUDIT_POINT_FORMAT \
+            or data.get("hash") != key:
+        return None
+    try:
+        return AuditPoint.from_json(data, index=index, axes=axes)
+    except (KeyError, TypeError, ValueError):
+        return None
