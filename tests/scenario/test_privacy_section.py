@@ -176,6 +176,9 @@ def test_prepare_calibrates_and_reports_an_unreachable_target():
                                                        "method": "rdp", "infeasible": "floor"})))[0].config
     new, row = prepare_point(cfg)
     assert row["calibration_met"] is False and row["noise_scale"] > 1.0
+    # a runs.csv row never says "met" or "not met" without what it means
+    assert "not a DP guarantee" in row["calibration_meaning"]
+    assert row["calibration_search"] == "candidates"
     assert new["protocol"]["noise"]["scale"] == row["noise_scale"]
 
 

@@ -387,9 +387,12 @@ def prepare_point(config: Mapping[str, Any], structure: Structure
     record = {k: v for k, v in cal.to_row().items() if k not in ("view", "neighbours")}
     record["calibration_notes"] = " | ".join(cal.notes)
     new["privacy"]["calibrated"] = record
+    # calibration_met never travels without what it means (a per-instance lower estimate, not a DP
+    # guarantee) and the search it rests on
     row = {k: record[k] for k in ("noise_scale", "calibrated_epsilon", "calibrated_delta",
                                   "target_epsilon", "target_delta", "calibration_family",
-                                  "calibration_method", "calibration_met")}
+                                  "calibration_method", "calibration_met", "calibration_meaning",
+                                  "calibration_search")}
     return new, row
 
 
