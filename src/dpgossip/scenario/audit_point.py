@@ -11,7 +11,6 @@ from a ``dpgossip run`` point file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,8 +18,7 @@ from typing import Any
 
 from dpgossip.scenario.assemble import axis_column
 from dpgossip.scenario.progress import axes_label
-from dpgossip.scenario.results import point_file
-from dpgossip.scenario.store import atomic_write_text
+from dpgossip.scenario.results import read_point_json, write_point_json
 
 __all__ = ["AUDIT_POINT_FORMAT", "ProblemSummary", "ExactValue", "WorstPair", "HopLeakage",
            "AuditPoint", "write_audit_point", "read_audit_point"]
@@ -242,9 +240,7 @@ class AuditPoint:
 
 def write_audit_point(out_dir: Path, point: AuditPoint) -> Path:
     """Write ``out_dir/points/<key>.json`` atomically; returns its path."""
-    path = point_file(out_dir, point.key)
-    atomic_write_text(path, json.dumps(point.to_json(), separators=(",", ":")) + "\n")
-    return path
+    return write_point_json(out_dir, point.key, point.to_json())
 
 
 def read_audit_point(out_dir: Path, key: str, index: int, axes: Mapping[str, Any]
@@ -254,12 +250,8 @@ def read_audit_point(out_dir: Path, key: str, index: int, axes: Mapping[str, Any
     A file that cannot be read or parsed, has another format or carries another key is treated as
     absent (the point is audited again and the file replaced).
     """
-    try:
-        data = json.loads(point_file(out_dir, key).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, Mapping) or data.get("format") != AUDIT_POINT_FORMAT \
-            or data.get("hash") != key:
+    data = read_point_json(out_dir, key, AUDIT_POINT_FORMAT)
+    if data is None:
         return None
     try:
         return AuditPoint.from_json(data, index=index, axes=axes)

@@ -16,7 +16,8 @@ from typing import Any
 
 from dpgossip.scenario.store import atomic_write_text
 
-__all__ = ["PointResult", "POINT_FORMAT", "point_file", "read_point", "write_point", "jsonable"]
+__all__ = ["PointResult", "POINT_FORMAT", "point_file", "read_point", "write_point", "read_point_json",
+           "write_point_json", "jsonable"]
 
 POINT_FORMAT = "dpgossip-point/1"
 """Value of the ``format`` key of a point file."""
@@ -106,12 +107,28 @@ def point_file(out_dir: Path, key: str) -> Path:
     return Path(out_dir) / "points" / f"{key}.json"
 
 
+def write_point_json(out_dir: Path, key: str, content: Mapping[str, Any]) -> Path:
+    """Write ``content`` as the point file of ``key`` (compact JSON), atomically; returns its path."""
+    path = point_file(out_dir, key)
+    atomic_write_text(path, json.dumps(content, default=_default, separators=(",", ":")) + "\n")
+    return path
+
+
+def read_point_json(out_dir: Path, key: str, fmt: str) -> Mapping[str, Any] | None:
+    """The content of the point file of ``key`` when it parses, has format ``fmt`` and carries ``key``
+    as its hash; else ``None`` (the point is computed again and the file replaced)."""
+    try:
+        data = json.loads(point_file(out_dir, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, Mapping) or data.get("format") != fmt or data.get("hash") != key:
+        return None
+    return data
+
+
 def write_point(out_dir: Path, result: PointResult) -> Path:
     """Write a point file atomically; returns its path."""
-    path = point_file(out_dir, result.key)
-    text = json.dumps(result.to_json(), default=_default, separators=(",", ":"))
-    atomic_write_text(path, text + "\n")
-    return path
+    return write_point_json(out_dir, result.key, result.to_json())
 
 
 def read_point(out_dir: Path, key: str, index: int) -> PointResult | None:
@@ -120,15 +137,9 @@ def read_point(out_dir: Path, key: str, index: int) -> PointResult | None:
     A file that cannot be parsed, has another format or carries another hash is treated as absent (the
     point is recomputed and the file replaced).
     """
-    path = point_file(out_dir, key)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, Mapping) or data.get("format") != POINT_FORMAT:
-        return None
-    tables = data.get("tables")
-    if data.get("hash") != key or not isinstance(tables, Mapping) or "runs" not in tables:
+    data = read_point_json(out_dir, key, POINT_FORMAT)
+    tables = None if data is None else data.get("tables")
+    if not isinstance(tables, Mapping) or "runs" not in tables:
         return None
     return PointResult(
         index=index,
