@@ -26,7 +26,6 @@ Files (each written atomically):
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -44,7 +43,7 @@ from dpgossip.scenario.audit_point import (
 )
 from dpgossip.scenario.expand import point_hash
 from dpgossip.scenario.outdir import check_out_dir
-from dpgossip.scenario.preflight import input_file
+from dpgossip.scenario.preflight import input_digests
 from dpgossip.scenario.privacy_overrides import (
     PrivacyOverrides,
     audited_points,
@@ -131,16 +130,13 @@ class AuditRun:
         return [row for p in self.points for row in p.leakage_rows()]
 
 
-def audit_key(config: dict[str, Any], base: Path | None = None) -> str:
+def audit_key(config: dict[str, Any], base: Path | None = None,
+              digests: dict[Path, str] | None = None) -> str:
     """Key of a point's audit: :func:`~dpgossip.scenario.expand.point_hash` of its configuration (with
-    ``[privacy]`` resolved), the SHA-256 of every user file it reads (``data.source``,
-    ``network.topology``; editing one invalidates the stored audit) and a marker that keeps it apart
-    from the key of a ``dpgossip run`` point."""
-    inputs = {}
-    for value in (config["data"]["source"], config["network"]["topology"]):
-        file = input_file(value, base)
-        if file is not None:
-            inputs[str(value)] = hashlib.sha256(file.read_bytes()).hexdigest()
+    ``[privacy]`` resolved), the SHA-256 of every user file it reads
+    (:func:`~dpgossip.scenario.preflight.input_digests`; editing one invalidates the stored audit) and
+    a marker that keeps it apart from the key of a ``dpgossip run`` point."""
+    inputs = input_digests(config, base, digests)
     return point_hash({**config, "inputs": inputs, "command": "audit"})
 
 
@@ -172,10 +168,11 @@ def plan_audit(scenario: Any, out: str | Path | None = None, *,
     out_dir = Path(out or Path("results") / f"{scenario.name}-audit")
     check_out_dir(out_dir, scenario.name, flag="--out" if out else "the audit folder", force=force)
     tasks = []
+    digests: dict[Path, str] = {}  # each user file is read once for the whole sweep
     for p in audited_points(scenario):
         cfg = privacy_config(p.config, overrides)
-        tasks.append(AuditTask(index=p.index, key=audit_key(cfg, scenario.base), axes=dict(p.axes),
-                               config=cfg))
+        tasks.append(AuditTask(index=p.index, key=audit_key(cfg, scenario.base, digests),
+                               axes=dict(p.axes), config=cfg))
     return AuditPlan(scenario=scenario.name, out=out_dir, base=scenario.base, tasks=tuple(tasks),
                      engine=uses_engine(scenario.config))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from dpgossip.errors import ConfigError
 from dpgossip.scenario.expand import Point, point_hash
 from dpgossip.scenario.progress import axes_label
 
-__all__ = ["Structures", "preflight", "structure_key", "input_file"]
+__all__ = ["Structures", "preflight", "structure_key", "input_file", "input_digests"]
 
 
 def structure_key(config: dict[str, Any]) -> str:
@@ -113,13 +113,7 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     keys: dict[int, str] = {}
     digests: dict[Path, str] = {}
     for p in points:
-        inputs = {}
-        for value in (p.config["data"]["source"], p.config["network"]["topology"]):
-            file = input_file(value, base)
-            if file is not None:
-                if file not in digests:
-                    digests[file] = hashlib.sha256(file.read_bytes()).hexdigest()
-                inputs[str(value)] = digests[file]
+        inputs = input_digests(p.config, base, digests)
         keys[p.index] = point_hash({**p.config, "inputs": inputs}) if inputs else p.key
         skey = structure_key(p.config)
         if skey not in built:
@@ -133,6 +127,21 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
             networks.setdefault(stem, (network, p.config["network"], p.config["seed"]))
         stems[p.index] = built[skey]
     return Structures(stems=stems, networks=networks, keys=keys)
+
+
+def input_digests(config: Mapping[str, Any], base: Path | None,
+                  cache: dict[Path, str] | None = None) -> dict[str, str]:
+    """SHA-256 of every user file a point reads (``data.source``, ``network.topology``), by the value
+    that names it; ``cache`` (file -> digest) lets a sweep read each file once."""
+    cache = {} if cache is None else cache
+    inputs = {}
+    for value in (config["data"]["source"], config["network"]["topology"]):
+        file = input_file(value, base)
+        if file is not None:
+            if file not in cache:
+                cache[file] = hashlib.sha256(file.read_bytes()).hexdigest()
+            inputs[str(value)] = cache[file]
+    return inputs
 
 
 def input_file(value: Any, base: Path | None) -> Path | None:
