@@ -236,11 +236,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"# the scenario has {plan.points} points; calibrating its first point "
               f"({axes_label(plan.point.axes)}). Other points need their own calibration (or use "
               "[privacy] calibrate in the scenario, which calibrates every point)", file=sys.stderr)
-    priv, table = plan.config["privacy"], plan.table
-    epsilon, delta = plan.epsilon, plan.delta
-    print(f"# dpgossip calibrate {sc.path}: the smallest {table['family']} noise scale whose audited "
+    priv, target = plan.config["privacy"], plan.target
+    epsilon, delta = target.epsilon, target.delta
+    print(f"# dpgossip calibrate {sc.path}: the smallest {target.family} noise scale whose audited "
           f"worst case meets epsilon <= {epsilon:g} at delta = {delta:g}")
-    print(f"# view {priv['view']}, neighbours {priv['neighbours']}, method {table['method']}; "
+    print(f"# view {priv['view']}, neighbours {priv['neighbours']}, method {target.method}; "
           f"{PER_INSTANCE}", flush=True)
     say = None if args.quiet else (lambda text: print(f"# {text}", flush=True))
     done = calibrate_plan(plan, say)

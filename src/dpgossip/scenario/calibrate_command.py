@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from dpgossip.errors import ConfigError
 from dpgossip.privacy.calibrate import Calibration
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.expand import Point
+from dpgossip.scenario.point import CalibrateSpec, PrivacySpec
 from dpgossip.scenario.privacy_overrides import (
     PrivacyOverrides,
     audited_points,
@@ -90,20 +90,11 @@ class CalibrationPlan:
     engine: bool
 
     @property
-    def table(self) -> dict[str, Any]:
-        """The resolved ``privacy.calibrate`` table."""
-        return self.config["privacy"]["calibrate"]
-
-    @property
-    def epsilon(self) -> float:
-        """The target epsilon."""
-        return float(self.table["epsilon"])
-
-    @property
-    def delta(self) -> float:
-        """The target delta (the table's, else ``privacy.delta``)."""
-        dl = self.table["delta"]
-        return float(dl if dl is not None else self.config["privacy"]["delta"])
+    def target(self) -> CalibrateSpec:
+        """The resolved ``privacy.calibrate`` settings (``delta`` defaulted to ``privacy.delta``)."""
+        target = PrivacySpec.from_config(self.config["privacy"]).calibrate
+        assert target is not None
+        return target
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -161,8 +152,8 @@ def plan_calibration(scenario: Any, *, target: CalibrationTarget | None = None,
 def calibrate_plan(plan: CalibrationPlan, stage: Callable[[str], None] | None = None
                    ) -> CalibrationRun:
     """Build the point's network and data and calibrate its noise
-    (:func:`~dpgossip.scenario.privacy_section.calibrate_point`; its ``RuntimeWarning`` notes are
-    dropped: the :class:`~dpgossip.privacy.calibrate.Calibration` carries them).
+    (:func:`~dpgossip.scenario.privacy_section.calibrate_point`, whose
+    :class:`~dpgossip.privacy.calibrate.Calibration` carries the notes).
 
     Parameters
     ----------
@@ -182,9 +173,7 @@ def calibrate_plan(plan: CalibrationPlan, stage: Callable[[str], None] | None = 
     structure = build_structure(plan.config, plan.base)
     say(f"point {plan.point.index}: searching the noise scale on {structure.data.m} agents (every "
         "step audits every pair; this can take minutes)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        cal = privacy_section.calibrate_point(plan.config, structure)
+    cal = privacy_section.calibrate_point(plan.config, structure)
     return CalibrationRun(calibration=cal, seconds=time.perf_counter() - t0)
 
 

@@ -44,6 +44,7 @@ same defaults).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -323,7 +324,8 @@ def rank_note(rank: int) -> str | None:
 
 def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibration:
     """Calibrate the noise scale of one point from its ``privacy.calibrate`` table, on the point's
-    network and data (built once by the caller)."""
+    network and data (built once by the caller). The calibration's ``RuntimeWarning`` notes are not
+    raised: the returned :class:`~dpgossip.privacy.calibrate.Calibration` carries the same text."""
     spec = PointSpec.from_config(config)
     priv, proto = spec.privacy, spec.protocol
     assert priv is not None and priv.calibrate is not None
@@ -339,17 +341,20 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibrat
             raise ConfigError("privacy.calibrate: family \"explicit\" needs base values "
                               "(privacy.calibrate.values or protocol.noise.values)")
     alpha = dict(proto.alpha) if isinstance(proto.alpha, Mapping) else proto.alpha
-    return calibrate_noise(
-        structure.data, structure.network,
-        iterations=proto.iterations, consensus_steps=proto.consensus_steps,
-        epsilon=cal.epsilon, delta=cal.delta, family=cal.family,
-        base_values=None if values is None else list(values),
-        audit=AuditSettings(view=priv.view, neighbours=priv.neighbours, method=cal.method,
-                            candidates=cal.candidates or priv.candidates, refine=priv.refine,
-                            ascent_steps=priv.ascent_steps, seed=spec.seed, search=priv.search),
-        protocol=FixedProtocol(alpha=alpha, sigma_q=proto.sigma_q),
-        scale_search=ScaleSearchOptions(rel_tol=cal.rel_tol),
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the notes carry the same text
+        return calibrate_noise(
+            structure.data, structure.network,
+            iterations=proto.iterations, consensus_steps=proto.consensus_steps,
+            epsilon=cal.epsilon, delta=cal.delta, family=cal.family,
+            base_values=None if values is None else list(values),
+            audit=AuditSettings(view=priv.view, neighbours=priv.neighbours, method=cal.method,
+                                candidates=cal.candidates or priv.candidates, refine=priv.refine,
+                                ascent_steps=priv.ascent_steps, seed=spec.seed,
+                                search=priv.search),
+            protocol=FixedProtocol(alpha=alpha, sigma_q=proto.sigma_q),
+            scale_search=ScaleSearchOptions(rel_tol=cal.rel_tol),
+        )
 
 
 def prepare_point(config: Mapping[str, Any], structure: Structure
@@ -371,11 +376,7 @@ def prepare_point(config: Mapping[str, Any], structure: Structure
     priv = config.get("privacy") or {}
     if not priv.get("calibrate"):
         return dict(config), {}
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the notes carry the same text
-        cal = calibrate_point(config, structure)
+    cal = calibrate_point(config, structure)
     if not cal.met and priv["calibrate"].get("infeasible", "error") != "floor":
         raise ConfigError(
             f"privacy.calibrate: cannot meet epsilon = {cal.target_epsilon:g} at delta = "
