@@ -57,16 +57,20 @@ def run_point(
         **params.to_row(),
         "backend": spec.backend,
     }
+    conditions = None
+    if spec.backend == "engine":
+        from dpgossip.engine import NetworkConditions
+
+        conditions = NetworkConditions.from_mapping(dict(spec.engine))  # once, not per repeat
     runs, iters = [], []
     for k in range(spec.repeats):
         seq = repeat_seed(spec.seed, k)
         outcome = None
         with np.errstate(all="ignore"):  # overflow and NaN are reported by the run's status
-            if spec.backend == "engine":
-                from dpgossip.engine import NetworkConditions, run_engine
+            if conditions is not None:
+                from dpgossip.engine import run_engine
 
-                cond = NetworkConditions.from_mapping(dict(spec.engine))
-                res = run_engine(data, network, params, seq, conditions=cond,
+                res = run_engine(data, network, params, seq, conditions=conditions,
                                  record_transcript=False)
                 outcome = res.info.get("outcome")
             else:
