@@ -87,10 +87,10 @@ def run_task(task: PointTask) -> PointResult:
     t0 = time.perf_counter()
     try:
         with single_blas_thread():
-            structure = make_structure(PointSpec.from_config(task.config), base)  # once per point
+            structure = make_structure(PointSpec.from_config(task.config), base)  # one per point
             config, extra = prepare_point(task.config, structure)  # e.g. a calibrated noise scale
             spec = PointSpec.from_config(config)  # the settings the point runs with
-            problem = make_problem(spec.protocol, structure)  # once per point
+            problem = make_problem(spec.protocol, structure)  # one per point
             runs, iters = runner.run_point(spec, problem, task.axes)
             runs = [{**r, **extra} for r in runs]
             tables = {"runs": runs, "iterations": iters,

@@ -3,10 +3,12 @@
 Validation (:mod:`~dpgossip.scenario.schema`) resolves a scenario file into a configuration whose sweep
 axes are lists; expansion (:mod:`~dpgossip.scenario.expand`) gives each point a fully scalar one. The
 dictionary stays the stored, hashed form of a point (``config.resolved.json``, the point keys of the
-results store); :meth:`PointSpec.from_config` turns it, once per point, into the frozen specs below,
-and everything that computes a point (:mod:`~dpgossip.scenario.problem`,
-:mod:`~dpgossip.scenario.runner`, :mod:`~dpgossip.scenario.privacy_section`) reads these, not the
-dictionary. Defaults are filled by validation; a spec holds what the point runs with.
+results store); :meth:`PointSpec.from_config` turns it into the frozen specs below (a cheap
+conversion of a few dictionary lookups), and everything that computes a point
+(:mod:`~dpgossip.scenario.problem`, :mod:`~dpgossip.scenario.runner`,
+:mod:`~dpgossip.scenario.privacy_section`) reads these, not the dictionary. The section hooks receive
+the configuration (a calibration replaces its noise) and convert it where they need it. Defaults are
+filled by validation; a spec holds what the point runs with.
 """
 
 from __future__ import annotations
