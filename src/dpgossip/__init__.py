@@ -12,7 +12,8 @@ network                                   :func:`make_network`, :class:`Network`
 parameters (Corollary 1 of 001)           :func:`resolve_params`, :class:`ProtocolParams`,
                                           :class:`NoiseSchedule`
 runs                                      :func:`run_matrix` (matrix backend), :func:`run_engine`
-                                          (discrete-event engine, :class:`NetworkConditions`),
+                                          (discrete-event engine, :class:`NetworkConditions`,
+                                          :class:`EngineResult`),
                                           :func:`run_ldp` (LDP baseline); :class:`RunResult`,
                                           :class:`LdpResult`
 accuracy                                  :func:`top_singular`, :func:`sin_angle`,
@@ -59,6 +60,7 @@ __all__ = [
     "sin_angle",
     "error_per_iteration",
     "run_engine",
+    "EngineResult",
     "NetworkConditions",
     # privacy
     "audit_pairs",
@@ -100,6 +102,7 @@ _LAZY: dict[str, str] = {
     "sin_angle": "dpgossip.protocol",
     "error_per_iteration": "dpgossip.protocol",
     "run_engine": "dpgossip.engine",
+    "EngineResult": "dpgossip.engine",
     "NetworkConditions": "dpgossip.engine",
     "audit_pairs": "dpgossip.privacy",
     "AuditOptions": "dpgossip.privacy",
@@ -123,7 +126,7 @@ _SUBPACKAGES: tuple[str, ...] = ("data", "topology", "protocol", "engine", "priv
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports these on first use
     from dpgossip.data import PartitionedData, load_dataset
-    from dpgossip.engine import NetworkConditions, run_engine
+    from dpgossip.engine import EngineResult, NetworkConditions, run_engine
     from dpgossip.privacy import AuditOptions, GaussianPair, PairAudit, PairResult, audit_pairs
     from dpgossip.privacy.calibrate import (
         AuditSettings,

@@ -94,7 +94,7 @@ def test_agents_reach_only_their_own_data(spy, paper_ring, small_data):
     checks["context"] = (small_data, paper_ring)
     params = params_for(small_data, paper_ring, T=2, c=2, r=2)
     res = run_engine(small_data, paper_ring, params, seed=1)
-    assert res.info["status"] == "completed" and checks["n"] > 5
+    assert res.status == "completed" and checks["n"] > 5
     assert check_isolation(agents, small_data, paper_ring) > 20 * len(agents)
     for a in agents:
         assert a.X.flags.writeable and a.X.base is None
@@ -129,8 +129,8 @@ def test_flooding_delivers_every_block_with_the_expected_count(spy, which, paper
     params = params_for(data, net, T=2, c=1, r=r)
     res = run_engine(data, net, params, seed=3)
     m, E = net.m, net.graph.number_of_edges()
-    assert res.info["summary"].flood_messages == r * m * (2 * E - m + 1)
-    finals = [rec for rec in res.info["transcript"] if rec.kind == "final"]
+    assert res.summary.flood_messages == r * m * (2 * E - m + 1)
+    finals = [rec for rec in res.transcript if rec.kind == "final"]
     for l in range(r):
         for o in range(m):
             copies = [rec for rec in finals if rec.tag == ("final", l, o)]

@@ -38,16 +38,16 @@ def test_latency_changes_times_not_values(kind, paper_ring, small_data, ring_par
         runs.append(run_engine(small_data, paper_ring, ring_params, seed=6, conditions={
             "latency": spec, "retransmit_timeout": 5.0 * scale, "failure_timeout": 10.0 * scale}))
     for res in runs:
-        assert res.info["status"] == "completed"
+        assert res.status == "completed"
         for name in ("iterates", "z", "z_half", "Q", "deflation"):
             np.testing.assert_allclose(getattr(res, name), getattr(ideal, name), rtol=0,
                                        atol=1e-12)
-        assert res.info["summary"].messages_delivered == ideal.info["summary"].messages_delivered
-    t1, t2 = (r.info["summary"].completion_time for r in runs)
-    assert ideal.info["summary"].completion_time == 0.0 < t1 < t2
+        assert res.summary.messages_delivered == ideal.summary.messages_delivered
+    t1, t2 = (r.summary.completion_time for r in runs)
+    assert ideal.summary.completion_time == 0.0 < t1 < t2
     assert t2 == pytest.approx(2 * t1, rel=1e-9)
-    d1 = [r.delivered_at - r.sent_at for r in runs[0].info["transcript"]]
-    d2 = [r.delivered_at - r.sent_at for r in runs[1].info["transcript"]]
+    d1 = [r.delivered_at - r.sent_at for r in runs[0].transcript]
+    d2 = [r.delivered_at - r.sent_at for r in runs[1].transcript]
     np.testing.assert_allclose(d2, 2 * np.array(d1), rtol=1e-9)
     if kind != "constant":
         assert np.std(d1) > 0
@@ -60,7 +60,7 @@ def test_bandwidth_closed_form_ring(paper_ring, small_data):
     for B in (1e3, 1e4):
         res = run_engine(small_data, paper_ring, params, seed=0, conditions={"bandwidth": B})
         gossip, block = 6 * 8 + HEADER_BYTES, 10 * 8 + HEADER_BYTES
-        assert res.info["summary"].completion_time == pytest.approx((gossip + 2 * block) / B)
+        assert res.summary.completion_time == pytest.approx((gossip + 2 * block) / B)
 
 
 def test_bandwidth_serialises_each_link_fifo():
@@ -72,8 +72,8 @@ def test_bandwidth_serialises_each_link_fifo():
     B = 1000.0
     S = 4 * 8 + HEADER_BYTES
     res = run_engine(data, net, params, seed=0, conditions={"bandwidth": B})
-    assert res.info["summary"].completion_time == pytest.approx(4 * S / B)
-    to_leaf4 = [r for r in res.info["transcript"] if r.src == 0 and r.dst == 4]
+    assert res.summary.completion_time == pytest.approx(4 * S / B)
+    to_leaf4 = [r for r in res.transcript if r.src == 0 and r.dst == 4]
     assert [r.tag for r in to_leaf4] == [("final", 0, o) for o in (0, 1, 2, 3)]
     np.testing.assert_allclose([r.delivered_at for r in to_leaf4],
                                np.array([1, 2, 3, 4]) * S / B)
@@ -84,11 +84,11 @@ def test_bandwidth_serialises_each_link_fifo():
 def test_link_override_applies_to_one_edge_both_ways(paper_ring, small_data, ring_params):
     res = run_engine(small_data, paper_ring, ring_params, seed=0, conditions={
         "latency": 0.001, "links": [{"edge": [2, 1], "latency": 0.05}]})
-    for r in res.info["transcript"]:
+    for r in res.transcript:
         expect = 0.05 if {r.src, r.dst} == {1, 2} else 0.001
         assert r.delivered_at - r.sent_at == pytest.approx(expect)
     base = run_engine(small_data, paper_ring, ring_params, seed=0, conditions={"latency": 0.001})
-    assert res.info["summary"].completion_time > base.info["summary"].completion_time
+    assert res.summary.completion_time > base.summary.completion_time
 
 
 def test_stragglers_slow_the_run_monotonically(paper_ring, small_data, ring_params):
@@ -97,9 +97,9 @@ def test_stragglers_slow_the_run_monotonically(paper_ring, small_data, ring_para
     for stragglers in ({}, {1: 2.0}, {1: 5.0}, {1: {"factor": 5.0, "delay": 0.01}}):
         res = run_engine(small_data, paper_ring, ring_params, seed=2, conditions={
             "latency": 0.001, "compute_time": 1e-3, "stragglers": stragglers})
-        assert res.info["status"] == "completed"
+        assert res.status == "completed"
         np.testing.assert_allclose(res.iterates, ideal.iterates, rtol=0, atol=1e-12)
-        times.append(res.info["summary"].completion_time)
+        times.append(res.summary.completion_time)
     assert 0 < times[0] < times[1] < times[2] < times[3]
 
 
@@ -109,10 +109,10 @@ def test_loss_grows_traffic_and_time(paper_ring, small_data, ring_params):
     for loss in (0.0, 0.1, 0.4):
         res = run_engine(small_data, paper_ring, ring_params, seed=4, conditions={
             "latency": 0.01, "loss": loss, "retransmit_timeout": 0.05})
-        assert res.info["status"] == "completed"
+        assert res.status == "completed"
         np.testing.assert_allclose(res.iterates, ideal.iterates, rtol=0, atol=1e-12)
-        s = res.info["summary"]
-        assert s.gossip_messages + s.flood_messages == ideal.info["summary"].messages_delivered
+        s = res.summary
+        assert s.gossip_messages + s.flood_messages == ideal.summary.messages_delivered
         rows.append((s.copies_sent, s.retransmissions, s.completion_time))
     assert rows[0][1] == 0
     assert rows[0][0] < rows[1][0] < rows[2][0]
@@ -122,19 +122,19 @@ def test_loss_grows_traffic_and_time(paper_ring, small_data, ring_params):
 def test_max_attempts_abandons_and_stops(paper_ring, small_data, ring_params):
     res = run_engine(small_data, paper_ring, ring_params, seed=1, conditions={
         "latency": 0.01, "loss": 0.3, "max_attempts": 1, "failure_timeout": 0.5})
-    s = res.info["summary"]
-    assert res.info["status"] == "stopped" and s.abandoned > 0 and s.retransmissions == 0
-    assert res.info["outcome"].reason.startswith("message abandoned")
-    assert res.info["outcome"].detections[-1].verdict == "lost"
+    s = res.summary
+    assert res.status == "stopped" and s.abandoned > 0 and s.retransmissions == 0
+    assert res.outcome.reason.startswith("message abandoned")
+    assert res.outcome.detections[-1].verdict == "lost"
 
 
 def test_heartbeats_only_when_idle(paper_ring, small_data, ring_params):
     busy = run_engine(small_data, paper_ring, ring_params, seed=0, conditions={"latency": 0.01})
-    assert busy.info["summary"].heartbeats == 0
+    assert busy.summary.heartbeats == 0
     slow = run_engine(small_data, paper_ring, ring_params, seed=0, conditions={
         "latency": 0.01, "compute_time": 0.01, "stragglers": {0: {"delay": 0.6}},
         "failure_timeout": 1.0})
-    assert slow.info["status"] == "completed"
-    assert slow.info["summary"].heartbeats > 0
-    beats = [r for r in slow.info["transcript"] if r.kind == "alive"]
+    assert slow.status == "completed"
+    assert slow.summary.heartbeats > 0
+    beats = [r for r in slow.transcript if r.kind == "alive"]
     assert all(r.payload.size == 0 and r.size_bytes == HEADER_BYTES for r in beats)

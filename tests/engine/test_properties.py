@@ -51,13 +51,13 @@ def test_engine_matches_matrix_and_counts(problem):
     params = params_for(data, net, T=T, c=c, r=r)
     ref = run_matrix(data, net, params, seed, record_states=True)
     res = run_engine(data, net, params, seed, conditions=conditions)
-    assert res.info["status"] == "completed"
+    assert res.status == "completed"
     assert_same_run(ref, res)
-    s = res.info["summary"]
+    s = res.summary
     assert s.gossip_messages == r * T * c * 2 * E
     assert s.flood_messages == r * m * (2 * E - m + 1)
     assert s.messages_delivered == s.gossip_messages + s.flood_messages + s.heartbeats
-    for rec in res.info["transcript"]:
+    for rec in res.transcript:
         if rec.kind == "gossip":
             l, t, k = rec.tag
             x = ref.states[l, t - 1, k - 1, rec.src]
@@ -83,15 +83,15 @@ def test_crash_anywhere_ends_cleanly(problem, crash_time, policy, more):
     conditions = {**conditions, "latency": 0.01, "failure_timeout": 0.3,
                   "crashes": {victim: crash_time}, "on_crash": policy}
     res = run_engine(data, net, params, seed, conditions=conditions)
-    out = res.info["outcome"]
-    assert res.info["status"] == out.status == res.info["summary"].status
+    out = res.outcome
+    assert res.status == out.status == res.summary.status
     assert all(d.time > crash_time for d in out.detections if d.verdict == "crash")
     assert set(out.crashed) <= {victim}
     if out.status == "stopped":
         assert out.reason.startswith(REASONS) or out.reason == "every agent crashed", out.reason
         return
     assert all(p.finished for p in out.progress if p.agent not in out.crashed)
-    kept = res.info["rows_kept"]
+    kept = res.rows_kept
     for l in range(r):
         if kept[:, l].any():
             assert np.isfinite(res.Q[kept[:, l], l]).all()

@@ -30,7 +30,7 @@ def test_ideal_engine_equals_matrix(which, T, c, r, paper_ring, small_data):
     params = params_for(data, net, T=T, c=c, r=r)
     a = run_matrix(data, net, params, seed=21, record_states=True)
     b = run_engine(data, net, params, seed=21, record_states=True)
-    assert b.backend == "engine" and b.info["status"] == "completed"
+    assert b.backend == "engine" and b.status == "completed"
     assert_same_run(a, b)
     for l in range(r):
         scale = max(1.0, float(np.abs(a.states[l]).max()))
@@ -38,8 +38,8 @@ def test_ideal_engine_equals_matrix(which, T, c, r, paper_ring, small_data):
     for l in range(r):
         np.testing.assert_array_equal(b.data[l], a.data[l]) if l == 0 else \
             np.testing.assert_allclose(b.data[l], a.data[l], atol=1e-10)
-    assert b.info["rows_kept"].all()
-    s = b.info["summary"]
+    assert b.rows_kept.all()
+    s = b.summary
     assert s.completion_time == 0.0 and s.retransmissions == 0 and s.dropped_copies == 0
 
 
@@ -49,7 +49,7 @@ def test_network_conditions_never_change_iterates(paper_ring, small_data):
     busy = run_engine(small_data, paper_ring, params, seed=4, conditions={
         "latency": {"kind": "lognormal", "mu": -5, "sigma": 1}, "loss": 0.3,
         "bandwidth": 5e4, "compute_time": 1e-3, "stragglers": {2: 3.0}})
-    assert busy.info["status"] == "completed"
+    assert busy.status == "completed"
     for name in ("iterates", "z", "z_half", "noise", "Q", "deflation"):
         np.testing.assert_allclose(getattr(busy, name), getattr(ideal, name), rtol=0, atol=1e-12)
 
@@ -61,7 +61,7 @@ def test_same_seed_same_transcript_other_seed_other_times(paper_ring, small_data
     a = run_engine(small_data, paper_ring, params, seed=8, conditions=cond)
     b = run_engine(small_data, paper_ring, params, seed=8, conditions=cond)
     c = run_engine(small_data, paper_ring, params, seed=9, conditions=cond)
-    ta, tb, tc = (x.info["transcript"] for x in (a, b, c))
+    ta, tb, tc = (x.transcript for x in (a, b, c))
     assert len(ta) == len(tb)
     for x, y in zip(ta, tb, strict=True):
         assert (x.sent_at, x.delivered_at, x.src, x.dst, x.tag, x.attempt, x.size_bytes) == \
@@ -90,7 +90,7 @@ def test_without_dissemination_only_gossip_is_sent(paper_ring, small_data):
     a = run_matrix(small_data, paper_ring, params, seed=2)
     b = run_engine(small_data, paper_ring, params, seed=2, disseminate=False)
     assert_same_run(a, b)
-    s = b.info["summary"]
+    s = b.summary
     assert s.flood_messages == 0 and s.gossip_messages == 3 * 2 * 8
 
 
@@ -99,7 +99,7 @@ def test_completion_time_closed_form_ring(paper_ring, small_data):
     T, c, L = 3, 2, 0.01
     params = params_for(small_data, paper_ring, T=T, c=c)
     res = run_engine(small_data, paper_ring, params, seed=0, conditions={"latency": L})
-    assert res.info["summary"].completion_time == pytest.approx((T * c + 2) * L, rel=1e-12)
+    assert res.summary.completion_time == pytest.approx((T * c + 2) * L, rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------ crashes
@@ -122,8 +122,8 @@ def test_crash_at_start_reweight_equals_matrix_on_survivors(which, r, paper_ring
     res = run_engine(data, net, params, seed=5,
                      conditions={"crashes": {net.m - 1: 0.0}, "on_crash": "reweight",
                                  "failure_timeout": 0.5})
-    out = res.info["outcome"]
-    assert res.info["status"] == "completed_with_crash" == out.status
+    out = res.outcome
+    assert res.status == "completed_with_crash" == out.status
     assert out.crashed == (net.m - 1,) and out.policy == "reweight" and out.policy_applied
     detectors = {d.detector for d in out.detections}
     assert detectors == set(net.neighbours[net.m - 1])
@@ -135,7 +135,7 @@ def test_crash_at_start_reweight_equals_matrix_on_survivors(which, r, paper_ring
     np.testing.assert_allclose(res.Q[:n_surv], oracle.Q, atol=1e-10)
     np.testing.assert_allclose(res.z_half[:, :, :-1], oracle.z_half,
                                atol=1e-10 * max(1, np.abs(oracle.z_half).max()))
-    assert np.isnan(res.Q[n_surv:]).all() and not res.info["rows_kept"][n_surv:].any()
+    assert np.isnan(res.Q[n_surv:]).all() and not res.rows_kept[n_surv:].any()
     assert np.isnan(res.iterates[:, :, n_surv:]).all()
 
 
@@ -143,8 +143,8 @@ def test_crash_at_start_stop_policy(paper_ring, small_data):
     params = params_for(small_data, paper_ring, T=3, c=2)
     res = run_engine(small_data, paper_ring, params, seed=5,
                      conditions={"crashes": {1: 0.0}, "failure_timeout": 0.4})
-    out = res.info["outcome"]
-    assert res.info["status"] == "stopped" and out.policy == "stop" and out.policy_applied
+    out = res.outcome
+    assert res.status == "stopped" and out.policy == "stop" and out.policy_applied
     assert "crash detected" in out.reason and "agent(s) [1]" in out.reason
     assert out.crashed == (1,) and out.halted_at == pytest.approx(0.4)
     assert out.detections[0].suspect == 1 and out.detections[0].detector in (0, 2)
@@ -158,8 +158,8 @@ def test_mid_run_crash_stop_keeps_what_was_computed(small_data, paper_ring):
     ideal = run_engine(small_data, paper_ring, params, seed=3)
     res = run_engine(small_data, paper_ring, params, seed=3,
                      conditions={"latency": 0.01, "crashes": {2: 0.085}, "failure_timeout": 0.2})
-    out = res.info["outcome"]
-    assert res.info["status"] == "stopped" and out.crashed == (2,)
+    out = res.outcome
+    assert res.status == "stopped" and out.crashed == (2,)
     det = out.detections[0]
     assert det.suspect == 2 and det.detector in (1, 3) and det.time > 0.085
     assert det.verdict == "crash" and det.crashed_at == 0.085
@@ -178,8 +178,8 @@ def test_mid_run_crash_reweight_survivors_converge_to_oracle():
     res = run_engine(data, net, params, seed=2,
                      conditions={"latency": 0.01, "crashes": {11: 0.305}, "on_crash": "reweight",
                                  "failure_timeout": 0.1})
-    out = res.info["outcome"]
-    assert res.info["status"] == "completed_with_crash" and out.crashed == (11,)
+    out = res.outcome
+    assert res.status == "completed_with_crash" and out.crashed == (11,)
     assert {d.detector for d in out.detections} == set(net.neighbours[11])
     assert all(d.time > 0.305 for d in out.detections)
     n_surv = data.offsets[11]
@@ -192,7 +192,7 @@ def test_mid_run_crash_reweight_survivors_converge_to_oracle():
     np.testing.assert_allclose(res.iterates[0, :2], ideal.iterates[0, :2], atol=1e-12)
     assert np.nanmax(np.abs(res.iterates[0, -1, :n_surv] - ideal.iterates[0, -1, :n_surv])) > 1e-6
     # other agents learned of the crash from the flooded notice
-    assert res.info["summary"].crash_notices > 0
+    assert res.summary.crash_notices > 0
 
 
 def test_crash_in_second_component_keeps_the_first():
@@ -205,10 +205,10 @@ def test_crash_in_second_component_keeps_the_first():
     res = run_engine(data, net, params, seed=1,
                      conditions={"latency": 0.01, "crashes": {4: 0.15}, "on_crash": "reweight",
                                  "failure_timeout": 0.2})
-    out = res.info["outcome"]
-    assert res.info["status"] == "completed_with_crash" and out.crashed == (4,)
+    out = res.outcome
+    assert res.status == "completed_with_crash" and out.crashed == (4,)
     assert {d.detector for d in out.detections} == set(net.neighbours[4])
-    kept = res.info["rows_kept"]
+    kept = res.rows_kept
     rows4 = slice(data.offsets[4], data.offsets[5])
     assert kept[:, 0].all() and not kept[rows4, 1].any() and kept[:, 1].sum() == data.n - 4
     np.testing.assert_allclose(res.Q[:, 0], ideal.Q[:, 0], atol=1e-12)
@@ -218,7 +218,7 @@ def test_crash_in_second_component_keeps_the_first():
     assert all(prog[i].finished and prog[i].components_done == 2 for i in range(9) if i != 4)
     row = out.to_row()
     assert row["status"] == "completed_with_crash" and row["crashed"] == "4"
-    assert set(res.info["summary"].to_row()) >= {"messages_delivered", "completion_time",
+    assert set(res.summary.to_row()) >= {"messages_delivered", "completion_time",
                                                  "retransmissions", "duplicates_discarded"}
 
 
@@ -228,16 +228,16 @@ def test_crash_disconnecting_survivors_stops():
     params = params_for(data, net)
     res = run_engine(data, net, params, seed=0,
                      conditions={"crashes": {1: 0.0}, "on_crash": "reweight"})
-    assert res.info["status"] == "stopped"
-    assert "survivors disconnected" in res.info["outcome"].reason and "[[0], [2]]" in \
-        res.info["outcome"].reason
+    assert res.status == "stopped"
+    assert "survivors disconnected" in res.outcome.reason and "[[0], [2]]" in \
+        res.outcome.reason
 
 
 def test_crash_after_finish_is_not_a_crash(paper_ring, small_data):
     params = params_for(small_data, paper_ring)
     res = run_engine(small_data, paper_ring, params, seed=0,
                      conditions={"latency": 0.01, "crashes": {0: 50.0}})
-    assert res.info["status"] == "completed" and res.info["outcome"].crashed == ()
+    assert res.status == "completed" and res.outcome.crashed == ()
 
 
 # ------------------------------------------------------------------------------------ loss
@@ -249,8 +249,8 @@ def test_loss_without_retransmission_stops_with_message_lost(seed, how, paper_ri
     res = run_engine(small_data, paper_ring, params, seed=seed,
                      conditions={"latency": 0.01, "loss": 0.3, "retransmit": False,
                                  "failure_timeout": 0.5})
-    out, s = res.info["outcome"], res.info["summary"]
-    assert res.info["status"] == "stopped"
+    out, s = res.outcome, res.summary
+    assert res.status == "stopped"
     assert out.reason.startswith("message lost") and how in out.reason
     assert s.lost_copies > 0 and s.retransmissions == 0 and s.copies_sent == s.messages_sent
     assert out.halted_at > 0.5 and not any(p.finished for p in out.progress)
@@ -264,12 +264,12 @@ def test_loss_with_retransmission_completes_and_counts_traffic(paper_ring, small
     ideal = run_engine(small_data, paper_ring, params, seed=1)
     res = run_engine(small_data, paper_ring, params, seed=1,
                      conditions={"latency": 0.01, "loss": 0.3, "retransmit_timeout": 0.05})
-    s, s0 = res.info["summary"], ideal.info["summary"]
-    assert res.info["status"] == "completed"
+    s, s0 = res.summary, ideal.summary
+    assert res.status == "completed"
     assert s.gossip_messages == s0.gossip_messages and s.flood_messages == s0.flood_messages
     assert s.retransmissions > 0 and s.copies_sent == s.messages_sent + s.retransmissions
     assert s.lost_copies > 0 and s.duplicates_discarded > 0
-    assert max(r.attempt for r in res.info["transcript"]) > 1
+    assert max(r.attempt for r in res.transcript) > 1
     assert s.completion_time > 0
     np.testing.assert_allclose(res.iterates, ideal.iterates, rtol=0, atol=1e-12)
 
@@ -279,17 +279,17 @@ def test_false_suspicion_is_reported(paper_ring, small_data):
     res = run_engine(small_data, paper_ring, params, seed=0,
                      conditions={"latency": 3.0, "failure_timeout": 1.0,
                                  "retransmit_timeout": 10.0})
-    assert res.info["status"] == "stopped"
-    assert "false suspicion" in res.info["outcome"].reason
-    assert res.info["outcome"].detections[0].verdict == "false"
-    assert math.isnan(res.info["summary"].completion_time)
+    assert res.status == "stopped"
+    assert "false suspicion" in res.outcome.reason
+    assert res.outcome.detections[0].verdict == "false"
+    assert math.isnan(res.summary.completion_time)
 
 
 def test_every_agent_crashing_stops(paper_ring, small_data):
     res = run_engine(small_data, paper_ring, params_for(small_data, paper_ring), seed=0,
                      conditions={"crashes": {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0}})
-    assert res.info["status"] == "stopped" and res.info["outcome"].reason == "every agent crashed"
-    assert res.info["summary"].messages_delivered == 0 and np.isnan(res.Q).all()
+    assert res.status == "stopped" and res.outcome.reason == "every agent crashed"
+    assert res.summary.messages_delivered == 0 and np.isnan(res.Q).all()
 
 
 def test_overflowing_iterates_do_not_look_like_a_disagreement(paper_ring, small_data):
@@ -298,5 +298,5 @@ def test_overflowing_iterates_do_not_look_like_a_disagreement(paper_ring, small_
     with np.errstate(all="ignore"):
         res = run_engine(small_data, paper_ring, params, seed=1, record_transcript=False)
     assert not np.isfinite(res.iterates[0, -1]).all()
-    assert res.info["status"] == "completed", res.info["outcome"].reason
-    assert res.info["rows_kept"].all()
+    assert res.status == "completed", res.outcome.reason
+    assert res.rows_kept.all()

@@ -24,11 +24,11 @@ def test_every_message_is_the_matrix_state(which, conditions, paper_ring, small_
     params = params_for(data, net, T=T, c=c, r=r)
     ref = run_matrix(data, net, params, seed=13, record_states=True)
     res = run_engine(data, net, params, seed=13, conditions=conditions)
-    assert res.info["status"] == "completed"
-    records = res.info["transcript"]
+    assert res.status == "completed"
+    records = res.transcript
     gossip = [x for x in records if x.kind == "gossip"]
     E = net.graph.number_of_edges()
-    assert len(gossip) == r * T * c * 2 * E == res.info["summary"].gossip_messages
+    assert len(gossip) == r * T * c * 2 * E == res.summary.gossip_messages
     keys = {(x.src, x.dst, x.tag) for x in gossip}
     assert len(keys) == len(gossip)
     for x in gossip:
@@ -57,9 +57,9 @@ def test_streamed_transcript_round_trips(tmp_path, paper_ring, small_data):
     mem = run_engine(small_data, paper_ring, params, seed=5, conditions=cond)
     disk = run_engine(small_data, paper_ring, params, seed=5, conditions=cond,
                       record_transcript=False, transcript_path=path)
-    assert disk.info["transcript"] is None and disk.info["transcript_path"] == str(path)
+    assert disk.transcript is None and disk.transcript_path == str(path)
     back = load_transcript(path)
-    ref = mem.info["transcript"]
+    ref = mem.transcript
     assert len(back) == len(ref) > 0
     for x, y in zip(ref, back, strict=True):
         assert (x.sent_at, x.delivered_at, x.src, x.dst, x.tag, x.size_bytes, x.attempt) == \
@@ -70,7 +70,7 @@ def test_streamed_transcript_round_trips(tmp_path, paper_ring, small_data):
 
 def test_records_are_frozen(paper_ring, small_data):
     res = run_engine(small_data, paper_ring, params_for(small_data, paper_ring), seed=0)
-    rec = res.info["transcript"][0]
+    rec = res.transcript[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         rec.delivered_at = 1.0
     with pytest.raises(ValueError):
@@ -81,5 +81,5 @@ def test_records_are_frozen(paper_ring, small_data):
 def test_no_transcript_when_not_recorded(paper_ring, small_data):
     res = run_engine(small_data, paper_ring, params_for(small_data, paper_ring), seed=0,
                      record_transcript=False)
-    assert res.info["transcript"] is None and res.info["transcript_path"] is None
-    assert res.info["summary"].messages_delivered > 0
+    assert res.transcript is None and res.transcript_path is None
+    assert res.summary.messages_delivered > 0

@@ -39,7 +39,7 @@ def test_model_reproduces_engine_transcript(name, T, c, rank):
     p = resolve_params(data, net, iterations=T, consensus_steps=c, rank=rank,
                        noise=NoiseSchedule(kind="geometric", scale=0.5))
     res = run_engine(data, net, p, 17)
-    transcript = res.info["transcript"]
+    transcript = res.transcript
     assert transcript, "the engine recorded no messages"
     checked = {"gossip": 0, "final": 0}
     for l in range(rank):
@@ -80,7 +80,7 @@ def observer_view_from_run(res, data, net, p, o: int) -> np.ndarray:
     A = B @ np.linalg.pinv(KP)
     received = {}
     finals = {}
-    for rec in res.info["transcript"]:
+    for rec in res.transcript:
         if rec.dst != o:
             continue
         if rec.tag[0] == "final":

@@ -29,11 +29,12 @@ from dpgossip.engine.outcome import (
     EngineOutcome,
     EngineSummary,
 )
+from dpgossip.engine.result import EngineResult
 from dpgossip.engine.simulator import run_engine
 from dpgossip.engine.transcript import TranscriptRecord, load_transcript
 
 __all__ = [
-    "run_engine", "NetworkConditions", "LatencySpec", "Straggler", "LinkOverride",
+    "run_engine", "EngineResult", "NetworkConditions", "LatencySpec", "Straggler", "LinkOverride",
     "LATENCY_KINDS", "CRASH_POLICIES", "EngineOutcome", "EngineSummary", "Detection",
     "AgentProgress", "STATUSES", "Message", "HEADER_BYTES", "tag_kind", "TranscriptRecord",
     "load_transcript", "Agent", "AgentSettings", "AgentTrace", "Outbox",

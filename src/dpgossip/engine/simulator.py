@@ -23,7 +23,7 @@ detected and costs nothing. Then:
 
 ``on_crash = "stop"``
     the run stops at the first detection, with status ``"stopped"``. The result holds everything
-    computed so far (NaN elsewhere); ``info["outcome"]`` says which agent got how far.
+    computed so far (NaN elsewhere); ``EngineResult.outcome`` says which agent got how far.
 ``on_crash = "reweight"``
     each survivor that learns of the crash (by its own timeout or by a flooded notice
     ``("crash", j)``) moves the crashed neighbour's weight onto its diagonal, ``W_ii += W_ij``,
@@ -49,8 +49,8 @@ heartbeats were lost (``"heartbeats lost"``), a message to it was abandoned afte
 (``"false suspicion"``). The simulator uses its ground truth (crash times, lost copies) only to
 label reports and to stop the run as an operator would; agents never see it.
 
-Status (``info["status"]``): ``"completed"``, ``"completed_with_crash"`` (every agent that did not
-crash finished) or ``"stopped"``; ``info["outcome"]`` (:class:`~dpgossip.engine.EngineOutcome`)
+Status (``EngineResult.status``): ``"completed"``, ``"completed_with_crash"`` (every agent that did
+not crash finished) or ``"stopped"``; ``EngineResult.outcome`` (:class:`~dpgossip.engine.EngineOutcome`)
 lists crashed agents, timeout detections (detector, suspect, time, verdict), the policy, and each
 agent's progress.
 """
@@ -74,10 +74,10 @@ from dpgossip.engine.agent import Agent, AgentSettings, Outbox
 from dpgossip.engine.conditions import NetworkConditions
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.outcome import AgentProgress, Detection, EngineOutcome, EngineSummary
+from dpgossip.engine.result import EngineResult
 from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.errors import ConfigError
 from dpgossip.protocol.params import ProtocolParams
-from dpgossip.protocol.result import RunResult
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
 
@@ -122,7 +122,7 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
                seed: int | np.random.SeedSequence, *,
                conditions: NetworkConditions | Mapping[str, object] | None = None,
                record_transcript: bool = True, transcript_path: str | Path | None = None,
-               record_states: bool = False, disseminate: bool = True) -> RunResult:
+               record_states: bool = False, disseminate: bool = True) -> EngineResult:
     """Simulate D-DP-PM (Algorithm 1 of 001) message by message.
 
     Parameters
@@ -136,7 +136,7 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     conditions
         Network conditions (or the ``[engine]`` mapping of a scenario); ideal links by default.
     record_transcript
-        Keep every accepted message in ``info["transcript"]`` (one small record per message; the
+        Keep every accepted message in ``EngineResult.transcript`` (one small record per message; the
         flood of ``q^(T)`` alone is ``m (2|E| - m + 1)`` messages per component, about 10^7 on
         1,000 agents: turn this off, or stream to ``transcript_path``, for large networks).
     transcript_path
@@ -151,13 +151,13 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
 
     Returns
     -------
-    RunResult
-        ``backend="engine"``; arrays hold NaN where nothing was computed (crashes, stopped runs).
-        ``info`` holds ``"status"`` (str), ``"outcome"`` (:class:`EngineOutcome`), ``"summary"``
-        (:class:`EngineSummary`), ``"transcript"`` (tuple of
-        :class:`~dpgossip.engine.transcript.TranscriptRecord` or ``None``), ``"transcript_path"``,
-        ``"conditions"``, ``"rows_kept"`` (``(n, r)`` bool: rows of ``Q`` that were assembled)
-        and ``"dissemination"``.
+    EngineResult
+        A :class:`~dpgossip.protocol.result.RunResult` with ``backend="engine"`` (arrays hold NaN
+        where nothing was computed: crashes, stopped runs) and typed fields ``status``, ``outcome``
+        (:class:`EngineOutcome`), ``summary`` (:class:`EngineSummary`), ``transcript`` (tuple of
+        :class:`~dpgossip.engine.transcript.TranscriptRecord` or ``None``), ``transcript_path``,
+        ``conditions``, ``rows_kept`` (``(n, r)`` bool: rows of ``Q`` that were assembled) and
+        ``dissemination``.
 
     Raises
     ------
@@ -454,8 +454,8 @@ def _engine_summary(status: str, fabric: Fabric, agents: list[Agent], wall: floa
 def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.SeedSequence,
               conditions: NetworkConditions, agents: list[Agent], fabric: Fabric,
               monitor: _Monitor, writer: TranscriptWriter, wall: float, disseminate: bool,
-              record_states: bool) -> RunResult:
-    """Collect the agents' own records into a RunResult and decide the status."""
+              record_states: bool) -> EngineResult:
+    """Collect the agents' own records into an EngineResult and decide the status."""
     tr = _gather_traces(data, params, agents, record_states)
     Q, kept, disagreement = _final_estimate(data, params, agents, disseminate)
     status, reason, crashed = _decide_status(agents, monitor, disagreement)
@@ -470,14 +470,12 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         detections=tuple(sorted(monitor.detections, key=lambda x: x.time)),
         survivors=tuple(a.id for a in agents if a.trace.crashed_at is None), progress=progress,
         halted_at=monitor.halted_at)
-    info: dict[str, object] = {
-        "status": status, "outcome": outcome, "summary": summary,
-        "transcript": None if writer.records is None else tuple(writer.records),
-        "transcript_path": None if writer.path is None else str(writer.path),
-        "conditions": conditions, "rows_kept": kept,
-        "dissemination": "flood" if disseminate else "none (Q assembled by the simulator)"}
     ent = seq.entropy
-    return RunResult(Q=Q, iterates=tr.iterates, z=tr.z, z_half=tr.z_half, noise=tr.noise,
-                     data=tr.blocks, deflation=tr.deflation, params=params, backend="engine",
-                     seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None,
-                     states=tr.states, info=info)
+    return EngineResult(
+        Q=Q, iterates=tr.iterates, z=tr.z, z_half=tr.z_half, noise=tr.noise, data=tr.blocks,
+        deflation=tr.deflation, params=params, backend="engine",
+        seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None, states=tr.states,
+        status=status, outcome=outcome, summary=summary, conditions=conditions, rows_kept=kept,
+        dissemination="flood" if disseminate else "none (Q assembled by the simulator)",
+        transcript=None if writer.records is None else tuple(writer.records),
+        transcript_path=None if writer.path is None else str(writer.path))

@@ -2,7 +2,7 @@
 
 A record is kept for each message accepted by its receiver (the first copy to arrive; duplicate
 copies from retransmissions are discarded by the receiver's transport and only counted in the run
-summary). Records live in memory (a tuple of :class:`TranscriptRecord` in ``RunResult.info``) and
+summary). Records live in memory (a tuple of :class:`TranscriptRecord` in ``EngineResult.transcript``) and
 can also be streamed to a JSON-lines file, one object per line::
 
     {"sent_at": 0.0, "delivered_at": 0.01, "src": 0, "dst": 1, "tag": [0, 1, 1],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,8 +37,6 @@ class RunResult:
     seed_entropy: int | None = None
     states: np.ndarray | None = None
     """``(r, T, c + 1, m, d)`` gossip states ``s^(t,k)`` when recorded (``s^(t,k-1)`` is sent in round k)."""
-    info: dict[str, object] = field(default_factory=dict)
-    """Backend-specific facts (traffic, completion time, failures)."""
 
     @property
     def q_final(self) -> np.ndarray:

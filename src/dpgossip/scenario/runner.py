@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dpgossip.engine.result import EngineResult
 from dpgossip.protocol import run_ldp, run_matrix, subspace_distance, top_singular
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
@@ -72,7 +73,7 @@ def run_point(
 
                 res = run_engine(data, network, params, seq, conditions=conditions,
                                  record_transcript=False)
-                outcome = res.info.get("outcome")
+                outcome = res.outcome
             else:
                 res = run_matrix(data, network, params, seq)
         measured = measure_run(res, data, top)
@@ -80,9 +81,8 @@ def run_point(
         row = {**base_row, "repeat": k, **measured.to_row()}
         if outcome is not None:
             row["crashed_agents"] = list(outcome.crashed)
-        summary = res.info.get("summary") if res.info else None
-        if summary is not None and hasattr(summary, "to_row"):
-            for name, value in summary.to_row().items():
+        if isinstance(res, EngineResult):
+            for name, value in res.summary.to_row().items():
                 if name not in TIMING_COLUMNS:
                     row["engine_status" if name == "status" else name] = value
         if spec.baseline.ldp:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
+from dpgossip.engine.result import EngineResult
 from dpgossip.protocol import captured_energy, sin_angle, subspace_distance, top_singular
 from dpgossip.protocol.power import Spectrum
 from dpgossip.protocol.result import RunResult
@@ -103,14 +104,12 @@ def _problem(q: np.ndarray, not_computed_is_nan: bool) -> str | None:
 def _rows(res: RunResult, data: PartitionedData) -> np.ndarray:
     """Rows to measure: all, or for an engine run with failures, the rows assembled in ``Q`` (every
     component), else the surviving agents' rows."""
-    outcome = res.info.get("outcome") if res.info else None
-    kept = res.info.get("rows_kept") if res.info else None
-    if outcome is None or kept is None:
+    if not isinstance(res, EngineResult):
         return np.ones(data.n, dtype=bool)
-    kept = np.asarray(kept, dtype=bool).all(axis=1)
+    kept = np.asarray(res.rows_kept, dtype=bool).all(axis=1)
     if kept.any():
         return kept
-    return np.isin(data.agent_of_row(), list(outcome.survivors))
+    return np.isin(data.agent_of_row(), list(res.outcome.survivors))
 
 
 def measure_run(res: RunResult, data: PartitionedData, spec: Spectrum) -> RunMeasure:
@@ -131,8 +130,8 @@ def measure_run(res: RunResult, data: PartitionedData, spec: Spectrum) -> RunMea
         On all rows when the run has no failures, so the numbers equal the plain metrics of
         :mod:`dpgossip.protocol.metrics` bit for bit.
     """
-    outcome = res.info.get("outcome") if res.info else None
-    engine = getattr(outcome, "status", None)
+    outcome = res.outcome if isinstance(res, EngineResult) else None
+    engine = None if outcome is None else outcome.status
     stopped = engine == "stopped"
     r, T1, _ = res.iterates.shape
     rows = _rows(res, data)

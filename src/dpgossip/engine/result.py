@@ -1,0 +1,40 @@
+"""The result of an engine run: the run itself plus what only the engine knows (status, failures,
+traffic, transcript)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.engine.outcome import EngineOutcome, EngineSummary
+from dpgossip.engine.transcript import TranscriptRecord
+from dpgossip.protocol.result import RunResult
+
+__all__ = ["EngineResult"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class EngineResult(RunResult):
+    """A :class:`~dpgossip.protocol.result.RunResult` of :func:`~dpgossip.engine.run_engine`, with the
+    engine's own facts as typed fields (a matrix-backend run is a plain ``RunResult``: test with
+    ``isinstance(res, EngineResult)``)."""
+
+    status: str
+    """One of :data:`~dpgossip.engine.outcome.STATUSES` (``outcome.status``)."""
+    outcome: EngineOutcome
+    """Status, failures, detections and each agent's progress."""
+    summary: EngineSummary
+    """Message counts and times."""
+    conditions: NetworkConditions
+    """The link and failure model the run used."""
+    rows_kept: np.ndarray
+    """``(n, r)`` booleans: row ``i`` of component ``l`` was assembled in ``Q``."""
+    dissemination: str
+    """How ``Q`` was assembled: ``"flood"`` (the agents flooded their final rows) or ``"none (Q
+    assembled by the simulator)"``."""
+    transcript: tuple[TranscriptRecord, ...] | None = None
+    """Every accepted message, when the run recorded it in memory."""
+    transcript_path: str | None = None
+    """The JSON-lines transcript file, when the run wrote one."""
