@@ -268,6 +268,27 @@ def test_audit_of_a_sweep_and_rank_two(tmp_path, capsys):
     assert len(json.loads((out / "worst.json").read_text())["points"]) == 2
 
 
+def test_audit_ranked_by_delta_prints_and_writes_deltas_not_nan(tmp_path, capsys):
+    # rank_by = "delta" solves no epsilon: the worst pair, the hop table and the matrix are of delta
+    text = TINY_PRIVATE.replace('methods = ["rdp"]', 'methods = ["exact"]\nrank_by = "delta"')
+    text = text.replace("epsilon = [50.0, 200.0]", "epsilon = [2.0]")
+    out = tmp_path / "audit"
+    assert main(["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "nan" not in printed
+    assert "delta at epsilon 2: exact " in printed
+    assert "exact delta at epsilon 2 by hop distance (worst / mean): 1: " in printed
+    pairs = list(csv.DictReader(open(out / "pairs.csv")))
+    worst = json.loads((out / "worst.json").read_text())["points"][0]
+    top = max(float(r["delta_at_eps_2"]) for r in pairs)
+    assert worst["delta_at_epsilon"]["exact"]["2"] == top > 0
+    assert not (out / "epsilon_matrix.csv").exists()
+    matrix = list(csv.DictReader(open(out / "delta_matrix.csv")))
+    assert len(matrix) == 4 and {r["quantity"] for r in matrix} == {"delta at epsilon 2"}
+    off = [float(r[f"target_{j}"]) for o, r in enumerate(matrix) for j in range(4) if j != o]
+    assert max(off) == top and all(0 <= v <= 1 for v in off)
+
+
 def test_calibrate_prints_toml_and_writes_json(tmp_path, capsys):
     import tomllib
 

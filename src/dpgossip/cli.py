@@ -135,15 +135,21 @@ def _print_audit_point(point: AuditPoint) -> None:
               f"{cal['target_epsilon']:g} at delta {cal['target_delta']:g}")
     if point.note:
         print(f"  note: {point.note}")
-    eps = ", ".join(f"{m} {_num(v)}" for m, v in w.epsilon.items())
+    if point.rank_by == "delta":
+        e = f"{point.rank_epsilon:g}"
+        values = ", ".join(f"{m} {_num(v[e])}" for m, v in w.delta_at_epsilon.items())
+    else:
+        values = ", ".join(f"{m} {_num(v)}" for m, v in w.epsilon.items())
     print(f"  worst pair: observer {w.observer} -> target {w.target} ({w.hops} hop"
           f"{'s' if w.hops != 1 else ''}), row {w.row} ({w.direction}): "
-          f"epsilon at delta {w.delta:g}: {eps}")
+          f"{point.quantity}: {values}")
     if w.exact is not None:
-        print(f"  exact epsilon of that neighbour: {_num(w.exact.epsilon)} (the {point.method} "
-              "value above is an upper bound)")
+        exact = (w.exact.delta_at_epsilon[f"{point.rank_epsilon:g}"] if point.rank_by == "delta"
+                 else w.exact.epsilon)
+        print(f"  exact {point.quantity.split()[0]} of that neighbour: {_num(exact)} (the "
+              f"{point.method} value above is an upper bound)")
     hops = "; ".join(f"{h.hops}: {_num(h.worst)} / {_num(h.mean)}" for h in point.by_hops)
-    print(f"  {point.method} epsilon by hop distance (worst / mean): {hops}", flush=True)
+    print(f"  {point.method} {point.quantity} by hop distance (worst / mean): {hops}", flush=True)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:

@@ -21,7 +21,9 @@ Files (each written atomically):
     Per point, the worst pair, its neighbour (the row replaced and its replacement) and its numbers
     (strict JSON: infinite values as ``"inf"``); its ``scenario`` marks the folder as this scenario's.
 ``epsilon_matrix.csv`` (one point) or ``epsilon_matrix_p<point>.csv``
-    The observer x target epsilon matrix of each point (``exact`` when audited).
+    The observer x target epsilon matrix of each point (``exact`` when audited); with
+    ``privacy.rank_by = "delta"``, ``delta_matrix*.csv``: delta at the first epsilon of the grid (no
+    epsilon is solved then).
 """
 
 from __future__ import annotations
@@ -218,17 +220,22 @@ def audit_task(task: AuditTask, base: Path | None = None,
         say(f"{task.name}: the exact value of the worst pair's neighbour")
         exact = jsonable(privacy_section.exact_for_pair(problem.data, problem.network,
                                                         problem.params, audit, w.observer, w.target))
+    by_delta = audit.rank_by == "delta"
     groups: dict[int, list[float]] = {}
     for r in audit.results.values():
-        groups.setdefault(int(r.hops), []).append(float(r.epsilon[method]))
+        value = r.delta[method][0] if by_delta else r.epsilon[method]
+        groups.setdefault(int(r.hops), []).append(float(value))
     mat_method = "exact" if "exact" in audit.methods else method
     return AuditPoint(
         index=task.index, key=task.key, axes=dict(task.axes), problem=ProblemSummary.of(problem),
         calibration=jsonable(calibrated), note=privacy_section.rank_note(problem.params.rank),
-        method=method, worst=WorstPair.from_row(_worst_row(audit, w, problem, cfg), exact),
+        method=method, rank_by="delta" if by_delta else "epsilon",
+        rank_epsilon=float(audit.epsilons[0]) if by_delta else None,
+        worst=WorstPair.from_row(_worst_row(audit, w, problem, cfg), exact),
         by_hops=tuple(HopLeakage(hops=h, worst=max(v), mean=float(sum(v) / len(v)))
                       for h, v in sorted(groups.items())),
-        matrix_method=mat_method, matrix=audit.matrix(mat_method).tolist(),
+        matrix_method=mat_method,
+        matrix=audit.matrix(mat_method, "delta" if by_delta else "epsilon", 0).tolist(),
         pairs=jsonable(audit.rows()), leakage=jsonable(privacy_section.leakage_rows(audit)),
         seconds=time.perf_counter() - t0,
     )
@@ -294,8 +301,8 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
                 point = audit_task(t, plan.base, progress.stage)
                 write_audit_point(plan.out, point)
                 done[t.key] = point
-                worst = point.worst.epsilon[point.method]
-                progress.update(point, f"worst epsilon ({point.method}) {worst:.4g}")
+                what = point.quantity if point.rank_by == "delta" else "epsilon"
+                progress.update(point, f"worst {what} ({point.method}) {point.worst_value:.4g}")
             elif point.index != t.index:  # the same configuration at another point of the sweep
                 point = replace(point, index=t.index, axes=dict(t.axes))
             points.append(point)
@@ -309,16 +316,19 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
 
 
 def matrix_names(points: Sequence[AuditPoint]) -> list[str]:
-    """File name of each point's epsilon matrix: ``epsilon_matrix.csv`` for a single point, else
-    ``epsilon_matrix_p<point>.csv``."""
+    """File name of each point's matrix: ``epsilon_matrix.csv`` for a single point, else
+    ``epsilon_matrix_p<point>.csv``; ``delta_matrix*`` when the point ranks by delta."""
+    def stem(p: AuditPoint) -> str:
+        return "delta_matrix" if p.rank_by == "delta" else "epsilon_matrix"
+
     if len(points) == 1:
-        return ["epsilon_matrix.csv"]
-    return [f"epsilon_matrix_p{p.index}.csv" for p in points]
+        return [f"{stem(points[0])}.csv"]
+    return [f"{stem(p)}_p{p.index}.csv" for p in points]
 
 
 def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint]) -> list[Path]:
-    """Write ``pairs.csv``, ``worst.json`` and the epsilon matrices from the points (module docstring);
-    epsilon matrices of an earlier audit in the folder that this one does not write are removed.
+    """Write ``pairs.csv``, ``worst.json`` and the matrices from the points (module docstring);
+    matrices of an earlier audit in the folder that this one does not write are removed.
 
     Returns
     -------
@@ -335,7 +345,7 @@ def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint]) -> list[Pa
         "points": [p.worst_record() for p in points]}))
     files = [out / "pairs.csv", out / "worst.json"]
     names = matrix_names(points)
-    for stale in out.glob("epsilon_matrix*.csv"):
+    for stale in [*out.glob("epsilon_matrix*.csv"), *out.glob("delta_matrix*.csv")]:
         if stale.name not in names:
             stale.unlink(missing_ok=True)
     for p, name in zip(points, names, strict=True):

@@ -23,7 +23,7 @@ from dpgossip.scenario.results import read_point_json, write_point_json
 __all__ = ["AUDIT_POINT_FORMAT", "ProblemSummary", "ExactValue", "WorstPair", "HopLeakage",
            "AuditPoint", "write_audit_point", "read_audit_point"]
 
-AUDIT_POINT_FORMAT = "dpgossip-audit-point/1"
+AUDIT_POINT_FORMAT = "dpgossip-audit-point/2"
 """Value of the ``format`` key of an audit point file."""
 
 
@@ -115,7 +115,8 @@ class WorstPair:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HopLeakage:
-    """Worst and mean epsilon of the pairs at one hop distance."""
+    """Worst and mean of the ranked quantity (epsilon at delta, or delta at the first epsilon with
+    ``privacy.rank_by = "delta"``) of the pairs at one hop distance."""
 
     hops: int
     worst: float
@@ -139,13 +140,17 @@ class AuditPoint:
         The rank note (:func:`~dpgossip.scenario.privacy_section.rank_note`) or ``None``.
     method
         The first conversion of ``privacy.methods``: it ranks the pairs.
+    rank_by, rank_epsilon
+        What ranks the pairs and fills ``by_hops`` and ``matrix``: ``"epsilon"`` (epsilon at the
+        audit's delta) or ``"delta"`` (delta at ``rank_epsilon``, the first epsilon of the grid; no
+        epsilon is solved, ``privacy.rank_by = "delta"``).
     worst
         The worst pair by ``method``.
     by_hops
-        Worst and mean epsilon (by ``method``) per hop distance, by increasing distance.
+        Worst and mean of the ranked quantity (by ``method``) per hop distance, by increasing distance.
     matrix_method, matrix
-        The ``m x m`` epsilon matrix (observer x target, NaN on the diagonal) by ``matrix_method``
-        (``exact`` when audited, else ``method``).
+        The ``m x m`` matrix of the ranked quantity (observer x target, NaN on the diagonal) by
+        ``matrix_method`` (``exact`` when audited, else ``method``).
     pairs
         The audit's tidy rows (:meth:`~dpgossip.privacy.audit.PairAudit.rows`), JSON-native.
     leakage
@@ -163,6 +168,8 @@ class AuditPoint:
     calibration: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
     method: str
+    rank_by: str = "epsilon"
+    rank_epsilon: float | None = None
     worst: WorstPair
     by_hops: tuple[HopLeakage, ...]
     matrix_method: str
@@ -197,10 +204,25 @@ class AuditPoint:
                if self.worst.exact is not None else {}),
         }
 
+    @property
+    def quantity(self) -> str:
+        """The ranked quantity in words: ``"epsilon at delta 1e-05"`` or ``"delta at epsilon 5"``."""
+        if self.rank_by == "delta":
+            return f"delta at epsilon {self.rank_epsilon:g}"
+        return f"epsilon at delta {self.worst.delta:g}"
+
+    @property
+    def worst_value(self) -> float:
+        """The worst pair's ranked quantity by ``method``."""
+        if self.rank_by == "delta":
+            return float(self.worst.delta_at_epsilon[self.method][f"{self.rank_epsilon:g}"])
+        return float(self.worst.epsilon[self.method])
+
     def matrix_rows(self) -> list[dict[str, Any]]:
-        """Rows of the point's ``epsilon_matrix*.csv``: ``observer``, ``target_<j>``, ``method``."""
+        """Rows of the point's matrix file: ``observer``, ``target_<j>``, ``method``, ``quantity``."""
         return [{"observer": o, **{f"target_{j}": float(v) for j, v in enumerate(row)},
-                 "method": self.matrix_method} for o, row in enumerate(self.matrix)]
+                 "method": self.matrix_method, "quantity": self.quantity}
+                for o, row in enumerate(self.matrix)]
 
     def to_json(self) -> dict[str, Any]:
         """Content of the point file."""
@@ -208,7 +230,7 @@ class AuditPoint:
             "format": AUDIT_POINT_FORMAT, "hash": self.key, "index": self.index, "axes": self.axes,
             "seconds": self.seconds, "problem": self.problem.to_row(),
             "calibration": self.calibration, "note": self.note, "method": self.method,
-            "worst": self.worst.to_row(),
+            "rank_by": self.rank_by, "rank_epsilon": self.rank_epsilon, "worst": self.worst.to_row(),
             "exact": self.worst.exact.to_row() if self.worst.exact is not None else None,
             "by_hops": [[h.hops, h.worst, h.mean] for h in self.by_hops],
             "matrix_method": self.matrix_method, "matrix": self.matrix,
@@ -228,7 +250,8 @@ class AuditPoint:
         return cls(
             index=index, key=str(data["hash"]), axes=dict(axes),
             problem=ProblemSummary(**data["problem"]), calibration=dict(data["calibration"]),
-            note=data["note"], method=str(data["method"]),
+            note=data["note"], method=str(data["method"]), rank_by=str(data["rank_by"]),
+            rank_epsilon=None if data["rank_epsilon"] is None else float(data["rank_epsilon"]),
             worst=WorstPair.from_row(data["worst"], data["exact"]),
             by_hops=tuple(HopLeakage(hops=int(h), worst=float(w), mean=float(m))
                           for h, w, m in data["by_hops"]),
