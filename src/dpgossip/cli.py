@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, renamed_error
 
 if TYPE_CHECKING:
     from dpgossip.privacy.calibrate import Calibration
@@ -70,24 +70,30 @@ def _cmd_topology(args: argparse.Namespace) -> int:
     kwargs = {"agents": args.agents, "seed": args.seed}
     if args.mixing:
         kwargs["mixing"] = args.mixing
-    with _flags({"network.agents": "--agents", "network.mixing": "--mixing",
-                 "network.topology": "NAME_OR_FILE"}):
+    with _flags({"agents": "--agents", "mixing": "--mixing", "topology": "NAME_OR_FILE"}):
         print(summary_text(make_network(args.name, **kwargs)))
     return 0
 
 
 @contextlib.contextmanager
 def _flags(names: dict[str, str]) -> Iterator[None]:
-    """Messages of the library name scenario keys; on the command line the same values are flags:
-    rename them in a ``ConfigError`` raised in the block (``network.agents`` -> ``--agents``)."""
+    """Messages name library parameters (``agents``) or scenario keys (``privacy.candidates``); on
+    the command line the same values are flags: rename them in a ``ConfigError`` raised in the block
+    (``agents`` -> ``--agents``, ``agents = 5`` -> ``--agents 5``). A parameter is renamed by the
+    error's field (:func:`~dpgossip.errors.renamed_error`); a dotted scenario key wherever it appears."""
     try:
         yield
     except ConfigError as exc:
-        text = str(exc)
+        renamed = renamed_error(exc, {k: v for k, v in names.items() if "." not in k})
+        text = str(renamed)
         for key, flag in names.items():
-            text = re.sub(rf"(?<![\w.]){re.escape(key)}(?![\w])", flag, text)
+            if "." in key:
+                text = re.sub(rf"(?<![\w.]){re.escape(key)}(?![\w])", flag, text)
+        for flag in names.values():
             text = text.replace(f"{flag} = ", f"{flag} ") if flag.startswith("--") else text
-        raise ConfigError(text) from None
+        if text == str(exc):
+            raise
+        raise ConfigError(text, field=renamed.field) from None
 
 
 # --- audit and calibrate ---------------------------------------------------------------------------

@@ -99,12 +99,14 @@ def size_text(nbytes: float) -> str:
     raise AssertionError("unreachable")
 
 
-def check_needs(needs: Sequence[Need], *, advice: str = "") -> None:
+def check_needs(needs: Sequence[Need], *, advice: str = "", field: str | None = None) -> None:
     """Raise :class:`~dpgossip.errors.ConfigError` when the needs together exceed :func:`memory_limit`.
 
     The message names the largest item, its size, the total when it is noticeably larger, the limit and
     ``advice``: ``"network.agents = 100000 needs a dense 100000 x 100000 mixing matrix (74.5 GiB; about
     224 GiB in all), more than this machine's available memory (23.4 GiB); use fewer agents"``.
+    ``field`` is the :attr:`~dpgossip.errors.ConfigError.field` of the error: the parameter that every
+    cause starts with (``"agents"`` for ``"agents = 100000"``), so a caller can rename it.
     """
     needs = [n for n in needs if n.nbytes > 0]
     if not needs:
@@ -118,7 +120,7 @@ def check_needs(needs: Sequence[Need], *, advice: str = "") -> None:
     if total > 1.2 * biggest.nbytes:
         size += f"; about {size_text(total)} in all"
     raise ConfigError(f"{biggest.what} ({size}), more than {limit[1]} ({size_text(limit[0])})"
-                      + (f"; {advice}" if advice else ""))
+                      + (f"; {advice}" if advice else ""), field=field)
 
 
 def dense_matrix_needs(m: int, cause: str) -> list[Need]:

@@ -59,7 +59,7 @@ def test_result_is_read_only_and_row() -> None:
 
 def test_unknown_name() -> None:
     with pytest.raises(ConfigError,
-                       match=r"data\.source.*'wien'.*did you mean 'wine'.*breast_cancer"):
+                       match=r"^name: unknown bundled dataset.*'wien'.*did you mean 'wine'.*breast_cancer"):
         load_bundled("wien")
     with pytest.raises(ConfigError, match=r"'iris'.*known: wine, breast_cancer, diabetes"):
         load_bundled("iris")

@@ -47,13 +47,13 @@ def test_npy(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"data\.source: file '.*nope\.csv' does not exist"):
+    with pytest.raises(ConfigError, match=r"^path: file '.*nope\.csv' does not exist"):
         load_matrix(tmp_path / "nope.csv")
 
 
 def test_bad_extension(tmp_path: Path) -> None:
     p = _write(tmp_path, "m.txt", "1,2\n")
-    with pytest.raises(ConfigError, match=r"data\.source: '.*m\.txt' has extension '\.txt'; "
+    with pytest.raises(ConfigError, match=r"^path: '.*m\.txt' has extension '\.txt'; "
                                           r"allowed: \.csv, \.npy"):
         load_matrix(p)
 
@@ -124,5 +124,5 @@ def test_directory_and_bad_type(tmp_path: Path) -> None:
     (tmp_path / "d.csv").mkdir()
     with pytest.raises(ConfigError, match=r"'.*d\.csv' is not a file"):
         load_matrix(tmp_path / "d.csv")
-    with pytest.raises(ConfigError, match=r"data\.source must be a file path, got 42"):
+    with pytest.raises(ConfigError, match=r"^path must be a file path, got 42"):
         load_matrix(42)  # type: ignore[arg-type]

@@ -57,14 +57,14 @@ def test_sizes_not_summing_to_n() -> None:
 
 
 def test_min_rows_too_large() -> None:
-    with pytest.raises(ConfigError, match=r"data\.min_rows = 20 is too large.*allowed: 1 to 17"):
+    with pytest.raises(ConfigError, match=r"^min_rows = 20 is too large.*allowed: 1 to 17"):
         load_dataset("wine", agents=10, partition="random", min_rows=20,
                      rng=np.random.default_rng(0))
-    with pytest.raises(ConfigError, match=r"data\.min_rows = 18 is too large.*agent 8 gets 17"):
+    with pytest.raises(ConfigError, match=r"^min_rows = 18 is too large.*agent 8 gets 17"):
         load_dataset("wine", agents=10, min_rows=18)
-    with pytest.raises(ConfigError, match=r"data\.min_rows = 10 is too large.*agent 2 gets 8"):
+    with pytest.raises(ConfigError, match=r"^min_rows = 10 is too large.*agent 2 gets 8"):
         load_dataset("wine", agents=3, partition="explicit", sizes=[100, 70, 8], min_rows=10)
-    with pytest.raises(ConfigError, match=r"data\.min_rows must be in \[1, 17\].*got 20"):
+    with pytest.raises(ConfigError, match=r"^min_rows must be in \[1, 17\].*got 20"):
         partition_sizes(178, 10, "random", min_rows=20, rng=np.random.default_rng(0))
 
 
@@ -75,21 +75,21 @@ def test_partitioned_data_rejects_row_outside_unit_ball() -> None:
 
 
 def test_partition_option_errors() -> None:
-    with pytest.raises(ConfigError, match=r"data\.partition.*'equl'.*did you mean 'equal'"):
+    with pytest.raises(ConfigError, match=r"^partition.*'equl'.*did you mean 'equal'"):
         load_dataset("wine", agents=4, partition="equl")
-    with pytest.raises(ConfigError, match=r"data\.partition = 'random' needs rng.*None"):
+    with pytest.raises(ConfigError, match=r"^partition = 'random' needs rng.*None"):
         load_dataset("wine", agents=4, partition="random")
-    with pytest.raises(ConfigError, match=r"data\.sizes = \[1, 2\] is only used.*'equal'"):
+    with pytest.raises(ConfigError, match=r"^sizes = \[1, 2\] is only used.*'equal'"):
         load_dataset("wine", agents=2, sizes=[1, 2])
-    with pytest.raises(ConfigError, match=r"data\.sizes must list one size per agent \(3\).*2"):
+    with pytest.raises(ConfigError, match=r"^sizes must list one size per agent \(3\).*2"):
         load_dataset("wine", agents=3, partition="explicit", sizes=[100, 78])
-    with pytest.raises(ConfigError, match=r"data\.sizes\[1\] = 77\.5 must be an integer"):
+    with pytest.raises(ConfigError, match=r"^sizes\[1\] = 77\.5 must be an integer"):
         load_dataset("wine", agents=2, partition="explicit", sizes=[100, 77.5])
-    with pytest.raises(ConfigError, match=r"data\.sizes must list the rows.*None"):
+    with pytest.raises(ConfigError, match=r"^sizes must list the rows.*None"):
         load_dataset("wine", agents=2, partition="explicit")
-    with pytest.raises(ConfigError, match=r"data\.min_rows must be an integer >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"^min_rows must be an integer >= 1, got 0"):
         load_dataset("wine", agents=2, min_rows=0)
-    with pytest.raises(ConfigError, match=r"network\.agents must be a positive integer, got 0"):
+    with pytest.raises(ConfigError, match=r"^agents must be a positive integer, got 0"):
         load_dataset("wine", agents=0)
 
 
@@ -111,24 +111,25 @@ def test_load_dataset_synthetic_keeps_spectrum_ratios() -> None:
 
 
 def test_load_dataset_synthetic_errors() -> None:
-    with pytest.raises(ConfigError, match=r"needs data\.synthetic.*got None"):
+    with pytest.raises(ConfigError, match=r"^source = 'synthetic' needs synthetic = .*got None"):
         load_dataset("synthetic", agents=2, rng=np.random.default_rng(0))
-    with pytest.raises(ConfigError, match=r"data\.synthetic is missing \['spectrum'\]"):
+    with pytest.raises(ConfigError, match=r"^synthetic is missing \['spectrum'\]"):
         load_dataset("synthetic", agents=2, synthetic={"n": 5, "d": 2},
                      rng=np.random.default_rng(0))
     with pytest.raises(ConfigError, match=r"unknown key 'spectra'.*did you mean 'spectrum'"):
         load_dataset("synthetic", agents=2, synthetic={"n": 5, "d": 2, "spectra": [1.0]},
                      rng=np.random.default_rng(0))
-    with pytest.raises(ConfigError, match=r"data\.source = 'synthetic' needs rng.*None"):
+    with pytest.raises(ConfigError, match=r"^rng: synthetic data needs rng, a numpy\.random\.Generator, "
+                                          r"got None"):
         load_dataset("synthetic", agents=2, synthetic={"n": 5, "d": 2, "spectrum": [1.0]})
-    with pytest.raises(ConfigError, match=r"data\.synthetic is only used with.*'wine'"):
+    with pytest.raises(ConfigError, match=r"^synthetic is only used with.*'wine'"):
         load_dataset("wine", agents=2, synthetic={"n": 5})
 
 
 def test_load_dataset_source_errors_and_files(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"data\.source.*'wnie'.*did you mean 'wine'.*synthetic"):
+    with pytest.raises(ConfigError, match=r"^source.*'wnie'.*did you mean 'wine'.*synthetic"):
         load_dataset("wnie", agents=2)
-    with pytest.raises(ConfigError, match=r"data\.source: '.*m\.txt' has extension '\.txt'"):
+    with pytest.raises(ConfigError, match=r"^source: '.*m\.txt' has extension '\.txt'"):
         load_dataset(str(tmp_path / "m.txt"), agents=2)
     p = tmp_path / "m.csv"
     p.write_text("x,y\n3,4\n1,0\n0,2\n", encoding="utf-8")

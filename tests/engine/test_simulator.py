@@ -75,11 +75,11 @@ def test_same_seed_same_transcript_other_seed_other_times(paper_ring, small_data
 
 def test_bad_inputs(paper_ring, small_data):
     params = params_for(small_data, paper_ring, r=2)
-    with pytest.raises(ConfigError, match=r"engine.crashes: agent 7 does not exist"):
+    with pytest.raises(ConfigError, match=r"^conditions\.crashes: agent 7 does not exist"):
         run_engine(small_data, paper_ring, params, 0, conditions={"crashes": {7: 0.1}})
-    with pytest.raises(ConfigError, match=r"disseminate = False needs protocol.rank = 1"):
+    with pytest.raises(ConfigError, match=r"disseminate = False needs params\.rank = 1"):
         run_engine(small_data, paper_ring, params, 0, disseminate=False)
-    with pytest.raises(ConfigError, match=r"engine.links\[0\].edge: \[0, 2\] is not an edge"):
+    with pytest.raises(ConfigError, match=r"^conditions\.links\[0\]\.edge: \[0, 2\] is not an edge"):
         run_engine(small_data, paper_ring, params, 0, conditions={"links": [{"edge": [0, 2]}]})
     with pytest.raises(ConfigError, match=r"network has 4 agents"):
         run_engine(data_for(5), paper_ring, params, 0)

@@ -73,7 +73,7 @@ def test_eavesdropper_rows_are_equal(problem):
 
 def test_bad_audit_inputs(problem):
     data, net, p = problem
-    with pytest.raises(ConfigError, match=r"privacy.delta must be in \(0, 1\), got 2"):
+    with pytest.raises(ConfigError, match=r"^delta must be in \(0, 1\), got 2"):
         audit_pairs(data, net, p, delta=2)
-    with pytest.raises(ConfigError, match=r"privacy.view 'coalition' is not supported"):
+    with pytest.raises(ConfigError, match=r"^view 'coalition' is not supported"):
         audit_pairs(data, net, p, view="coalition")

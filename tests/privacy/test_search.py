@@ -157,7 +157,7 @@ def test_search_value_at_least_the_first_message_bound_and_settings_errors():
         assert 0 < r.evidence.first_message_bound <= r.delta["exact"][0] * (1 + 1e-9)
         row = r.rows(res.epsilons, res.delta)[0]
         assert row["estimate"].startswith("lower estimate") and row["search"] == "quick"
-    with pytest.raises(ConfigError, match="privacy.search must be one of quick, standard"):
+    with pytest.raises(ConfigError, match="^search must be one of quick, standard"):
         SearchSettings.of("thoruogh")
     with pytest.raises(ConfigError, match="levels must be in 1..8"):
         SearchSettings.of(0)

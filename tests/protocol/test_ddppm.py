@@ -148,15 +148,15 @@ def test_geometric_schedule_and_alpha_rule(paper_ring, small_data):
     [
         (
             {"iterations": 0, "consensus_steps": 1},
-            r"protocol.iterations must be an integer >= 1, got 0",
+            r"^iterations must be an integer >= 1, got 0",
         ),
-        ({"iterations": 3, "consensus_steps": -1}, r"protocol.consensus_steps .* got -1"),
-        ({"iterations": 3, "consensus_steps": 1, "rank": 0}, r"protocol.rank .* got 0"),
+        ({"iterations": 3, "consensus_steps": -1}, r"^consensus_steps .* got -1"),
+        ({"iterations": 3, "consensus_steps": 1, "rank": 0}, r"^rank .* got 0"),
         (
             {"iterations": 3, "consensus_steps": 1, "noise": None, "sigma_q": -1.0},
-            r"protocol.sigma_q must be a positive number, got -1.0",
+            r"^sigma_q must be a positive number, got -1.0",
         ),
-        ({"iterations": 3, "consensus_steps": 1, "alpha": -2.0}, r"protocol.alpha .* got -2.0"),
+        ({"iterations": 3, "consensus_steps": 1, "alpha": -2.0}, r"^alpha .* got -2.0"),
     ],
 )
 def test_bad_parameters(paper_ring, small_data, kwargs, match):
@@ -165,9 +165,9 @@ def test_bad_parameters(paper_ring, small_data, kwargs, match):
 
 
 def test_negative_noise_rejected():
-    with pytest.raises(ConfigError, match=r"protocol.noise.scale .* got -0.1"):
+    with pytest.raises(ConfigError, match=r"^scale .* got -0.1"):
         NoiseSchedule(kind="constant", scale=-0.1)
-    with pytest.raises(ConfigError, match=r"protocol.noise.values\[1\] .* got -1"):
+    with pytest.raises(ConfigError, match=r"^values\[1\] .* got -1"):
         NoiseSchedule(kind="explicit", values=(0.1, -1.0))
     with pytest.raises(ConfigError, match=r"standard deviations must be >= 0"):
         ProtocolParams(
@@ -178,5 +178,5 @@ def test_negative_noise_rejected():
             sigma_q=1.0,
             sigma_p=np.array([[-1.0]]),
         )
-    with pytest.raises(ConfigError, match=r"protocol.noise.schedule must be one of .* got 'gauss'"):
+    with pytest.raises(ConfigError, match=r"^kind must be one of .* got 'gauss'"):
         NoiseSchedule(kind="gauss")

@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from dpgossip.errors import ConfigError
 from dpgossip.scenario import Scenario
 from dpgossip.scenario.schema import validate
 
@@ -37,3 +38,39 @@ def small(**sections: Any) -> Scenario:
 
 def read_bytes(folder: Path, *names: str) -> dict[str, bytes]:
     return {n: (folder / n).read_bytes() for n in names}
+
+
+def scenario_error(folder: Path, toml: str) -> ConfigError:
+    """The error a scenario user gets for ``toml`` (a scenario file in ``folder``): at load, or when its
+    points' networks, data and parameters are built (what ``dpgossip run`` does before running)."""
+    from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.problem import build_structure, resolve_problem
+
+    path = folder / "scenario.toml"
+    path.write_text(toml, encoding="utf-8")
+    try:
+        scenario = load_scenario(path)
+        for point in scenario.points():
+            resolve_problem(point.config, build_structure(point.config, scenario.base))
+    except ConfigError as exc:
+        return exc
+    raise AssertionError(f"no ConfigError for {toml!r}")
+
+
+def toml_scenario(*sections: str) -> str:
+    """A small TOML scenario (Wine on a 4-agent ring) with ``sections`` added: each item is the text of
+    one table (``"[network]\\ntopology = 'grid'"``), which replaces the default table of that name, or
+    top-level keys (``'backend = "engine"'``)."""
+    tables = {"data": '[data]\nsource = "wine"',
+              "network": '[network]\ntopology = "ring"\nagents = 4',
+              "protocol": "[protocol]\niterations = 3\nconsensus_steps = 1"}
+    top, extra = ['name = "t"'], []
+    for text in sections:
+        name = text.split("]", 1)[0].lstrip("[")
+        if not text.startswith("["):
+            top.append(text)
+        elif name in tables:
+            tables[name] = text
+        else:
+            extra.append(text)
+    return "\n".join([*top, *tables.values(), *extra]) + "\n"

@@ -149,7 +149,7 @@ def test_networkx_node_link_output_is_readable(tmp_path):
 ])
 def test_bad_json_content(tmp_path, data, message):
     (tmp_path / "bad.json").write_text(json.dumps(data))
-    pattern = r"network\.topology: cannot read '.*bad\.json': .*" + message
+    pattern = r"^path: cannot read '.*bad\.json': .*" + message
     with pytest.raises(ConfigError, match=pattern):
         load_graph(tmp_path / "bad.json")
 
@@ -193,7 +193,7 @@ def test_edgelist_unweighted_numeric_labels_sort_numerically(tmp_path):
 ])
 def test_bad_edgelist(tmp_path, text, message):
     (tmp_path / "bad.edgelist").write_text(text)
-    pattern = r"network\.topology: cannot read .*bad\.edgelist.*" + message
+    pattern = r"^path: cannot read .*bad\.edgelist.*" + message
     with pytest.raises(ConfigError, match=pattern):
         load_graph(tmp_path / "bad.edgelist")
 
@@ -226,10 +226,10 @@ def test_bad_graphml(tmp_path):
 
 def test_unknown_extension_and_missing_file(tmp_path):
     (tmp_path / "g.csv").write_text("0,1\n")
-    with pytest.raises(ConfigError, match=r"network\.topology: '.*g\.csv' has unknown extension "
+    with pytest.raises(ConfigError, match=r"^path: '.*g\.csv' has unknown extension "
                                           r"'\.csv'; allowed formats: \.json .*\.graphml.*"
                                           r"\.edgelist"):
         load_graph(tmp_path / "g.csv")
-    with pytest.raises(ConfigError, match=r"network\.topology: no such file '.*missing\.json'; "
+    with pytest.raises(ConfigError, match=r"^path: no such file '.*missing\.json'; "
                                           r"allowed formats"):
         load_graph(tmp_path / "missing.json")

@@ -196,7 +196,7 @@ def test_fastest_without_cvxpy_says_how_to_install(monkeypatch):
 
 
 def test_bad_rule_option_and_graph():
-    with pytest.raises(ConfigError, match=r"network\.mixing: unknown mixing rule 'metropolsi' "
+    with pytest.raises(ConfigError, match=r"^mixing: unknown mixing rule 'metropolsi' "
                                           r"\(did you mean 'metropolis'\?\); known: metropolis"):
         mixing_matrix(PATH3, "metropolsi")
     with pytest.raises(ConfigError, match=r"unknown option 'solver' for rule 'metropolis'"):

@@ -90,8 +90,11 @@ def test_check_graph_labels_loops_and_types():
         check_graph(nx.DiGraph([(0, 1)]))
     with pytest.raises(ConfigError, match=r"at least 2 agents"):
         check_graph(nx.empty_graph(1))
-    with pytest.raises(ConfigError, match=r"network\.topology: .*disconnected"):
-        check_graph(nx.empty_graph(2), field="network.topology")
+    with pytest.raises(ConfigError, match=r"^graph: .*disconnected"):
+        check_graph(nx.empty_graph(2))
+    with pytest.raises(ConfigError, match=r"^topology: .*disconnected") as caught:
+        check_graph(nx.empty_graph(2), field="topology")
+    assert caught.value.field == "topology"
 
 
 def test_tolerance_is_respected():

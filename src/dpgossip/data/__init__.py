@@ -21,7 +21,7 @@ from dpgossip.data.partition import PartitionedData, check_rows_per_agent, parti
 from dpgossip.data.preprocess import SCALES, preprocess
 from dpgossip.data.raw import RawData
 from dpgossip.data.synthetic import SPECTRUM_KINDS, spectrum_values, synthetic_data
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, did_you_mean, renamed_fields
 
 __all__ = [
     "DATASETS",
@@ -51,21 +51,21 @@ def _check_split(agents: int, partition: str, sizes: Sequence[int] | None, min_r
                  rng: np.random.Generator | None) -> None:
     """Check the options of the row split before any data is read."""
     if isinstance(agents, bool) or not isinstance(agents, Integral) or agents < 1:
-        raise ConfigError(f"network.agents must be a positive integer, got {agents!r}")
+        raise ConfigError(f"agents must be a positive integer, got {agents!r}", field="agents")
     if not isinstance(partition, str) or partition not in PARTITIONS:
         hint = did_you_mean(partition, PARTITIONS) if isinstance(partition, str) else ""
-        raise ConfigError(f"data.partition must be one of {list(PARTITIONS)}, "
-                          f"got {partition!r}{hint}")
+        raise ConfigError(f"partition must be one of {list(PARTITIONS)}, "
+                          f"got {partition!r}{hint}", field="partition")
     if isinstance(min_rows, bool) or not isinstance(min_rows, Integral) or min_rows < 1:
-        raise ConfigError(f"data.min_rows must be an integer >= 1, got {min_rows!r}")
+        raise ConfigError(f"min_rows must be an integer >= 1, got {min_rows!r}", field="min_rows")
     if partition == "explicit":
         _check_sizes(sizes, int(agents))
     elif sizes is not None:
-        raise ConfigError(f"data.sizes = {sizes!r} is only used with data.partition = "
-                          f"'explicit', got partition {partition!r}")
+        raise ConfigError(f"sizes = {sizes!r} is only used with partition = "
+                          f"'explicit', got partition {partition!r}", field="sizes")
     if partition == "random" and not isinstance(rng, np.random.Generator):
-        raise ConfigError("data.partition = 'random' needs rng, a numpy.random.Generator, "
-                          f"got {rng!r}")
+        raise ConfigError("partition = 'random' needs rng, a numpy.random.Generator, "
+                          f"got {rng!r}", field="partition")
 
 
 def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str = "equal",
@@ -110,8 +110,9 @@ def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str 
     Raises
     ------
     ConfigError
-        For any bad option, naming the field (``data.source``, ``data.partition``,
-        ``data.sizes``, ``data.min_rows``, ...), the value and what is allowed.
+        For any bad option, naming the parameter (``source``, ``partition``, ``sizes``,
+        ``min_rows``, ``synthetic.spectrum``, ...; :attr:`ConfigError.field`), the value and what
+        is allowed.
 
     Examples
     --------
@@ -125,59 +126,69 @@ def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str 
     X = preprocess(raw.X, center=center, standardize=standardize, scale=scale)
     n = X.shape[0]
     if partition == "random" and agents <= n < min_rows * agents:
-        raise ConfigError(f"data.min_rows = {min_rows} is too large: {agents} agents x "
-                          f"{min_rows} rows > {n} rows; allowed: 1 to {n // agents}")
-    counts = partition_sizes(n, int(agents), partition, sizes=None if sizes is None
-                             else list(sizes), min_rows=int(min_rows), rng=rng)
+        raise ConfigError(f"min_rows = {min_rows} is too large: {agents} agents x "
+                          f"{min_rows} rows > {n} rows; allowed: 1 to {n // agents}",
+                          field="min_rows")
+    with renamed_fields({"m": "agents", "rule": "partition"}):
+        counts = partition_sizes(n, int(agents), partition, sizes=None if sizes is None
+                                 else list(sizes), min_rows=int(min_rows), rng=rng)
     data = PartitionedData(X=X, sizes=counts, name=raw.name)
     if min(data.sizes) < min_rows:
         i = int(np.argmin(data.sizes))
-        raise ConfigError(f"data.min_rows = {min_rows} is too large: agent {i} gets "
+        raise ConfigError(f"min_rows = {min_rows} is too large: agent {i} gets "
                           f"{data.sizes[i]} rows with partition {partition!r} "
-                          f"({n} rows, {agents} agents); allowed: 1 to {min(data.sizes)}")
+                          f"({n} rows, {agents} agents); allowed: 1 to {min(data.sizes)}",
+                          field="min_rows")
     return data
 
 
 def _check_sizes(sizes: Sequence[int] | None, agents: int) -> None:
     if sizes is None or isinstance(sizes, (str, bytes, Mapping)) \
             or not isinstance(sizes, (Sequence, np.ndarray)):
-        raise ConfigError(f"data.sizes must list the rows of each of the {agents} agents for "
-                          f"data.partition = 'explicit', got {sizes!r}")
+        raise ConfigError(f"sizes must list the rows of each of the {agents} agents for "
+                          f"partition = 'explicit', got {sizes!r}", field="sizes")
     for i, s in enumerate(sizes):
         if isinstance(s, bool) or not isinstance(s, Integral):
-            raise ConfigError(f"data.sizes[{i}] = {s!r} must be an integer number of rows")
+            raise ConfigError(f"sizes[{i}] = {s!r} must be an integer number of rows",
+                              field=f"sizes[{i}]")
     if len(sizes) != agents:
-        raise ConfigError(f"data.sizes must list one size per agent ({agents}), got "
-                          f"{len(sizes)}: {list(sizes)!r}")
+        raise ConfigError(f"sizes must list one size per agent ({agents}), got "
+                          f"{len(sizes)}: {list(sizes)!r}", field="sizes")
 
 
 def _raw(source: str | os.PathLike[str], synthetic: Mapping[str, object] | None,
          rng: np.random.Generator | None) -> RawData:
     if source == "synthetic":
         if not isinstance(synthetic, Mapping):
-            raise ConfigError("data.source = 'synthetic' needs data.synthetic = "
-                              f"{{'n': rows, 'd': cols, 'spectrum': ...}}, got {synthetic!r}")
+            raise ConfigError("source = 'synthetic' needs synthetic = "
+                              f"{{'n': rows, 'd': cols, 'spectrum': ...}}, got {synthetic!r}",
+                              field="source")
         for key in synthetic:
             if key not in _SYNTHETIC_KEYS:
-                raise ConfigError(f"data.synthetic: unknown key {key!r}"
+                raise ConfigError(f"synthetic: unknown key {key!r}"
                                   f"{did_you_mean(str(key), _SYNTHETIC_KEYS)}; "
-                                  f"allowed: {list(_SYNTHETIC_KEYS)}")
+                                  f"allowed: {list(_SYNTHETIC_KEYS)}", field="synthetic")
         missing = [k for k in _SYNTHETIC_KEYS if k not in synthetic]
         if missing:
-            raise ConfigError(f"data.synthetic is missing {missing} (needs keys "
-                              f"{list(_SYNTHETIC_KEYS)}), got {dict(synthetic)!r}")
-        return synthetic_data(synthetic["n"], synthetic["d"], synthetic["spectrum"], rng=rng)
+            raise ConfigError(f"synthetic is missing {missing} (needs keys "
+                              f"{list(_SYNTHETIC_KEYS)}), got {dict(synthetic)!r}",
+                              field="synthetic")
+        with renamed_fields({k: f"synthetic.{k}" for k in _SYNTHETIC_KEYS}):
+            return synthetic_data(synthetic["n"], synthetic["d"], synthetic["spectrum"], rng=rng)
     if synthetic is not None:
-        raise ConfigError(f"data.synthetic is only used with data.source = 'synthetic', "
-                          f"got source {source!r}")
+        raise ConfigError(f"synthetic is only used with source = 'synthetic', "
+                          f"got source {source!r}", field="synthetic")
     if isinstance(source, str) and source in DATASETS:
-        return load_bundled(source)
+        with renamed_fields({"name": "source"}):
+            return load_bundled(source)
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
-        return load_matrix(source)
+        with renamed_fields({"path": "source"}):
+            return load_matrix(source)
     choices = (*DATASETS, "synthetic")
     hint = did_you_mean(source, choices) if isinstance(source, str) else ""
-    raise ConfigError(f"data.source: unknown source {source!r}{hint}; allowed: "
-                      f"{', '.join(choices)}, or a path to a {' or '.join(MATRIX_SUFFIXES)} file")
+    raise ConfigError(f"source: unknown source {source!r}{hint}; allowed: "
+                      f"{', '.join(choices)}, or a path to a {' or '.join(MATRIX_SUFFIXES)} file",
+                      field="source")
 
 
 def source_shape(source: object, synthetic: object = None) -> tuple[int, int] | None:

@@ -79,8 +79,8 @@ def load_bundled(name: str) -> RawData:
     """
     if not isinstance(name, str) or name not in _BUNDLES:
         hint = did_you_mean(name, DATASETS) if isinstance(name, str) else ""
-        raise ConfigError(f"data.source: unknown bundled dataset {name!r}{hint}; "
-                          f"known: {', '.join(DATASETS)}")
+        raise ConfigError(f"name: unknown bundled dataset {name!r}{hint}; "
+                          f"known: {', '.join(DATASETS)}", field="name")
     bundle = _BUNDLES[name]
     return RawData(X=_read(name), name=name, provenance=bundle.provenance)
 

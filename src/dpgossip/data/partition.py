@@ -31,17 +31,17 @@ class PartitionedData:
         sizes = tuple(int(s) for s in self.sizes)
         if any(s < 1 for s in sizes):
             bad = [i for i, s in enumerate(sizes) if s < 1]
-            raise ConfigError(f"data.partition: agent {bad[0]} has no rows (sizes {list(sizes)}); "
-                              "every agent needs at least one row")
+            raise ConfigError(f"sizes: agent {bad[0]} has no rows (sizes {list(sizes)}); "
+                              "every agent needs at least one row", field="sizes")
         if sum(sizes) != X.shape[0]:
-            raise ConfigError(f"data.partition: sizes {list(sizes)} sum to {sum(sizes)}, "
-                              f"but the data has {X.shape[0]} rows")
+            raise ConfigError(f"sizes: sizes {list(sizes)} sum to {sum(sizes)}, "
+                              f"but the data has {X.shape[0]} rows", field="sizes")
         norms = np.linalg.norm(X, axis=1)
         if np.any(norms > 1.0 + 1e-12):
             i = int(np.argmax(norms))
-            raise ConfigError(f"data: row {i} has norm {norms[i]:.6g} > 1; every row must lie in "
-                              "the unit ball (set data.scale = \"max_norm\" or \"unit_rows\" "
-                              "to scale it)")
+            raise ConfigError(f"X: row {i} has norm {norms[i]:.6g} > 1; every row must lie in "
+                              "the unit ball (scale it with dpgossip.data.preprocess, scale = "
+                              "\"max_norm\" or \"unit_rows\")", field="X")
         X.setflags(write=False)
         offsets = np.concatenate(([0], np.cumsum(sizes)))
         offsets.setflags(write=False)
@@ -97,23 +97,25 @@ def partition_sizes(n: int, m: int, rule: str = "equal", *, sizes: list[int] | N
     needs ``rng``).
     """
     if m < 1:
-        raise ConfigError(f"network.agents must be >= 1, got {m}")
+        raise ConfigError(f"m must be >= 1, got {m}", field="m")
     check_rows_per_agent(n, m)
     if rule == "equal":
         base, extra = divmod(n, m)
         return tuple(base + (1 if i < extra else 0) for i in range(m))
     if rule == "explicit":
         if sizes is None or len(sizes) != m:
-            raise ConfigError(f"data.sizes must list one size per agent ({m}), got {sizes!r}")
+            raise ConfigError(f"sizes must list one size per agent ({m}), got {sizes!r}",
+                              field="sizes")
         return tuple(int(s) for s in sizes)
     if rule == "random":
         if min_rows < 1 or min_rows * m > n:
-            raise ConfigError(f"data.min_rows must be in [1, {n // m}] for {n} rows and {m} "
-                              f"agents, got {min_rows}")
+            raise ConfigError(f"min_rows must be in [1, {n // m}] for {n} rows and {m} "
+                              f"agents, got {min_rows}", field="min_rows")
         if rng is None:
             raise ConfigError("random partition needs a random generator")
         free = n - min_rows * m
         cuts = np.sort(rng.integers(0, free + 1, size=m - 1))
         parts = np.diff(np.concatenate(([0], cuts, [free])))
         return tuple(int(p) + min_rows for p in parts)
-    raise ConfigError(f"data.partition must be one of 'equal', 'explicit', 'random', got {rule!r}")
+    raise ConfigError(f"rule must be one of 'equal', 'explicit', 'random', got {rule!r}",
+                      field="rule")

@@ -28,10 +28,11 @@ def _checked_matrix(X: np.ndarray, *, center: bool, standardize: bool, scale: st
     """The options checked, and ``X`` as a new finite 2-D ``float64`` array."""
     if not isinstance(scale, str) or scale not in SCALES:
         hint = did_you_mean(scale, SCALES) if isinstance(scale, str) else ""
-        raise ConfigError(f"data.scale must be one of {list(SCALES)}, got {scale!r}{hint}")
-    for field, flag in (("data.center", center), ("data.standardize", standardize)):
+        raise ConfigError(f"scale must be one of {list(SCALES)}, got {scale!r}{hint}",
+                          field="scale")
+    for field, flag in (("center", center), ("standardize", standardize)):
         if not isinstance(flag, (bool, np.bool_)):
-            raise ConfigError(f"{field} must be true or false, got {flag!r}")
+            raise ConfigError(f"{field} must be true or false, got {flag!r}", field=field)
     Y = np.array(X, dtype=float)
     if Y.ndim != 2 or Y.size == 0:
         raise ConfigError(f"data: expected a non-empty 2-D matrix, got shape {Y.shape}")
@@ -50,14 +51,15 @@ def _scale_rows(Y: np.ndarray, scale: str, *, zeroed: bool, flags: dict[str, boo
         if top == 0.0:
             if zeroed:
                 n = Y.shape[0]
-                on = [f"data.{k}" for k, v in flags.items() if v]
+                on = [k for k, v in flags.items() if v]
                 raise ConfigError(
                     f"data: every column is constant over the {n} row{'s' if n != 1 else ''} of "
                     f"the data, so centring ({' and '.join(f'{k} = true' for k in on)}) makes "
-                    "every row zero and data.scale = 'max_norm' cannot scale it; give more "
-                    f"(varied) rows, or set {' and '.join(f'{k} = false' for k in on)}")
-            raise ConfigError("data.scale = 'max_norm' cannot scale a matrix whose rows are all "
-                              "zero; the data has no non-zero entry")
+                    "every row zero and scale = 'max_norm' cannot scale it; give more "
+                    f"(varied) rows, or set {' and '.join(f'{k} = false' for k in on)}",
+                    field="scale")
+            raise ConfigError("scale = 'max_norm' cannot scale a matrix whose rows are all "
+                              "zero; the data has no non-zero entry", field="scale")
         Y /= top
     elif scale == "unit_rows":
         nonzero = norms > 0
@@ -66,9 +68,9 @@ def _scale_rows(Y: np.ndarray, scale: str, *, zeroed: bool, flags: dict[str, boo
         over = np.flatnonzero(norms > 1.0 + NORM_TOLERANCE)
         if over.size:
             i = int(over[0])
-            raise ConfigError(f"data.scale = 'none': row {i} has norm {norms[i]:.6g} > 1 "
+            raise ConfigError(f"scale = 'none': row {i} has norm {norms[i]:.6g} > 1 "
                               f"({over.size} row(s) outside the unit ball); use scale "
-                              "'max_norm' or 'unit_rows', or rescale the data")
+                              "'max_norm' or 'unit_rows', or rescale the data", field="scale")
     return Y
 
 
@@ -97,9 +99,9 @@ def preprocess(X: np.ndarray, *, center: bool = False, standardize: bool = False
     X : array_like
         Finite real matrix, ``n x d``. It is not modified.
     center, standardize : bool
-        Column transformations (fields ``data.center`` and ``data.standardize``).
+        Column transformations.
     scale : {"max_norm", "unit_rows", "none"}
-        Row scaling (field ``data.scale``).
+        Row scaling.
 
     Returns
     -------

@@ -10,8 +10,8 @@ with ``U`` and ``V`` Haar-distributed (uniform on their Stiefel manifolds) and
 and its right singular vectors, the principal directions sought by the power method, are the
 columns of ``V``. The eigengap ``s_1^2 / s_2^2`` of ``X^T X`` is thus set directly.
 
-Spectrum schema (the ``spectrum`` argument, config field ``data.synthetic.spectrum``)
----------------------------------------------------------------------------
+Spectrum schema (the ``spectrum`` argument)
+-------------------------------------------
 * a list of numbers ``[s_1, ..., s_k]``: positive, non-increasing, ``1 <= k <= min(n, d)``;
 * ``{"kind": "geometric", "ratio": r, "top": s_1 = 1.0, "k": min(n, d)}``:
   ``s_i = s_1 r^{i-1}`` for ``i = 1..k``, with ``0 < r <= 1``;
@@ -23,13 +23,13 @@ Spectrum schema (the ``spectrum`` argument, config field ``data.synthetic.spectr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 
 import numpy as np
 
 from dpgossip.data.raw import RawData
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, check_number, did_you_mean, show
 
 __all__ = ["SPECTRUM_KINDS", "spectrum_values", "synthetic_data"]
 
@@ -50,7 +50,7 @@ def synthetic_data(n: int, d: int, spectrum: Sequence[float] | Mapping[str, obje
     Parameters
     ----------
     n, d : int
-        Number of rows (``data.synthetic.n``) and columns (``data.synthetic.d``), both ``>= 1``.
+        Number of rows and columns, both ``>= 1``.
     spectrum : list of float or dict
         Singular values ``s`` or a named family; see the module docstring for the schema.
     rng : numpy.random.Generator
@@ -69,12 +69,12 @@ def synthetic_data(n: int, d: int, spectrum: Sequence[float] | Mapping[str, obje
     ConfigError
         For a bad ``n``, ``d``, ``spectrum`` or ``rng``.
     """
-    n = _positive_int(n, "data.synthetic.n")
-    d = _positive_int(d, "data.synthetic.d")
+    n = _positive_int(n, "n")
+    d = _positive_int(d, "d")
     s = spectrum_values(spectrum, n, d)
     if not isinstance(rng, np.random.Generator):
-        raise ConfigError("data.source = 'synthetic' needs rng, a numpy.random.Generator, "
-                          f"got {rng!r}")
+        raise ConfigError(f"rng: synthetic data needs rng, a numpy.random.Generator, got {rng!r}",
+                          field="rng")
     k = s.size
     U = _haar_stiefel(rng, n, k)
     V = _haar_stiefel(rng, d, k)
@@ -103,7 +103,7 @@ def spectrum_values(spectrum: Sequence[float] | Mapping[str, object], n: int,
     Raises
     ------
     ConfigError
-        Naming ``data.synthetic.spectrum``, the bad value and what is allowed.
+        Naming ``spectrum`` (or ``spectrum.ratio``, ...), the bad value and what is allowed.
     """
     kmax = min(n, d)
     if isinstance(spectrum, Mapping):
@@ -111,31 +111,31 @@ def spectrum_values(spectrum: Sequence[float] | Mapping[str, object], n: int,
     elif isinstance(spectrum, (Sequence, np.ndarray)) and not isinstance(spectrum, str):
         s = _explicit(spectrum, kmax)
     else:
-        raise ConfigError(f"data.synthetic.spectrum must be a list of singular values or a dict with 'kind' "
-                          f"in {list(SPECTRUM_KINDS)}, got {spectrum!r}")
+        raise ConfigError(f"spectrum must be a list of singular values or a dict with 'kind' "
+                          f"in {list(SPECTRUM_KINDS)}, got {spectrum!r}", field="spectrum")
     s.setflags(write=False)
     return s
 
 
 def _explicit(values: Sequence[float] | np.ndarray, kmax: int) -> np.ndarray:
     if isinstance(values, np.ndarray) and values.ndim != 1:
-        raise ConfigError(f"data.synthetic.spectrum must be a flat list of singular values, got an array of "
-                          f"shape {values.shape}")
+        raise ConfigError(f"spectrum must be a flat list of singular values, got an array of "
+                          f"shape {values.shape}", field="spectrum")
     values = values.tolist() if isinstance(values, np.ndarray) else list(values)
     if not 1 <= len(values) <= kmax:
-        raise ConfigError(f"data.synthetic.spectrum must list between 1 and min(n, d) = {kmax} singular "
-                          f"values, got {len(values)}")
+        raise ConfigError(f"spectrum must list between 1 and min(n, d) = {kmax} singular "
+                          f"values, got {len(values)}", field="spectrum")
     s = np.empty(len(values))
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, Real) or not np.isfinite(v) or v <= 0:
-            raise ConfigError(f"data.synthetic.spectrum[{i}] = {_show(v)}: singular values must be positive "
-                              "finite numbers")
+            raise ConfigError(f"spectrum[{i}] = {show(v)}: singular values must be positive "
+                              "finite numbers", field=f"spectrum[{i}]")
         s[i] = float(v)
     drops = np.flatnonzero(np.diff(s) > 0)
     if drops.size:
         i = int(drops[0])
-        raise ConfigError(f"data.synthetic.spectrum must be non-increasing, but s[{i}] = {float(s[i])!r} < "
-                          f"s[{i + 1}] = {float(s[i + 1])!r}")
+        raise ConfigError(f"spectrum must be non-increasing, but s[{i}] = {float(s[i])!r} < "
+                          f"s[{i + 1}] = {float(s[i + 1])!r}", field="spectrum")
     return s
 
 
@@ -143,57 +143,45 @@ def _family(spec: Mapping[str, object], kmax: int) -> np.ndarray:
     kind = spec.get("kind")
     if kind not in _KEYS:
         hint = did_you_mean(kind, SPECTRUM_KINDS) if isinstance(kind, str) else ""
-        raise ConfigError(f"data.synthetic.spectrum.kind must be one of {list(SPECTRUM_KINDS)}, "
-                          f"got {kind!r}{hint}")
+        raise ConfigError(f"spectrum.kind must be one of {list(SPECTRUM_KINDS)}, "
+                          f"got {kind!r}{hint}", field="spectrum.kind")
     required, optional = _KEYS[kind]
     allowed = ("kind", *required, *optional)
     for key in spec:
         if key not in allowed:
             hint = did_you_mean(str(key), allowed)
-            raise ConfigError(f"data.synthetic.spectrum: unknown key {key!r} for kind {kind!r}{hint}; "
-                              f"allowed: {list(allowed)}")
+            raise ConfigError(f"spectrum: unknown key {key!r} for kind {kind!r}{hint}; "
+                              f"allowed: {list(allowed)}", field="spectrum")
     for key in required:
         if key not in spec:
-            raise ConfigError(f"data.synthetic.spectrum: kind {kind!r} needs {key!r} "
-                              f"(keys: {list(required)} required, {list(optional)} optional)")
+            raise ConfigError(f"spectrum: kind {kind!r} needs {key!r} "
+                              f"(keys: {list(required)} required, {list(optional)} optional)",
+                              field="spectrum")
     k = spec.get("k", kmax)
     if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= kmax:
-        raise ConfigError(f"data.synthetic.spectrum.k must be an integer in [1, min(n, d) = {kmax}], "
-                          f"got {_show(k)}")
-    ratio = _number(spec["ratio"], "data.synthetic.spectrum.ratio", "0 < ratio <= 1",
-                    lambda r: 0 < r <= 1)
+        raise ConfigError(f"spectrum.k must be an integer in [1, min(n, d) = {kmax}], "
+                          f"got {show(k)}", field="spectrum.k")
+    ratio = check_number(spec["ratio"], "spectrum.ratio", low=0, low_open=True, high=1,
+                         expected="a number with 0 < ratio <= 1")
     powers = ratio ** np.arange(int(k), dtype=float)
     if kind == "geometric":
-        top = _number(spec.get("top", 1.0), "data.synthetic.spectrum.top", "top > 0", lambda t: t > 0)
+        top = check_number(spec.get("top", 1.0), "spectrum.top", low=0, low_open=True,
+                           expected="a number with top > 0")
         s = top * powers
     else:
-        gap = _number(spec["gap"], "data.synthetic.spectrum.gap", "gap >= 1", lambda g: g >= 1)
+        gap = check_number(spec["gap"], "spectrum.gap", low=1, expected="a number with gap >= 1")
         s = np.concatenate(([1.0], powers[: int(k) - 1] / gap))
     if not np.all(s > 0):
         i = int(np.flatnonzero(s <= 0)[0])
-        raise ConfigError(f"data.synthetic.spectrum: {dict(spec)!r} underflows to s[{i}] = 0; "
-                          "use a larger ratio or a smaller k")
+        raise ConfigError(f"spectrum: {dict(spec)!r} underflows to s[{i}] = 0; "
+                          "use a larger ratio or a smaller k", field="spectrum")
     return s
-
-
-def _number(value: object, field: str, allowed: str, ok: Callable[[float], bool]) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) \
-            or not ok(float(value)):
-        raise ConfigError(f"{field} must be a number with {allowed}, got {_show(value)}")
-    return float(value)
 
 
 def _positive_int(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ConfigError(f"{field} must be a positive integer, got {_show(value)}")
+        raise ConfigError(f"{field} must be a positive integer, got {show(value)}", field=field)
     return int(value)
-
-
-def _show(value: object) -> str:
-    """``repr`` of a value, with numpy scalars shown as plain Python numbers."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    return repr(value)
 
 
 def _haar_stiefel(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:

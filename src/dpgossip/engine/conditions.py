@@ -2,8 +2,9 @@
 
 A :class:`NetworkConditions` is what a scenario file gives under ``[engine]``; build it with
 :meth:`NetworkConditions.from_mapping`, which validates every key and value and raises
-:class:`~dpgossip.errors.ConfigError` naming the field (``engine.latency.kind``, ``engine.loss``,
-``engine.crashes``, ...), the value and what is allowed. Example (TOML)::
+:class:`~dpgossip.errors.ConfigError` naming the key (``latency.kind``, ``loss``, ``crashes``, ...;
+the scenario layer shows them as ``engine.latency.kind``, ...), the value and what is allowed. Example
+(TOML)::
 
     [engine]
     latency = { kind = "exponential", mean = 0.002 }    # seconds; or a number = constant
@@ -35,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, check_number, did_you_mean
 from dpgossip.topology.network import Network
 
 __all__ = ["LatencySpec", "Straggler", "LinkOverride", "NetworkConditions", "LATENCY_KINDS",
-           "CRASH_POLICIES"]
+           "CRASH_POLICIES", "condition_fields"]
 
 LATENCY_KINDS: dict[str, tuple[str, ...]] = {
     "constant": ("value",),
@@ -53,18 +54,11 @@ CRASH_POLICIES = ("stop", "reweight")
 """What survivors do when a neighbour's crash is detected (see :mod:`dpgossip.engine.simulator`)."""
 
 
-def _number(fieldname: str, value: object, *, low: float | None = 0.0, strict: bool = False,
-            allow_inf: bool = False) -> float:
-    """``value`` as a float, checked against ``low`` (``> low`` when ``strict``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigError(f"{fieldname} must be a number, got {value!r}")
-    x = float(value)
-    if math.isnan(x) or (math.isinf(x) and not allow_inf):
-        raise ConfigError(f"{fieldname} must be a finite number, got {value!r}")
-    if low is not None and (x <= low if strict else x < low):
-        op = ">" if strict else ">="
-        raise ConfigError(f"{fieldname} must be a number {op} {low:g}, got {value!r}")
-    return x
+def condition_fields(prefix: str) -> dict[str, str]:
+    """The :func:`~dpgossip.errors.renamed_fields` mapping that shows the parameters of
+    :meth:`NetworkConditions.from_mapping` (``mapping``, ``loss``, ``links[0].edge``, ...) under
+    ``prefix`` (``"engine"`` gives ``engine``, ``engine.loss``, ``engine.links[0].edge``)."""
+    return {"mapping": prefix, **{key: f"{prefix}.{key}" for key in _KEYS}}
 
 
 def _agent(fieldname: str, key: object) -> int:
@@ -72,7 +66,8 @@ def _agent(fieldname: str, key: object) -> int:
     if isinstance(key, str) and key.strip().lstrip("-").isdigit():
         key = int(key.strip())
     if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or key < 0:
-        raise ConfigError(f"{fieldname}: agent ids must be integers >= 0, got {key!r}")
+        raise ConfigError(f"{fieldname}: agent ids must be integers >= 0, got {key!r}",
+                          field=fieldname)
     return int(key)
 
 
@@ -81,7 +76,7 @@ def _check_keys(fieldname: str, given: Mapping[str, Any], allowed: Sequence[str]
         if key not in allowed:
             hint = did_you_mean(str(key), list(allowed))
             raise ConfigError(f"{fieldname}: unknown key {key!r}{hint}; allowed keys: "
-                              f"{', '.join(allowed)}")
+                              f"{', '.join(allowed)}", field=fieldname)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,14 +94,15 @@ class LatencySpec:
     mean: float | None = None
     mu: float | None = None
     sigma: float | None = None
-    where: str = field(default="engine.latency", compare=False, repr=False)
-    """Field name used in error messages."""
+    where: str = field(default="latency", compare=False, repr=False)
+    """Parameter name used in error messages (``links[0].latency`` for a link override)."""
 
     def __post_init__(self) -> None:
         w = self.where
         if self.kind not in LATENCY_KINDS:
             raise ConfigError(f"{w}.kind must be one of {', '.join(LATENCY_KINDS)}, got "
-                              f"{self.kind!r}{did_you_mean(str(self.kind), list(LATENCY_KINDS))}")
+                              f"{self.kind!r}{did_you_mean(str(self.kind), list(LATENCY_KINDS))}",
+                              field=f"{w}.kind")
         needed = LATENCY_KINDS[self.kind]
         given = {n: getattr(self, n) for n in ("value", "low", "high", "mean", "mu", "sigma")}
         if self.kind == "constant" and self.value is None:
@@ -115,27 +111,30 @@ class LatencySpec:
         for name, v in given.items():
             if name not in needed and v is not None:
                 raise ConfigError(f"{w}.{name} is not a parameter of latency kind {self.kind!r} "
-                                  f"(it takes {', '.join(needed)}), got {name} = {v!r}")
+                                  f"(it takes {', '.join(needed)}), got {name} = {v!r}",
+                                  field=f"{w}.{name}")
             if name in needed and v is None:
-                raise ConfigError(f"{w}.{name} is required for latency kind {self.kind!r}")
+                raise ConfigError(f"{w}.{name} is required for latency kind {self.kind!r}",
+                                  field=f"{w}.{name}")
         if self.kind == "constant":
-            object.__setattr__(self, "value", _number(f"{w}.value", self.value))
+            object.__setattr__(self, "value", check_number(self.value, f"{w}.value", low=0))
         elif self.kind == "uniform":
-            lo = _number(f"{w}.low", self.low)
-            hi = _number(f"{w}.high", self.high)
+            lo = check_number(self.low, f"{w}.low", low=0)
+            hi = check_number(self.high, f"{w}.high", low=0)
             if hi < lo:
                 raise ConfigError(f"{w}: uniform latency needs low <= high, got low = {lo!r}, "
-                                  f"high = {hi!r}")
+                                  f"high = {hi!r}", field=w)
             object.__setattr__(self, "low", lo)
             object.__setattr__(self, "high", hi)
         elif self.kind == "exponential":
-            object.__setattr__(self, "mean", _number(f"{w}.mean", self.mean, strict=True))
+            object.__setattr__(self, "mean",
+                               check_number(self.mean, f"{w}.mean", low=0, low_open=True))
         else:
-            object.__setattr__(self, "mu", _number(f"{w}.mu", self.mu, low=None))
-            object.__setattr__(self, "sigma", _number(f"{w}.sigma", self.sigma))
+            object.__setattr__(self, "mu", check_number(self.mu, f"{w}.mu"))
+            object.__setattr__(self, "sigma", check_number(self.sigma, f"{w}.sigma", low=0))
 
     @classmethod
-    def from_value(cls, value: object, where: str = "engine.latency") -> LatencySpec:
+    def from_value(cls, value: object, where: str = "latency") -> LatencySpec:
         """Parse a number (constant latency), a mapping with ``kind``, or a ``LatencySpec``."""
         if isinstance(value, LatencySpec):
             return value
@@ -143,12 +142,13 @@ class LatencySpec:
             _check_keys(where, value, ("kind", "value", "low", "high", "mean", "mu", "sigma"))
             kind = value.get("kind", "constant")
             if not isinstance(kind, str):
-                raise ConfigError(f"{where}.kind must be a string, got {kind!r}")
+                raise ConfigError(f"{where}.kind must be a string, got {kind!r}",
+                                  field=f"{where}.kind")
             return cls(where=where, **{k: v for k, v in value.items()})
         if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-            return cls(kind="constant", value=_number(where, value), where=where)
+            return cls(kind="constant", value=check_number(value, where, low=0), where=where)
         raise ConfigError(f"{where} must be a number (constant seconds) or a table with kind = "
-                          f"{' | '.join(LATENCY_KINDS)}, got {value!r}")
+                          f"{' | '.join(LATENCY_KINDS)}, got {value!r}", field=where)
 
     @property
     def is_constant(self) -> bool:
@@ -248,50 +248,57 @@ class NetworkConditions:
     def __post_init__(self) -> None:
         lat = LatencySpec.from_value(self.latency)
         object.__setattr__(self, "latency", lat)
-        object.__setattr__(self, "bandwidth", _number("engine.bandwidth", self.bandwidth,
-                                                      strict=True, allow_inf=True))
-        object.__setattr__(self, "loss", _loss("engine.loss", self.loss))
+        object.__setattr__(self, "bandwidth", check_number(self.bandwidth, "bandwidth", low=0,
+                                                           low_open=True, allow_inf=True))
+        object.__setattr__(self, "loss", _loss("loss", self.loss))
         if not isinstance(self.retransmit, (bool, np.bool_)):
-            raise ConfigError(f"engine.retransmit must be true or false, got {self.retransmit!r}")
+            raise ConfigError(f"retransmit must be true or false, got {self.retransmit!r}",
+                              field="retransmit")
         object.__setattr__(self, "retransmit", bool(self.retransmit))
         object.__setattr__(self, "retransmit_timeout",
-                           _number("engine.retransmit_timeout", self.retransmit_timeout,
-                                   strict=True))
+                           check_number(self.retransmit_timeout, "retransmit_timeout", low=0,
+                                        low_open=True))
         ma = self.max_attempts
         if isinstance(ma, bool) or not isinstance(ma, (int, np.integer)) or ma < 1:
-            raise ConfigError(f"engine.max_attempts must be an integer >= 1, got {ma!r}")
+            raise ConfigError(f"max_attempts must be an integer >= 1, got {ma!r}",
+                              field="max_attempts")
         object.__setattr__(self, "max_attempts", int(ma))
-        ct = _number("engine.compute_time", self.compute_time)
+        ct = check_number(self.compute_time, "compute_time", low=0)
         object.__setattr__(self, "compute_time", ct)
         object.__setattr__(self, "stragglers", MappingProxyType(_stragglers(self.stragglers, ct)))
         object.__setattr__(self, "crashes", MappingProxyType(_crashes(self.crashes)))
         if self.on_crash not in CRASH_POLICIES:
-            raise ConfigError(f"engine.on_crash must be one of {', '.join(CRASH_POLICIES)}, got "
-                              f"{self.on_crash!r}{did_you_mean(str(self.on_crash), CRASH_POLICIES)}")
+            raise ConfigError(f"on_crash must be one of {', '.join(CRASH_POLICIES)}, got "
+                              f"{self.on_crash!r}{did_you_mean(str(self.on_crash), CRASH_POLICIES)}",
+                              field="on_crash")
         object.__setattr__(self, "failure_timeout",
-                           _number("engine.failure_timeout", self.failure_timeout, strict=True))
+                           check_number(self.failure_timeout, "failure_timeout", low=0,
+                                        low_open=True))
         object.__setattr__(self, "links", tuple(_link(i, x) for i, x in enumerate(self.links)))
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> NetworkConditions:
-        """Validate the ``[engine]`` table of a scenario and build the conditions.
+        """Validate a mapping of network conditions (a scenario's ``[engine]`` table) and build them.
 
         Raises
         ------
         ConfigError
-            Unknown key (with a did-you-mean hint) or invalid value; the message names the field.
+            Unknown key (with a did-you-mean hint) or invalid value; the message names the key
+            (``loss``, ``latency.kind``, ``links[0].edge``; ``mapping`` for the mapping itself).
+            :func:`condition_fields` gives the mapping that renames them.
         """
         if mapping is None:
             return cls()
         if not isinstance(mapping, Mapping):
-            raise ConfigError(f"engine must be a table of network conditions, got {mapping!r}")
-        _check_keys("engine", mapping, _KEYS)
+            raise ConfigError(f"mapping must be a table of network conditions, got {mapping!r}",
+                              field="mapping")
+        _check_keys("mapping", mapping, _KEYS)
         kw = dict(mapping)
         if "links" in kw:
             links = kw["links"]
             if isinstance(links, Mapping) or not isinstance(links, Sequence):
-                raise ConfigError(f"engine.links must be a list of tables with an edge = [i, j], "
-                                  f"got {links!r}")
+                raise ConfigError(f"links must be a list of tables with an edge = [i, j], "
+                                  f"got {links!r}", field="links")
             kw["links"] = tuple(links)
         return cls(**kw)
 
@@ -304,17 +311,17 @@ class NetworkConditions:
             For a straggler, crash or link override naming a missing agent or edge.
         """
         m = network.m
-        for name, agents in (("engine.stragglers", self.stragglers), ("engine.crashes",
-                                                                      self.crashes)):
+        for name, agents in (("stragglers", self.stragglers), ("crashes", self.crashes)):
             for a in agents:
                 if a >= m:
                     raise ConfigError(f"{name}: agent {a} does not exist; the network has agents "
-                                      f"0..{m - 1}")
+                                      f"0..{m - 1}", field=name)
         for k, ov in enumerate(self.links):
             i, j = ov.edge
             if not network.graph.has_edge(i, j):
-                raise ConfigError(f"engine.links[{k}].edge: {[i, j]} is not an edge of the "
-                                  f"network {network.name!r} ({m} agents)")
+                raise ConfigError(f"links[{k}].edge: {[i, j]} is not an edge of the "
+                                  f"network {network.name!r} ({m} agents)",
+                                  field=f"links[{k}].edge")
 
     @property
     def is_ideal(self) -> bool:
@@ -335,20 +342,21 @@ class NetworkConditions:
 
 
 def _loss(fieldname: str, value: object) -> float:
-    x = _number(fieldname, value)
+    x = check_number(value, fieldname, low=0)
     if not 0.0 <= x < 1.0:
-        raise ConfigError(f"{fieldname} must be a probability in [0, 1), got {value!r}")
+        raise ConfigError(f"{fieldname} must be a probability in [0, 1), got {value!r}",
+                          field=fieldname)
     return x
 
 
 def _stragglers(value: object, compute_time: float) -> dict[int, Straggler]:
     if not isinstance(value, Mapping):
-        raise ConfigError(f"engine.stragglers must be a table agent -> factor or "
-                          f"{{factor, delay}}, got {value!r}")
+        raise ConfigError(f"stragglers must be a table agent -> factor or "
+                          f"{{factor, delay}}, got {value!r}", field="stragglers")
     out: dict[int, Straggler] = {}
     for key, spec in value.items():
-        a = _agent("engine.stragglers", key)
-        where = f"engine.stragglers.{a}"
+        a = _agent("stragglers", key)
+        where = f"stragglers.{a}"
         if isinstance(spec, Straggler):
             factor, delay = spec.factor, spec.delay
         elif isinstance(spec, Mapping):
@@ -356,48 +364,50 @@ def _stragglers(value: object, compute_time: float) -> dict[int, Straggler]:
             factor, delay = spec.get("factor", 1.0), spec.get("delay", 0.0)
         else:
             factor, delay = spec, 0.0
-        factor = _number(f"{where}.factor", factor, strict=True)
-        delay = _number(f"{where}.delay", delay)
+        factor = check_number(factor, f"{where}.factor", low=0, low_open=True)
+        delay = check_number(delay, f"{where}.delay", low=0)
         if factor != 1.0 and compute_time == 0.0 and delay == 0.0:
             raise ConfigError(f"{where}: a slowdown factor ({factor:g}) multiplies "
-                              "engine.compute_time, which is 0; set engine.compute_time > 0 or "
-                              "give an extra delay, e.g. { delay = 0.01 }")
+                              "compute_time = 0; set compute_time > 0 or "
+                              "give an extra delay, e.g. { delay = 0.01 }", field=where)
         out[a] = Straggler(factor=factor, delay=delay)
     return dict(sorted(out.items()))
 
 
 def _crashes(value: object) -> dict[int, float]:
     if not isinstance(value, Mapping):
-        raise ConfigError(f"engine.crashes must be a table agent -> crash time (seconds), "
-                          f"got {value!r}")
-    out = {_agent("engine.crashes", k): _number(f"engine.crashes.{k}", v)
+        raise ConfigError(f"crashes must be a table agent -> crash time (seconds), "
+                          f"got {value!r}", field="crashes")
+    out = {_agent("crashes", k): check_number(v, f"crashes.{k}", low=0)
            for k, v in value.items()}
     return dict(sorted(out.items()))
 
 
 def _link(k: int, value: object) -> LinkOverride:
-    where = f"engine.links[{k}]"
+    where = f"links[{k}]"
     if isinstance(value, LinkOverride):
         value = {"edge": value.edge, "latency": value.latency, "bandwidth": value.bandwidth,
                  "loss": value.loss}
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where} must be a table with edge = [i, j] and any of latency, "
-                          f"bandwidth, loss; got {value!r}")
+                          f"bandwidth, loss; got {value!r}", field=where)
     _check_keys(where, value, ("edge", "latency", "bandwidth", "loss"))
     edge = value.get("edge")
     if not isinstance(edge, Sequence) or isinstance(edge, str) or len(edge) != 2:
-        raise ConfigError(f"{where}.edge must be a pair of agent ids [i, j], got {edge!r}")
+        raise ConfigError(f"{where}.edge must be a pair of agent ids [i, j], got {edge!r}",
+                          field=f"{where}.edge")
     i, j = (_agent(f"{where}.edge", e) for e in edge)
     if i == j:
-        raise ConfigError(f"{where}.edge must join two different agents, got {[i, j]}")
+        raise ConfigError(f"{where}.edge must join two different agents, got {[i, j]}",
+                          field=f"{where}.edge")
     lat = value.get("latency")
     bw = value.get("bandwidth")
     loss = value.get("loss")
     return LinkOverride(
         edge=(min(i, j), max(i, j)),
         latency=None if lat is None else LatencySpec.from_value(lat, f"{where}.latency"),
-        bandwidth=None if bw is None else _number(f"{where}.bandwidth", bw, strict=True,
-                                                  allow_inf=True),
+        bandwidth=None if bw is None else check_number(bw, f"{where}.bandwidth", low=0,
+                                                       low_open=True, allow_inf=True),
         loss=None if loss is None else _loss(f"{where}.loss", loss))
 
 

@@ -71,12 +71,12 @@ from simpy.core import StopSimulation
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.engine.agent import Agent, AgentSettings, Outbox
-from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.outcome import AgentProgress, Detection, EngineOutcome, EngineSummary
 from dpgossip.engine.result import EngineResult
 from dpgossip.engine.transcript import TranscriptWriter
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
@@ -164,13 +164,15 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     ConfigError
         Mismatched data and network, invalid conditions, agents or edges that do not exist.
     """
-    conditions = _conditions(conditions)
+    with renamed_fields(condition_fields("conditions")):
+        conditions = _conditions(conditions)
     if network.m != data.m:
         raise ConfigError(f"network has {network.m} agents but the data are split among {data.m}")
     if not disseminate and params.rank > 1:
-        raise ConfigError(f"disseminate = False needs protocol.rank = 1 (deflation needs the "
-                          f"disseminated q^(T)), got rank {params.rank}")
-    conditions.check_network(network)
+        raise ConfigError(f"disseminate = False needs params.rank = 1 (deflation needs the "
+                          f"disseminated q^(T)), got rank {params.rank}", field="disseminate")
+    with renamed_fields(condition_fields("conditions")):
+        conditions.check_network(network)
     seq = as_seed_sequence(seed)
     m = data.m
     streams = run_streams(seq, m)
@@ -200,7 +202,8 @@ def _conditions(value: object) -> NetworkConditions:
         return value
     if isinstance(value, Mapping):
         return NetworkConditions.from_mapping(value)
-    raise ConfigError(f"engine conditions must be a NetworkConditions or a table, got {value!r}")
+    raise ConfigError(f"conditions must be a NetworkConditions or a table, got {value!r}",
+                      field="conditions")
 
 
 class _Monitor:

@@ -34,7 +34,7 @@ import numpy as np
 
 from dpgossip._threads import blas_threads
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import (
@@ -268,8 +268,9 @@ def result_pair(audit: PairAudit, data: PartitionedData, network: Network, param
     view alone (for rank ``r > 1`` on the audit's realised run, composed): for exact values that the
     audit did not compute."""
     if params.rank > 1 and audit.run is None:
-        raise ConfigError(f"protocol.rank = {params.rank}: rebuilding a pair needs the audit's realised "
-                          "run (PairAudit.run), which this audit does not carry")
+        raise ConfigError(f"params.rank = {params.rank}: rebuilding a pair needs the audit's realised "
+                          "run (PairAudit.run), which this audit does not carry",
+                          field="params.rank")
     _, view = _view_key(audit.view, observer, target, data.m)
     nb = audit.results[(observer, target)].neighbour
     return RunAuditor(data, network, params, {"v": view}, run=audit.run).pairs(nb, ["v"])["v"]
@@ -285,8 +286,8 @@ def _view_key(kind: str, o: int, j: int, m: int) -> tuple[Hashable, View]:
         return ("all-but-one", j), make_view("all-but-one", m=m, target=j)
     if kind == "eavesdropper":
         return ("eavesdropper",), make_view("eavesdropper", m=m)
-    raise ConfigError(f"privacy.view {kind!r} is not supported in a pair audit; use one of "
-                      f"{', '.join(PAIR_VIEWS)} (coalitions: audit a View directly)")
+    raise ConfigError(f"view {kind!r} is not supported in a pair audit; use one of "
+                      f"{', '.join(PAIR_VIEWS)} (coalitions: audit a View directly)", field="view")
 
 
 def _score(pair: GaussianPair, delta: float) -> float:
@@ -317,10 +318,10 @@ def _pairs_and_views(data: PartitionedData, view: str, delta: float, epsilons: S
     if rank_by not in ("epsilon", "delta"):
         raise ConfigError(f"rank_by must be 'epsilon' or 'delta', got {rank_by!r}")
     if not 0 < delta < 1:
-        raise ConfigError(f"privacy.delta must be in (0, 1), got {delta!r}")
-    for e in epsilons:
+        raise ConfigError(f"delta must be in (0, 1), got {delta!r}", field="delta")
+    for i, e in enumerate(epsilons):
         if not e > 0:
-            raise ConfigError(f"privacy.epsilon values must be > 0, got {e!r}")
+            raise ConfigError(f"epsilons[{i}] must be > 0, got {e!r}", field=f"epsilons[{i}]")
     m = data.m
     targets = list(range(m)) if targets is None else [int(j) for j in targets]
     observers = list(range(m)) if observers is None else [int(o) for o in observers]
@@ -444,7 +445,7 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
     candidates, refine, ascent_steps = options.candidates, options.refine, options.ascent_steps
     rank_by, delta_resolution = options.rank_by, options.delta_resolution
     if refine < 1:
-        raise ConfigError(f"privacy.refine must be >= 1, got {refine!r}")
+        raise ConfigError(f"options.refine must be >= 1, got {refine!r}", field="options.refine")
     m = data.m
     rng = np.random.default_rng(seed)
     targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
@@ -454,8 +455,10 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
     results: dict[tuple[int, int], PairResult] = {}
     for _j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys):
         scored: dict[Hashable, list[tuple[float, Neighbour, GaussianPair]]] = {k: [] for k in my_keys}
-        for nb in candidate_neighbours(data.X, rows, kind=neighbours, per_target=candidates,
-                                       rng=rng):
+        with renamed_fields({"kind": "neighbours", "per_target": "options.candidates"}):
+            found = candidate_neighbours(data.X, rows, kind=neighbours, per_target=candidates,
+                                         rng=rng)
+        for nb in found:
             for k, pair in auditor.pairs(nb, my_keys).items():
                 scored[k].append((_score(pair, delta), nb, pair))
         for k in my_keys:  # local ascent from the two best of each view
@@ -537,8 +540,8 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     rank_by, delta_resolution, run, workers = (options.rank_by, options.delta_resolution, options.run,
                                                options.workers)
     if neighbours not in NEIGHBOUR_KINDS:
-        raise ConfigError(f"privacy.neighbours: unknown kind {neighbours!r}; known: "
-                          f"{', '.join(NEIGHBOUR_KINDS)}")
+        raise ConfigError(f"neighbours: unknown kind {neighbours!r}; known: "
+                          f"{', '.join(NEIGHBOUR_KINDS)}", field="neighbours")
     if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
         raise ConfigError(f"audit workers must be an integer >= 1, got {workers!r}")
     warm = options.warm or {}

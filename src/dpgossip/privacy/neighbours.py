@@ -103,10 +103,11 @@ def candidate_neighbours(X: np.ndarray, rows: np.ndarray, *, kind: str = "bounde
     and of the target's block), then random unit directions to fill up.
     """
     if kind not in NEIGHBOUR_KINDS:
-        raise ConfigError(f"privacy.neighbours: unknown kind {kind!r}"
-                          f"{did_you_mean(kind, NEIGHBOUR_KINDS)}; known: {', '.join(NEIGHBOUR_KINDS)}")
+        raise ConfigError(f"kind: unknown kind {kind!r}"
+                          f"{did_you_mean(kind, NEIGHBOUR_KINDS)}; known: {', '.join(NEIGHBOUR_KINDS)}",
+                          field="kind")
     if per_target < 1:
-        raise ConfigError(f"privacy.candidates must be >= 1, got {per_target}")
+        raise ConfigError(f"per_target must be >= 1, got {per_target}", field="per_target")
     X = np.asarray(X, dtype=float)
     d = X.shape[1]
     U, _, Vt = np.linalg.svd(X, full_matrices=False)

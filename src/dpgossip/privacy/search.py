@@ -95,16 +95,18 @@ class SearchSettings:
         if isinstance(search, SearchSettings):
             return search
         if isinstance(search, bool):
-            raise ConfigError(f"privacy.search must be one of {', '.join(SEARCH_PRESETS)} or an "
-                              f"integer number of levels >= 1, got {search!r}")
+            raise ConfigError(f"search must be one of {', '.join(SEARCH_PRESETS)} or an "
+                              f"integer number of levels >= 1, got {search!r}", field="search")
         if isinstance(search, int | np.integer):
             if not 1 <= int(search) <= 8:
-                raise ConfigError(f"privacy.search levels must be in 1..8, got {search!r}")
+                raise ConfigError(f"search levels must be in 1..8, got {search!r}",
+                                  field="search")
             return cls(name=f"levels={int(search)}", levels=int(search))
         if search not in SEARCH_PRESETS:
-            raise ConfigError(f"privacy.search must be one of {', '.join(SEARCH_PRESETS)}, "
+            raise ConfigError(f"search must be one of {', '.join(SEARCH_PRESETS)}, "
                               f"{CANDIDATE_SEARCH} or an integer number of levels >= 1, got "
-                              f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}")
+                              f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}",
+                              field="search")
         return cls(name=str(search), levels=SEARCH_PRESETS[str(search)])
 
 

@@ -47,18 +47,22 @@ class View:
 def make_view(kind: str, *, m: int, agents: Sequence[int] = (), target: int | None = None) -> View:
     """Validated :class:`View` for a network of ``m`` agents."""
     if kind not in VIEW_KINDS:
-        raise ConfigError(f"privacy.view: unknown view {kind!r}{did_you_mean(kind, VIEW_KINDS)}; "
-                          f"known: {', '.join(VIEW_KINDS)}")
+        raise ConfigError(f"kind: unknown view {kind!r}{did_you_mean(kind, VIEW_KINDS)}; "
+                          f"known: {', '.join(VIEW_KINDS)}", field="kind")
     agents = tuple(int(a) for a in agents)
     for a in agents + ((target,) if target is not None else ()):
         if not 0 <= a < m:
-            raise ConfigError(f"privacy: agent {a} does not exist (agents are 0..{m - 1})")
+            name = "agents" if a in agents else "target"
+            raise ConfigError(f"{name}: agent {a} does not exist (agents are 0..{m - 1})",
+                              field=name)
     if kind in ("observer", "paper") and len(agents) != 1:
-        raise ConfigError(f"privacy.view {kind!r} needs exactly one observer, got {list(agents)}")
+        raise ConfigError(f"agents: view {kind!r} needs exactly one observer, got {list(agents)}",
+                          field="agents")
     if kind == "coalition" and not agents:
-        raise ConfigError("privacy.view 'coalition' needs a non-empty list of agents")
+        raise ConfigError("agents: view 'coalition' needs a non-empty list of agents",
+                          field="agents")
     if kind in ("all-but-one", "paper") and target is None:
-        raise ConfigError(f"privacy.view {kind!r} needs a target agent")
+        raise ConfigError(f"target: view {kind!r} needs a target agent", field="target")
     if target is not None and target in agents:
         raise ConfigError(f"privacy: the target {target} is one of the observers {list(agents)}")
     return View(kind=kind, agents=agents, target=target)

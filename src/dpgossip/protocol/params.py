@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, check_number, did_you_mean, renamed_fields
 from dpgossip.protocol.spectrum import xi_eigenvalues
 from dpgossip.topology.network import Network
 
@@ -45,20 +45,26 @@ class NoiseSchedule:
     values: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in NOISE_KINDS:
+        """The one validation of a noise schedule (the scenario's ``[protocol] noise`` table too, under
+        its TOML names: ``schedule`` is ``kind``)."""
+        if not isinstance(self.kind, str) or self.kind not in NOISE_KINDS:
+            hint = did_you_mean(self.kind, NOISE_KINDS) if isinstance(self.kind, str) else ""
             raise ConfigError(
-                f"protocol.noise.schedule must be one of {', '.join(NOISE_KINDS)}, "
-                f"got {self.kind!r}"
+                f"kind must be one of {', '.join(NOISE_KINDS)}, got {self.kind!r}{hint}",
+                field="kind",
             )
-        if not np.isfinite(self.scale) or self.scale < 0:
-            raise ConfigError(
-                f"protocol.noise.scale must be a finite number >= 0, got {self.scale!r}"
-            )
-        for t, v in enumerate(self.values):
-            if not np.isfinite(v) or v < 0:
-                raise ConfigError(
-                    f"protocol.noise.values[{t}] must be a finite number >= 0, got {v!r}"
-                )
+        scale = check_number(self.scale, "scale", low=0, expected="a finite number >= 0")
+        values = self.values
+        if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, (Sequence, np.ndarray)):
+            raise ConfigError(f"values must be a list of numbers >= 0, got {values!r}",
+                              field="values")
+        checked = tuple(check_number(v, f"values[{t}]", low=0, expected="a finite number >= 0")
+                        for t, v in enumerate(values))
+        if self.kind == "explicit" and not checked:
+            raise ConfigError("values: schedule 'explicit' needs values = [one per iteration]",
+                              field="values")
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "values", checked)
 
     def sigmas(self, T: int, ratio: float) -> np.ndarray:
         """``sigma_p(1..T)`` for a component whose eigenvalue ratio ``mu_{l+1}/mu_l`` is ``ratio``."""
@@ -71,8 +77,8 @@ class NoiseSchedule:
             return self.scale * ratio**t
         if len(self.values) != T:
             raise ConfigError(
-                f"protocol.noise.values must have one value per iteration ({T}), "
-                f"got {len(self.values)}"
+                f"values must have one value per iteration ({T}), got {len(self.values)}",
+                field="values",
             )
         return np.asarray(self.values, dtype=float)
 
@@ -103,15 +109,16 @@ class ProtocolParams:
     def __post_init__(self) -> None:
         check_counts(self.iterations, self.consensus_steps, self.rank)
         if not np.isfinite(self.sigma_q) or self.sigma_q <= 0:
-            raise ConfigError(f"protocol.sigma_q must be a positive number, got {self.sigma_q!r}")
+            raise ConfigError(f"sigma_q must be a positive number, got {self.sigma_q!r}",
+                              field="sigma_q")
         if len(self.alpha) != self.rank or any((not np.isfinite(a)) or a <= 0 for a in self.alpha):
             raise ConfigError(
-                f"protocol.alpha must be positive (one per component), got {self.alpha!r}"
+                f"alpha must be positive (one per component), got {self.alpha!r}", field="alpha"
             )
         sp = np.array(self.sigma_p, dtype=float).reshape(self.rank, self.iterations)
         if np.any(~np.isfinite(sp)) or np.any(sp < 0):
             raise ConfigError(
-                f"protocol.noise: standard deviations must be >= 0, got {sp.tolist()!r}"
+                f"sigma_p: standard deviations must be >= 0, got {sp.tolist()!r}", field="sigma_p"
             )
         sp.setflags(write=False)
         object.__setattr__(self, "sigma_p", sp)
@@ -132,28 +139,29 @@ class ProtocolParams:
 def check_counts(T: object, c: object, r: object) -> None:
     """Validate ``T >= 1``, ``c >= 0``, ``r >= 1`` (integers)."""
     for name, value, low in (
-        ("protocol.iterations", T, 1),
-        ("protocol.consensus_steps", c, 0),
-        ("protocol.rank", r, 1),
+        ("iterations", T, 1),
+        ("consensus_steps", c, 0),
+        ("rank", r, 1),
     ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+            raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}", field=name)
 
 
 def _alpha(rule: float | str | Mapping[str, float], mu_hi: float, mu_lo: float) -> float:
     if isinstance(rule, (int, float)) and not isinstance(rule, bool):
         if not np.isfinite(rule) or rule <= 0:
-            raise ConfigError(f"protocol.alpha must be a positive number, got {rule!r}")
+            raise ConfigError(f"alpha must be a positive number, got {rule!r}", field="alpha")
         return float(rule)
     pos = 0.5
     if isinstance(rule, Mapping):
         pos = float(rule.get("position", 0.5))
         if not 0 < pos < 1:
-            raise ConfigError(f"protocol.alpha.position must be in (0, 1), got {pos!r}")
+            raise ConfigError(f"alpha.position must be in (0, 1), got {pos!r}",
+                              field="alpha.position")
     elif rule != "geometric_mean":
         raise ConfigError(
-            f"protocol.alpha must be a positive number, 'geometric_mean' or "
-            f"{{position = t}}, got {rule!r}"
+            f"alpha must be a positive number, 'geometric_mean' or "
+            f"{{position = t}}, got {rule!r}", field="alpha"
         )
     if mu_hi <= 0:
         raise ConfigError("the data give Xi = 0 (all rows zero?): no eigenvector to estimate")
@@ -198,7 +206,8 @@ def resolve_params(
     if network.m != data.m:
         raise ConfigError(f"network has {network.m} agents but the data are split among {data.m}")
     if rank > min(data.n, data.d):
-        raise ConfigError(f"protocol.rank must be <= min(n, d) = {min(data.n, data.d)}, got {rank}")
+        raise ConfigError(f"rank must be <= min(n, d) = {min(data.n, data.d)}, got {rank}",
+                          field="rank")
     if sigma_q is None:
         sigma_q = 1.0 / np.sqrt(data.n)
     noise = noise or NoiseSchedule()
@@ -208,12 +217,14 @@ def resolve_params(
     alphas = tuple(_alpha(alpha, mu[l], mu[l + 1]) for l in range(rank))
     if sigma_p is None:
         ratios = [mu[l + 1] / mu[l] if mu[l] > 0 else 0.0 for l in range(rank)]
-        sp = np.stack([noise.sigmas(iterations, ratios[l]) for l in range(rank)])
+        with renamed_fields({"values": "noise.values"}):
+            sp = np.stack([noise.sigmas(iterations, ratios[l]) for l in range(rank)])
     else:
         sp = np.asarray(sigma_p, dtype=float)
         if sp.shape != (rank, iterations):
             raise ConfigError(
-                f"sigma_p must have shape (rank, T) = {(rank, iterations)}, got {sp.shape}"
+                f"sigma_p must have shape (rank, T) = {(rank, iterations)}, got {sp.shape}",
+                field="sigma_p",
             )
     return ProtocolParams(
         iterations=iterations,

@@ -18,12 +18,44 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from dpgossip.errors import renamed_fields
 from dpgossip.protocol import NoiseSchedule
 
 __all__ = [
     "DataSpec", "NetworkSpec", "ProtocolSpec", "BaselineSpec", "CalibrateSpec", "PrivacySpec",
-    "PointSpec",
+    "PointSpec", "DATA_FIELDS", "NETWORK_FIELDS", "PROTOCOL_FIELDS", "noise_fields", "noise_schedule",
 ]
+
+# The library names its parameters in its errors; a scenario user reads the TOML path of the same
+# setting (dpgossip.errors.renamed_fields).
+NETWORK_FIELDS: dict[str, str] = {k: f"network.{k}" for k in ("topology", "agents", "mixing", "params")}
+"""Parameters of :func:`dpgossip.topology.make_network` -> their ``[network]`` paths."""
+
+DATA_FIELDS: dict[str, str] = {
+    **{k: f"data.{k}" for k in ("source", "partition", "sizes", "min_rows", "center", "standardize",
+                                "scale", "synthetic")},
+    "agents": "network.agents",
+}
+"""Parameters of :func:`dpgossip.data.load_dataset` -> their ``[data]`` (and ``[network]``) paths."""
+
+PROTOCOL_FIELDS: dict[str, str] = {k: f"protocol.{k}" for k in ("iterations", "consensus_steps",
+                                                                 "rank", "alpha", "sigma_q", "noise")}
+"""Parameters of :func:`dpgossip.protocol.resolve_params` -> their ``[protocol]`` paths."""
+
+
+def noise_fields(path: str = "protocol.noise") -> dict[str, str]:
+    """Fields of :class:`~dpgossip.protocol.NoiseSchedule` -> the keys of the TOML noise table at
+    ``path`` (``kind`` is written ``schedule`` there)."""
+    return {"kind": f"{path}.schedule", "scale": f"{path}.scale", "values": f"{path}.values"}
+
+
+def noise_schedule(table: Mapping[str, Any] | None, path: str = "protocol.noise") -> NoiseSchedule:
+    """The :class:`~dpgossip.protocol.NoiseSchedule` of a TOML noise table (absent: geometric, scale 1);
+    the schedule validates it, and its errors name the table's keys under ``path``."""
+    table = table or {}
+    with renamed_fields(noise_fields(path)):
+        return NoiseSchedule(kind=table.get("schedule", "geometric"), scale=table.get("scale", 1.0),
+                             values=table.get("values", ()))
 
 
 def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -86,15 +118,12 @@ class ProtocolSpec:
     def from_config(cls, table: Mapping[str, Any]) -> ProtocolSpec:
         """From the validated ``[protocol]`` table (no ``noise`` table: the geometric schedule,
         scale 1)."""
-        noise = table.get("noise") or {}
         alpha = table["alpha"]
         return cls(iterations=int(table["iterations"]),
                    consensus_steps=int(table["consensus_steps"]), rank=int(table["rank"]),
                    alpha=_frozen(alpha) if isinstance(alpha, Mapping) else alpha,
                    sigma_q=table.get("sigma_q"),
-                   noise=NoiseSchedule(kind=noise.get("schedule", "geometric"),
-                                       scale=float(noise.get("scale", 1.0)),
-                                       values=tuple(float(v) for v in noise.get("values", ()))))
+                   noise=noise_schedule(table.get("noise")))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

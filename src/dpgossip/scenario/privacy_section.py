@@ -43,12 +43,17 @@ same defaults).
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
+from dpgossip.errors import (
+    ConfigError,
+    check_number,
+    did_you_mean,
+    reject_unknown_keys,
+    renamed_fields,
+)
 from dpgossip.privacy.audit import PAIR_VIEWS, AuditOptions, PairAudit, audit_pairs
 from dpgossip.privacy.calibrate import (
     CALIBRATION_FAMILIES,
@@ -166,24 +171,12 @@ PER_INSTANCE = (
 )
 
 
-def _number(path: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{path} must be a number, got {value!r} ({type(value).__name__})")
-    return float(value)
-
-
 def _delta(path: str, value: Any) -> float:
-    v = _number(path, value)
-    if not 0 < v < 1:
-        raise ConfigError(f"{path} must be in (0, 1), got {value!r}")
-    return v
+    return check_number(value, path, low=0, high=1, low_open=True, high_open=True)
 
 
 def _positive(path: str, value: Any) -> float:
-    v = _number(path, value)
-    if not (math.isfinite(v) and v > 0):
-        raise ConfigError(f"{path} must be a finite number > 0, got {value!r}")
-    return v
+    return check_number(value, path, low=0, low_open=True, expected="a finite number > 0")
 
 
 def _integer(path: str, value: Any, low: int) -> int:
@@ -233,12 +226,8 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
         vals = value["values"]
         if not isinstance(vals, list) or not vals:
             raise ConfigError(f"{path}.values must be a non-empty list of numbers >= 0, got {vals!r}")
-        out["values"] = []
-        for i, v in enumerate(vals):
-            x = _number(f"{path}.values[{i}]", v)
-            if not (math.isfinite(x) and x >= 0):
-                raise ConfigError(f"{path}.values[{i}] must be a finite number >= 0, got {v!r}")
-            out["values"].append(x)
+        out["values"] = [check_number(v, f"{path}.values[{i}]", low=0,
+                                      expected="a finite number >= 0") for i, v in enumerate(vals)]
         if out["family"] != "explicit":
             raise ConfigError(f"{path}.values is only used with family = \"explicit\", "
                               f"got family = {out['family']!r}")
@@ -246,10 +235,8 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
         out["values"] = None
     out["candidates"] = (_integer(f"{path}.candidates", value["candidates"], 1)
                          if "candidates" in value else None)
-    rel = _number(f"{path}.rel_tol", value.get("rel_tol", _D["calibrate.rel_tol"]))
-    if not 0 < rel < 1:
-        raise ConfigError(f"{path}.rel_tol must be in (0, 1), got {value.get('rel_tol')!r}")
-    out["rel_tol"] = rel
+    out["rel_tol"] = check_number(value.get("rel_tol", _D["calibrate.rel_tol"]), f"{path}.rel_tol",
+                                  low=0, high=1, low_open=True, high_open=True)
     return out
 
 
@@ -291,7 +278,8 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", _D["ascent_steps"]), 0)
     out["search"] = value.get("search", _D["search"])  # a preset or a number of levels, as written
     if out["search"] != CANDIDATE_SEARCH:
-        SearchSettings.of(out["search"])  # validates
+        with renamed_fields({"search": f"{path}.search"}):
+            SearchSettings.of(out["search"])  # validates
     methods = value.get("methods", list(_D["methods"]))
     if not isinstance(methods, list) or not methods:
         raise ConfigError(f"{path}.methods must be a non-empty list of "
@@ -397,6 +385,14 @@ def prepare_point(config: Mapping[str, Any], structure: Structure
     return new, row
 
 
+_AUDIT_FIELDS: dict[str, str] = {
+    **{k: f"privacy.{k}" for k in ("view", "neighbours", "search", "delta", "methods")},
+    "epsilons": "privacy.epsilon",
+    **{f"options.{k}": f"privacy.{k}" for k in ("candidates", "refine", "ascent_steps", "rank_by")},
+    "params": "protocol",
+}
+"""Parameters of :func:`~dpgossip.privacy.audit.audit_pairs` -> the ``[privacy]`` keys they come from."""
+
 AUDITED_REPEAT = 0
 """The recorded repeat whose run a rank ``r > 1`` audit is conditional on (``runs.csv``, ``repeat = 0``)."""
 
@@ -415,12 +411,13 @@ def audit_config(config: Mapping[str, Any], problem: Problem) -> PairAudit:
     run = None
     if params.rank > 1:
         run = run_matrix(data, network, params, repeat_seed(spec.seed, AUDITED_REPEAT))
-    return audit_pairs(data, network, params, delta=priv.delta, epsilons=list(priv.epsilon),
-                       view=priv.view, neighbours=priv.neighbours, search=priv.search,
-                       seed=spec.seed, methods=priv.methods,
-                       options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
-                                            ascent_steps=priv.ascent_steps, run=run,
-                                            rank_by=priv.rank_by))
+    with renamed_fields(_AUDIT_FIELDS):
+        return audit_pairs(data, network, params, delta=priv.delta, epsilons=list(priv.epsilon),
+                           view=priv.view, neighbours=priv.neighbours, search=priv.search,
+                           seed=spec.seed, methods=priv.methods,
+                           options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
+                                                ascent_steps=priv.ascent_steps, run=run,
+                                                rank_by=priv.rank_by))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
@@ -433,7 +430,8 @@ def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
     """
     from dpgossip.privacy.audit import result_pair
 
-    pair = result_pair(audit, data, network, params, observer, target)
+    with renamed_fields({"params": "protocol"}):
+        pair = result_pair(audit, data, network, params, observer, target)
     return {"epsilon": float(pair.epsilon(audit.delta, method="exact")),
             "delta_at_epsilon": {f"{e:g}": float(pair.delta(e, method="exact"))
                                  for e in audit.epsilons}}

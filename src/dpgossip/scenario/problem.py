@@ -18,8 +18,15 @@ from typing import Any
 import numpy as np
 
 from dpgossip.data import PartitionedData, load_dataset
+from dpgossip.errors import renamed_fields
 from dpgossip.protocol import ProtocolParams, resolve_params
-from dpgossip.scenario.point import PointSpec, ProtocolSpec
+from dpgossip.scenario.point import (
+    DATA_FIELDS,
+    NETWORK_FIELDS,
+    PROTOCOL_FIELDS,
+    PointSpec,
+    ProtocolSpec,
+)
 from dpgossip.topology import Network, make_network
 
 __all__ = ["Structure", "Problem", "make_structure", "make_problem", "build_structure",
@@ -68,25 +75,28 @@ def make_structure(spec: PointSpec, base: Path | None = None) -> Structure:
                               "params": None if net.params is None else dict(net.params)}
     if net.mixing is not None:
         kwargs["mixing"] = net.mixing
-    network = make_network(resolve_path(net.topology, base), **kwargs)
-    data = load_dataset(
-        resolve_path(dat.source, base), agents=network.m, partition=dat.partition,
-        sizes=None if dat.sizes is None else list(dat.sizes), min_rows=dat.min_rows,
-        center=dat.center, standardize=dat.standardize, scale=dat.scale,
-        synthetic=None if dat.synthetic is None else dict(dat.synthetic), rng=structure,
-    )
+    with renamed_fields(NETWORK_FIELDS):
+        network = make_network(resolve_path(net.topology, base), **kwargs)
+    with renamed_fields(DATA_FIELDS):
+        data = load_dataset(
+            resolve_path(dat.source, base), agents=network.m, partition=dat.partition,
+            sizes=None if dat.sizes is None else list(dat.sizes), min_rows=dat.min_rows,
+            center=dat.center, standardize=dat.standardize, scale=dat.scale,
+            synthetic=None if dat.synthetic is None else dict(dat.synthetic), rng=structure,
+        )
     return Structure(network=network, data=data)
 
 
 def make_problem(protocol: ProtocolSpec, structure: Structure) -> Problem:
     """The point's protocol parameters resolved on its structure (``alpha`` and the geometric schedule
     depend on the spectrum)."""
-    params = resolve_params(
-        structure.data, structure.network, iterations=protocol.iterations,
-        consensus_steps=protocol.consensus_steps, rank=protocol.rank,
-        alpha=dict(protocol.alpha) if isinstance(protocol.alpha, Mapping) else protocol.alpha,
-        sigma_q=protocol.sigma_q, noise=protocol.noise,
-    )
+    with renamed_fields(PROTOCOL_FIELDS):
+        params = resolve_params(
+            structure.data, structure.network, iterations=protocol.iterations,
+            consensus_steps=protocol.consensus_steps, rank=protocol.rank,
+            alpha=dict(protocol.alpha) if isinstance(protocol.alpha, Mapping) else protocol.alpha,
+            sigma_q=protocol.sigma_q, noise=protocol.noise,
+        )
     return Problem(network=structure.network, data=structure.data, params=params)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpgossip.engine.result import EngineResult
+from dpgossip.errors import renamed_fields
 from dpgossip.protocol import run_ldp, run_matrix, subspace_distance, top_singular
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
@@ -61,8 +62,10 @@ def run_point(
     conditions = None
     if spec.backend == "engine":
         from dpgossip.engine import NetworkConditions
+        from dpgossip.engine.conditions import condition_fields
 
-        conditions = NetworkConditions.from_mapping(dict(spec.engine))  # once, not per repeat
+        with renamed_fields(condition_fields("engine")):  # once, not per repeat
+            conditions = NetworkConditions.from_mapping(dict(spec.engine))
     runs, iters = [], []
     for k in range(spec.repeats):
         seq = repeat_seed(spec.seed, k)
@@ -71,8 +74,9 @@ def run_point(
             if conditions is not None:
                 from dpgossip.engine import run_engine
 
-                res = run_engine(data, network, params, seq, conditions=conditions,
-                                 record_transcript=False)
+                with renamed_fields({"conditions": "engine"}):
+                    res = run_engine(data, network, params, seq, conditions=conditions,
+                                     record_transcript=False)
                 outcome = res.outcome
             else:
                 res = run_matrix(data, network, params, seq)

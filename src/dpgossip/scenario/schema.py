@@ -24,10 +24,11 @@ from typing import Any
 
 from dpgossip.data import PARTITIONS
 from dpgossip.data.preprocess import SCALES
-from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys
+from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, renamed_fields
 from dpgossip.protocol.ldp import LDP_CALIBRATIONS
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.fields import REQUIRED, Field
+from dpgossip.scenario.point import noise_schedule
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
     free_table,
@@ -50,28 +51,17 @@ __all__ = [
 
 
 def _noise_table(path: str, value: Any) -> dict[str, Any]:
-    from dpgossip.protocol.params import NOISE_KINDS
-
-    allowed = {"schedule": str, "scale": float, "values": "list"}
-    out = _sub_table(path, value, allowed)
-    sched = out.setdefault("schedule", "geometric")
-    if sched not in NOISE_KINDS:
-        raise ConfigError(
-            f"{path}.schedule: {sched!r} is not allowed; use one of "
-            f"{', '.join(NOISE_KINDS)}{did_you_mean(str(sched), NOISE_KINDS)}"
-        )
-    scale = out.setdefault("scale", 1.0)
-    if (
-        not (isinstance(scale, (int, float)) and not isinstance(scale, bool))
-        or scale < 0
-        or not math.isfinite(scale)
-    ):
-        raise ConfigError(f"{path}.scale must be a finite number >= 0, got {scale!r}")
-    for i, v in enumerate(out.get("values", [])):
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-            raise ConfigError(f"{path}.values[{i}] must be a number >= 0, got {v!r}")
-    if sched == "explicit" and "values" not in out:
-        raise ConfigError(f"{path}: schedule 'explicit' needs values = [one per iteration]")
+    """``protocol.noise``: only its keys are checked here; :class:`~dpgossip.protocol.NoiseSchedule`
+    validates the values (:func:`~dpgossip.scenario.point.noise_schedule` names them by this path)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path} must be a table, got {value!r}")
+    reject_unknown_keys(f"{path}.", value, ("schedule", "scale", "values"))
+    noise_schedule(value, path)
+    out = dict(value)
+    if isinstance(out.get("scale"), int):
+        out["scale"] = float(out["scale"])
+    out.setdefault("schedule", "geometric")
+    out.setdefault("scale", 1.0)
     return out
 
 
@@ -298,9 +288,10 @@ def _engine_table(path: str, value: Any) -> dict[str, Any]:
                 f"{path}.conditions, not both"
             )
         table = free_table(f"{path}.conditions", table["conditions"])
-    from dpgossip.engine.conditions import NetworkConditions
+    from dpgossip.engine.conditions import NetworkConditions, condition_fields
 
-    NetworkConditions.from_mapping(table)
+    with renamed_fields(condition_fields(path)):
+        NetworkConditions.from_mapping(table)
     return table
 
 

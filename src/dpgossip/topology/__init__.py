@@ -19,7 +19,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.resources import check_needs, dense_matrix_needs, graph_needs
 from dpgossip.topology.builders import (
     TOPOLOGIES,
@@ -76,8 +76,8 @@ def shipped_path(name: str) -> Path:
     for p in sorted(SHIPPED_DIR.glob(f"{name}.*")):
         if p.suffix.lower() in FILE_FORMATS:
             return p
-    raise ConfigError(f"network.topology: no shipped topology file {name!r}; shipped: "
-                      f"{', '.join(SHIPPED_TOPOLOGIES)}")
+    raise ConfigError(f"topology: no shipped topology file {name!r}; shipped: "
+                      f"{', '.join(SHIPPED_TOPOLOGIES)}", field="topology")
 
 
 def _resolve_file(topology: str | Path) -> Path | None:
@@ -100,7 +100,7 @@ def _check_agents(agents: object) -> int | None:
     if agents is None:
         return None
     if isinstance(agents, bool) or not isinstance(agents, (int, np.integer)):
-        raise ConfigError(f"network.agents: must be an integer >= 2, got {agents!r}")
+        raise ConfigError(f"agents: must be an integer >= 2, got {agents!r}", field="agents")
     return int(agents)
 
 
@@ -115,44 +115,46 @@ def _generated(topology: str | Path, m: int | None, mixing: str | None, seed: Se
     name = check_topology_name(topology, extra=SHIPPED_TOPOLOGIES)
     rule = mixing or "metropolis"
     if rule in EXPLICIT_MIXING:
-        raise ConfigError(f"network.mixing: {rule!r} means the mixing matrix given in a "
+        raise ConfigError(f"mixing: {rule!r} means the mixing matrix given in a "
                           f"topology file, but {name!r} is generated; known rules: "
-                          f"{', '.join(MIXING_RULES)}")
+                          f"{', '.join(MIXING_RULES)}", field="mixing")
     if m is not None and m >= 2:  # before the graph is built: its size and W's
-        cause = f"network.agents = {m}"
+        cause = f"agents = {m}"
         check_needs(graph_needs(m, edge_estimate(name, m, params), cause)
-                    + dense_matrix_needs(m, cause), advice="use fewer agents")
+                    + dense_matrix_needs(m, cause), advice="use fewer agents", field="agents")
     graph = build_graph(name, m, seed=seed, params=params)
     check_needs(dense_matrix_needs(graph.number_of_nodes(),
-                                   f"network.topology = {name!r} with "
+                                   f"topology = {name!r} with "
                                    f"{graph.number_of_nodes()} agents"),
-                advice="use fewer agents")
-    return graph, mixing_matrix(graph, rule), name, rule, "network.mixing"
+                advice="use fewer agents", field="topology")
+    return graph, mixing_matrix(graph, rule), name, rule, "mixing"
 
 
 def _from_file(path: Path, m: int | None, mixing: str | None,
                params: Mapping[str, Any] | None) -> _Built:
     """Load a topology file and take its own ``W`` or compute one by a rule."""
     if params:
-        raise ConfigError(f"network.params: {dict(params)!r} is not allowed with a topology "
-                          f"file ({str(path)!r}); parameters apply to generated topologies")
-    loaded = load_graph(path)
+        raise ConfigError(f"params: {dict(params)!r} is not allowed with a topology "
+                          f"file ({str(path)!r}); parameters apply to generated topologies",
+                          field="params")
+    with renamed_fields({"path": "topology"}):
+        loaded = load_graph(path)
     graph, name = loaded.graph, loaded.name
     n_nodes = graph.number_of_nodes()
     if m is not None and m != n_nodes:
-        raise ConfigError(f"network.agents: {m} does not match the {n_nodes} nodes of "
-                          f"{str(path)!r}; omit network.agents or set it to {n_nodes}")
+        raise ConfigError(f"agents: {m} does not match the {n_nodes} nodes of "
+                          f"{str(path)!r}; omit agents or set it to {n_nodes}", field="agents")
     check_needs(dense_matrix_needs(n_nodes, f"the {n_nodes}-node graph of {str(path)!r}"),
                 advice="use a smaller graph")
     rule = mixing or ("explicit" if loaded.W is not None else "metropolis")
     if rule in EXPLICIT_MIXING:
         if loaded.W is None:
-            raise ConfigError(f"network.mixing: {rule!r} needs a file with mixing weights, "
+            raise ConfigError(f"mixing: {rule!r} needs a file with mixing weights, "
                               f"but {str(path)!r} has none; choose a rule: "
-                              f"{', '.join(MIXING_RULES)}")
-        return graph, loaded.W, name, "explicit", "network.topology"
-    check_graph(graph, field="network.topology")
-    return graph, mixing_matrix(graph, rule), name, rule, "network.mixing"
+                              f"{', '.join(MIXING_RULES)}", field="mixing")
+        return graph, loaded.W, name, "explicit", "topology"
+    check_graph(graph, field="topology")
+    return graph, mixing_matrix(graph, rule), name, rule, "mixing"
 
 
 def make_network(topology: str | Path, *, agents: int | None = None, mixing: str | None = None,
@@ -180,18 +182,19 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
     seed : int, SeedSequence, numpy Generator or None
         Randomness for random graph families.
     params : mapping, optional
-        Topology parameters (``network.params``); not allowed with a file.
+        Topology parameters; not allowed with a file.
 
     Returns
     -------
     Network
-        Frozen graph (``networkx.freeze``) and validated ``W`` (the file's own ``W`` is checked with
-        field name ``network.topology``, a computed one with ``network.mixing``).
+        Frozen graph (``networkx.freeze``) and validated ``W`` (errors about the file's own ``W`` name
+        ``topology``, about a computed one ``mixing``).
 
     Raises
     ------
     ConfigError
-        For any invalid input; the message names the field, the value and what is allowed.
+        For any invalid input; the message names the parameter (``agents``, ``params.rows``, ...;
+        :attr:`ConfigError.field`), the value and what is allowed.
     """
     m = _check_agents(agents)
     if mixing is not None:
@@ -208,7 +211,8 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
             i = int(np.argmin(np.diag(W)))
             raise ConfigError(f"{exc} (rule 'best_constant' gives W = I - a L with diagonal "
                               f"1 - a d_i, negative at agent {i} of degree {graph.degree(i)}; "
-                              "use 'metropolis' or 'fastest' on this graph)") from None
+                              "use 'metropolis' or 'fastest' on this graph)",
+                              field=exc.field) from None
         raise
     return Network(graph=nx.freeze(graph), W=W, name=name, mixing=rule)
 

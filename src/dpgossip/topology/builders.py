@@ -74,7 +74,7 @@ TOPOLOGY_PARAMS: dict[str, tuple[str, ...]] = {
     "watts_strogatz": ("k", "p", "max_tries"),
     "barabasi_albert": ("attach", "max_tries"),
 }
-"""Allowed keys of ``network.params`` for each topology."""
+"""Allowed keys of ``params`` for each topology."""
 
 _DEFAULT_MAX_TRIES = 100
 
@@ -137,12 +137,14 @@ def canonical_graph(graph: nx.Graph, *, name: str | None = None) -> tuple[nx.Gra
 def _check_m(name: str, m: object) -> int:
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
         raise ConfigError(
-            f"network.agents: must be an integer >= 2 for topology {name!r}, got {m!r}"
+            f"agents: must be an integer >= 2 for topology {name!r}, got {m!r}",
+            field="agents"
         )
     m = int(m)
     if m < 2:
         raise ConfigError(
-            f"network.agents: {m} is too small; a graph needs at least 2 agents"
+            f"agents: {m} is too small; a graph needs at least 2 agents",
+            field="agents"
         )
     return m
 
@@ -155,8 +157,9 @@ def _int_param(params: Mapping[str, Any], key: str, topology: str, default: int 
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         rule = rule or f"an integer >= {minimum}"
         raise ConfigError(
-            f"network.params.{key}: {value!r} is not allowed for topology {topology!r}; "
-            f"{key} must be {rule}"
+            f"params.{key}: {value!r} is not allowed for topology {topology!r}; "
+            f"{key} must be {rule}",
+            field=f"params.{key}"
         )
     return int(value)
 
@@ -174,8 +177,9 @@ def _float_param(params: Mapping[str, Any], key: str, topology: str, default: fl
     if not ok:
         interval = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
         raise ConfigError(
-            f"network.params.{key}: {value!r} is not allowed for topology {topology!r}; "
-            f"{key} must be a number in {interval}"
+            f"params.{key}: {value!r} is not allowed for topology {topology!r}; "
+            f"{key} must be a number in {interval}",
+            field=f"params.{key}"
         )
     return float(value)
 
@@ -186,8 +190,9 @@ def _check_keys(name: str, params: Mapping[str, Any]) -> None:
         if key not in allowed:
             what = ", ".join(allowed) if allowed else "none (this topology takes no parameters)"
             raise ConfigError(
-                f"network.params.{key}: unknown parameter {key!r} for topology {name!r}"
-                f"{did_you_mean(str(key), allowed)}; allowed: {what}"
+                f"params.{key}: unknown parameter {key!r} for topology {name!r}"
+                f"{did_you_mean(str(key), allowed)}; allowed: {what}",
+                field=f"params.{key}"
             )
 
 
@@ -217,30 +222,32 @@ def grid_shape(m: int | None, topology: str = "grid", *, rows: int | None = None
     why = ("a side of 2 would make the wrap-around edge coincide with the ordinary edge"
            if topology == "torus" else "a 1-row grid is a path")
     if rows is not None and rows < side:
-        raise ConfigError(f"network.params.rows: {rows} is not allowed for topology {topology!r}; "
-                          f"rows must be an integer >= {side} ({why})")
+        raise ConfigError(f"params.rows: {rows} is not allowed for topology {topology!r}; "
+                          f"rows must be an integer >= {side} ({why})", field="params.rows")
     if cols is not None and cols < side:
-        raise ConfigError(f"network.params.cols: {cols} is not allowed for topology {topology!r}; "
-                          f"cols must be an integer >= {side} ({why})")
+        raise ConfigError(f"params.cols: {cols} is not allowed for topology {topology!r}; "
+                          f"cols must be an integer >= {side} ({why})", field="params.cols")
     if m is None:
         if rows is None or cols is None:
-            raise ConfigError(f"network.agents: required for topology {topology!r} unless both "
-                              "network.params.rows and network.params.cols are given")
+            raise ConfigError(f"agents: required for topology {topology!r} unless both "
+                              "params.rows and params.cols are given", field="agents")
         return rows, cols
     if rows is not None and cols is not None:
         if rows * cols != m:
-            raise ConfigError(f"network.params.rows: rows x cols = {rows} x {cols} = {rows * cols} "
-                              f"does not equal network.agents = {m}")
+            raise ConfigError(f"params.rows: rows x cols = {rows} x {cols} = {rows * cols} "
+                              f"does not equal agents = {m}", field="params.rows")
         return rows, cols
     if rows is not None or cols is not None:
         given, key = (rows, "rows") if rows is not None else (cols, "cols")
         assert given is not None
         if m % given:
-            raise ConfigError(f"network.params.{key}: {given} does not divide network.agents = {m}")
+            raise ConfigError(f"params.{key}: {given} does not divide agents = {m}",
+                              field=f"params.{key}")
         other = m // given
         if other < side:
-            raise ConfigError(f"network.params.{key}: {given} leaves {m} // {given} = {other} for "
-                              f"the other side of the {topology}, which must be >= {side} ({why})")
+            raise ConfigError(f"params.{key}: {given} leaves {m} // {given} = {other} for "
+                              f"the other side of the {topology}, which must be >= {side} ({why})",
+                              field=f"params.{key}")
         return (given, other) if key == "rows" else (other, given)
     best = None
     for r in range(side, math.isqrt(m) + 1):
@@ -254,8 +261,8 @@ def grid_shape(m: int | None, topology: str = "grid", *, rows: int | None = None
         else:
             extra = (f"{m} has no such factorisation; use e.g. 9, 12 or 16 agents, "
                      "or topology 'ring' or 'grid'")
-        raise ConfigError(f"network.agents: {topology} needs agents = rows x cols with rows, cols "
-                          f">= {side}; {extra}")
+        raise ConfigError(f"agents: {topology} needs agents = rows x cols with rows, cols "
+                          f">= {side}; {extra}", field="agents")
     return best
 
 
@@ -265,16 +272,16 @@ def _is_prime(m: int) -> bool:
 
 def _ring(m: int, params: Mapping[str, Any]) -> nx.Graph:
     if m < 3:
-        raise ConfigError(f"network.agents: a ring needs at least 3 agents, got {m} "
-                          "(with 2 agents use 'path' or 'complete')")
+        raise ConfigError(f"agents: a ring needs at least 3 agents, got {m} "
+                          "(with 2 agents use 'path' or 'complete')", field="agents")
     return nx.cycle_graph(m)
 
 
 def _hypercube(m: int, params: Mapping[str, Any]) -> nx.Graph:
     if m & (m - 1):
         lo = 1 << (m.bit_length() - 1)
-        raise ConfigError(f"network.agents: hypercube needs a power of two agents "
-                          f"(2, 4, 8, 16, ...), got {m}; nearest: {lo} or {2 * lo}")
+        raise ConfigError(f"agents: hypercube needs a power of two agents "
+                          f"(2, 4, 8, 16, ...), got {m}; nearest: {lo} or {2 * lo}", field="agents")
     # Nodes are bit tuples (b_0, ..., b_{d-1}); sorted order makes node i the binary number
     # b_0 b_1 ... b_{d-1}, so i ~ j iff i XOR j is a power of two.
     return nx.hypercube_graph(m.bit_length() - 1)
@@ -304,13 +311,13 @@ def _connected_sample(topology: str, params: Mapping[str, Any], rng: np.random.G
         if nx.is_connected(g):
             return g
     raise ConfigError(f"{failure} gave a disconnected graph in all {tries} samples "
-                      f"(network.params.max_tries = {tries}); the graph must be connected; "
-                      f"{advice}")
+                      f"(params.max_tries = {tries}); the graph must be connected; "
+                      f"{advice}", field=failure.split(":", 1)[0])
 
 
 def _erdos_renyi(m: int, params: Mapping[str, Any], rng: np.random.Generator) -> nx.Graph:
     p = _float_param(params, "p", "erdos_renyi", min(1.0, 2.0 * math.log(m) / m), lo=0.0, hi=1.0)
-    failure = f"network.params.p: erdos_renyi with m = {m} agents and p = {p:.6g}"
+    failure = f"params.p: erdos_renyi with m = {m} agents and p = {p:.6g}"
     advice = f"raise p above the connectivity threshold ln(m)/m = {math.log(m) / m:.4g}"
     return _connected_sample("erdos_renyi", params, rng,
                              lambda s: nx.gnp_random_graph(m, p, seed=s), failure, advice)
@@ -322,7 +329,7 @@ def _random_geometric(m: int, params: Mapping[str, Any], rng: np.random.Generato
     default = min(math.sqrt(2.0), math.sqrt(2.0 * math.log(m) / (math.pi * m)))
     radius = _float_param(params, "radius", "random_geometric", default, lo=0.0,
                           hi=math.sqrt(2.0))
-    failure = (f"network.params.radius: random_geometric with m = {m} agents and "
+    failure = (f"params.radius: random_geometric with m = {m} agents and "
                f"radius = {radius:.6g}")
     advice = ("raise radius above the connectivity threshold sqrt(ln m / (pi m)) = "
               f"{math.sqrt(math.log(m) / (math.pi * m)):.4g}")
@@ -335,15 +342,18 @@ def _random_regular(m: int, params: Mapping[str, Any], rng: np.random.Generator)
     degree = _int_param(params, "degree", "random_regular", 3, minimum=1)
     assert degree is not None
     if degree >= m:
-        raise ConfigError(f"network.params.degree: {degree} is not allowed for topology "
-                          f"'random_regular' with {m} agents; degree must be < agents")
+        raise ConfigError(f"params.degree: {degree} is not allowed for topology "
+                          f"'random_regular' with {m} agents; degree must be < agents",
+                          field="params.degree")
     if (m * degree) % 2:
-        raise ConfigError(f"network.params.degree: {degree} is not allowed with {m} agents; "
-                          f"agents x degree = {m * degree} must be even (each edge has two ends)")
+        raise ConfigError(f"params.degree: {degree} is not allowed with {m} agents; "
+                          f"agents x degree = {m * degree} must be even (each edge has two ends)",
+                          field="params.degree")
     if degree == 1 and m > 2:
-        raise ConfigError(f"network.params.degree: 1 is not allowed with {m} agents; a 1-regular "
-                          "graph is a perfect matching and is disconnected for more than 2 agents")
-    failure = f"network.params.degree: random_regular with m = {m} agents and degree = {degree}"
+        raise ConfigError(f"params.degree: 1 is not allowed with {m} agents; a 1-regular "
+                          "graph is a perfect matching and is disconnected for more than 2 agents",
+                          field="params.degree")
+    failure = f"params.degree: random_regular with m = {m} agents and degree = {degree}"
     return _connected_sample("random_regular", params, rng,
                              lambda s: nx.random_regular_graph(degree, m, seed=s), failure,
                              "raise degree or max_tries")
@@ -354,12 +364,13 @@ def _watts_strogatz(m: int, params: Mapping[str, Any], rng: np.random.Generator)
     p = _float_param(params, "p", "watts_strogatz", 0.1, lo=0.0, hi=1.0, lo_open=False)
     assert k is not None
     if k % 2:
-        raise ConfigError(f"network.params.k: {k} is not allowed for topology 'watts_strogatz'; "
-                          "k must be an even integer >= 2 (k/2 neighbours on each side)")
+        raise ConfigError(f"params.k: {k} is not allowed for topology 'watts_strogatz'; "
+                          "k must be an even integer >= 2 (k/2 neighbours on each side)",
+                          field="params.k")
     if k >= m:
-        raise ConfigError(f"network.params.k: {k} is not allowed for topology 'watts_strogatz' "
-                          f"with {m} agents; k must be < agents")
-    failure = f"network.params.p: watts_strogatz with m = {m} agents, k = {k} and p = {p:.6g}"
+        raise ConfigError(f"params.k: {k} is not allowed for topology 'watts_strogatz' "
+                          f"with {m} agents; k must be < agents", field="params.k")
+    failure = f"params.p: watts_strogatz with m = {m} agents, k = {k} and p = {p:.6g}"
     return _connected_sample("watts_strogatz", params, rng,
                              lambda s: nx.watts_strogatz_graph(m, k, p, seed=s), failure,
                              "lower p, raise k or raise max_tries")
@@ -369,10 +380,11 @@ def _barabasi_albert(m: int, params: Mapping[str, Any], rng: np.random.Generator
     attach = _int_param(params, "attach", "barabasi_albert", 2, minimum=1)
     assert attach is not None
     if attach >= m:
-        raise ConfigError(f"network.params.attach: {attach} is not allowed for topology "
-                          f"'barabasi_albert' with {m} agents; attach must be < agents")
+        raise ConfigError(f"params.attach: {attach} is not allowed for topology "
+                          f"'barabasi_albert' with {m} agents; attach must be < agents",
+                          field="params.attach")
     # Always connected (each new node links to `attach` existing ones); the check is a safeguard.
-    failure = f"network.params.attach: barabasi_albert with m = {m} agents and attach = {attach}"
+    failure = f"params.attach: barabasi_albert with m = {m} agents and attach = {attach}"
     return _connected_sample("barabasi_albert", params, rng,
                              lambda s: nx.barabasi_albert_graph(m, attach, seed=s), failure,
                              "raise attach")
@@ -428,8 +440,8 @@ def check_topology_name(name: object, extra: Iterable[str] = ()) -> str:
     known = list(TOPOLOGIES) + [e for e in extra if e not in TOPOLOGIES]
     if not isinstance(name, str) or name not in known:
         hint = did_you_mean(name, known) if isinstance(name, str) else ""
-        raise ConfigError(f"network.topology: unknown topology {name!r}{hint}; "
-                          f"known: {', '.join(known)}")
+        raise ConfigError(f"topology: unknown topology {name!r}{hint}; "
+                          f"known: {', '.join(known)}", field="topology")
     return name
 
 
@@ -483,10 +495,11 @@ def build_graph(name: str, m: int | None, *, seed: SeedLike = None,
         cols = _int_param(params, "cols", name, None, minimum=side)
         m = int(np.prod(grid_shape(None, name, rows=rows, cols=cols)))
     if m is None:
-        raise ConfigError(f"network.agents: required for topology {name!r} (an integer >= 2)")
+        raise ConfigError(f"agents: required for topology {name!r} (an integer >= 2)",
+                          field="agents")
     m = _check_m(name, m)
-    check_needs(graph_needs(m, edge_estimate(name, m, params), f"network.agents = {m}"),
-                advice="use fewer agents")
+    check_needs(graph_needs(m, edge_estimate(name, m, params), f"agents = {m}"),
+                advice="use fewer agents", field="agents")
     if name in _RANDOM:
         raw = _RANDOM[name](m, params, _rng(seed))
     else:

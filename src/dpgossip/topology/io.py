@@ -87,9 +87,11 @@ class LoadedGraph:
 
 
 def _err(path: Path, what: str) -> ConfigError:
-    return ConfigError(f"network.topology: cannot read {str(path)!r}: {what}")
+    return ConfigError(f"path: cannot read {str(path)!r}: {what}", field="path")
 
 
+# Not errors.check_number: a number read from a file is reported as an unreadable file (the path, then
+# where in the file: "nodes[3].self_weight = 'x' is not a number"), not as a bad parameter value.
 def _number(value: Any, path: Path, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _err(path, f"{where} = {value!r} is not a number")
@@ -306,10 +308,10 @@ def load_graph(path: str | Path) -> LoadedGraph:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in FILE_FORMATS:
-        raise ConfigError(f"network.topology: {str(p)!r} has unknown extension {p.suffix!r}; "
-                          f"{_ALLOWED}")
+        raise ConfigError(f"path: {str(p)!r} has unknown extension {p.suffix!r}; "
+                          f"{_ALLOWED}", field="path")
     if not p.is_file():
-        raise ConfigError(f"network.topology: no such file {str(p)!r}; {_ALLOWED}")
+        raise ConfigError(f"path: no such file {str(p)!r}; {_ALLOWED}", field="path")
     if suffix == ".graphml":
         parsed = _parse_graphml(p)
     else:
@@ -371,7 +373,7 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
     """
     p = Path(path)
     if graph.is_directed() or graph.is_multigraph():
-        raise ConfigError("network.topology: only simple undirected graphs can be saved")
+        raise ConfigError("graph: only simple undirected graphs can be saved", field="graph")
     nodes = list(graph.nodes)
     m = len(nodes)
     data = nx.node_link_data(graph, edges="edges")
@@ -391,10 +393,10 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
     if W is not None:
         Wa = np.asarray(W, dtype=float)
         if Wa.shape != (m, m):
-            raise ConfigError(f"network.topology: W has shape {Wa.shape} but the graph has {m} "
-                              f"nodes; W must be {m} x {m}")
+            raise ConfigError(f"W: W has shape {Wa.shape} but the graph has {m} "
+                              f"nodes; W must be {m} x {m}", field="W")
         if not np.all(np.isfinite(Wa)):
-            raise ConfigError("network.topology: W has non-finite entries")
+            raise ConfigError("W: W has non-finite entries", field="W")
         rows = Wa.tolist()
         node_list = [{k: v for k, v in d.items() if k != "self_weight"} for d in node_list]
         edge_list = [{k: v for k, v in d.items() if k != "weight"} for d in edge_list]

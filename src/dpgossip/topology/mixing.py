@@ -117,8 +117,9 @@ def _import_cvxpy() -> Any:
         return importlib.import_module("cvxpy")
     except ImportError:
         raise ConfigError(
-            "network.mixing: rule 'fastest' needs cvxpy, which is not installed; "
-            'install it with: pip install "dpgossip[fmmc]"'
+            "mixing: rule 'fastest' needs cvxpy, which is not installed; "
+            'install it with: pip install "dpgossip[fmmc]"',
+            field="mixing"
         ) from None
 
 
@@ -164,8 +165,9 @@ def fastest_mixing_weights(graph: nx.Graph, *, solver: str | None = None,
     if solver is None:
         solver = "CLARABEL" if "CLARABEL" in installed else "SCS"
     if solver not in installed:
-        raise ConfigError(f"network.mixing: solver {solver!r} for rule 'fastest' is not "
-                          f"installed; installed cvxpy solvers: {', '.join(installed)}")
+        raise ConfigError(f"mixing: solver {solver!r} for rule 'fastest' is not "
+                          f"installed; installed cvxpy solvers: {', '.join(installed)}",
+                          field="mixing")
     B = np.zeros((m, len(e)))  # incidence matrix: column k is e_i - e_j for edge k = {i, j}
     B[e[:, 0], np.arange(len(e))] = 1.0
     B[e[:, 1], np.arange(len(e))] = -1.0
@@ -219,8 +221,8 @@ def check_rule_name(rule: object, extra: tuple[str, ...] = ()) -> str:
     known = list(MIXING_RULES) + [x for x in extra if x not in MIXING_RULES]
     if not isinstance(rule, str) or rule not in known:
         hint = did_you_mean(rule, known) if isinstance(rule, str) else ""
-        raise ConfigError(f"network.mixing: unknown mixing rule {rule!r}{hint}; "
-                          f"known: {', '.join(known)}")
+        raise ConfigError(f"mixing: unknown mixing rule {rule!r}{hint}; "
+                          f"known: {', '.join(known)}", field="mixing")
     return rule
 
 
@@ -249,7 +251,8 @@ def mixing_matrix(graph: nx.Graph, rule: str, **opts: Any) -> np.ndarray:
     for key in opts:
         allowed = _RULE_OPTIONS[rule]
         if key not in allowed:
-            raise ConfigError(f"network.mixing: unknown option {key!r} for rule {rule!r}; "
-                              f"allowed: {', '.join(allowed) if allowed else 'none'}")
+            raise ConfigError(f"mixing: unknown option {key!r} for rule {rule!r}; "
+                              f"allowed: {', '.join(allowed) if allowed else 'none'}",
+                              field="mixing")
     check_graph(graph)
     return _RULES[rule](graph, **opts)

@@ -1,0 +1,41 @@
+"""A library call names the parameter it was given; the same mistake in a scenario names the TOML path."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dpgossip.data import load_dataset
+from dpgossip.errors import ConfigError
+from dpgossip.privacy.audit import AuditOptions, audit_pairs
+from dpgossip.privacy.search import SearchSettings
+from dpgossip.protocol import resolve_params
+from dpgossip.topology import make_network
+from tests.scenario.helpers import scenario_error, toml_scenario
+
+FILE = r"(?:^|\.toml: )"  # a load-time message starts with the scenario file
+SEARCH = (r"search must be one of quick, standard, thorough, candidates or an integer number of "
+          r"levels >= 1, got 'thoruogh' \(did you mean 'thorough'\?\)")
+
+
+def test_search_preset(tmp_path):
+    with pytest.raises(ConfigError, match="^" + SEARCH + "$") as caught:
+        SearchSettings.of("thoruogh")
+    assert caught.value.field == "search"
+    err = scenario_error(tmp_path, toml_scenario('[privacy]\nsearch = "thoruogh"'))
+    assert re.search(FILE + r"privacy\." + SEARCH + "$", str(err)), str(err)
+
+
+def test_audit_parameters():
+    data = load_dataset("wine", agents=4)
+    network = make_network("ring", agents=4)
+    params = resolve_params(data, network, iterations=2, consensus_steps=1)
+    with pytest.raises(ConfigError, match=r"^delta must be in \(0, 1\), got 2$"):
+        audit_pairs(data, network, params, delta=2)
+    with pytest.raises(ConfigError, match=r"^neighbours: unknown kind 'bounde'"):
+        audit_pairs(data, network, params, neighbours="bounde", search="candidates",
+                    options=AuditOptions(targets=[0], observers=[1]))
+    with pytest.raises(ConfigError, match=r"^options\.candidates must be >= 1, got 0$"):
+        audit_pairs(data, network, params, search="candidates",
+                    options=AuditOptions(candidates=0, targets=[0], observers=[1]))
