@@ -5,11 +5,15 @@ See ``docs/privacy.md`` (reading the results) and ``docs/model.md`` (the formula
 * :class:`GaussianPair` -- divergences and conversions of two Gaussians (exact, rdp, chernoff);
 * :func:`audit_pairs` -- the (observer, target) matrix of a run with a worst-case neighbour search
   (its less common options in :class:`AuditOptions`);
-* :class:`ComponentAuditor` -- the low-rank engine behind it, for custom views and neighbours.
+* :class:`ComponentAuditor` -- the low-rank engine behind it, for custom views and neighbours;
+* :func:`ppm_guarantee` -- the accountant of the private power method of 000 (``docs/ppm.md``);
+* :func:`to_pld` -- an audited pair's privacy loss as a dp_accounting PLD, to compose with others.
 """
 
+from dpgossip.privacy.accountant import Guarantee, calibrate_ppm_noise, ppm_guarantee
 from dpgossip.privacy.audit import AuditOptions, PairAudit, PairResult, audit_pairs, view_pair
 from dpgossip.privacy.auditor import ComponentAuditor
+from dpgossip.privacy.export import to_pld
 from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
 from dpgossip.privacy.release import ReleaseModel, build_release_model
@@ -25,5 +29,6 @@ __all__ = [
     "view_pair",
     "ComponentAuditor", "Neighbour", "candidate_neighbours", "NEIGHBOUR_KINDS", "ReleaseModel",
     "build_release_model", "View", "make_view", "VIEW_KINDS", "analytic_gaussian_sigma",
-    "classical_gaussian_sigma", "gaussian_mechanism_delta",
+    "classical_gaussian_sigma", "gaussian_mechanism_delta", "Guarantee", "ppm_guarantee",
+    "calibrate_ppm_noise", "to_pld",
 ]

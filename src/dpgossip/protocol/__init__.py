@@ -1,4 +1,5 @@
-"""The algorithms as pure maths: centralized power method, D-PM and D-DP-PM, LDP baseline, metrics."""
+"""The algorithms as pure maths: centralized power method, D-PM and D-DP-PM, LDP baseline, the private
+power method of 000 (central and federated), metrics."""
 
 from dpgossip.protocol.ddppm import deflation_vector, run_matrix
 from dpgossip.protocol.gossip import gossip, gossip_states
@@ -11,6 +12,7 @@ from dpgossip.protocol.metrics import (
 )
 from dpgossip.protocol.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.protocol.power import Spectrum, centralized_power_method, top_singular
+from dpgossip.protocol.ppm import PpmParams, PpmResult, run_ppm, run_ppm_federated
 from dpgossip.protocol.result import RunResult
 from dpgossip.protocol.spectrum import xi_eigenvalues, xi_matrix
 
@@ -35,4 +37,8 @@ __all__ = [
     "RunResult",
     "xi_eigenvalues",
     "xi_matrix",
+    "PpmParams",
+    "PpmResult",
+    "run_ppm",
+    "run_ppm_federated",
 ]
