@@ -108,3 +108,20 @@ def test_the_quickstart_audit_sentence_is_what_the_cli_computes(tmp_path, capsys
     rdp = max(float(r["epsilon"]) for r in rows if r["method"] == "rdp")
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert QUICKSTART_AUDIT.format(rdp=f"{rdp:.2g}") in readme
+
+
+def test_readme_prints_the_stored_paper_fig3_numbers():
+    import tomllib
+
+    tables = _script("readme_tables")
+    rows = tables.stored_fig3()
+    scenario = tomllib.loads((ROOT / "scenarios" / "paper-fig3.toml").read_text(encoding="utf-8"))
+    ts = scenario["protocol"]["iterations"]
+    assert [(r["dataset"], int(r["T"])) for r in rows] == [
+        (ds, t) for ds in scenario["data"]["source"] for t in ts]
+    assert scenario["privacy"]["search"] == "standard"  # the numbers rest on the default search
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    deltas, errors = tables.fig3_sentences(rows)
+    assert deltas in readme and errors in readme
+    assert ("| `paper-fig3.toml` | 001 Fig. 3: worst delta at epsilon = 5 and the error against the "
+            "number of iterations T, three datasets (standard search) |") in readme
