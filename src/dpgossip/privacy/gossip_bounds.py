@@ -1,0 +1,155 @@
+"""Published pairwise bounds for noisy gossip averaging, beside the exact value (docs/network-dp.md).
+
+Muffliato's per-message sum (Cyffers et al., NeurIPS 2022; the ``contrib`` term of their code)
+    For ``gossip-average`` (``y^t = W^t (x + eta)``, ``eta ~ N(0, sigma^2 I)``) the message
+    ``y_w^t`` shifts by ``Delta (W^t)_{wu}`` when ``x_u`` moves by ``Delta`` and has variance
+    ``sigma^2 ||W^t_w||^2`` (``W^t_w``: row ``w`` of ``W^t``).  Charging each message separately and
+    adding the charges gives the Renyi bound of observer ``v`` on target ``u``
+
+        ``alpha Delta^2 / (2 sigma^2) sum_t sum_{w in N(v)} (W^t)_{wu}^2 / ||W^t_w||^2``.
+
+    The authors' code sums the gossip steps ``t = 1..T`` (their ``Wt`` starts at ``W``); here the
+    default is this project's message rounds ``t = 0..T-1`` and ``rounds`` selects others.  All
+    messages share the same noise ``eta``, so the charges do not compose: the sum can be **below** the
+    exact leakage (docs/network-dp.md gives the hypercube example).  Their plots also cap the sum at
+    the local-DP level ``alpha Delta^2 / (2 sigma^2)``; :func:`muffliato_per_message` returns the sum
+    uncapped.
+
+:func:`compare_to_bound` sets each exact value beside a bound: the ratio exact / bound and a flag where
+the published bound is below the exact value (then it is not a bound).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+
+from dpgossip.errors import ConfigError, check_number
+from dpgossip.privacy.linear_audit import PairLeakage
+from dpgossip.protocol.linear_gossip import LinearGossip, propagated_rows
+from dpgossip.topology.network import Network
+
+__all__ = ["BoundComparison", "muffliato_per_message", "compare_to_bound"]
+
+
+def _observer_set(network: Network, observers: int | Iterable[int]) -> tuple[int, ...]:
+    items = [observers] if isinstance(observers, Integral) else list(observers)
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, Integral) or not 0 <= v < network.m:
+            raise ConfigError(f"observers must be agents in 0..{network.m - 1}, got {v!r}",
+                              field="observers")
+    if not items:
+        raise ConfigError("observers must name at least one agent, got none", field="observers")
+    return tuple(sorted({int(v) for v in items}))
+
+
+def _rounds(spec: LinearGossip, rounds: Sequence[int] | None) -> np.ndarray:
+    if rounds is None:
+        return np.arange(spec.rounds)
+    out = list(rounds)
+    for t in out:
+        if isinstance(t, bool) or not isinstance(t, Integral) or t < 0:
+            raise ConfigError(f"rounds must be integers >= 0, got {t!r}", field="rounds")
+    if not out:
+        raise ConfigError("rounds must name at least one round, got none", field="rounds")
+    return np.array(sorted(set(out)), dtype=int)
+
+
+def muffliato_per_message(network: Network, spec: LinearGossip, observers: int | Iterable[int], *,
+                          order: float = 2.0, sensitivity: float = 1.0,
+                          rounds: Sequence[int] | None = None) -> np.ndarray:
+    """Muffliato's per-message Renyi sum for every target (module docstring).
+
+    Parameters
+    ----------
+    network : Network
+        Graph and ``W``.
+    spec : LinearGossip
+        A ``gossip-average`` protocol with one ``sigma`` for all agents.
+    observers : int or iterable of int
+        One observer ``v`` (the paper's setting) or a coalition, whose senders are ``N(S) \\ S``.
+    order : float
+        Renyi order ``alpha > 1``.
+    sensitivity : float
+        ``Delta > 0``.
+    rounds : sequence of int, optional
+        Powers ``t`` of ``W`` summed; default ``0..T-1`` (the messages of ``spec``); the authors'
+        code uses ``1..T``.
+
+    Returns
+    -------
+    ndarray
+        Shape ``(m,)``: the sum for each target ``u`` (also filled in for the observers).
+    """
+    if spec.protocol != "gossip-average" or not isinstance(spec.sigma, float):
+        raise ConfigError(f"spec: Muffliato's bound is for gossip-average with one sigma, got "
+                          f"protocol {spec.protocol!r}, sigma {spec.sigma!r}", field="spec")
+    alpha = check_number(order, "order", low=1.0, low_open=True)
+    delta = check_number(sensitivity, "sensitivity", low=0.0, low_open=True)
+    obs = _observer_set(network, observers)
+    ts = _rounds(spec, rounds)
+    senders = np.array(sorted({w for v in obs for w in network.neighbours[v]} - set(obs)), dtype=int)
+    if spec.sigma == 0:
+        return np.full(network.m, math.inf)
+    P = propagated_rows(network, senders, int(ts[-1]) + 1)[ts]  # (rounds, senders, m)
+    norms2 = np.sum(P * P, axis=2, keepdims=True)
+    terms = np.divide(P * P, norms2, out=np.zeros_like(P), where=norms2 > 0)
+    return alpha * delta ** 2 / (2 * spec.sigma ** 2) * terms.sum(axis=(0, 1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoundComparison:
+    """An exact Renyi value beside a published bound for one (observer, target) pair."""
+
+    observer: str
+    target: int
+    hops: int
+    order: float
+    exact: float
+    """Exact RDP ``alpha mu^2 / 2`` (upper end when the exact row is a certified pair)."""
+    bound: float
+    source: str
+    """Whose bound, e.g. ``"muffliato-per-message"``."""
+    ratio: float
+    """``exact / bound`` (``1`` when both are zero, ``inf`` when only the bound is zero)."""
+    bound_below_exact: bool
+    """The published value is below the exact leakage (relative tolerance ``1e-9``): not a bound."""
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row of all fields."""
+        return {"observer": self.observer, "target": self.target, "hops": self.hops,
+                "order": self.order, "exact": self.exact, "bound": self.bound,
+                "source": self.source, "ratio": self.ratio,
+                "bound_below_exact": self.bound_below_exact}
+
+
+def _ratio(exact: float, bound: float) -> float:
+    if bound == 0:
+        return 1.0 if exact == 0 else math.inf
+    if math.isinf(bound):
+        return 0.0 if math.isfinite(exact) else 1.0
+    return exact / bound
+
+
+def compare_to_bound(rows: Sequence[PairLeakage], bound: np.ndarray, *, order: float,
+                     source: str = "muffliato-per-message") -> list[BoundComparison]:
+    """Set each exact row beside ``bound[target]`` (a Renyi value at ``order``).
+
+    ``order`` must be one of the rows' orders.
+    """
+    out = []
+    for row in rows:
+        if order not in row.orders:
+            raise ConfigError(f"order: {order!r} is not among the audited orders {row.orders}",
+                              field="order")
+        exact = row.rdp[row.orders.index(order)]
+        b = float(bound[row.target])
+        out.append(BoundComparison(
+            observer=row.observer, target=row.target, hops=row.hops, order=float(order),
+            exact=exact, bound=b, source=source, ratio=_ratio(exact, b),
+            bound_below_exact=bool(b < exact * (1 - 1e-9))))
+    return out

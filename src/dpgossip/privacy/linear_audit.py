@@ -1,0 +1,308 @@
+"""Exact pairwise leakage of a linear Gaussian view, for every target at once (docs/network-dp.md).
+
+A view ``O = J x + B z`` with ``z ~ N(0, I)`` has covariance ``B B^T`` independent of the data, so
+changing target ``u``'s inputs by ``s`` moves only the mean, by ``J_u s`` (``J_u``: ``u``'s columns).
+The pair of views is a Gaussian mechanism with Mahalanobis norm
+
+    ``mu^2 = s^T J_u^T (B B^T)^+ J_u s``     if ``J_u s`` lies in the range of ``B B^T``,
+    ``mu = inf``                              otherwise (the two Gaussians are mutually singular).
+
+With the thin SVD ``B = U S V^T`` truncated to the rank ``r`` (singular values above
+``rank_rtol * s_max``), ``(B B^T)^+ = U_r S_r^{-2} U_r^T``, so ``C = S_r^{-1} U_r^T J`` whitens every
+column at once and ``mu^2 = ||C_u s||^2``.  A column is outside the range when its residual
+``||(I - U_r U_r^T) j||`` exceeds ``range_rtol`` times the largest column norm of ``J``.
+
+* One input per target (``|s| <= Delta``): ``mu = Delta ||c_u||``.
+* Per-round inputs (``s`` in the box ``[-Delta, Delta]^T``): ``mu^2 = max_s s^T M s`` with
+  ``M = C_u^T C_u``.  A convex quadratic attains its maximum over a box at a vertex, so the value is
+  exact by enumerating the ``2^(T-1)`` vertices up to sign when ``T <= exhaustive_up_to``; otherwise
+  a certified pair: the lower end is the best vertex found by single-flip local search, the upper end
+  ``Delta^2 min(T lambda_max(M), sum_ij |M_ij|)`` (both sound: ``s^T M s <= lambda_max ||s||^2`` and
+  ``s^T M s <= sum |M_ij| |s_i| |s_j|``).
+
+Then RDP of order ``alpha`` is exactly ``alpha mu^2 / 2`` and ``epsilon(delta)`` is the Gaussian
+mechanism's exact curve ``delta = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``
+(:func:`dpgossip.protocol.mechanism.gaussian_mechanism_delta`) solved for ``epsilon``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+from scipy.optimize import brentq
+
+from dpgossip.errors import ConfigError, check_number
+from dpgossip.protocol.linear_gossip import GossipView, LinearGossip, observe
+from dpgossip.protocol.mechanism import gaussian_mechanism_delta
+from dpgossip.topology.network import Network
+
+__all__ = ["LinearAuditSettings", "WhitenedView", "BoxMaximum", "PairLeakage", "whiten",
+           "box_maximum", "gaussian_epsilon", "audit_view", "audit_gossip", "observer_label"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinearAuditSettings:
+    """Settings of the exact linear auditor.
+
+    Parameters
+    ----------
+    sensitivity : float
+        ``Delta > 0``: the largest change of one input of the target (per round for per-round inputs).
+    orders : tuple of float
+        Renyi orders ``alpha > 1`` reported.
+    delta : float
+        ``delta`` in ``(0, 1)`` at which ``epsilon`` is reported.
+    rank_rtol : float
+        Singular values of ``B`` at most ``rank_rtol * s_max`` count as zero.
+    range_rtol : float
+        A column of ``J`` whose residual outside ``range(B)`` exceeds ``range_rtol`` times the largest
+        column norm of ``J`` is outside the support (infinite leakage).
+    exhaustive_up_to : int
+        Largest ``T`` for which the box maximum enumerates vertices (``2^(T-1)`` of them).
+    restarts : int
+        Random starts of the local search for larger ``T``.
+    seed : int
+        Seed of those random starts.
+    """
+
+    sensitivity: float = 1.0
+    orders: tuple[float, ...] = (2.0,)
+    delta: float = 1e-5
+    rank_rtol: float = 1e-10
+    range_rtol: float = 1e-8
+    exhaustive_up_to: int = 16
+    restarts: int = 16
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sensitivity",
+                           check_number(self.sensitivity, "sensitivity", low=0.0, low_open=True))
+        orders = self.orders if isinstance(self.orders, Iterable) else (self.orders,)
+        object.__setattr__(self, "orders", tuple(
+            check_number(a, f"orders[{i}]", low=1.0, low_open=True) for i, a in enumerate(orders)))
+        object.__setattr__(self, "delta", check_number(self.delta, "delta", low=0.0, high=1.0,
+                                                       low_open=True, high_open=True))
+        for name in ("rank_rtol", "range_rtol"):
+            check_number(getattr(self, name), name, low=0.0, high=1.0, low_open=True, high_open=True)
+        for name, low in (("exhaustive_up_to", 1), ("restarts", 0), ("seed", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}", field=name)
+        if self.exhaustive_up_to > 24:
+            raise ConfigError(f"exhaustive_up_to must be <= 24 (2^23 vertices), got "
+                              f"{self.exhaustive_up_to}", field="exhaustive_up_to")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class WhitenedView:
+    """``C = S_r^{-1} U_r^T J`` and, per column of ``J``, whether it leaves ``range(B)``."""
+
+    C: np.ndarray
+    """Whitened columns, ``(rank, columns)``: ``mu^2 = ||C s||^2`` for a shift inside the support."""
+    outside: np.ndarray
+    """Boolean per column of ``J``: its residual outside ``range(B)`` is above the tolerance."""
+    rank: int
+    """Numerical rank of ``B``."""
+
+
+def whiten(J: np.ndarray, B: np.ndarray, *, rank_rtol: float = 1e-10,
+           range_rtol: float = 1e-8) -> WhitenedView:
+    """Whiten every column of ``J`` against the noise ``B B^T`` with one SVD of ``B`` (module
+    docstring); costs ``O(k^2 n)`` for ``k`` rows and ``n`` columns."""
+    J = np.asarray(J, dtype=float)
+    B = np.asarray(B, dtype=float)
+    if J.ndim != 2 or B.ndim != 2 or J.shape[0] != B.shape[0]:
+        raise ConfigError(f"J and B must be matrices with the same rows, got shapes {J.shape} and "
+                          f"{B.shape}", field="J")
+    if B.size and J.shape[0]:
+        U, S, _ = np.linalg.svd(B, full_matrices=False)
+        r = int(np.sum(S > rank_rtol * S[0])) if S[0] > 0 else 0
+    else:
+        U, S, r = np.zeros((J.shape[0], 0)), np.zeros(0), 0
+    U = U[:, :r]
+    coef = U.T @ J
+    residual = np.linalg.norm(J - U @ coef, axis=0) if J.shape[0] else np.zeros(J.shape[1])
+    scale = float(np.max(np.linalg.norm(J, axis=0))) if J.size else 0.0
+    outside = residual > range_rtol * scale
+    return WhitenedView(C=coef / S[:r, None], outside=outside, rank=r)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoxMaximum:
+    """``max s^T M s`` over the box ``[-Delta, Delta]^T``: ``lower <= value <= upper``."""
+
+    lower: float
+    """Attained at :attr:`vertex`."""
+    upper: float
+    """Sound upper bound (equals ``lower`` when :attr:`exact`)."""
+    vertex: tuple[float, ...]
+    """The best shift found."""
+    exact: bool
+    method: str
+    """``"closed-form"`` (``T = 1``), ``"vertices"`` (enumeration) or ``"local-search+bound"``."""
+
+
+def _enumerate(M: np.ndarray) -> tuple[float, np.ndarray]:
+    T = M.shape[0]
+    codes = np.arange(2 ** (T - 1), dtype=np.int64)[:, None]
+    bits = (codes >> np.arange(T - 1, dtype=np.int64)) & 1
+    V = np.concatenate([np.ones((codes.size, 1)), 1.0 - 2.0 * bits], axis=1)
+    values = np.einsum("ij,ij->i", V @ M, V)
+    i = int(np.argmax(values))
+    return float(values[i]), V[i]
+
+
+def _local_search(M: np.ndarray, s: np.ndarray) -> tuple[float, np.ndarray]:
+    """Single-flip ascent: flipping ``s_i`` changes ``s^T M s`` by ``-4 s_i (M s)_i + 4 M_ii``."""
+    s = s.copy()
+    Ms = M @ s
+    diag = np.diag(M)
+    while True:
+        gain = -4.0 * s * Ms + 4.0 * diag
+        i = int(np.argmax(gain))
+        if gain[i] <= 1e-14 * max(float(np.max(np.abs(M))), 1e-300):
+            return float(s @ Ms), s
+        Ms -= 2.0 * s[i] * M[:, i]
+        s[i] = -s[i]
+
+
+def box_maximum(M: np.ndarray, bound: float = 1.0, *, exhaustive_up_to: int = 16,
+                restarts: int = 16, seed: int = 0) -> BoxMaximum:
+    """``max_{s in [-bound, bound]^T} s^T M s`` for a symmetric PSD ``M`` (module docstring).
+
+    Exact (vertex enumeration) for ``T <= exhaustive_up_to``; otherwise ``lower`` from local
+    search started at the all-ones vertex, the sign of the top eigenvector and ``restarts`` random
+    vertices (``numpy.random.default_rng(seed)``), and ``upper = bound^2 min(T lambda_max,
+    sum |M_ij|)``.
+    """
+    M = np.asarray(M, dtype=float)
+    M = 0.5 * (M + M.T)
+    T = M.shape[0]
+    b2 = float(bound) ** 2
+    if T == 1:
+        return BoxMaximum(lower=b2 * M[0, 0], upper=b2 * M[0, 0], vertex=(float(bound),),
+                          exact=True, method="closed-form")
+    if T <= exhaustive_up_to:
+        value, s = _enumerate(M)
+        return BoxMaximum(lower=b2 * value, upper=b2 * value, vertex=tuple(bound * s), exact=True,
+                          method="vertices")
+    lam, vecs = np.linalg.eigh(M)
+    top = np.where(vecs[:, -1] >= 0, 1.0, -1.0)
+    rng = np.random.default_rng(seed)
+    starts = [np.ones(T), top] + [rng.choice([-1.0, 1.0], size=T) for _ in range(restarts)]
+    best, best_s = max((_local_search(M, s) for s in starts), key=lambda p: p[0])
+    upper = min(T * float(lam[-1]), float(np.sum(np.abs(M))))
+    return BoxMaximum(lower=b2 * best, upper=b2 * max(upper, best), vertex=tuple(bound * best_s),
+                      exact=False, method="local-search+bound")
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """Smallest ``epsilon >= 0`` of a Gaussian mechanism with Mahalanobis norm ``mu`` at ``delta``:
+    the root of ``Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) = delta`` (Balle & Wang 2018,
+    Thm. 8); ``0`` when ``mu = 0`` or already ``delta(0) <= delta``, ``inf`` when ``mu = inf``."""
+    if mu == 0 or gaussian_mechanism_delta(0.0, mu) <= delta:
+        return 0.0
+    if math.isinf(mu):
+        return math.inf
+    hi = max(1.0, mu * mu)
+    while gaussian_mechanism_delta(hi, mu) > delta:
+        hi *= 2.0
+    return float(brentq(lambda e: gaussian_mechanism_delta(e, mu) - delta, 0.0, hi,
+                        xtol=1e-13, rtol=4 * np.finfo(float).eps))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PairLeakage:
+    """Leakage of ``target`` to ``observer``: a Gaussian mechanism of Mahalanobis norm ``mu``.
+
+    ``rdp`` and ``epsilon`` are computed at :attr:`mu_upper` (a sound guarantee; equal to ``mu``
+    when :attr:`exact`).
+    """
+
+    observer: str
+    """The observer, or a coalition as ``"a+b+..."``."""
+    target: int
+    hops: int
+    """Graph distance from the target to the nearest observer."""
+    mu: float
+    """Exact ``mu``, or the lower end (attained by a shift) when not exact; ``inf``: supports differ."""
+    mu_upper: float
+    exact: bool
+    method: str
+    orders: tuple[float, ...]
+    rdp: tuple[float, ...]
+    """``alpha mu_upper^2 / 2`` at each order."""
+    delta: float
+    epsilon: float
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row: observer, target, hops, mu, mu_upper, exact, method, ``rdp_<order>``, delta,
+        epsilon."""
+        row: dict[str, object] = {"observer": self.observer, "target": self.target,
+                                  "hops": self.hops, "mu": self.mu, "mu_upper": self.mu_upper,
+                                  "exact": self.exact, "method": self.method}
+        row.update({f"rdp_{a:g}": r for a, r in zip(self.orders, self.rdp, strict=True)})
+        row.update({"delta": self.delta, "epsilon": self.epsilon})
+        return row
+
+
+def observer_label(observers: Sequence[int]) -> str:
+    """``"3"`` for one observer, ``"1+5"`` for a coalition."""
+    return "+".join(str(v) for v in observers)
+
+
+def _target_box(white: WhitenedView, cols: np.ndarray, settings: LinearAuditSettings) -> BoxMaximum:
+    if cols.size == 0:
+        return BoxMaximum(lower=0.0, upper=0.0, vertex=(), exact=True, method="closed-form")
+    if bool(np.any(white.outside[cols])):
+        return BoxMaximum(lower=math.inf, upper=math.inf, vertex=(), exact=True, method="support")
+    Cu = white.C[:, cols]
+    return box_maximum(Cu.T @ Cu, settings.sensitivity, exhaustive_up_to=settings.exhaustive_up_to,
+                       restarts=settings.restarts, seed=settings.seed)
+
+
+def audit_view(view: GossipView, network: Network, settings: LinearAuditSettings | None = None,
+               targets: Iterable[int] | None = None) -> list[PairLeakage]:
+    """Leakage of every target (default: every non-observer) to one view, from one SVD of ``B``.
+
+    Returns
+    -------
+    list of PairLeakage
+        One row per target, in increasing target order.
+    """
+    s = settings or LinearAuditSettings()
+    white = whiten(view.J, view.B, rank_rtol=s.rank_rtol, range_rtol=s.range_rtol)
+    chosen = sorted(view.columns_of) if targets is None else _targets(view, targets)
+    hops = nx.multi_source_dijkstra_path_length(network.graph, set(view.observers))
+    label = observer_label(view.observers)
+    rows = []
+    for u in chosen:
+        box = _target_box(white, view.columns_of[u], s)
+        mu, mu_up = math.sqrt(max(box.lower, 0.0)), math.sqrt(max(box.upper, 0.0))
+        rows.append(PairLeakage(
+            observer=label, target=u, hops=int(hops[u]), mu=mu, mu_upper=mu_up, exact=box.exact,
+            method=box.method, orders=s.orders, rdp=tuple(a * mu_up ** 2 / 2 for a in s.orders),
+            delta=s.delta, epsilon=gaussian_epsilon(mu_up, s.delta)))
+    return rows
+
+
+def _targets(view: GossipView, targets: Iterable[int]) -> list[int]:
+    out = []
+    for u in targets:
+        if isinstance(u, bool) or not isinstance(u, int | np.integer) or int(u) not in view.columns_of:
+            raise ConfigError(f"targets must be agents that are not observers "
+                              f"({observer_label(view.observers)}), got {u!r}", field="targets")
+        out.append(int(u))
+    return sorted(set(out))
+
+
+def audit_gossip(network: Network, spec: LinearGossip, observers: int | Iterable[int],
+                 settings: LinearAuditSettings | None = None,
+                 targets: Iterable[int] | None = None) -> list[PairLeakage]:
+    """:func:`audit_view` of :func:`~dpgossip.protocol.linear_gossip.observe` ``(network, spec,
+    observers)``."""
+    return audit_view(observe(network, spec, observers), network, settings, targets)
