@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import math
 
+import networkx as nx
 import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.gossip_bounds import compare_to_bound, muffliato_per_message
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.privacy.gossip_bounds import (
+    compare_to_bound,
+    decor_round_rdp,
+    decor_round_view,
+    muffliato_per_message,
+)
+from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, whiten
 from dpgossip.protocol.linear_gossip import LinearGossip
 from dpgossip.topology import Network, build_graph, make_network, mixing_matrix
 
@@ -111,3 +117,21 @@ def test_the_table_of_docs_network_dp_for_dimension_8():
         assert np.mean([c.exact for c in at]) == pytest.approx(exact, rel=5e-3)
         assert np.mean([c.bound for c in at]) == pytest.approx(bound, rel=5e-3)
         assert all(c.bound_below_exact == (hops >= 6) for c in at)
+
+
+@pytest.mark.parametrize("name, m", [("ring", 8), ("grid", 16), ("erdos_renyi", 30)])
+def test_decor_closed_form_is_the_exact_value_of_one_round(name, m):
+    network = make_network(name, agents=m, seed=5)
+    closed = decor_round_rdp(network, sigma_cdp=0.6, sigma_cor=2.0, clip=1.5, order=3.0)
+    view = decor_round_view(network, sigma_cdp=0.6, sigma_cor=2.0)
+    L = np.diag([d for _, d in sorted(network.graph.degree())]) - nx.to_numpy_array(
+        network.graph, nodelist=range(m))
+    assert np.allclose(view.covariance, 0.36 * np.eye(m) + 4.0 * L, atol=1e-12)
+    white = whiten(view.J, view.B)
+    assert not white.outside.any()
+    exact = 3.0 * (2 * 1.5) ** 2 * np.sum(white.C ** 2, axis=0) / 2  # alpha mu^2 / 2, mu = 2C |c_i|
+    assert float(np.max(exact)) == pytest.approx(closed, rel=1e-10)
+    assert np.allclose(exact, 3.0 * 2 * 1.5 ** 2 * np.diag(np.linalg.inv(view.covariance)), rtol=1e-10)
+    with pytest.raises(ConfigError) as caught:
+        decor_round_rdp(network, sigma_cdp=0.0, sigma_cor=1.0, clip=1.0)
+    assert caught.value.field == "sigma_cdp"

@@ -16,6 +16,7 @@ from dpgossip.privacy.linear_audit import (
     LinearAuditSettings,
     audit_gossip,
     box_maximum,
+    dual_certificate,
     gaussian_epsilon,
     whiten,
 )
@@ -139,6 +140,25 @@ def test_box_maximum_equals_brute_force(T):
     assert pair.upper <= 1.5 ** 2 * min(T * np.linalg.eigvalsh(M)[-1], np.abs(M).sum()) * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("T", [6, 12, 20])
+def test_dual_certificate_is_sound_and_reaches_the_sdp_relaxation(T):
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(100 + T)
+    A = rng.normal(size=(T, T + 1))
+    A[:, 0] *= 4.0
+    M = A @ A.T
+    X = cp.Variable((T, T), PSD=True)
+    sdp = cp.Problem(cp.Maximize(cp.trace(M @ X)), [cp.diag(X) <= 1])
+    sdp.solve()
+    cert = dual_certificate(M)
+    # sound: above the SDP optimum (up to the solver's tolerance) and hence above the box maximum
+    assert cert >= sdp.value * (1 - 1e-6)
+    assert cert <= sdp.value * (1 + 1e-4)  # and nearly as tight as the relaxation
+    assert cert <= min(T * np.linalg.eigvalsh(M)[-1], np.abs(M).sum()) * (1 + 1e-12)
+    if T <= 12:
+        assert cert >= box_maximum(M).lower * (1 - 1e-12)
+
+
 def test_per_round_rows_above_16_rounds_are_certified_pairs():
     network = make_network("path", agents=4)
     spec = LinearGossip(protocol="gossip-noisy", rounds=18, sigma=1.0, inputs="per-round")
@@ -208,3 +228,21 @@ def test_bad_targets_name_the_parameter():
             as caught:
         audit_gossip(network, LinearGossip(rounds=2), 1, targets=[1])
     assert caught.value.field == "targets"
+
+
+def test_per_round_inputs_of_a_neighbour_on_erdos_renyi():
+    # docs/network-dp.md, Section 3: Erdos-Renyi n = 100 (seed 42), Metropolis W, sigma = 1, T = 10,
+    # observer 0 and its neighbour 9: the supremum over the box lies between the all-equal shift and
+    # the absolute-value bound; the SDP certificate is T (each round's input carries its own noise)
+    network = make_network("erdos_renyi", agents=100, seed=42)
+    spec = LinearGossip(protocol="gossip-noisy", rounds=10, sigma=1.0, inputs="per-round")
+    view = observe(network, spec, 0)
+    cu = whiten(view.J, view.B).C[:, view.columns_of[9]]
+    M = cu.T @ cu
+    sup = box_maximum(M).lower
+    assert float(np.ones(10) @ M @ np.ones(10)) == pytest.approx(8.5876, abs=1e-4)
+    assert sup == pytest.approx(9.5399, abs=1e-4)
+    assert float(np.abs(M).sum()) == pytest.approx(10.0695, abs=1e-4)
+    assert dual_certificate(M) == pytest.approx(10.0, abs=1e-9)
+    row = audit_gossip(network, spec, 0, targets=[9])[0]
+    assert row.exact and row.method == "vertices" and row.mu ** 2 == pytest.approx(sup, rel=1e-12)

@@ -15,6 +15,16 @@ Muffliato's per-message sum (Cyffers et al., NeurIPS 2022; the ``contrib`` term 
     the local-DP level ``alpha Delta^2 / (2 sigma^2)``; :func:`muffliato_per_message` returns the sum
     uncapped.
 
+DECOR's closed form (Allouah et al., ICML 2024)
+    Each edge draws a secret that one end adds and the other subtracts, and every agent adds
+    independent noise: one round releases ``x + n`` with ``n = sigma_cdp xi + sigma_cor E v`` (``E``
+    the oriented incidence matrix, ``xi``, ``v`` standard normal), covariance
+    ``Sigma = sigma_cdp^2 I + sigma_cor^2 L`` (``L = E E^T`` the Laplacian).  With inputs clipped to
+    norm ``C`` (a replacement moves one by at most ``2 C``) the per-round Renyi value is
+    ``alpha 2 C^2 max_i (Sigma^{-1})_ii`` (:func:`decor_round_rdp`).  :func:`decor_round_view` gives the
+    same round as a linear view (every release seen, no secret known), on which the exact auditor
+    reproduces the closed form: in that setting it is exact, not a bound.
+
 :func:`compare_to_bound` sets each exact value beside a bound: the ratio exact / bound and a flag where
 the published bound is below the exact value (then it is not a bound).
 """
@@ -30,21 +40,16 @@ import numpy as np
 
 from dpgossip.errors import ConfigError, check_number
 from dpgossip.privacy.linear_audit import PairLeakage
-from dpgossip.protocol.linear_gossip import LinearGossip, propagated_rows
+from dpgossip.protocol.linear_gossip import (
+    LinearGossip,
+    check_observers,
+    propagated_rows,
+    senders_of,
+)
 from dpgossip.topology.network import Network
 
-__all__ = ["BoundComparison", "muffliato_per_message", "compare_to_bound"]
-
-
-def _observer_set(network: Network, observers: int | Iterable[int]) -> tuple[int, ...]:
-    items = [observers] if isinstance(observers, Integral) else list(observers)
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, Integral) or not 0 <= v < network.m:
-            raise ConfigError(f"observers must be agents in 0..{network.m - 1}, got {v!r}",
-                              field="observers")
-    if not items:
-        raise ConfigError("observers must name at least one agent, got none", field="observers")
-    return tuple(sorted({int(v) for v in items}))
+__all__ = ["BoundComparison", "DecorRound", "muffliato_per_message", "decor_round_view",
+           "decor_round_rdp", "compare_to_bound"]
 
 
 def _rounds(spec: LinearGossip, rounds: Sequence[int] | None) -> np.ndarray:
@@ -90,15 +95,51 @@ def muffliato_per_message(network: Network, spec: LinearGossip, observers: int |
                           f"protocol {spec.protocol!r}, sigma {spec.sigma!r}", field="spec")
     alpha = check_number(order, "order", low=1.0, low_open=True)
     delta = check_number(sensitivity, "sensitivity", low=0.0, low_open=True)
-    obs = _observer_set(network, observers)
+    obs = check_observers(network, observers)
     ts = _rounds(spec, rounds)
-    senders = np.array(sorted({w for v in obs for w in network.neighbours[v]} - set(obs)), dtype=int)
+    senders = senders_of(network, obs)
     if spec.sigma == 0:
         return np.full(network.m, math.inf)
     P = propagated_rows(network, senders, int(ts[-1]) + 1)[ts]  # (rounds, senders, m)
     norms2 = np.sum(P * P, axis=2, keepdims=True)
     terms = np.divide(P * P, norms2, out=np.zeros_like(P), where=norms2 > 0)
     return alpha * delta ** 2 / (2 * spec.sigma ** 2) * terms.sum(axis=(0, 1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class DecorRound:
+    """One DECOR round as a linear view ``O = J x + B w`` (module docstring), ``w ~ N(0, I)``."""
+
+    J: np.ndarray
+    """``I_m``: every agent's release."""
+    B: np.ndarray
+    """``[sigma_cdp I_m, sigma_cor E]``, ``m x (m + |edges|)``."""
+    covariance: np.ndarray
+    """``B B^T = sigma_cdp^2 I + sigma_cor^2 L``."""
+
+
+def decor_round_view(network: Network, *, sigma_cdp: float, sigma_cor: float) -> DecorRound:
+    """One round of DECOR's correlated noise on ``network``'s edges, seen whole (module docstring)."""
+    s_cdp = check_number(sigma_cdp, "sigma_cdp", low=0.0)
+    s_cor = check_number(sigma_cor, "sigma_cor", low=0.0)
+    edges = sorted((min(a, b), max(a, b)) for a, b in network.graph.edges() if a != b)
+    m = network.m
+    E = np.zeros((m, len(edges)))
+    for k, (a, b) in enumerate(edges):
+        E[a, k], E[b, k] = 1.0, -1.0
+    B = np.hstack([s_cdp * np.eye(m), s_cor * E])
+    return DecorRound(J=np.eye(m), B=B, covariance=B @ B.T)
+
+
+def decor_round_rdp(network: Network, *, sigma_cdp: float, sigma_cor: float, clip: float,
+                    order: float = 2.0) -> float:
+    """DECOR's per-round closed form ``alpha 2 C^2 max_i (Sigma^{-1})_ii`` with
+    ``Sigma = sigma_cdp^2 I + sigma_cor^2 L`` (needs ``sigma_cdp > 0``)."""
+    s_cdp = check_number(sigma_cdp, "sigma_cdp", low=0.0, low_open=True)
+    alpha = check_number(order, "order", low=1.0, low_open=True)
+    c = check_number(clip, "clip", low=0.0, low_open=True)
+    cov = decor_round_view(network, sigma_cdp=s_cdp, sigma_cor=sigma_cor).covariance
+    return alpha * 2 * c ** 2 * float(np.max(np.diag(np.linalg.inv(cov))))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -40,8 +40,8 @@ import scipy.sparse as sp
 from dpgossip.errors import ConfigError, check_number
 from dpgossip.topology.network import Network
 
-__all__ = ["PROTOCOLS", "INPUTS", "LinearGossip", "GossipView", "observe", "propagated_rows",
-           "simulate_messages"]
+__all__ = ["PROTOCOLS", "INPUTS", "LinearGossip", "GossipView", "check_observers", "senders_of",
+           "observe", "propagated_rows", "simulate_messages"]
 
 PROTOCOLS: tuple[str, ...] = ("gossip-average", "gossip-noisy")
 """Protocols with a linear model here."""
@@ -144,7 +144,8 @@ class GossipView:
     """Agent -> indices of its columns in ``J`` (absent for observers)."""
 
 
-def _observers(network: Network, observers: int | Iterable[int]) -> tuple[int, ...]:
+def check_observers(network: Network, observers: int | Iterable[int]) -> tuple[int, ...]:
+    """``observers`` (one agent or an iterable of agents) as a sorted tuple of distinct agents."""
     items = [observers] if isinstance(observers, Integral) else list(observers)
     out = []
     for v in items:
@@ -157,7 +158,8 @@ def _observers(network: Network, observers: int | Iterable[int]) -> tuple[int, .
     return tuple(sorted(set(out)))
 
 
-def _senders(network: Network, obs: tuple[int, ...]) -> np.ndarray:
+def senders_of(network: Network, obs: tuple[int, ...]) -> np.ndarray:
+    """The agents whose messages an observer set receives: ``N(S) \\ S``, sorted."""
     inside = set(obs)
     return np.array(sorted({w for v in obs for w in network.neighbours[v]} - inside), dtype=int)
 
@@ -227,10 +229,10 @@ def observe(network: Network, spec: LinearGossip, observers: int | Iterable[int]
     ConfigError
         For observers outside ``0..m-1`` or a ``sigma`` sequence of the wrong length.
     """
-    obs = _observers(network, observers)
+    obs = check_observers(network, observers)
     m = network.m
     scales = spec.noise_scales(m)
-    senders = _senders(network, obs)
+    senders = senders_of(network, obs)
     P = propagated_rows(network, senders, spec.rounds)
     J, B = _blocks(spec, P, scales)
     data_index = _index(m, spec.data_rounds, spec.inputs == "per-round")
