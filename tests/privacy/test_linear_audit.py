@@ -82,11 +82,12 @@ def _oracle(network, spec, observers, target, bound=1.0):
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.protocol}-{s.inputs}")
 @pytest.mark.parametrize("name", list(NETWORKS))
 @pytest.mark.parametrize("coalition", [False, True])
-def test_exact_mu_equals_the_dense_oracle(name, spec, coalition):
+@pytest.mark.parametrize("basis", [None, "messages"])
+def test_exact_mu_equals_the_dense_oracle(name, spec, coalition, basis):
     network = NETWORKS[name]()
     observers = (0, network.m - 1) if coalition else (1,)
     settings = LinearAuditSettings(sensitivity=0.5, orders=(2.0, 8.0))
-    rows = audit_gossip(network, spec, observers, settings)
+    rows = audit_gossip(network, spec, observers, settings, basis=basis)
     assert [r.target for r in rows] == [u for u in range(network.m) if u not in observers]
     for row in rows:
         mu2 = _oracle(network, spec, observers, row.target, bound=0.5)
@@ -246,3 +247,31 @@ def test_per_round_inputs_of_a_neighbour_on_erdos_renyi():
     assert dual_certificate(M) == pytest.approx(10.0, abs=1e-9)
     row = audit_gossip(network, spec, 0, targets=[9])[0]
     assert row.exact and row.method == "vertices" and row.mu ** 2 == pytest.approx(sup, rel=1e-12)
+
+
+# mu^2 of targets 4, 9, 27, 36, 63 for observer 0 on the 8 x 8 grid (Metropolis, gossip-average,
+# sigma = 1, T = 20), from an 80-digit mpmath Gram-Schmidt of the exact rational message rows
+GRID8_T20 = {4: 0.4323306636690806, 9: 0.580062600804413, 27: 0.5311506701383233,
+             36: 0.5785756941017012, 63: 0.831012826612839}
+
+
+def test_krylov_basis_is_exact_where_the_message_rows_are_ill_conditioned():
+    network = make_network("grid", agents=64, params={"rows": 8, "cols": 8})
+    spec = LinearGossip(rounds=20, sigma=1.0)
+    rows = {r.target: r.mu ** 2 for r in audit_gossip(network, spec, 0)}  # krylov by default
+    for u, ref in GRID8_T20.items():
+        assert rows[u] == pytest.approx(ref, abs=1e-12), u
+    literal = {r.target: r.mu ** 2 for r in audit_gossip(network, spec, 0, basis="messages")}
+    assert max(abs(literal[u] - ref) for u, ref in GRID8_T20.items()) > 0.05  # the failure it avoids
+    # after enough rounds the observer holds every y_u^0 (80 digits: rank 63, mu^2 = 1 everywhere)
+    long = audit_gossip(network, LinearGossip(rounds=40, sigma=1.0), 0)
+    assert max(abs(r.mu ** 2 - 1.0) for r in long) < 1e-9
+    view = observe(network, LinearGossip(rounds=40, sigma=1.0), 0, basis="krylov")
+    assert view.J.shape[0] == 64 and np.all(view.messages == -1)
+
+
+def test_krylov_basis_needs_gossip_average():
+    network = make_network("path", agents=4)
+    with pytest.raises(ConfigError, match="^basis must be") as caught:
+        observe(network, LinearGossip(protocol="gossip-noisy", rounds=2), 0, basis="krylov")
+    assert caught.value.field == "basis"

@@ -333,7 +333,16 @@ def _targets(view: GossipView, targets: Iterable[int]) -> list[int]:
 
 def audit_gossip(network: Network, spec: LinearGossip, observers: int | Iterable[int],
                  settings: LinearAuditSettings | None = None,
-                 targets: Iterable[int] | None = None) -> list[PairLeakage]:
+                 targets: Iterable[int] | None = None, *, basis: str | None = None) -> list[PairLeakage]:
     """:func:`audit_view` of :func:`~dpgossip.protocol.linear_gossip.observe` ``(network, spec,
-    observers)``."""
-    return audit_view(observe(network, spec, observers), network, settings, targets)
+    observers, basis=basis)``.
+
+    ``basis`` defaults to ``"krylov"`` for ``gossip-average``: its messages ``e_w^T W^k y^0`` become
+    nearly dependent as ``k`` grows, and the SVD of the literal message matrix then loses genuine
+    directions (on the 8 x 8 grid at ``T = 20`` it underestimates ``mu^2`` by up to 0.1; the Krylov
+    basis agrees with an 80-digit computation to ``1e-15``).  ``gossip-noisy`` views are well
+    conditioned (fresh noise on every round's block) and use ``"messages"``.
+    """
+    if basis is None:
+        basis = "krylov" if spec.protocol == "gossip-average" else "messages"
+    return audit_view(observe(network, spec, observers, basis=basis), network, settings, targets)

@@ -41,7 +41,7 @@ from dpgossip.errors import ConfigError, check_number
 from dpgossip.topology.network import Network
 
 __all__ = ["PROTOCOLS", "INPUTS", "LinearGossip", "GossipView", "check_observers", "senders_of",
-           "observe", "propagated_rows", "simulate_messages"]
+           "observe", "propagated_rows", "krylov_basis", "simulate_messages"]
 
 PROTOCOLS: tuple[str, ...] = ("gossip-average", "gossip-noisy")
 """Protocols with a linear model here."""
@@ -139,7 +139,8 @@ class GossipView:
     noise_index: np.ndarray
     """``(columns, 2)`` int array: agent and round of ``B``'s columns."""
     messages: np.ndarray
-    """``(rows, 2)`` int array: sender and round of each observation."""
+    """``(rows, 2)`` int array: sender and round of each observation (``-1, -1``: a row of the
+    ``"krylov"`` basis)."""
     columns_of: dict[int, np.ndarray] = field(repr=False)
     """Agent -> indices of its columns in ``J`` (absent for observers)."""
 
@@ -178,6 +179,38 @@ def propagated_rows(network: Network, senders: np.ndarray, rounds: int) -> np.nd
     return out
 
 
+def krylov_basis(network: Network, senders: np.ndarray, rounds: int, *,
+                 tol: float = 1e-10) -> np.ndarray:
+    """Orthonormal basis ``Q`` (``m x r``) of ``span{(W^T)^k e_w : w in senders, k < rounds}``.
+
+    Block Arnoldi with two passes of full reorthogonalisation: ``Q_0 = orth(E)``,
+    ``Q_{k+1} = orth((I - Q Q^T) W^T Q_k)``, by sparse products only.  A new direction whose norm after
+    orthogonalisation is at most ``tol`` times its norm before is dropped (deflation); the loop stops
+    when a block adds nothing, since the span is then invariant under ``W^T``.  The rows ``Q^T`` see
+    exactly what the messages ``e_w^T W^k`` see, but stay well conditioned where the powers
+    ``W^k`` make the messages nearly dependent (docs/network-dp.md, Section 2).
+    """
+    Wt = sp.csr_matrix(network.W.T)
+    block = np.zeros((network.m, senders.size))
+    block[senders, np.arange(senders.size)] = 1.0
+    basis = np.zeros((network.m, 0))
+    for _ in range(rounds):
+        before = float(np.max(np.linalg.norm(block, axis=0), initial=0.0))
+        for _ in range(2):
+            block = block - basis @ (basis.T @ block)
+        if before == 0.0 or block.shape[1] == 0:
+            break
+        U, S, _ = np.linalg.svd(block, full_matrices=False)
+        new = U[:, S > tol * before]
+        new = new - basis @ (basis.T @ new)
+        new, _ = np.linalg.qr(new)
+        if new.shape[1] == 0:
+            break
+        basis = np.hstack([basis, new])
+        block = Wt @ new
+    return basis
+
+
 def _blocks(spec: LinearGossip, P: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Full ``J`` (rows x m * data_rounds) and ``B`` (rows x m * noise_rounds), rows ordered
     ``(round, sender)``: the row of ``y_w^t`` has block ``s`` equal to ``P[t-s]`` (times ``D``)."""
@@ -206,7 +239,8 @@ def _index(m: int, rounds: int, per_round: bool) -> np.ndarray:
     return np.stack([agents, r], axis=1)
 
 
-def observe(network: Network, spec: LinearGossip, observers: int | Iterable[int]) -> GossipView:
+def observe(network: Network, spec: LinearGossip, observers: int | Iterable[int], *,
+            basis: str = "messages") -> GossipView:
     """The Gaussian view of an observer set: ``O = J x + B z`` (module docstring).
 
     Parameters
@@ -217,6 +251,11 @@ def observe(network: Network, spec: LinearGossip, observers: int | Iterable[int]
         The protocol.
     observers : int or iterable of int
         One agent or a coalition.
+    basis : str
+        ``"messages"``: one row per message ``(sender, round)``.  ``"krylov"`` (``gossip-average``
+        only): the rows ``Q^T`` of :func:`krylov_basis`, an equivalent view (same information, same
+        leakage) that stays well conditioned for many rounds; :attr:`GossipView.messages` is then
+        ``(-1, -1)`` per row.
 
     Returns
     -------
@@ -227,22 +266,31 @@ def observe(network: Network, spec: LinearGossip, observers: int | Iterable[int]
     Raises
     ------
     ConfigError
-        For observers outside ``0..m-1`` or a ``sigma`` sequence of the wrong length.
+        For observers outside ``0..m-1``, a ``sigma`` sequence of the wrong length or an unknown
+        ``basis``.
     """
     obs = check_observers(network, observers)
     m = network.m
     scales = spec.noise_scales(m)
     senders = senders_of(network, obs)
-    P = propagated_rows(network, senders, spec.rounds)
-    J, B = _blocks(spec, P, scales)
+    if basis == "krylov" and spec.protocol == "gossip-average":
+        Q = krylov_basis(network, senders, spec.rounds)
+        J, B = Q.T.copy(), Q.T * scales
+        messages = np.full((Q.shape[1], 2), -1)
+    elif basis == "messages":
+        P = propagated_rows(network, senders, spec.rounds)
+        J, B = _blocks(spec, P, scales)
+        messages = np.stack([np.tile(senders, spec.rounds),
+                             np.repeat(np.arange(spec.rounds), senders.size)], axis=1)
+    else:
+        raise ConfigError(f"basis must be 'messages', or 'krylov' for gossip-average, got {basis!r}"
+                          f" with protocol {spec.protocol!r}", field="basis")
     data_index = _index(m, spec.data_rounds, spec.inputs == "per-round")
     noise_index = _index(m, spec.noise_rounds, True)
     keep_d = ~np.isin(data_index[:, 0], obs)
     keep_n = ~np.isin(noise_index[:, 0], obs) & (scales[noise_index[:, 0]] > 0)
     data_index, noise_index = data_index[keep_d], noise_index[keep_n]
     columns_of = {u: np.flatnonzero(data_index[:, 0] == u) for u in range(m) if u not in obs}
-    messages = np.stack([np.tile(senders, spec.rounds),
-                         np.repeat(np.arange(spec.rounds), senders.size)], axis=1)
     return GossipView(observers=obs, J=J[:, keep_d], B=B[:, keep_n], data_index=data_index,
                       noise_index=noise_index, messages=messages, columns_of=columns_of)
 
