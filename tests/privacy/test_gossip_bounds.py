@@ -135,3 +135,15 @@ def test_decor_closed_form_is_the_exact_value_of_one_round(name, m):
     with pytest.raises(ConfigError) as caught:
         decor_round_rdp(network, sigma_cdp=0.0, sigma_cor=1.0, clip=1.0)
     assert caught.value.field == "sigma_cdp"
+
+
+@pytest.mark.parametrize("d", [4, 5, 6, 8])
+def test_exact_hypercube_leakage_has_a_closed_form(d):
+    # with T >= d rounds, the exact mu^2 of a target h hops from the observer is
+    # min(d, C(d, h)) / C(d, h) / sigma^2 (docs/network-dp.md, Section 4): symmetric in h <-> d - h
+    network = make_network("hypercube", agents=2 ** d)
+    for T, sigma in ((d, 1.0), (2 * d, 2.0)):
+        rows = audit_gossip(network, LinearGossip(rounds=T, sigma=sigma), 0)
+        for r in rows:
+            c = math.comb(d, r.hops)
+            assert r.mu ** 2 == pytest.approx(min(d, c) / c / sigma ** 2, abs=1e-12), (T, r)
