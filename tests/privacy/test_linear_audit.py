@@ -275,3 +275,16 @@ def test_krylov_basis_needs_gossip_average():
     with pytest.raises(ConfigError, match="^basis must be") as caught:
         observe(network, LinearGossip(protocol="gossip-noisy", rounds=2), 0, basis="krylov")
     assert caught.value.field == "basis"
+
+
+def test_vector_per_round_shifts_can_exceed_the_scalar_box():
+    # docs/network-dp.md, Section 3: with per-round norm bounds on d = 2 coordinates the worst shift
+    # is max tr(M X) over rank-2 X with X_tt <= 1, above the scalar box; the certificate covers both
+    M = 2 * np.eye(5) - np.roll(np.eye(5), 1, axis=1) - np.roll(np.eye(5), -1, axis=1)  # cycle C5
+    box = box_maximum(M)
+    assert box.exact and box.lower == pytest.approx(16.0)  # 4 x (max cut of C5 = 4)
+    angles = 4 * np.pi * np.arange(5) / 5
+    S = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # unit vector per round
+    planar = float(np.trace(M @ S @ S.T))
+    assert planar == pytest.approx(10 - 10 * np.cos(4 * np.pi / 5)) and planar > 18.0
+    assert dual_certificate(M) >= planar * (1 - 1e-9)

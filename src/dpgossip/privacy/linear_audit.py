@@ -299,10 +299,27 @@ def audit_view(view: GossipView, network: Network, settings: LinearAuditSettings
     """Leakage of every target (default: every non-observer) to one view, from one SVD of ``B``
     (run with one BLAS thread).
 
+    Parameters
+    ----------
+    view : GossipView
+        The observers' view ``O = J x + B z`` (:func:`~dpgossip.protocol.linear_gossip.observe`).
+    network : Network
+        The network the view was built on (for the graph distances).
+    settings : LinearAuditSettings, optional
+        Sensitivity, orders, ``delta``, tolerances and the box-maximum settings.
+    targets : iterable of int, optional
+        Agents to audit; default every agent that is not an observer.
+
     Returns
     -------
     list of PairLeakage
-        One row per target, in increasing target order.
+        One row per target, in increasing target order (``hops = -1`` for a target that the graph
+        does not connect to the observers).
+
+    Raises
+    ------
+    ConfigError
+        For a target that is an observer or not an agent.
     """
     s = settings or LinearAuditSettings()
     chosen = sorted(view.columns_of) if targets is None else _targets(view, targets)
@@ -315,7 +332,7 @@ def audit_view(view: GossipView, network: Network, settings: LinearAuditSettings
     for u, box in zip(chosen, boxes, strict=True):
         mu, mu_up = math.sqrt(max(box.lower, 0.0)), math.sqrt(max(box.upper, 0.0))
         rows.append(PairLeakage(
-            observer=label, target=u, hops=int(hops[u]), mu=mu, mu_upper=mu_up, exact=box.exact,
+            observer=label, target=u, hops=int(hops.get(u, -1)), mu=mu, mu_upper=mu_up, exact=box.exact,
             method=box.method, orders=s.orders, rdp=tuple(a * mu_up ** 2 / 2 for a in s.orders),
             delta=s.delta, epsilon=gaussian_epsilon(mu_up, s.delta)))
     return rows
