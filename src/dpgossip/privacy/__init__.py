@@ -7,14 +7,21 @@ See ``docs/privacy.md`` (reading the results) and ``docs/model.md`` (the formula
   (its less common options in :class:`AuditOptions`);
 * :class:`ComponentAuditor` -- the low-rank engine behind it, for custom views and neighbours;
 * :func:`ppm_guarantee` -- the accountant of the private power method of 000 (``docs/ppm.md``);
-* :func:`to_pld` -- an audited pair's privacy loss as a dp_accounting PLD, to compose with others.
+* :func:`to_pld` -- an audited pair's privacy loss as a dp_accounting PLD, to compose with others;
+* :func:`cape_guarantee` -- capePCA's guarantee, per site and for the aggregator's joint view
+  (``docs/cape.md``);
+* :func:`audit_gossip` -- exact pairwise network DP of gossip averaging, every target at once, beside
+  :func:`muffliato_per_message` (``docs/network-dp.md``).
 """
 
 from dpgossip.privacy.accountant import Guarantee, calibrate_ppm_noise, ppm_guarantee
 from dpgossip.privacy.audit import AuditOptions, PairAudit, PairResult, audit_pairs, view_pair
 from dpgossip.privacy.auditor import ComponentAuditor
+from dpgossip.privacy.cape_guarantee import CapeGuarantee, cape_guarantee
 from dpgossip.privacy.export import to_pld
 from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
+from dpgossip.privacy.gossip_bounds import muffliato_per_message
+from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
 from dpgossip.privacy.release import ReleaseModel, build_release_model
 from dpgossip.privacy.views import VIEW_KINDS, View, make_view
@@ -30,5 +37,6 @@ __all__ = [
     "ComponentAuditor", "Neighbour", "candidate_neighbours", "NEIGHBOUR_KINDS", "ReleaseModel",
     "build_release_model", "View", "make_view", "VIEW_KINDS", "analytic_gaussian_sigma",
     "classical_gaussian_sigma", "gaussian_mechanism_delta", "Guarantee", "ppm_guarantee",
-    "calibrate_ppm_noise", "to_pld",
+    "calibrate_ppm_noise", "to_pld", "CapeGuarantee", "cape_guarantee", "audit_gossip",
+    "LinearAuditSettings", "PairLeakage", "muffliato_per_message",
 ]

@@ -1,9 +1,12 @@
 """The algorithms as pure maths: centralized power method, D-PM and D-DP-PM, LDP baseline, the private
-power method of 000 (central and federated), metrics."""
+power method of 000 (central and federated), capePCA of 004, the linear models of gossip averaging,
+metrics."""
 
+from dpgossip.protocol.cape import CapeParams, CapeResult, run_cape, run_conventional, run_pooled
 from dpgossip.protocol.ddppm import deflation_vector, run_matrix
 from dpgossip.protocol.gossip import gossip, gossip_states
 from dpgossip.protocol.ldp import LdpResult, ldp_sigma, run_ldp
+from dpgossip.protocol.linear_gossip import GossipView, LinearGossip, observe
 from dpgossip.protocol.metrics import (
     captured_energy,
     error_per_iteration,
@@ -41,4 +44,12 @@ __all__ = [
     "PpmResult",
     "run_ppm",
     "run_ppm_federated",
+    "CapeParams",
+    "CapeResult",
+    "run_cape",
+    "run_conventional",
+    "run_pooled",
+    "LinearGossip",
+    "GossipView",
+    "observe",
 ]
