@@ -19,10 +19,10 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from numbers import Real
+from numbers import Integral, Real
 
 __all__ = ["ConfigError", "did_you_mean", "reject_unknown_keys", "renamed_fields", "renamed_error",
-           "check_number", "show"]
+           "check_number", "check_int", "show"]
 
 
 class ConfigError(ValueError):
@@ -198,6 +198,24 @@ def check_number(value: object, field: str, *, low: float | None = None, high: f
         what = expected or _expected(low, high, low_open, high_open)
         raise ConfigError(f"{field} must be {what}, got {show(value)}", field=field)
     return x
+
+
+def check_int(value: object, field: str, low: int) -> int:
+    """``value`` as an ``int`` after checking that it is an integer ``>= low`` (booleans are not).
+
+    Raises
+    ------
+    ConfigError
+        ``"<field> must be an integer >= <low>, got <value>"``.
+
+    Examples
+    --------
+    >>> check_int(3, "iterations", 1)
+    3
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+        raise ConfigError(f"{field} must be an integer >= {low}, got {value!r}", field=field)
+    return int(value)
 
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:

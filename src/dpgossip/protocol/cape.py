@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError, check_number
+from dpgossip.errors import ConfigError, check_int, check_number
 from dpgossip.protocol.ppm_sensitivity import check_choice
 from dpgossip.rng import as_seed_sequence
 
@@ -118,12 +118,6 @@ def symmetric_gaussian(rng: np.random.Generator, shape: tuple[int, ...], d: int,
     return out
 
 
-def _ints(value: object, field: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ConfigError(f"{field} must be an integer >= {low}, got {value!r}", field=field)
-    return int(value)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CapeParams:
     """Parameters of capePCA and its baselines.
@@ -141,7 +135,7 @@ class CapeParams:
 
     def __post_init__(self) -> None:
         """Validate every field (``ConfigError`` names it)."""
-        object.__setattr__(self, "k", _ints(self.k, "k", 1))
+        object.__setattr__(self, "k", check_int(self.k, "k", 1))
         sigma = check_number(self.noise_multiplier, "noise_multiplier", low=0,
                              expected="a finite number >= 0")
         object.__setattr__(self, "noise_multiplier", sigma)
@@ -317,8 +311,8 @@ def cape_noise(sites: int, d: int, noise_std: float, seed: int | np.random.SeedS
     -------
     CapeNoise
     """
-    S = _ints(sites, "sites", 1)
-    d = _ints(d, "d", 1)
+    S = check_int(sites, "sites", 1)
+    d = check_int(d, "d", 1)
     tau = check_number(noise_std, "noise_std", low=0, expected="a finite number >= 0")
     generator, aggregator, site_seq = _fresh(seed)
     W = symmetric_gaussian(np.random.default_rng(generator), (S,), d, tau)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, check_int
 from dpgossip.protocol.ppm_sensitivity import (
     ADJACENCIES,
     SENSITIVITY_KINDS,
@@ -52,12 +52,6 @@ __all__ = ["PpmParams", "PpmResult", "run_ppm", "run_ppm_federated", "federated_
 
 Release = Callable[[int, np.ndarray, float], tuple[np.ndarray, np.ndarray]]
 """``(l, X^(l-1), Delta_l) -> (Y_l, G_l)``: one noisy product, centrally or by secure aggregation."""
-
-
-def _check_int(value: object, field: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ConfigError(f"{field} must be an integer >= {low}, got {value!r}", field=field)
-    return int(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,11 +74,11 @@ class PpmParams:
 
     def __post_init__(self) -> None:
         """Validate every field (``ConfigError`` names it)."""
-        p = _check_int(self.p, "p", 1)
-        k = _check_int(self.k, "k", 1)
+        p = check_int(self.p, "p", 1)
+        k = check_int(self.k, "k", 1)
         if k > p:
             raise ConfigError(f"k must be <= p = {p}, got {k}", field="k")
-        iterations = _check_int(self.iterations, "iterations", 1)
+        iterations = check_int(self.iterations, "iterations", 1)
         sigma = self.noise_multiplier
         if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(float(sigma)) or float(sigma) < 0:
@@ -272,9 +266,9 @@ def federated_standard_noise(seed: int | np.random.SeedSequence, clients: int, d
     numpy.ndarray
         ``(L, d, p)``; pass it as ``standard_noise`` to :func:`run_ppm`.
     """
-    s = _check_int(clients, "clients", 1)
+    s = check_int(clients, "clients", 1)
     _, noise_seq = _streams(seed)
-    shares = _client_noise(noise_seq, s, (params.iterations, _check_int(d, "d", 1), params.p))
+    shares = _client_noise(noise_seq, s, (params.iterations, check_int(d, "d", 1), params.p))
     return shares.sum(axis=0) / math.sqrt(s)
 
 
