@@ -257,3 +257,17 @@ def test_hockey_is_zero_beyond_the_maximum_of_a_bounded_law():
     two = QuadraticFormLaw([-0.2, -0.1], [0.5, 0.0], 0.0, 0.1)  # below the maximum: positive
     top2 = 0.1 + 0.25 / 0.8
     assert two.hockey_stick(top2).value == 0.0 and two.hockey_stick(top2 - 0.3).value > 1e-6
+
+
+@pytest.mark.parametrize(("alpha", "beta", "sigma"), [
+    ([0.7, -0.3, 1.2, 0.05], [0.4, 0.0, -1.1, 2.0], 0.3),
+    ([1.5, 1.49, -0.45, 0.2, 0.9], [0.0, 0.0, 0.0, 0.0, 0.0], 0.0),
+    ([0.3], [0.5], 0.0),  # a closed form: every x by cdf()
+])
+def test_cdf_grid_equals_cdf_at_every_point(alpha, beta, sigma):
+    law = QuadraticFormLaw(np.array(alpha), np.array(beta), sigma, 0.4)
+    sd = np.sqrt(law.variance)
+    xs = np.linspace(law.mean - 6 * sd, law.mean + 6 * sd, 41)
+    grid = law.cdf_grid(xs)
+    assert np.all(np.diff(grid) >= -1e-12)
+    np.testing.assert_allclose(grid, [law.cdf(x) for x in xs], rtol=0, atol=1e-12)
