@@ -40,9 +40,12 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_number
-from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.protocol.cape import SENSITIVITIES, CapeParams, second_moment_sensitivity
-from dpgossip.protocol.mechanism import analytic_gaussian_sigma, classical_gaussian_sigma
+from dpgossip.protocol.mechanism import (
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    gaussian_mechanism_epsilon,
+)
 from dpgossip.protocol.ppm_sensitivity import check_choice
 
 __all__ = ["VIEWS", "view_covariance", "view_factor", "mahalanobis_sq", "gaussian_epsilon",
@@ -121,13 +124,9 @@ def mahalanobis_sq(sites: int, sensitivity: float, noise_std: float, view: str =
     return view_factor(sites, view) * (D / tau) ** 2
 
 
-def gaussian_epsilon(mu: float, delta: float) -> float:
-    """Exact ``eps(delta)`` of ``N(0, 1)`` against ``N(mu, 1)`` (:class:`GaussianPair`, whitened)."""
-    mu = check_number(mu, "mu", low=0, allow_inf=True)
-    delta = _delta(delta)
-    if math.isinf(mu):
-        return math.inf
-    return GaussianPair.from_whitened([1.0], [mu]).epsilon(delta)
+gaussian_epsilon = gaussian_mechanism_epsilon
+"""Exact ``eps(delta)`` of ``N(0, 1)`` against ``N(mu, 1)``
+(:func:`~dpgossip.protocol.mechanism.gaussian_mechanism_epsilon`)."""
 
 
 def paper_noise_std(epsilon: float, delta: float, rows: int) -> float:

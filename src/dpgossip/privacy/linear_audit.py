@@ -36,12 +36,12 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from scipy.optimize import brentq, minimize
+from scipy.optimize import minimize
 
 from dpgossip._threads import blas_threads
 from dpgossip.errors import ConfigError, check_number
 from dpgossip.protocol.linear_gossip import GossipView, LinearGossip, observe
-from dpgossip.protocol.mechanism import gaussian_mechanism_delta
+from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
 from dpgossip.topology.network import Network
 
 __all__ = ["LinearAuditSettings", "WhitenedView", "BoxMaximum", "PairLeakage", "whiten",
@@ -229,19 +229,9 @@ def box_maximum(M: np.ndarray, bound: float = 1.0, *, exhaustive_up_to: int = 16
                       exact=False, method="local-search+bound")
 
 
-def gaussian_epsilon(mu: float, delta: float) -> float:
-    """Smallest ``epsilon >= 0`` of a Gaussian mechanism with Mahalanobis norm ``mu`` at ``delta``:
-    the root of ``Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) = delta`` (Balle & Wang 2018,
-    Thm. 8); ``0`` when ``mu = 0`` or already ``delta(0) <= delta``, ``inf`` when ``mu = inf``."""
-    if mu == 0 or gaussian_mechanism_delta(0.0, mu) <= delta:
-        return 0.0
-    if math.isinf(mu):
-        return math.inf
-    hi = max(1.0, mu * mu)
-    while gaussian_mechanism_delta(hi, mu) > delta:
-        hi *= 2.0
-    return float(brentq(lambda e: gaussian_mechanism_delta(e, mu) - delta, 0.0, hi,
-                        xtol=1e-13, rtol=4 * np.finfo(float).eps))
+gaussian_epsilon = gaussian_mechanism_epsilon
+"""Exact epsilon of a Gaussian mechanism of Mahalanobis norm ``mu`` at ``delta``
+(:func:`~dpgossip.protocol.mechanism.gaussian_mechanism_epsilon`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

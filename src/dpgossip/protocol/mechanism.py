@@ -8,13 +8,16 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, check_number
 
-__all__ = ["gaussian_mechanism_delta", "analytic_gaussian_sigma", "classical_gaussian_sigma"]
+__all__ = ["gaussian_mechanism_delta", "gaussian_mechanism_epsilon", "analytic_gaussian_sigma",
+           "classical_gaussian_sigma"]
 
 
 def _check(epsilon: float, delta: float | None = None) -> None:
@@ -35,6 +38,26 @@ def gaussian_mechanism_delta(epsilon: float, mahalanobis: float) -> float:
     a = D / 2 - epsilon / D
     b = -D / 2 - epsilon / D
     return float(max(ndtr(a) - np.exp(epsilon + log_ndtr(b)), 0.0))
+
+
+def gaussian_mechanism_epsilon(mahalanobis: float, delta: float) -> float:
+    """Smallest ``epsilon >= 0`` of a Gaussian mechanism with Mahalanobis norm ``D`` at ``delta``.
+
+    The root of ``Phi(D/2 - eps/D) - e^eps Phi(-D/2 - eps/D) = delta`` (Balle & Wang 2018, Thm. 8;
+    :func:`gaussian_mechanism_delta` is decreasing in ``eps``); ``0`` when ``D = 0`` or already
+    ``delta(0) <= delta``, ``inf`` when ``D = inf``.
+    """
+    D = check_number(mahalanobis, "mahalanobis", low=0, allow_inf=True)
+    d = check_number(delta, "delta", low=0, high=1, low_open=True, high_open=True)
+    if math.isinf(D):
+        return math.inf
+    if D == 0 or gaussian_mechanism_delta(0.0, D) <= d:
+        return 0.0
+    hi = max(1.0, D * D)
+    while gaussian_mechanism_delta(hi, D) > d:
+        hi *= 2.0
+    return float(brentq(lambda e: gaussian_mechanism_delta(e, D) - d, 0.0, hi,
+                        xtol=1e-13, rtol=4 * np.finfo(float).eps))
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
