@@ -6,7 +6,8 @@ See ``docs/privacy.md`` (reading the results) and ``docs/model.md`` (the formula
 * :func:`audit_pairs` -- the (observer, target) matrix of a run with a worst-case neighbour search
   (its less common options in :class:`AuditOptions`);
 * :class:`ComponentAuditor` -- the low-rank engine behind it, for custom views and neighbours;
-* :func:`ppm_guarantee` -- the accountant of the private power method of 000 (``docs/ppm.md``);
+* :func:`ppm_guarantee` -- the accountant of the private power method of 000 (``docs/ppm.md``), and
+  :func:`audit_ppm`, its per-instance audit (never above the guarantee for the adjacency it covers);
 * :func:`to_pld` -- an audited pair's privacy loss as a dp_accounting PLD, to compose with others;
 * :func:`cape_guarantee` -- capePCA's guarantee, per site and for the aggregator's joint view
   (``docs/cape.md``);
@@ -23,6 +24,7 @@ from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.gossip_bounds import muffliato_per_message
 from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
+from dpgossip.privacy.ppm_audit import PpmAudit, audit_ppm
 from dpgossip.privacy.release import ReleaseModel, build_release_model
 from dpgossip.privacy.views import VIEW_KINDS, View, make_view
 from dpgossip.protocol.mechanism import (
@@ -38,5 +40,5 @@ __all__ = [
     "build_release_model", "View", "make_view", "VIEW_KINDS", "analytic_gaussian_sigma",
     "classical_gaussian_sigma", "gaussian_mechanism_delta", "Guarantee", "ppm_guarantee",
     "calibrate_ppm_noise", "to_pld", "CapeGuarantee", "cape_guarantee", "audit_gossip",
-    "LinearAuditSettings", "PairLeakage", "muffliato_per_message",
+    "LinearAuditSettings", "PairLeakage", "muffliato_per_message", "PpmAudit", "audit_ppm",
 ]
