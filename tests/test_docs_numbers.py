@@ -125,3 +125,14 @@ def test_readme_prints_the_stored_paper_fig3_numbers():
     assert deltas in readme and errors in readme
     assert ("| `paper-fig3.toml` | 001 Fig. 3: worst delta at epsilon = 5 and the error against the "
             "number of iterations T, three datasets (standard search) |") in readme
+
+
+def test_readme_sentence_on_breast_cancer_epsilons_matches_the_table():
+    rows = {r["epsilon"]: r for r in _script("readme_tables").stored()["paper-fig2-breast_cancer"]}
+    at_2e4, at_1e4 = rows["10"], rows["40"]
+    assert (at_2e4["paper_delta"], at_1e4["paper_delta"]) == ("0.0002", "0.0001")
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    a, b = at_2e4["epsilon_at_paper_delta"], at_1e4["epsilon_at_paper_delta"]
+    assert float(a) > float(b)  # the non-monotone pair the sentence explains
+    assert (f"{a} at delta = 0.0002 but {b} at 0.0001, although a smaller delta needs a larger epsilon "
+            f"(so the true worst case at 0.0001 is at least {a} too)") in readme
