@@ -537,7 +537,8 @@ def _conditioned_hockey(alpha: float, beta: float, c0: float, outer_a: float, ou
     def f(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         dens = norm * np.exp(-0.5 * u * u)
         h, scale = _one_term_hockey(alpha, beta, c0 + outer_a * u * u + outer_b * u)
-        return dens * h, dens * scale
+        with np.errstate(invalid="ignore"):  # 0 * inf where the density underflows: no mass there
+            return np.where(dens > 0, dens * h, 0.0), np.where(dens > 0, dens * scale, 0.0)
 
     total, error = _gauss_pieces(f, edges[:-1], edges[1:], tol=1e-12, relative=True,
                                  max_rounds=60, max_pieces=100_000)
