@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from numbers import Integral, Real
 
 __all__ = ["ConfigError", "did_you_mean", "reject_unknown_keys", "renamed_fields", "renamed_error",
-           "check_number", "check_int", "show"]
+           "check_number", "check_int", "check_choice", "show"]
 
 
 class ConfigError(ValueError):
@@ -216,6 +216,16 @@ def check_int(value: object, field: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
         raise ConfigError(f"{field} must be an integer >= {low}, got {value!r}", field=field)
     return int(value)
+
+
+def check_choice(value: object, field: str, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``, else :class:`ConfigError` naming ``field`` (with a
+    did-you-mean)."""
+    if not isinstance(value, str) or value not in choices:
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        raise ConfigError(f"{field} must be one of {', '.join(map(repr, choices))}, got {value!r}{hint}",
+                          field=field)
+    return value
 
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:

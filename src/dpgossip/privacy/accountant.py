@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 from dpgossip.protocol.ppm import PpmParams, PpmResult
-from dpgossip.protocol.ppm_sensitivity import ADJACENCIES, check_choice, iterate_sensitivity
+from dpgossip.protocol.ppm_sensitivity import ADJACENCIES, iterate_sensitivity
 
 if TYPE_CHECKING:
     from dp_accounting.pld import PLDAccountant
@@ -52,24 +52,12 @@ __all__ = ["Guarantee", "zcdp_rho", "zcdp_to_epsilon", "zcdp_from_epsilon", "cal
 
 
 def _check_delta(delta: object) -> float:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) \
-            or not 0 < float(delta) < 1:
-        raise ConfigError(f"delta must be a number in (0, 1), got {delta!r}", field="delta")
-    return float(delta)
+    return check_number(delta, "delta", low=0, high=1, low_open=True, high_open=True,
+                        expected="a number in (0, 1)")
 
 
-def _check_positive(value: object, field: str, *, allow_inf: bool = False) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-    x = float(value) if ok else math.nan  # type: ignore[arg-type]
-    if not ok or math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf):
-        raise ConfigError(f"{field} must be a finite number > 0, got {value!r}", field=field)
-    return x
-
-
-def _check_iterations(iterations: object) -> int:
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-        raise ConfigError(f"iterations must be an integer >= 1, got {iterations!r}", field="iterations")
-    return int(iterations)
+def _check_positive(value: object, field: str) -> float:
+    return check_number(value, field, low=0, low_open=True, expected="a finite number > 0")
 
 
 def _check_multipliers(noise_multipliers: Sequence[float] | np.ndarray) -> tuple[float, ...]:
@@ -122,7 +110,7 @@ def calibrate_ppm_noise(epsilon: float, delta: float, iterations: int) -> float:
     With it, :func:`dpgossip.protocol.ppm.run_ppm` is ``rho``-zCDP and exactly ``(eps, delta)``-DP by the
     conversion of :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects 000, Theorem 3.2).
     """
-    L = _check_iterations(iterations)
+    L = check_int(iterations, "iterations", 1)
     return math.sqrt(L / (2.0 * zcdp_from_epsilon(epsilon, delta)))
 
 
@@ -132,7 +120,7 @@ def paper_noise_multiplier(epsilon: float, delta: float, iterations: int) -> flo
     Valid for ``(eps, delta)`` only when ``eps <= paper_epsilon_limit(delta)``; use
     :func:`calibrate_ppm_noise` instead (smaller noise, no range restriction).
     """
-    L = _check_iterations(iterations)
+    L = check_int(iterations, "iterations", 1)
     epsilon = _check_positive(epsilon, "epsilon")
     return math.sqrt(4.0 * L * math.log(1.0 / _check_delta(delta))) / epsilon
 

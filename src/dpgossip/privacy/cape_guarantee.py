@@ -39,14 +39,13 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError, check_number
+from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 from dpgossip.protocol.cape import SENSITIVITIES, CapeParams, second_moment_sensitivity
 from dpgossip.protocol.mechanism import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
     gaussian_mechanism_epsilon,
 )
-from dpgossip.protocol.ppm_sensitivity import check_choice
 
 __all__ = ["VIEWS", "view_covariance", "view_factor", "mahalanobis_sq", "gaussian_epsilon",
            "paper_noise_std", "paper_epsilon", "CapeGuarantee", "cape_guarantee",
@@ -55,12 +54,6 @@ __all__ = ["VIEWS", "view_covariance", "view_factor", "mahalanobis_sq", "gaussia
 VIEWS = ("site", "aggregator", "eavesdropper")
 """Who looks: one site's release alone (004's guarantee); the aggregator (every release, every
 ``F_s``); an eavesdropper on every link (every release, no noise)."""
-
-
-def _sites(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ConfigError(f"sites must be an integer >= 1, got {value!r}", field="sites")
-    return int(value)
 
 
 def _delta(value: object) -> float:
@@ -85,7 +78,7 @@ def view_covariance(sites: int, noise_std: float, view: str = "aggregator") -> n
     numpy.ndarray
         ``tau^2 (I - J/S) + tau^2/S I`` (aggregator), ``tau^2 (2I - J/S)`` (eavesdropper).
     """
-    S = _sites(sites)
+    S = check_int(sites, "sites", 1)
     tau2 = check_number(noise_std, "noise_std", low=0, low_open=True) ** 2
     check_choice(view, "view", VIEWS)
     if view == "site":
@@ -102,7 +95,7 @@ def view_factor(sites: int, view: str = "aggregator") -> float:
     ``1`` (site), ``2S/(S + 1)`` (aggregator), ``(S + 1)/(2S)`` (eavesdropper); derivation in the
     module docstring and docs/cape.md.
     """
-    S = _sites(sites)
+    S = check_int(sites, "sites", 1)
     check_choice(view, "view", VIEWS)
     return {"site": 1.0, "aggregator": 2 * S / (S + 1), "eavesdropper": (S + 1) / (2 * S)}[view]
 

@@ -39,7 +39,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from dpgossip._threads import blas_threads
-from dpgossip.errors import ConfigError, check_number
+from dpgossip.errors import ConfigError, check_int, check_number
 from dpgossip.protocol.linear_gossip import GossipView, LinearGossip, observe
 from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
 from dpgossip.topology.network import Network
@@ -94,9 +94,7 @@ class LinearAuditSettings:
         for name in ("rank_rtol", "range_rtol"):
             check_number(getattr(self, name), name, low=0.0, high=1.0, low_open=True, high_open=True)
         for name, low in (("exhaustive_up_to", 1), ("restarts", 0), ("seed", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}", field=name)
+            check_int(getattr(self, name), name, low)
         if self.exhaustive_up_to > 24:
             raise ConfigError(f"exhaustive_up_to must be <= 24 (2^23 vertices), got "
                               f"{self.exhaustive_up_to}", field="exhaustive_up_to")

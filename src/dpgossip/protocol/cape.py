@@ -53,8 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError, check_int, check_number
-from dpgossip.protocol.ppm_sensitivity import check_choice
+from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 from dpgossip.rng import as_seed_sequence
 
 __all__ = ["SENSITIVITIES", "CapeParams", "CapeNoise", "CapeResult", "second_moment_sensitivity",
@@ -87,10 +86,9 @@ def second_moment_sensitivity(rows: int, kind: str = "row-replacement") -> float
     ``||C||_F^2 = ||x||^4 + ||x'||^4 - 2 <x, x'>^2 <= 2`` and ``||diag C||^2 <= sum_i x_i^4 + x_i'^4
     <= 2``: ``||triu(C)|| <= sqrt(2)``, with equality at ``x = e_1``, ``x' = e_2``.
     """
-    if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
-        raise ConfigError(f"rows must be an integer >= 1, got {rows!r}", field="rows")
+    rows = check_int(rows, "rows", 1)
     check_choice(kind, "kind", tuple(SENSITIVITIES))
-    return SENSITIVITIES[kind] / int(rows)
+    return SENSITIVITIES[kind] / rows
 
 
 def triu_vector(M: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 
-from dpgossip.errors import ConfigError, check_number
+from dpgossip.errors import ConfigError, check_int, check_number
 from dpgossip.topology.network import Network
 
 __all__ = ["PROTOCOLS", "INPUTS", "LinearGossip", "GossipView", "check_observers", "senders_of",
@@ -75,9 +75,7 @@ class LinearGossip:
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got "
                               f"{self.protocol!r}", field="protocol")
-        if isinstance(self.rounds, bool) or not isinstance(self.rounds, Integral) or self.rounds < 1:
-            raise ConfigError(f"rounds must be an integer >= 1, got {self.rounds!r}", field="rounds")
-        object.__setattr__(self, "rounds", int(self.rounds))
+        object.__setattr__(self, "rounds", check_int(self.rounds, "rounds", 1))
         default = "once" if self.protocol == "gossip-average" else "fixed"
         inputs = default if self.inputs is None else self.inputs
         if inputs not in INPUTS:

@@ -38,11 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError, check_int
+from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 from dpgossip.protocol.ppm_sensitivity import (
     ADJACENCIES,
     SENSITIVITY_KINDS,
-    check_choice,
     iterate_sensitivity,
 )
 from dpgossip.rng import as_seed_sequence
@@ -79,15 +78,12 @@ class PpmParams:
         if k > p:
             raise ConfigError(f"k must be <= p = {p}, got {k}", field="k")
         iterations = check_int(self.iterations, "iterations", 1)
-        sigma = self.noise_multiplier
-        if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(sigma)) or float(sigma) < 0:
-            raise ConfigError(f"noise_multiplier must be a finite number >= 0, got {sigma!r}",
-                              field="noise_multiplier")
+        sigma = check_number(self.noise_multiplier, "noise_multiplier", low=0,
+                             expected="a finite number >= 0")
         check_choice(self.sensitivity, "sensitivity", SENSITIVITY_KINDS)
         check_choice(self.adjacency, "adjacency", ADJACENCIES)
         for name, value in (("p", p), ("k", k), ("iterations", iterations),
-                            ("noise_multiplier", float(sigma))):
+                            ("noise_multiplier", sigma)):
             object.__setattr__(self, name, value)
 
     def to_row(self) -> dict[str, object]:

@@ -38,9 +38,9 @@ import math
 
 import numpy as np
 
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, check_choice
 
-__all__ = ["ADJACENCIES", "SENSITIVITY_KINDS", "check_choice", "iterate_sensitivity", "element_sensitivity",
+__all__ = ["ADJACENCIES", "SENSITIVITY_KINDS", "iterate_sensitivity", "element_sensitivity",
            "row_replacement_sensitivity", "replacement_change"]
 
 ADJACENCIES = ("element", "row-replacement", "bounded-row-replacement")
@@ -48,15 +48,6 @@ ADJACENCIES = ("element", "row-replacement", "bounded-row-replacement")
 ball; ``"bounded-row-replacement"``: the same with ``||x - x'|| <= 1``."""
 SENSITIVITY_KINDS = ("prior", "improved")
 """``"prior"``: the bound extrapolated column by column (``sqrt(p)``); ``"improved"``: the joint bound."""
-
-
-def check_choice(value: object, field: str, choices: tuple[str, ...]) -> str:
-    """``value`` when it is one of ``choices``, else :class:`ConfigError` naming ``field``."""
-    if not isinstance(value, str) or value not in choices:
-        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
-        raise ConfigError(f"{field} must be one of {', '.join(map(repr, choices))}, got {value!r}{hint}",
-                          field=field)
-    return value
 
 
 def element_sensitivity(V: np.ndarray, kind: str = "improved") -> float:
