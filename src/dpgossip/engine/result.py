@@ -21,8 +21,6 @@ class EngineResult(RunResult):
     engine's own facts as typed fields (a matrix-backend run is a plain ``RunResult``: test with
     ``isinstance(res, EngineResult)``)."""
 
-    status: str
-    """One of :data:`~dpgossip.engine.outcome.STATUSES` (``outcome.status``)."""
     outcome: EngineOutcome
     """Status, failures, detections and each agent's progress."""
     summary: EngineSummary
@@ -38,3 +36,8 @@ class EngineResult(RunResult):
     """Every accepted message, when the run recorded it in memory."""
     transcript_path: str | None = None
     """The JSON-lines transcript file, when the run wrote one."""
+
+    @property
+    def status(self) -> str:
+        """One of :data:`~dpgossip.engine.outcome.STATUSES` (``outcome.status``)."""
+        return self.outcome.status

@@ -478,7 +478,7 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         Q=Q, iterates=tr.iterates, z=tr.z, z_half=tr.z_half, noise=tr.noise, data=tr.blocks,
         deflation=tr.deflation, params=params, backend="engine",
         seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None, states=tr.states,
-        status=status, outcome=outcome, summary=summary, conditions=conditions, rows_kept=kept,
+        outcome=outcome, summary=summary, conditions=conditions, rows_kept=kept,
         dissemination="flood" if disseminate else "none (Q assembled by the simulator)",
         transcript=None if writer.records is None else tuple(writer.records),
         transcript_path=None if writer.path is None else str(writer.path))
