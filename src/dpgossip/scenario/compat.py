@@ -25,10 +25,12 @@ def check_combinations(raw: Mapping[str, Any], config: Mapping[str, Any]) -> Non
     """Raise ``ConfigError`` for incompatible settings of a resolved configuration.
 
     Checked: the LDP baseline and its budget; ``data.sizes`` and ``data.partition``; ``data.synthetic``
-    and ``data.source``; ``[engine]`` conditions and ``backend``.
+    and ``data.source``; ``protocol.kind``, ``[ppm]`` and ``backend``; ``[engine]`` conditions and
+    ``backend``.
     """
     _check_baseline(config["baseline"])
     _check_data(config["data"])
+    _check_kinds(raw, config)
     backends = _values(config["backend"])
     if "engine" in raw and "engine" not in backends:
         raise ConfigError(
@@ -78,3 +80,26 @@ def _check_data(data: Mapping[str, Any]) -> None:
         raise ConfigError(
             "data.source = 'synthetic' needs data.synthetic = { n = rows, d = cols, spectrum = ... }"
         )
+
+
+def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    kinds = _values(config["protocol"]["kind"])
+    ppm = [k for k in kinds if k != "ddppm"]
+    if ppm and "ppm" not in config:
+        raise ConfigError(
+            f"protocol.kind = {ppm[0]!r} needs a [ppm] section with its noise: noise_multiplier = "
+            "sigma, or epsilon = the budget to calibrate to (docs/ppm.md)", field="ppm")
+    if "ppm" in raw and not ppm:
+        raise ConfigError(
+            "ppm: [ppm] is given but protocol.kind is 'ddppm', which ignores it; set protocol.kind "
+            "(e.g. \"ppm\") or remove [ppm]", field="ppm")
+    if ppm and "engine" in _values(config["backend"]):
+        raise ConfigError(
+            f"backend: protocol.kind = {ppm[0]!r} runs on the matrix backend only for now; set "
+            "backend = \"matrix\"", field="backend")
+    block = config.get("ppm", {}).get("block_rank")
+    for p in _values(block):
+        for r in _values(config["protocol"]["rank"]):
+            if p is not None and p < r:
+                raise ConfigError(f"ppm.block_rank = {p} must be >= protocol.rank = {r} (the "
+                                  "target rank k <= the iteration rank p)", field="ppm.block_rank")

@@ -16,6 +16,9 @@ from dpgossip.scenario.sweep import axis_groups
 
 __all__ = ["Point", "expand", "point_hash", "axis_groups_of"]
 
+DEFAULT_KIND = "ddppm"
+"""``protocol.kind`` by default; left out of the point key (keys of stored results stay valid)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Point:
@@ -77,7 +80,15 @@ def expand(config: Mapping[str, Any]) -> list[Point]:
 
 
 def point_hash(config: Mapping[str, Any]) -> str:
-    """SHA-256 (first 16 hex digits) of the canonical JSON of a configuration, output settings excluded."""
+    """SHA-256 (first 16 hex digits) of the canonical JSON of a configuration, output settings excluded.
+
+    ``protocol.kind = "ddppm"`` (the default) is left out, so that a point's key is the one it had
+    before that setting existed and stored results resume.
+    """
     relevant = {k: v for k, v in config.items() if k not in ("output", "description")}
+    protocol = relevant.get("protocol")
+    if isinstance(protocol, Mapping) and protocol.get("kind") == DEFAULT_KIND:
+        # protocol.kind came after results were stored: its default leaves the key as it was
+        relevant["protocol"] = {k: v for k, v in protocol.items() if k != "kind"}
     text = json.dumps(relevant, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -20,6 +20,7 @@ from typing import Any
 
 from dpgossip.errors import renamed_fields
 from dpgossip.protocol import NoiseSchedule
+from dpgossip.scenario.ppm_section import PpmSpec
 
 __all__ = [
     "DataSpec", "NetworkSpec", "ProtocolSpec", "BaselineSpec", "CalibrateSpec", "PrivacySpec",
@@ -105,7 +106,8 @@ class NetworkSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtocolSpec:
-    """``[protocol]``: D-DP-PM's settings (:func:`dpgossip.protocol.resolve_params`)."""
+    """``[protocol]``: the protocol's kind and D-DP-PM's settings (:func:`dpgossip.protocol.resolve_params`;
+    the ``ppm*`` kinds read ``iterations``, ``rank`` and ``consensus_steps`` and the ``[ppm]`` section)."""
 
     iterations: int
     consensus_steps: int
@@ -113,6 +115,7 @@ class ProtocolSpec:
     alpha: float | str | Mapping[str, float]
     sigma_q: float | None
     noise: NoiseSchedule
+    kind: str = "ddppm"
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> ProtocolSpec:
@@ -123,7 +126,7 @@ class ProtocolSpec:
                    consensus_steps=int(table["consensus_steps"]), rank=int(table["rank"]),
                    alpha=_frozen(alpha) if isinstance(alpha, Mapping) else alpha,
                    sigma_q=table.get("sigma_q"),
-                   noise=noise_schedule(table.get("noise")))
+                   noise=noise_schedule(table.get("noise")), kind=table.get("kind", "ddppm"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,8 +209,8 @@ class PointSpec:
         Root seed, repeats, ``"matrix"`` or ``"engine"``.
     data, network, protocol, baseline
         The sections' specs.
-    privacy
-        ``None`` when the scenario has no ``[privacy]``.
+    privacy, ppm
+        ``None`` when the scenario has no ``[privacy]`` (``[ppm]``).
     engine
         The ``[engine]`` table (network conditions; :meth:`dpgossip.engine.NetworkConditions.from_mapping`
         checks it), empty when absent.
@@ -222,6 +225,7 @@ class PointSpec:
     baseline: BaselineSpec
     privacy: PrivacySpec | None
     engine: Mapping[str, Any]
+    ppm: PpmSpec | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> PointSpec:
@@ -233,4 +237,5 @@ class PointSpec:
                    protocol=ProtocolSpec.from_config(config["protocol"]),
                    baseline=BaselineSpec.from_config(config.get("baseline")),
                    privacy=PrivacySpec.from_config(priv) if priv else None,
-                   engine=MappingProxyType(dict(config.get("engine") or {})))
+                   engine=MappingProxyType(dict(config.get("engine") or {})),
+                   ppm=PpmSpec.from_config(config["ppm"]) if config.get("ppm") else None)

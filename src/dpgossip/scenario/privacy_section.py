@@ -345,6 +345,11 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibrat
         )
 
 
+def _is_ddppm(config: Mapping[str, Any]) -> bool:
+    """Whether the point runs D-DP-PM, the only protocol this section audits and calibrates."""
+    return config["protocol"].get("kind", "ddppm") == "ddppm"
+
+
 def prepare_point(config: Mapping[str, Any], structure: Structure
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Before a point runs: calibrate its noise when ``privacy.calibrate`` is set.
@@ -362,7 +367,7 @@ def prepare_point(config: Mapping[str, Any], structure: Structure
         When the target cannot be met at any scale tried (the message says why).
     """
     priv = config.get("privacy") or {}
-    if not priv.get("calibrate"):
+    if not priv.get("calibrate") or not _is_ddppm(config):
         return dict(config), {}
     cal = calibrate_point(config, structure)
     if not cal.met and priv["calibrate"].get("infeasible", "error") != "floor":
@@ -467,6 +472,8 @@ def audit_point(config: Mapping[str, Any], problem: Problem) -> dict[str, list[d
     point was calibrated."""
     priv = config["privacy"]
     tables: dict[str, list[dict[str, Any]]] = {}
+    if not _is_ddppm(config):  # the ppm* kinds audit their own runs (scenario.protocol_point)
+        return tables
     calibrated = priv.get("calibrated")
     if calibrated:
         tables["calibration"] = [dict(calibrated)]

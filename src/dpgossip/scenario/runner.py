@@ -41,6 +41,9 @@ def run_point(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every repeat of one point on its problem (built once by the caller).
 
+    A point whose ``protocol.kind`` is not ``ddppm`` runs
+    :func:`dpgossip.scenario.protocol_point.run_protocol_point` instead.
+
     Returns
     -------
     runs, iterations
@@ -50,6 +53,10 @@ def run_point(
         ``status`` from its summary is the ``engine_status`` column, its crashed agents
         ``crashed_agents``.
     """
+    if spec.protocol.kind != "ddppm":
+        from dpgossip.scenario.protocol_point import run_protocol_point
+
+        return run_protocol_point(spec, problem, axes)
     data, network, params = problem.data, problem.network, problem.params
     top = top_singular(data.X, params.rank)
     base_row = {
@@ -90,7 +97,7 @@ def run_point(
                 if name not in TIMING_COLUMNS:
                     row["engine_status" if name == "status" else name] = value
         if spec.baseline.ldp:
-            row.update(_ldp_row(spec, k, data, params, spec_u=top.U))
+            row.update(ldp_row(spec, k, data, params, spec_u=top.U))
         flag_non_finite(row, ("ldp_error",))
         runs.append(row)
         for l in range(params.rank):
@@ -107,7 +114,7 @@ def run_point(
     return runs, iters
 
 
-def _ldp_row(spec: PointSpec, k: int, data: Any, params: Any, *, spec_u: np.ndarray) -> dict[str, Any]:
+def ldp_row(spec: PointSpec, k: int, data: Any, params: Any, *, spec_u: np.ndarray) -> dict[str, Any]:
     """The LDP baseline's columns of repeat ``k`` (its own stream, ``spawn_key=(k, 1)``)."""
     base = spec.baseline
     ldp = run_ldp(data.X, params.rank, base.epsilon, base.delta,

@@ -9,7 +9,8 @@ Besides the sections of :data:`SCHEMA`, a scenario may have
 * ``[engine]``: network conditions for ``backend = "engine"``, checked by
   :meth:`dpgossip.engine.NetworkConditions.from_mapping`;
 * sections registered by modules of this layer (:mod:`~dpgossip.scenario.sections`): ``[privacy]``
-  (:mod:`~dpgossip.scenario.privacy_section`, imported at the end of this module).
+  (:mod:`~dpgossip.scenario.privacy_section`) and ``[ppm]`` (:mod:`~dpgossip.scenario.ppm_section`),
+  imported at the end of this module.
 
 Combinations of settings that are valid alone but not together are rejected by
 :mod:`~dpgossip.scenario.compat`.
@@ -25,6 +26,7 @@ from typing import Any
 from dpgossip.data import PARTITIONS
 from dpgossip.data.preprocess import SCALES
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, renamed_fields
+from dpgossip.protocol.interface import PROTOCOL_KINDS
 from dpgossip.protocol.ldp import LDP_CALIBRATIONS
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.fields import REQUIRED, Field
@@ -209,6 +211,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         ),
     },
     "protocol": {
+        "kind": Field(
+            kind=str,
+            default="ddppm",
+            choices=PROTOCOL_KINDS,
+            doc="the protocol: ddppm (001), ppm, ppm-federated or ppm-gossip (000; settings in "
+            "[ppm])",
+        ),
         "iterations": Field(kind=int, default=REQUIRED, low=1, doc="power iterations T"),
         "consensus_steps": Field(
             kind=int,
@@ -479,4 +488,5 @@ def setting_paths(config: Mapping[str, Any] | None = None) -> dict[str, bool]:
 
 
 # the sections this layer owns register themselves on import (after SCHEMA and register_section exist)
+from dpgossip.scenario import ppm_section as _ppm_section  # noqa: E402,F401
 from dpgossip.scenario import privacy_section as _privacy_section  # noqa: E402,F401

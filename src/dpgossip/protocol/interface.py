@@ -1,0 +1,163 @@
+"""One interface for every private PCA protocol: what a run returns, and the registry of kinds.
+
+A protocol is an object with a ``kind`` (its name in a scenario's ``protocol.kind``), a ``side``
+(what it estimates) and ``run(data, network, seed) -> ProtocolRun``. The run keeps the protocol's own
+result (``result``: e.g. :class:`~dpgossip.protocol.result.RunResult` of D-DP-PM or
+:class:`~dpgossip.protocol.ppm.PpmResult`) for the layers that need its details (the auditor, the
+engine's comparison), and a common view for measurement:
+
+* ``trajectory[t]`` (``t = 0..L``): the estimate released after iteration ``t``, ``dim x k`` with
+  unit columns (orthonormal for the ``ppm*`` kinds, whose iterates are QR factors; D-DP-PM's
+  components, computed one after another by a noisy deflation, need not be orthogonal);
+* ``final``: the protocol's output (``trajectory[L]``);
+* ``agent_finals``: each agent's own final estimate when agents end with different ones (gossip
+  protocols with finite ``c``), else ``None``.
+
+Sides. D-DP-PM estimates the **left** singular vectors of ``X`` (``n``-dimensional, one slice per
+agent: ``q = alpha X z``); the power method of 000 (``ppm*``) estimates the top-``k`` **right**
+singular subspace, of ``A = X^T X`` (``d``-dimensional). Both are measured by the subspace distance
+``||(I - U U^T) U_hat||_2`` (the sine of the largest principal angle) to the exact subspace of their
+own side, so their errors are on the same scale in ``[0, 1]``.
+
+The guarantee a protocol's paper proves and the per-instance audit live in the privacy layer
+(:mod:`dpgossip.privacy.accountant`, :mod:`dpgossip.privacy.ppm_audit`), which may import this module
+and never the reverse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.errors import check_choice
+from dpgossip.protocol.ddppm import run_matrix
+from dpgossip.protocol.metrics import subspace_distance
+from dpgossip.protocol.params import ProtocolParams
+from dpgossip.protocol.ppm import PpmParams, PpmResult, run_ppm, run_ppm_federated
+from dpgossip.topology.network import Network
+
+__all__ = ["ProtocolRun", "PrivateProtocol", "Ddppm", "Ppm", "PpmFederated", "PROTOCOL_KINDS",
+           "SIDES", "exact_subspace"]
+
+PROTOCOL_KINDS: tuple[str, ...] = ("ddppm", "ppm", "ppm-federated", "ppm-gossip")
+"""Every value of ``protocol.kind``; ``ddppm`` (001, Algorithm 1) is the default."""
+
+SIDES: tuple[str, ...] = ("left", "right")
+"""``left``: ``n``-dimensional left singular vectors of ``X``; ``right``: ``d``-dimensional right ones."""
+
+
+def exact_subspace(X: np.ndarray, k: int, side: str) -> np.ndarray:
+    """The exact top-``k`` singular subspace of ``X`` on ``side`` (orthonormal columns, by SVD)."""
+    check_choice(side, "side", SIDES)
+    U, _, Vt = np.linalg.svd(np.asarray(X, dtype=float), full_matrices=False)
+    return U[:, :k].copy() if side == "left" else Vt[:k].T.copy()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ProtocolRun:
+    """One run of any protocol, in the common view of the module docstring."""
+
+    kind: str
+    side: str
+    trajectory: np.ndarray
+    """``(L + 1, dim, k)``: the released estimate after each iteration (unit columns)."""
+    agent_finals: np.ndarray | None
+    """``(m, dim, k)``: each agent's own final estimate, or ``None`` when all hold ``final``."""
+    result: object
+    """The protocol's own result (``RunResult``, ``PpmResult``, ...)."""
+
+    @property
+    def final(self) -> np.ndarray:
+        """``(dim, k)``: the protocol's output."""
+        return self.trajectory[-1]
+
+    def errors(self, truth: np.ndarray) -> np.ndarray:
+        """``(L + 1,)``: subspace distance of each iterate's estimate to ``truth`` (``dim x k``)."""
+        return np.array([subspace_distance(truth, V) for V in self.trajectory])
+
+    def agent_errors(self, truth: np.ndarray) -> np.ndarray:
+        """``(m,)`` subspace distance of each agent's final estimate (the output's when all agree)."""
+        if self.agent_finals is None:
+            return np.array([subspace_distance(truth, self.final)])
+        return np.array([subspace_distance(truth, V) for V in self.agent_finals])
+
+
+@runtime_checkable
+class PrivateProtocol(Protocol):
+    """What the scenario layer needs of a protocol: its kind, its side and a run."""
+
+    kind: ClassVar[str]
+    side: ClassVar[str]
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """One run on ``data`` (and, for decentralised protocols, on ``network``)."""
+        ...
+
+
+def _normalised_columns(Q: np.ndarray) -> np.ndarray:
+    """Columns of ``Q`` scaled to unit norm (a zero column stays zero)."""
+    norms = np.linalg.norm(Q, axis=0)
+    return Q / np.where(norms > 0, norms, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Ddppm:
+    """D-DP-PM (001, Algorithm 1) on the matrix backend: :func:`~dpgossip.protocol.ddppm.run_matrix`.
+
+    ``trajectory[t]`` holds, in column ``l``, component ``l``'s normalised iterate ``q_l^(t)``
+    (components are computed one after another by deflation, so column ``l`` at ``t`` is not
+    simultaneous with column ``l + 1`` at ``t``); ``final`` is ``Q`` of Algorithm 1, line 9.
+    """
+
+    params: ProtocolParams
+    kind: ClassVar[str] = "ddppm"
+    side: ClassVar[str] = "left"
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:func:`run_matrix` in the common view."""
+        res = run_matrix(data, network, self.params, seed)
+        traj = np.stack([_normalised_columns(res.iterates[:, t, :].T)
+                         for t in range(res.iterates.shape[1])])
+        traj[-1] = res.Q
+        return ProtocolRun(kind=self.kind, side=self.side, trajectory=traj, agent_finals=None,
+                           result=res)
+
+
+def _ppm_run(kind: str, res: PpmResult) -> ProtocolRun:
+    k = res.params.k
+    return ProtocolRun(kind=kind, side="right", trajectory=res.iterates[:, :, :k].copy(),
+                       agent_finals=None, result=res)
+
+
+@dataclass(frozen=True, slots=True)
+class Ppm:
+    """000's Algorithm 1 (trusted curator): :func:`~dpgossip.protocol.ppm.run_ppm`; no network."""
+
+    params: PpmParams
+    kind: ClassVar[str] = "ppm"
+    side: ClassVar[str] = "right"
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:func:`run_ppm` in the common view (``network`` is not used)."""
+        return _ppm_run(self.kind, run_ppm(data, self.params, seed))
+
+
+@dataclass(frozen=True, slots=True)
+class PpmFederated:
+    """000's Algorithm 2 (a server, every agent a client, secure aggregation):
+    :func:`~dpgossip.protocol.ppm.run_ppm_federated`; the graph is not used (a star to the server)."""
+
+    params: PpmParams
+    kind: ClassVar[str] = "ppm-federated"
+    side: ClassVar[str] = "right"
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:func:`run_ppm_federated` in the common view."""
+        return _ppm_run(self.kind, run_ppm_federated(data, self.params, seed))

@@ -1,0 +1,120 @@
+"""Run the repeats of a point whose ``protocol.kind`` is a ``ppm*`` kind (``[ppm]``, docs/ppm.md).
+
+Each repeat ``k`` runs the protocol with ``SeedSequence(seed, spawn_key=(k,))`` (the repeat seed of
+every kind, :func:`~dpgossip.scenario.runner.repeat_seed`), measures the subspace distance of its
+estimate to the exact top-``k`` right singular subspace of ``X`` after every iteration, and reports the
+guarantee of its accountant and (``ppm.audit``) the per-instance audit of the server's view:
+
+* ``guaranteed_epsilon``: :func:`dpgossip.privacy.accountant.realised_guarantee` (PLD accountant) of
+  the run's noise multipliers under ``ppm.adjacency``, at ``ppm.delta``: a DP guarantee;
+* ``audited_epsilon``: :func:`dpgossip.privacy.ppm_audit.audit_ppm` at ``ppm.delta``, with the
+  neighbours of the adjacency (``bounded`` for ``bounded-row-replacement``, ``replace-one`` for the
+  two others): the exact epsilon of the worst neighbour found along the realised trajectory, a
+  LOWER ESTIMATE of the per-instance worst case, never a guarantee.
+
+The server of ``ppm-federated`` sees only the sums, which are the central releases (000, Theorem 5.2),
+so both kinds have the same audited view.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from dpgossip.errors import ConfigError
+from dpgossip.privacy.accountant import calibrate_ppm_noise, realised_guarantee
+from dpgossip.privacy.ppm_audit import audit_ppm
+from dpgossip.protocol.interface import Ppm, PpmFederated, PrivateProtocol, exact_subspace
+from dpgossip.protocol.power import top_singular
+from dpgossip.protocol.ppm import PpmParams, PpmResult
+from dpgossip.scenario.point import PointSpec
+from dpgossip.scenario.ppm_section import PpmSpec
+from dpgossip.scenario.problem import Problem
+
+__all__ = ["ppm_params", "make_protocol", "run_protocol_point", "AUDIT_NEIGHBOURS"]
+
+AUDIT_NEIGHBOURS: dict[str, str] = {"row-replacement": "replace-one",
+                                    "bounded-row-replacement": "bounded", "element": "replace-one"}
+"""The auditor's neighbour kind for each adjacency. The element adjacency has no row model; its
+rows are audited as row replacements (which the element guarantee does not cover: docs/ppm.md)."""
+
+
+def ppm_params(spec: PointSpec) -> PpmParams:
+    """The :class:`PpmParams` of a ``ppm*`` point (the noise calibrated when ``ppm.epsilon`` is set)."""
+    ppm = spec.ppm
+    if ppm is None:
+        raise ConfigError(f"protocol.kind = {spec.protocol.kind!r} needs a [ppm] section", field="ppm")
+    k = spec.protocol.rank
+    sigma = ppm.noise_multiplier
+    if sigma is None:
+        sigma = calibrate_ppm_noise(ppm.epsilon, ppm.delta, spec.protocol.iterations)
+    return PpmParams(p=k if ppm.block_rank is None else ppm.block_rank, k=k,
+                     iterations=spec.protocol.iterations, noise_multiplier=sigma,
+                     sensitivity=ppm.sensitivity, adjacency=ppm.adjacency)
+
+
+def make_protocol(spec: PointSpec) -> PrivateProtocol:
+    """The protocol object of a ``ppm*`` point."""
+    params = ppm_params(spec)
+    kind = spec.protocol.kind
+    if kind == "ppm":
+        return Ppm(params)
+    if kind == "ppm-federated":
+        return PpmFederated(params)
+    raise ConfigError(f"protocol.kind = {kind!r} is not available in scenarios yet; use ppm or "
+                      "ppm-federated", field="protocol.kind")
+
+
+def _privacy_columns(problem: Problem, result: PpmResult, ppm: PpmSpec, repeat: int) -> dict[str, Any]:
+    guarantee = realised_guarantee(result, ppm.delta, adjacency=ppm.adjacency)
+    row: dict[str, Any] = {"delta": ppm.delta, "guaranteed_epsilon": guarantee.epsilon_pld,
+                           "guarantee_accountant": "pld", "adjacency": ppm.adjacency}
+    if ppm.audit:
+        audit = audit_ppm(problem.data, result, delta=ppm.delta,
+                          neighbours=AUDIT_NEIGHBOURS[ppm.adjacency], seed=repeat)
+        row["audited_epsilon"] = audit.epsilon
+        row["audit_neighbours"] = AUDIT_NEIGHBOURS[ppm.adjacency]
+        row["audit_exceeds_guarantee"] = bool(audit.epsilon > guarantee.epsilon_pld * (1 + 1e-6))
+    return row
+
+
+def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
+                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every repeat of a ``ppm*`` point: ``runs`` rows (final error, guarantee, audit) and
+    ``iterations`` rows (error after each iteration; ``component`` is ``0``: the ``k``-dimensional
+    subspace as a whole).
+
+    Returns
+    -------
+    runs, iterations
+        Tidy rows, as :func:`dpgossip.scenario.runner.run_point`.
+    """
+    from dpgossip.scenario.runner import ldp_row, repeat_seed  # the runner dispatches here
+
+    protocol = make_protocol(spec)
+    data, network = problem.data, problem.network
+    params = protocol.params
+    if params.p > data.d:
+        raise ConfigError(f"ppm.block_rank = {params.p} must be <= d = {data.d} (the data's "
+                          "columns)", field="ppm.block_rank")
+    truth = exact_subspace(data.X, params.k, protocol.side)
+    base = {**{k.replace(".", "_"): v for k, v in axes.items()}, **network.to_row(),
+            **data.to_row(), "kind": protocol.kind, **params.to_row(), "backend": spec.backend}
+    runs, iters = [], []
+    for k in range(spec.repeats):
+        run = protocol.run(data, network, repeat_seed(spec.seed, k))
+        errors = run.errors(truth)
+        row = {**base, "repeat": k, "error": float(errors[-1]),
+               "subspace_distance": float(errors[-1]),
+               "max_agent_error": float(run.agent_errors(truth).max()),
+               "status": "ok" if all(math.isfinite(e) for e in errors) else "non-finite",
+               "status_reason": ""}
+        row.update(_privacy_columns(problem, run.result, spec.ppm, k))
+        if spec.baseline.ldp:
+            row.update(ldp_row(spec, k, data, problem.params,
+                               spec_u=top_singular(data.X, problem.params.rank).U))
+        runs.append(row)
+        iters.extend({**base, "repeat": k, "component": 0, "iteration": t, "error": float(e)}
+                     for t, e in enumerate(errors))
+    return runs, iters
