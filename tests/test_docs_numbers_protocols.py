@@ -33,7 +33,8 @@ def _doc(page: str) -> str:
 
 
 PAGES = {
-    "ppm": ("ppm_table", "ppm_pld_gap", "ppm_replace_one", "ppm_paper_limit", "ppm_search"),
+    "ppm": ("ppm_table", "ppm_pld_gap", "ppm_replace_one", "ppm_paper_limit", "ppm_search",
+            "ppm_gossip_table", "ppm_gossip_limits"),
     "cape": ("cape_table", "cape_factors"),
     "network-dp": ("network_grid", "network_erdos_renyi", "network_cycle", "hypercube_table",
                    "hypercube_closed_form", "hypercube_antipode"),

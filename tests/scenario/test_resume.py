@@ -7,8 +7,8 @@ import pytest
 
 from dpgossip.errors import ConfigError
 from dpgossip.report import make_report
-from dpgossip.scenario import run_scenario, runner
-from dpgossip.scenario.results import point_file
+from dpgossip.scenario import batches, run_scenario, runner
+from dpgossip.scenario.batches import BATCH_FORMAT, saved_keys, saved_points
 
 from .helpers import read_bytes, small
 
@@ -44,9 +44,10 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path, monkeypatch, refe
     monkeypatch.setattr(runner, "run_point", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_scenario(sc, tmp_path, quiet=True)
-    # two whole points on disk, no final tables yet, the resolved configuration already there
+    # two whole points on disk (saved on the way out), no final tables yet, the resolved
+    # configuration already there
     points = sc.points()
-    assert [point_file(tmp_path, p.key).is_file() for p in points] == [True, True, False]
+    assert [p.key in saved_keys(tmp_path) for p in points] == [True, True, False]
     assert not (tmp_path / "runs.csv").exists() and not (tmp_path / "summary.json").exists()
     assert (tmp_path / "config.resolved.json").is_file()
     assert not list((tmp_path / "points").glob(".*.tmp"))
@@ -68,18 +69,57 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path, monkeypatch, refe
     assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
 
 
-def test_corrupt_or_foreign_point_file_is_recomputed(tmp_path, monkeypatch, reference):
+def test_corrupt_or_foreign_point_entry_is_recomputed(tmp_path, monkeypatch, reference):
     sc = small()
+    monkeypatch.setattr(batches, "FLUSH_SECONDS", 1e9)  # the three points in one batch file
     run_scenario(sc, tmp_path, quiet=True)
+    (batch,) = (tmp_path / "points").glob("batch-*.json")
+    data = json.loads(batch.read_text())
+    assert data["format"] == BATCH_FORMAT and len(data["points"]) == 3
     p0, p1 = sc.points()[:2]
-    point_file(tmp_path, p0.key).write_text("{not json")
-    data = json.loads(point_file(tmp_path, p1.key).read_text())
-    data["hash"] = "0" * 16
-    point_file(tmp_path, p1.key).write_text(json.dumps(data))
+    entries = {e["hash"]: e for e in data["points"]}
+    entries[p0.key]["format"] = "something/else"
+    entries[p1.key]["hash"] = "0" * 16
+    batch.write_text(json.dumps(data))
+    assert set(saved_points(tmp_path)) == {"0" * 16, sc.points()[2].key}
     counting = CountingRunPoint()
     monkeypatch.setattr(runner, "run_point", counting)
     run_scenario(sc, tmp_path, quiet=True)
     assert counting.calls == [{"protocol.consensus_steps": 1}, {"protocol.consensus_steps": 2}]
+    assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
+
+
+def test_unreadable_batch_file_recomputes_its_points(tmp_path, monkeypatch, reference):
+    sc = small()
+    monkeypatch.setattr(batches, "FLUSH_SECONDS", 1e9)
+    run_scenario(sc, tmp_path, quiet=True)
+    (batch,) = (tmp_path / "points").glob("batch-*.json")
+    batch.write_text(batch.read_text()[:200])  # as a torn file would be
+    counting = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", counting)
+    run_scenario(sc, tmp_path, quiet=True)
+    assert len(counting.calls) == 3
+    assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
+
+
+def test_point_files_of_earlier_versions_resume(tmp_path, monkeypatch, reference):
+    """Results folders written one file per point (before batches) are read back."""
+    from dpgossip.scenario.results import point_file, read_point, write_point
+
+    sc = small()
+    monkeypatch.setattr(batches, "FLUSH_SECONDS", 1e9)
+    run_scenario(sc, tmp_path, quiet=True)
+    (batch,) = (tmp_path / "points").glob("batch-*.json")
+    stored = {p.key: batches.stored_point(tmp_path, p.key, p.index, saved_points(tmp_path))
+              for p in sc.points()}
+    batch.unlink()
+    for result in stored.values():
+        write_point(tmp_path, result)
+    assert all(point_file(tmp_path, k).is_file() and read_point(tmp_path, k, 0) for k in stored)
+    counting = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", counting)
+    run_scenario(sc, tmp_path, quiet=True)
+    assert counting.calls == []
     assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
 
 

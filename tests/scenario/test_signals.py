@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from dpgossip.scenario.batches import saved_keys
+
 # Slow points (many iterations on a big ring, many repeats) so that SIGTERM lands mid-sweep.
 SCENARIO = """
 name = "slow"
@@ -61,10 +63,11 @@ def _cmd(sc: Path, out: Path, *extra: str) -> list[str]:
 
 def _start_pool(tmp_path: Path, scenario: str, output: int = subprocess.PIPE
                 ) -> tuple[subprocess.Popen, list[int], list[str]]:
-    """Start ``dpgossip run --workers 2`` and wait for its two workers."""
+    """Start ``dpgossip run --workers 3`` and wait for its two spawned workers (the third lane is
+    the command's own process)."""
     sc = tmp_path / "slow.toml"
     sc.write_text(scenario)
-    cmd = _cmd(sc, tmp_path / "out", "--workers", "2", "-q")
+    cmd = _cmd(sc, tmp_path / "out", "--workers", "3", "-q")
     proc = subprocess.Popen(cmd, stdout=output, stderr=output, text=True)
     workers: list[int] = []
     deadline = time.monotonic() + 60
@@ -103,12 +106,12 @@ def test_sigterm_stops_the_workers_and_the_sweep_resumes(tmp_path):
     assert "Traceback" not in err
     time.sleep(0.5)
     assert not [w for w in workers if _alive(w)], "orphaned workers after SIGTERM"
-    done = len(list((out / "points").glob("*.json"))) if (out / "points").exists() else 0
+    done = len(saved_keys(out))
     assert done < 4
     # the same command finishes the sweep
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
-    assert len(list((out / "points").glob("*.json"))) == 4
+    assert len(saved_keys(out)) == 4
 
 
 @linux

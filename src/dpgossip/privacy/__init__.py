@@ -25,6 +25,13 @@ from dpgossip.privacy.gossip_bounds import muffliato_per_message
 from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
 from dpgossip.privacy.ppm_audit import PpmAudit, audit_ppm
+from dpgossip.privacy.ppm_gossip_audit import (
+    PpmGossipAudit,
+    audit_ppm_gossip,
+    coalition_view,
+    eavesdropper_view,
+    sum_view,
+)
 from dpgossip.privacy.release import ReleaseModel, build_release_model
 from dpgossip.privacy.views import VIEW_KINDS, View, make_view
 from dpgossip.protocol.mechanism import (
@@ -41,4 +48,5 @@ __all__ = [
     "classical_gaussian_sigma", "gaussian_mechanism_delta", "Guarantee", "ppm_guarantee",
     "calibrate_ppm_noise", "to_pld", "CapeGuarantee", "cape_guarantee", "audit_gossip",
     "LinearAuditSettings", "PairLeakage", "muffliato_per_message", "PpmAudit", "audit_ppm",
+    "PpmGossipAudit", "audit_ppm_gossip", "coalition_view", "eavesdropper_view", "sum_view",
 ]

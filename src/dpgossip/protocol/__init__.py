@@ -16,6 +16,7 @@ from dpgossip.protocol.metrics import (
 from dpgossip.protocol.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.protocol.power import Spectrum, centralized_power_method, top_singular
 from dpgossip.protocol.ppm import PpmParams, PpmResult, run_ppm, run_ppm_federated
+from dpgossip.protocol.ppm_gossip import PpmGossipParams, PpmGossipResult, run_ppm_gossip
 from dpgossip.protocol.result import RunResult
 from dpgossip.protocol.spectrum import xi_eigenvalues, xi_matrix
 
@@ -52,4 +53,7 @@ __all__ = [
     "LinearGossip",
     "GossipView",
     "observe",
+    "PpmGossipParams",
+    "PpmGossipResult",
+    "run_ppm_gossip",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 
 from dpgossip.errors import ConfigError
 from dpgossip.scenario.assemble import assemble, remove_stale_outputs
+from dpgossip.scenario.batches import BatchWriter, saved_points, stored_point
 from dpgossip.scenario.execute import (
     DASK_TIMEOUT,
     PointTask,
@@ -32,7 +33,7 @@ from dpgossip.scenario.options import check_scheduler
 from dpgossip.scenario.outdir import check_out_dir
 from dpgossip.scenario.preflight import Structures, preflight
 from dpgossip.scenario.progress import Progress
-from dpgossip.scenario.results import PointResult, read_point, write_point
+from dpgossip.scenario.results import PointResult
 from dpgossip.scenario.schema import SCHEMA, register_section, validate
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 
@@ -211,12 +212,13 @@ def _run(
     tasks: list[PointTask] = []
     seen: set[str] = set()
     base = str(scenario.base) if scenario.base is not None else None
+    batches = saved_points(out_dir)
     for p in points:
         key = structures.keys[p.index]
         if key in seen:
             continue  # the same configuration twice in a sweep: computed once
         seen.add(key)
-        stored = read_point(out_dir, key, p.index)
+        stored = stored_point(out_dir, key, p.index, batches)
         if stored is not None:
             results[key] = stored
         else:
@@ -233,15 +235,7 @@ def _run(
         stream = run_pool(tasks, n_workers)
     else:
         stream = run_inline(tasks)
-    try:
-        for result in stream:
-            write_point(out_dir, result)
-            results[result.key] = result
-            progress.update(result)
-            progress.warn(result)
-    finally:
-        stream.close()  # stops a pool or cluster at once when we leave early
-        progress.close()
+    _save_all(stream, BatchWriter(out_dir), results, progress)
     assemble(
         out_dir,
         cfg,
@@ -258,3 +252,26 @@ def _run(
         },
     )
     return out_dir
+
+
+def _save_all(stream: Any, writer: BatchWriter, results: dict[str, PointResult],
+              progress: Progress) -> None:
+    """Save the points of ``stream`` in batches as they finish and report each once it is saved; on
+    the way out (an error, Ctrl-C, SIGTERM) the points already finished are saved first."""
+
+    def report(saved: list[PointResult]) -> None:
+        for result in saved:
+            progress.update(result)
+            progress.warn(result)
+
+    try:
+        for result in stream:
+            results[result.key] = result
+            report(writer.add(result))
+        report(writer.flush())
+    finally:
+        try:
+            report(writer.flush())  # nothing pending unless we leave early
+        finally:
+            stream.close()  # stops a pool or cluster at once when we leave early
+            progress.close()

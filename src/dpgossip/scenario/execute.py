@@ -7,11 +7,15 @@ executor gives the same rows, to the last bit; results come back in completion o
 point order when the folder is assembled.
 
 * :func:`run_inline` -- one after the other in this process (``--workers 1``, the default);
-* :func:`run_pool` -- a :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn`` start method
-  (``--workers N``); workers ignore SIGINT, are terminated when the sweep is interrupted, and die with
-  this process however it ends (even ``kill -9``: see :func:`_worker_init`);
+* :func:`run_pool` -- ``--workers N``: this process and a :class:`concurrent.futures.ProcessPoolExecutor`
+  of ``N - 1`` processes started with ``spawn``; workers ignore SIGINT, are terminated when the sweep
+  is interrupted, and die with this process however it ends (even ``kill -9``: see :func:`_worker_init`);
 * :func:`run_dask` -- ``dask.distributed.Client(address)`` (``--scheduler ADDRESS``, extra ``dask``);
   the workers need the same dpgossip and numpy versions as this process.
+
+Workers receive points in chunks (:func:`run_chunk`, sized by :func:`chunk_size` from the points left,
+the number of workers and the measured time per point), so that a sweep of many small points does not
+pay a round trip per point; see ``docs/sweeps.md``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+import traceback
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +42,10 @@ from dpgossip.scenario.results import PointResult, jsonable
 __all__ = [
     "PointTask",
     "run_task",
+    "run_chunk",
+    "chunk_size",
+    "ChunkOutcome",
+    "WorkerTraceback",
     "run_inline",
     "run_pool",
     "run_dask",
@@ -46,6 +56,16 @@ __all__ = [
 
 DASK_TIMEOUT = 10.0
 """Seconds to wait for a Dask scheduler before giving up."""
+
+CHUNK_SECONDS = 0.5
+"""Aimed compute time of one chunk of points sent to a worker (:func:`chunk_size`)."""
+
+CHUNKS_PER_LANE = 4
+"""Least number of chunks per worker while points are left, for load balance (:func:`chunk_size`)."""
+
+OWN_LANE = True
+"""Whether this process computes points too in :func:`run_pool` (``--workers N`` then spawns
+``N - 1`` processes); ``False`` leaves every point to ``N`` spawned workers."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +127,108 @@ def run_task(task: PointTask) -> PointResult:
         tables=jsonable(tables),
         seconds=time.perf_counter() - t0,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkOutcome:
+    """What a worker sends back for a chunk of points (:func:`run_chunk`).
+
+    Attributes
+    ----------
+    results
+        The points computed, in the chunk's order, up to the first that raised.
+    error
+        The exception of the point that raised (``None`` when all finished); the points after it in
+        the chunk were not run.
+    trace
+        The worker's formatted traceback of ``error`` (empty when none).
+    """
+
+    results: tuple[PointResult, ...]
+    error: BaseException | None = None
+    trace: str = ""
+
+    def to_row(self) -> dict[str, Any]:
+        """``points`` (count), ``seconds`` (their sum) and ``error`` (its text, or ``None``)."""
+        return {"points": len(self.results), "seconds": sum(r.seconds for r in self.results),
+                "error": None if self.error is None else str(self.error)}
+
+
+class WorkerTraceback(Exception):
+    """The traceback of an error raised in a worker: the ``__cause__`` of that error when it is
+    raised again in this process (as :mod:`concurrent.futures` does for a single task)."""
+
+    def __str__(self) -> str:
+        return "\n" + str(self.args[0] if self.args else "")
+
+
+def run_chunk(tasks: Sequence[PointTask]) -> ChunkOutcome:
+    """Run the points of a chunk one after the other with :func:`run_task` (top-level: picklable).
+
+    A point that raises stops the chunk: the points before it are returned with its exception, so
+    the caller keeps them and then reports the error exactly as a lone point's
+    (:func:`_unpack`)."""
+    done: list[PointResult] = []
+    for task in tasks:
+        try:
+            done.append(run_task(task))
+        except Exception as exc:
+            return ChunkOutcome(results=tuple(done), error=exc, trace=traceback.format_exc())
+    return ChunkOutcome(results=tuple(done))
+
+
+def _unpack(outcome: ChunkOutcome) -> Iterator[PointResult]:
+    """The chunk's results, then its error raised (its worker traceback as the cause)."""
+    yield from outcome.results
+    if outcome.error is not None:
+        raise outcome.error from WorkerTraceback(outcome.trace)
+
+
+def chunk_size(remaining: int, lanes: int, seconds_per_point: float | None) -> int:
+    """How many points to send a worker at once.
+
+    ``min(ceil(remaining / (CHUNKS_PER_LANE * lanes)), max(1, floor(CHUNK_SECONDS / s)))`` with ``s``
+    the mean measured time of a point, and 1 while no point has been timed. The first bound keeps
+    several chunks per worker in the queue (load balance, short tail); the second keeps a chunk near
+    :data:`CHUNK_SECONDS` of work, so that results come back (and are saved) often and points that
+    take seconds travel one by one, as without chunks.
+    """
+    if remaining <= 0:
+        return 0
+    if seconds_per_point is None:
+        return 1
+    balance = -(-remaining // (CHUNKS_PER_LANE * max(lanes, 1)))
+    by_time = max(1, int(CHUNK_SECONDS / max(seconds_per_point, 1e-9)))
+    return max(1, min(balance, by_time))
+
+
+class _Plan:
+    """The points still to send, and the measured time per point that sizes the chunks."""
+
+    def __init__(self, tasks: Iterable[PointTask], lanes: int) -> None:
+        self._todo: deque[PointTask] = deque(tasks)
+        self.lanes = lanes
+        self._seconds = 0.0
+        self._timed = 0
+
+    def __len__(self) -> int:
+        return len(self._todo)
+
+    def observe(self, results: Iterable[PointResult]) -> None:
+        """Add finished points to the time per point."""
+        for r in results:
+            self._seconds += r.seconds
+            self._timed += 1
+
+    def chunk(self) -> list[PointTask]:
+        """The next chunk (from the front of the queue; :func:`chunk_size` points)."""
+        mean = self._seconds / self._timed if self._timed else None
+        n = chunk_size(len(self._todo), self.lanes, mean)
+        return [self._todo.popleft() for _ in range(n)]
+
+    def last(self) -> PointTask:
+        """One point from the back of the queue (for this process's own lane)."""
+        return self._todo.pop()
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -202,53 +324,130 @@ def _sigint(handler: Any, *, also_sigterm: bool = False) -> Iterator[bool]:
             signal.signal(signal.SIGTERM, old_term)
 
 
-def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:
-    """Run the tasks on ``workers`` local processes (``spawn``), yielding results as they finish.
+class _Lanes:
+    """This process and a pool of ``lanes - 1`` spawned workers sharing the points of a sweep."""
 
-    The workers are started with SIGINT ignored, so Ctrl-C reaches only this process; it (or a SIGTERM,
-    as sent by ``kill``) is turned into :class:`~dpgossip.interrupt.Interrupted` (a
-    ``KeyboardInterrupt`` carrying the signal) between results (never inside the pool's bookkeeping),
-    after which the pending tasks are cancelled and the workers terminated. Results already yielded
-    are kept by the caller. A second Ctrl-C interrupts at once. If this process is killed outright
-    (SIGKILL), the workers die with it (:func:`_worker_init`).
-    """
-    tasks = list(tasks)
-    if not tasks:
-        return
-    stop = threading.Event()
-    received: list[int] = []
+    def __init__(self, tasks: list[PointTask], workers: int) -> None:
+        self.plan = _Plan(tasks, lanes=min(workers, len(tasks)))
+        self.spawned = self.plan.lanes - (1 if OWN_LANE else 0)
+        self.stop = threading.Event()
+        self.received: list[int] = []
+        self.pending: set[Future[ChunkOutcome]] = set()
+        self.pool: ProcessPoolExecutor | None = None
+        self.outer: dict[int, Any] = {}
 
-    def request_stop(signum: int, frame: Any) -> None:
-        received.append(signum)
-        stop.set()
+    def request_stop(self, signum: int, frame: Any) -> None:
+        """Signal handler while the pool is polled: remember the signal; a second Ctrl-C raises."""
+        self.received.append(signum)
+        self.stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(tasks)),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_worker_init,
-        initargs=(os.getpid(),),
-    )
+    def check(self) -> None:
+        """Raise :class:`~dpgossip.interrupt.Interrupted` when a stop was requested."""
+        if self.stop.is_set():
+            raise Interrupted(self.received[0])
+
+    def interrupt_point(self, signum: int, frame: Any) -> None:
+        """Signal handler during this process's own point: remember the signal (so that a point
+        that swallows the exception still ends the sweep at the next :meth:`check`), then interrupt
+        the point as the handler outside the sweep would (it is called when it is a function, e.g.
+        ``KeyboardInterrupt`` for Ctrl-C), else with :class:`~dpgossip.interrupt.Interrupted`."""
+        self.received.append(signum)
+        self.stop.set()
+        outer = self.outer.get(signum)
+        if callable(outer):
+            outer(signum, frame)
+        raise Interrupted(signum)
+
+    def start(self) -> None:
+        """Start the workers (all of them now, with SIGINT ignored, which they inherit) and queue
+        two chunks for each."""
+        if threading.current_thread() is threading.main_thread():
+            self.outer = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        self.pool = ProcessPoolExecutor(
+            max_workers=self.spawned,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
+        )
+        with _sigint(signal.SIG_IGN):  # a submit without an idle worker spawns one
+            self.refill()
+
+    def refill(self) -> None:
+        """Keep two chunks per worker queued while points are left."""
+        assert self.pool is not None
+        while self.plan and len(self.pending) < 2 * self.spawned:
+            self.pending.add(self.pool.submit(run_chunk, self.plan.chunk()))
+
+    def collect(self, timeout: float) -> list[ChunkOutcome]:
+        """Chunks finished within ``timeout`` seconds (their time per point noted, the queue refilled)."""
+        if not self.pending:
+            return []
+        finished, self.pending = wait(self.pending, timeout=timeout, return_when=FIRST_COMPLETED)
+        outcomes = [fut.result() for fut in finished]
+        for outcome in outcomes:
+            self.plan.observe(outcome.results)
+        self.refill()
+        return outcomes
+
+    def own(self) -> PointResult:
+        """Run one point in this process (from the back of the queue)."""
+        with _sigint(self.interrupt_point, also_sigterm=True):
+            result = run_task(self.plan.last())
+        self.plan.observe([result])
+        return result
+
+    def close(self, clean: bool) -> None:
+        """Wait for the workers (``clean``) or terminate them and drop the queued chunks."""
+        if self.pool is None:
+            return
+        if clean:
+            self.pool.shutdown(wait=True)
+        else:
+            _terminate(self.pool)  # before shutdown, which forgets the processes
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:
+    """Run the tasks on ``workers`` lanes: this process and ``workers - 1`` local processes
+    (``spawn``), yielding results as they finish.
+
+    The workers take chunks of points from the front of the queue (:func:`chunk_size`); this process
+    runs one point at a time from the back between polls of the pool, so a sweep of small points
+    gains a lane while the workers start (they import the package again) and pays no round trip for
+    its own points. A signal during one of its points interrupts that point at once (through the
+    caller's handler when it has one, as in :func:`run_inline`).
+
+    The workers are started with SIGINT ignored, so Ctrl-C reaches only this process; while the pool
+    is polled it (or a SIGTERM, as sent by ``kill``) is turned into
+    :class:`~dpgossip.interrupt.Interrupted` (a ``KeyboardInterrupt`` carrying the signal) between
+    results (never inside the pool's bookkeeping), after which the queued chunks are cancelled and
+    the workers terminated. Results already yielded are kept by the caller. A second Ctrl-C
+    interrupts at once. If this process is killed outright (SIGKILL), the workers die with it
+    (:func:`_worker_init`). A point that raises in a worker is raised here after the points its chunk
+    finished before it (:func:`run_chunk`).
+    """
+    tasks = list(tasks)
+    if len(tasks) < 2 or workers < 2:
+        yield from run_inline(tasks)
+        return
+    lanes = _Lanes(tasks, workers)
     clean = False
     try:
-        with _sigint(signal.SIG_IGN):  # children inherit the ignored SIGINT
-            pending: set[Future[PointResult]] = {pool.submit(run_task, t) for t in tasks}
-        with _sigint(request_stop, also_sigterm=True):  # `kill` must not orphan the workers
-            while pending:
-                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                if stop.is_set():
-                    raise Interrupted(received[0])
-                for fut in finished:
-                    yield fut.result()
-                    if stop.is_set():
-                        raise Interrupted(received[0])
+        lanes.start()
+        while lanes.pending or lanes.plan:
+            with _sigint(lanes.request_stop, also_sigterm=True):  # `kill` must not orphan the workers
+                lanes.check()
+                for outcome in lanes.collect(timeout=0.0 if lanes.plan else 0.2):
+                    for result in _unpack(outcome):
+                        yield result
+                        lanes.check()
+            if lanes.plan and OWN_LANE:
+                yield lanes.own()
+                lanes.check()
         clean = True
     finally:
-        if clean:
-            pool.shutdown(wait=True)
-        else:
-            _terminate(pool)  # before shutdown, which forgets the processes
-            pool.shutdown(wait=False, cancel_futures=True)
+        lanes.close(clean)
 
 
 def connect_dask(address: str, timeout: float = DASK_TIMEOUT) -> Any:
@@ -317,22 +516,42 @@ def _check_versions(client: Any, address: str) -> None:
                 )
 
 
-def run_dask(tasks: Iterable[PointTask], client: Any) -> Iterator[PointResult]:
-    """Run the tasks on a Dask cluster (``client`` from :func:`connect_dask`), yielding results as they
-    finish; the client is closed at the end. On an error or interruption the pending tasks are
-    cancelled."""
+def _dask_lanes(client: Any) -> int:
+    """Threads of the cluster's workers (at least 1)."""
     try:
-        tasks = list(tasks)
-        if not tasks:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # an older client: plain one lane per worker
+        return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+def run_dask(tasks: Iterable[PointTask], client: Any) -> Iterator[PointResult]:
+    """Run the tasks on a Dask cluster (``client`` from :func:`connect_dask`) in chunks
+    (:func:`run_chunk`, two queued per worker thread), yielding results as they finish; the client
+    is closed at the end. On an error or interruption the pending chunks are cancelled."""
+    try:
+        plan = _Plan(tasks, lanes=_dask_lanes(client))
+        if not plan:
             return
         from distributed import as_completed
 
-        futures = client.map(run_task, tasks, pure=False)
+        futures: list[Any] = []
+        queue = as_completed(loop=client.loop)
         try:
-            for fut in as_completed(futures, loop=client.loop):
-                yield fut.result()
+            _dask_refill(client, plan, futures, queue)
+            for fut in queue:
+                outcome = fut.result()
+                plan.observe(outcome.results)
+                _dask_refill(client, plan, futures, queue)
+                yield from _unpack(outcome)
         except BaseException:
             client.cancel(futures)
             raise
     finally:
         client.close()
+
+
+def _dask_refill(client: Any, plan: _Plan, futures: list[Any], queue: Any) -> None:
+    while plan and queue.count() < 2 * plan.lanes:
+        fut = client.submit(run_chunk, plan.chunk(), pure=False)
+        futures.append(fut)
+        queue.add(fut)

@@ -17,7 +17,7 @@ from typing import Any
 from dpgossip.scenario.store import atomic_write_text
 
 __all__ = ["PointResult", "POINT_FORMAT", "point_file", "read_point", "write_point", "read_point_json",
-           "write_point_json", "jsonable"]
+           "write_point_json", "jsonable", "point_from_json"]
 
 POINT_FORMAT = "dpgossip-point/1"
 """Value of the ``format`` key of a point file."""
@@ -137,9 +137,14 @@ def read_point(out_dir: Path, key: str, index: int) -> PointResult | None:
     A file that cannot be parsed, has another format or carries another hash is treated as absent (the
     point is recomputed and the file replaced).
     """
-    data = read_point_json(out_dir, key, POINT_FORMAT)
+    return point_from_json(read_point_json(out_dir, key, POINT_FORMAT), key, index)
+
+
+def point_from_json(data: Mapping[str, Any] | None, key: str, index: int) -> PointResult | None:
+    """The :class:`PointResult` stored as ``data`` (the content of a point file, already checked for
+    its format and hash), or ``None`` when it holds no ``runs`` table."""
     tables = None if data is None else data.get("tables")
-    if not isinstance(tables, Mapping) or "runs" not in tables:
+    if data is None or not isinstance(tables, Mapping) or "runs" not in tables:
         return None
     return PointResult(
         index=index,
