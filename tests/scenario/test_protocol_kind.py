@@ -14,6 +14,7 @@ from dpgossip.privacy.accountant import calibrate_ppm_noise
 from dpgossip.protocol.interface import exact_subspace
 from dpgossip.protocol.metrics import subspace_distance
 from dpgossip.protocol.ppm import PpmParams, run_ppm, run_ppm_federated
+from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
 from dpgossip.scenario import run_scenario
 from dpgossip.scenario.expand import expand
 from dpgossip.scenario.problem import build_structure
@@ -23,7 +24,8 @@ from tests.scenario.helpers import small
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
-PPM = {"kind": ["ddppm", "ppm", "ppm-federated"], "iterations": 3, "consensus_steps": 2, "rank": 2}
+PPM = {"kind": ["ddppm", "ppm", "ppm-federated", "ppm-gossip"], "iterations": 3, "consensus_steps": 2,
+       "rank": 2}
 
 
 def _rows(folder: Path) -> list[dict[str, str]]:
@@ -52,12 +54,26 @@ def test_a_ppm_point_is_run_ppm_with_the_repeat_seed_and_the_calibrated_noise(sw
     fed = [r for r in _rows(swept) if r["protocol_kind"] == "ppm-federated"]
     res = run_ppm_federated(data, params, repeat_seed(5, 0))
     assert float(fed[0]["error"]) == subspace_distance(truth, res.basis[:, :2])
+    gossip = [r for r in _rows(swept) if r["protocol_kind"] == "ppm-gossip"]
+    net = build_structure(expand(sc.config)[3].config).network
+    g = run_ppm_gossip(data, net, PpmGossipParams(ppm=params, consensus_steps=2, mask_std=1.0),
+                       repeat_seed(5, 0))
+    assert float(gossip[0]["error"]) == subspace_distance(truth, g.components)
+    assert float(gossip[0]["max_agent_error"]) == max(
+        subspace_distance(truth, g.agent_components(i)) for i in range(4))
 
 
 def test_the_guarantee_meets_the_calibrated_budget_and_the_audit_stays_below_it(swept: Path):
     for r in _rows(swept):
         if r["protocol_kind"] == "ddppm":
             assert r["guaranteed_epsilon"] == ""  # D-DP-PM has no accountant's guarantee
+            continue
+        if r["protocol_kind"] == "ppm-gossip":  # the sum view is the central mechanism, exactly
+            assert float(r["audited_epsilon_sum"]) == pytest.approx(float(r["guaranteed_epsilon"]),
+                                                                    rel=1e-2)
+            assert float(r["audited_epsilon_sum"]) <= float(r["guaranteed_epsilon"]) * (1 + 1e-9)
+            # on 4 agents and c = 2 every agent sees the sum and knows its own share: more than a server
+            assert r["audit_exceeds_guarantee"] == "True"
             continue
         guaranteed, audited = float(r["guaranteed_epsilon"]), float(r["audited_epsilon"])
         assert guaranteed <= 2.0  # the zCDP calibration is conservative; the PLD accountant is tighter

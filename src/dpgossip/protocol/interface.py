@@ -37,9 +37,11 @@ from dpgossip.protocol.ddppm import run_matrix
 from dpgossip.protocol.metrics import subspace_distance
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.ppm import PpmParams, PpmResult, run_ppm, run_ppm_federated
+from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
 from dpgossip.topology.network import Network
 
-__all__ = ["ProtocolRun", "PrivateProtocol", "Ddppm", "Ppm", "PpmFederated", "PROTOCOL_KINDS",
+__all__ = ["ProtocolRun", "PrivateProtocol", "Ddppm", "Ppm", "PpmFederated", "PpmGossip",
+           "PROTOCOL_KINDS",
            "SIDES", "exact_subspace"]
 
 PROTOCOL_KINDS: tuple[str, ...] = ("ddppm", "ppm", "ppm-federated", "ppm-gossip")
@@ -161,3 +163,25 @@ class PpmFederated:
             seed: int | np.random.SeedSequence) -> ProtocolRun:
         """:func:`run_ppm_federated` in the common view."""
         return _ppm_run(self.kind, run_ppm_federated(data, self.params, seed))
+
+
+@dataclass(frozen=True, slots=True)
+class PpmGossip:
+    """000's Algorithm 2 on the network: :func:`~dpgossip.protocol.ppm_gossip.run_ppm_gossip`.
+
+    Agents end with their own iterates; ``trajectory`` is agent 0's (every agent's final estimate is in
+    ``agent_finals``).
+    """
+
+    params: PpmGossipParams
+    kind: ClassVar[str] = "ppm-gossip"
+    side: ClassVar[str] = "right"
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:func:`run_ppm_gossip` in the common view."""
+        res = run_ppm_gossip(data, network, self.params, seed)
+        k = self.params.ppm.k
+        return ProtocolRun(kind=self.kind, side=self.side,
+                           trajectory=res.iterates[:, 0, :, :k].copy(),
+                           agent_finals=res.iterates[-1, :, :, :k].copy(), result=res)
