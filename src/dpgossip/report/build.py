@@ -8,6 +8,9 @@ Plots (PNG, in ``DIR/plots/``):
     Final error against ``c`` when ``protocol.consensus_steps`` is an axis.
 ``error_vs_epsilon.png``
     D-DP-PM and LDP final error against ``epsilon`` when ``baseline.epsilon`` is an axis.
+``privacy_utility.png``
+    When the folder has ``ppm*`` points (``protocol.kind``): every protocol's error against its
+    guaranteed and its audited epsilon (:mod:`dpgossip.report.frontier`).
 ``topology_<network>.png``
     Each distinct network with its weights.
 ``leakage_heatmap[_p<point>].png``, ``leakage_vs_hops.png``
@@ -29,6 +32,7 @@ from dpgossip.report.curves import (
     plot_error_vs_iteration,
 )
 from dpgossip.report.figures import require_matplotlib
+from dpgossip.report.frontier import plot_privacy_utility
 from dpgossip.report.leakage import (
     leakage_label,
     plot_leakage_vs_hops,
@@ -87,6 +91,7 @@ def make_report(results_dir: str | Path) -> list[Path]:
                                            component=comp))
     out.append(plot_error_vs_c(res, plots / "error_vs_c.png"))
     out.append(plot_error_vs_epsilon(res, plots / "error_vs_epsilon.png"))
+    out.append(plot_privacy_utility(res, plots / "privacy_utility.png"))
     for f in res.network_files():
         out.append(plot_network_file(f, plots / f"topology_{f.stem}.png"))
     out.extend(_leakage(res, plots))

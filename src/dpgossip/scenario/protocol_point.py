@@ -89,7 +89,7 @@ def _gossip_columns(problem: Problem, result: PpmGossipResult, ppm: PpmSpec) -> 
     """000's claim for ppm-gossip (the central guarantee, against a server that sees only the sum) and
     the audit of every single agent's view and of the sum (exact, conditional on the trajectory)."""
     claim = ppm_guarantee(result.params.ppm, ppm.delta)
-    row: dict[str, Any] = {"delta": ppm.delta, "guaranteed_epsilon": claim.epsilon_pld,
+    row: dict[str, Any] = {"guarantee_delta": ppm.delta, "guaranteed_epsilon": claim.epsilon_pld,
                            "guarantee_accountant": "pld (000's claim: a server seeing the sum)",
                            "adjacency": ppm.adjacency}
     if ppm.audit:
@@ -110,7 +110,7 @@ def _privacy_columns(problem: Problem, result: object, ppm: PpmSpec, repeat: int
     if not isinstance(result, PpmResult):
         raise TypeError(f"no privacy columns for a {type(result).__name__}")
     guarantee = realised_guarantee(result, ppm.delta, adjacency=ppm.adjacency)
-    row: dict[str, Any] = {"delta": ppm.delta, "guaranteed_epsilon": guarantee.epsilon_pld,
+    row: dict[str, Any] = {"guarantee_delta": ppm.delta, "guaranteed_epsilon": guarantee.epsilon_pld,
                            "guarantee_accountant": "pld", "adjacency": ppm.adjacency}
     if ppm.audit:
         audit = audit_ppm(problem.data, result, delta=ppm.delta,

@@ -1,0 +1,168 @@
+"""Utility against privacy for every protocol of a results folder: ``privacy_utility.png``.
+
+One series per protocol variant (``protocol.kind``, and for the ``ppm*`` kinds the sensitivity and
+adjacency), the final subspace distance (mean over repeats) against epsilon on a log axis, at the
+delta of the rows:
+
+* filled marker at the **guaranteed** epsilon (``guaranteed_epsilon``: the accountant's DP guarantee
+  of the ``ppm*`` kinds; the LDP baseline's budget ``epsilon``, which its calibration guarantees);
+* hollow marker at the **audited** epsilon (``audited_epsilon`` of the ``ppm*`` rows; for D-DP-PM
+  the worst pair of ``leakage.csv``): a per-instance lower estimate of the worst case (exact for the
+  views of ``ppm-gossip``), never a guarantee;
+* a thin line joins the two markers of one point; D-DP-PM has no guarantee, only audited markers, and
+  an infinite audited epsilon is drawn as a right-pointing triangle at the right edge.
+
+:func:`frontier_table` returns the numbers the plot draws (one :class:`FrontierPoint` per point), so
+that a README table and the figure come from the same function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpgossip.report.figures import colours, new_figure, save
+from dpgossip.report.tables import ResultsFolder
+from dpgossip.scenario.summary import mean_ci
+
+__all__ = ["FrontierPoint", "frontier_table", "plot_privacy_utility"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrontierPoint:
+    """One point of the privacy-utility plot (means over its repeats)."""
+
+    series: str
+    """``ppm (improved, element)``, ``ppm-gossip``, ``D-DP-PM``, ``LDP``, ..."""
+    point: int
+    error: float
+    guaranteed_epsilon: float
+    """``nan`` where the protocol has no guarantee (D-DP-PM)."""
+    audited_epsilon: float
+    """``nan`` where not audited (LDP)."""
+    delta: float
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row."""
+        return {"series": self.series, "point": self.point, "error": self.error,
+                "guaranteed_epsilon": self.guaranteed_epsilon,
+                "audited_epsilon": self.audited_epsilon, "delta": self.delta}
+
+
+def _series(row: Mapping[str, Any]) -> str:
+    kind = row.get("protocol_kind") or "ddppm"
+    if kind == "ddppm":
+        return "D-DP-PM"
+    if kind == "ppm":
+        return f"ppm ({row.get('sensitivity')}, {row.get('adjacency')})"
+    return str(kind)
+
+
+def _mean(values: Sequence[float]) -> float:
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return math.nan
+    if any(math.isinf(v) for v in vals):
+        return math.inf
+    return float(sum(vals) / len(vals))
+
+
+def _ddppm_audit(res: ResultsFolder) -> tuple[dict[int, float], float]:
+    """Worst pair's epsilon of each D-DP-PM point from ``leakage.csv`` (and the delta it is at)."""
+    rows = res.table("leakage") or []
+    worst: dict[int, float] = {}
+    delta = math.nan
+    for r in rows:
+        eps = r.get("epsilon")
+        if eps is None:
+            continue
+        p = int(r["point"])
+        worst[p] = max(worst.get(p, -math.inf), float(eps))
+        delta = float(r.get("delta", delta) or delta)
+    return worst, delta
+
+
+def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
+    """The points of :func:`plot_privacy_utility`: every ``ppm*`` point, every D-DP-PM point that was
+    audited, and the LDP baseline of each budget (module docstring)."""
+    metric = "subspace_distance"
+    by_point: dict[int, list[dict[str, Any]]] = {}
+    for r in res.runs:
+        by_point.setdefault(int(r["point"]), []).append(r)
+    ddppm, dd_delta = _ddppm_audit(res)
+    out: list[FrontierPoint] = []
+    ldp: dict[float, list[float]] = {}
+    ldp_delta = math.nan
+    for p, rows in sorted(by_point.items()):
+        first = rows[0]
+        series = _series(first)
+        err = _mean([r.get(metric, r.get("error")) for r in rows])
+        if series == "D-DP-PM":
+            if p in ddppm:
+                out.append(FrontierPoint(series=series, point=p, error=err,
+                                         guaranteed_epsilon=math.nan, audited_epsilon=ddppm[p],
+                                         delta=dd_delta))
+        else:
+            out.append(FrontierPoint(
+                series=series, point=p, error=err,
+                guaranteed_epsilon=_mean([r.get("guaranteed_epsilon") for r in rows]),
+                audited_epsilon=_mean([r.get("audited_epsilon") for r in rows]),
+                delta=float(first.get("guarantee_delta") or math.nan)))
+        if first.get("ldp_error") is not None and first.get("epsilon") is not None:
+            ldp.setdefault(float(first["epsilon"]), []).extend(float(r["ldp_error"]) for r in rows)
+            ldp_delta = float(first.get("delta") or math.nan)
+    for eps, errs in sorted(ldp.items()):
+        out.append(FrontierPoint(series="LDP", point=-1, error=mean_ci(errs)["mean"],
+                                 guaranteed_epsilon=eps, audited_epsilon=math.nan, delta=ldp_delta))
+    return out
+
+
+def _draw_series(ax: Any, pts: list[FrontierPoint], colour: Any, label: str, right: float) -> None:
+    pts = sorted(pts, key=lambda f: (f.guaranteed_epsilon if math.isfinite(f.guaranteed_epsilon)
+                                     else f.audited_epsilon))
+    g = [f for f in pts if math.isfinite(f.guaranteed_epsilon)]
+    if g:
+        ax.plot([f.guaranteed_epsilon for f in g], [f.error for f in g], "-o", color=colour, ms=5,
+                lw=1.2, label=f"{label}: guaranteed")
+    a = [f for f in pts if not math.isnan(f.audited_epsilon)]
+    finite = [f for f in a if math.isfinite(f.audited_epsilon)]
+    if finite:
+        ax.plot([f.audited_epsilon for f in finite], [f.error for f in finite], "o", color=colour,
+                mfc="white", ms=6, mew=1.3, label=f"{label}: audited (lower estimate)")
+    inf = [f for f in a if math.isinf(f.audited_epsilon)]
+    if inf:
+        ax.plot([right] * len(inf), [f.error for f in inf], ">", color=colour, mfc="white", ms=8,
+                mew=1.3, label=f"{label}: audited epsilon infinite")
+    for f in a:
+        if math.isfinite(f.guaranteed_epsilon):
+            x2 = f.audited_epsilon if math.isfinite(f.audited_epsilon) else right
+            ax.plot([f.guaranteed_epsilon, x2], [f.error, f.error], ":", color=colour, lw=0.8)
+
+
+def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
+    """Error against epsilon for every protocol variant (module docstring); ``None`` when the folder
+    has no ``ppm*`` point."""
+    if not any(r.get("protocol_kind") not in (None, "ddppm") for r in res.runs):
+        return None
+    table = frontier_table(res)
+    finite = [x for f in table for x in (f.guaranteed_epsilon, f.audited_epsilon)
+              if math.isfinite(x) and x > 0]
+    right = max(finite) * 3 if finite else 10.0
+    names = list(dict.fromkeys(f.series for f in table))
+    colour = dict(zip(names, colours(len(names), ordered=False), strict=True))
+    fig = new_figure(7.2, 5.0)
+    ax = fig.subplots()
+    for name in names:
+        _draw_series(ax, [f for f in table if f.series == name], colour[name], name, right)
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$\varepsilon$ at $\delta$ = " + ", ".join(
+        sorted({f"{f.delta:g}" for f in table if math.isfinite(f.delta)})))
+    ax.set_ylabel(r"subspace distance $\|\sin\Theta\|_2$ (mean over repeats)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
+    ax.set_title(f"{res.config.get('name', '')}: utility against privacy; filled = guarantee, "
+                 "hollow = audit", fontsize="small")
+    return save(fig, path)

@@ -1,0 +1,62 @@
+"""privacy_utility.png: every protocol's error against its guaranteed and audited epsilon, drawn from
+the files of a results folder; the table it draws equals the means of runs.csv and leakage.csv."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dpgossip.report import make_report
+from dpgossip.report.frontier import frontier_table
+from dpgossip.report.tables import ResultsFolder
+from dpgossip.scenario import run_scenario
+
+from ..scenario.helpers import small
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory):
+    sc = small(
+        repeats=1,
+        protocol={"kind": ["ppm", "ppm-gossip", "ddppm"], "iterations": 3, "consensus_steps": 2,
+                  "rank": 1},
+        ppm={"epsilon": [1.0, 4.0], "sensitivity": "improved"},
+        baseline={"ldp": True, "epsilon": [1.0, 4.0], "delta": 1e-5},
+        privacy={"audit": True, "search": "candidates", "candidates": 1, "refine": 1,
+                 "ascent_steps": 0, "methods": ["rdp"], "delta": 1e-5},
+        sweep={"zip": [["ppm.epsilon", "baseline.epsilon"]]},
+        output={"plots": True},
+    )
+    return run_scenario(sc, tmp_path_factory.mktemp("frontier") / "out", quiet=True)
+
+
+def test_the_table_is_the_mean_of_the_stored_rows(folder):
+    res = ResultsFolder.load(folder)
+    table = frontier_table(res)
+    series = {f.series for f in table}
+    assert series == {"ppm (improved, row-replacement)", "ppm-gossip", "D-DP-PM", "LDP"}
+    for f in table:
+        if f.series == "LDP":
+            assert f.guaranteed_epsilon in (1.0, 4.0) and math.isnan(f.audited_epsilon)
+            continue
+        rows = [r for r in res.runs if int(r["point"]) == f.point]
+        assert f.error == pytest.approx(sum(r["subspace_distance"] for r in rows) / len(rows))
+        if f.series == "D-DP-PM":
+            assert math.isnan(f.guaranteed_epsilon)
+            pairs = [r for r in res.table("leakage") if int(r["point"]) == f.point]
+            assert f.audited_epsilon == max(float(r["epsilon"]) for r in pairs)
+        else:
+            assert f.guaranteed_epsilon == pytest.approx(
+                sum(r["guaranteed_epsilon"] for r in rows) / len(rows))
+            assert f.audited_epsilon == pytest.approx(
+                sum(r["audited_epsilon"] for r in rows) / len(rows))
+    ppm = sorted((f for f in table if f.series.startswith("ppm (")), key=lambda f: f.point)
+    assert ppm[0].guaranteed_epsilon <= 1.0 and ppm[1].guaranteed_epsilon <= 4.0
+    assert all(f.audited_epsilon <= f.guaranteed_epsilon for f in ppm)
+
+
+def test_the_report_draws_the_plot(folder):
+    names = {p.name for p in make_report(folder)}
+    assert "privacy_utility.png" in names
+    assert (folder / "plots" / "privacy_utility.png").stat().st_size > 10_000
