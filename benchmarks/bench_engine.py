@@ -172,7 +172,7 @@ def main() -> None:
                 np.testing.assert_allclose(q, ref.iterates[0, -1], rtol=1e-9,
                                            atol=1e-9 * np.abs(q).max())
             else:
-                n_msg = res.info["summary"].messages_delivered
+                n_msg = res.summary.messages_delivered
                 np.testing.assert_allclose(res.Q, ref.Q, atol=1e-9)
             counts[key] = n_msg
         print(f"  repeat {rep + 1}/{args.repeats} done")
@@ -197,7 +197,7 @@ def main() -> None:
         t_full, full = best_of(args.repeats, lambda: run_engine(data, net, params, seed,
                                                                 record_transcript=False))
         np.testing.assert_allclose(full.Q, ref.Q, atol=1e-9)
-        s = full.info["summary"]
+        s = full.summary
         expect_flood = net.m * (2 * E - net.m + 1)
         assert s.flood_messages == expect_flood
         print()
