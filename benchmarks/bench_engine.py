@@ -198,10 +198,9 @@ def main() -> None:
                                                                 record_transcript=False))
         np.testing.assert_allclose(full.Q, ref.Q, atol=1e-9)
         s = full.summary
-        expect_flood = net.m * (2 * E - net.m + 1)
-        assert s.flood_messages == expect_flood
+        assert s.flood_messages <= net.m * (2 * E - net.m + 1)    # the unbatched flood's count
         print()
-        print(f"full protocol (gossip {s.gossip_messages:,} + flooding {s.flood_messages:,} "
+        print(f"full protocol (gossip {s.gossip_messages:,} + batched flooding {s.flood_messages:,} "
               f"messages): engine {t_full:.2f} s = {s.messages_delivered / t_full:,.0f} msg/s")
         print(f"matrix backend {t_mat * 1e3:.1f} ms: speed-up over the engine "
               f"{t_full / t_mat:,.0f}x (full protocol), {t_gos / t_mat:,.0f}x (gossip only)")
