@@ -172,7 +172,7 @@ def main() -> None:
                 np.testing.assert_allclose(q, ref.iterates[0, -1], rtol=1e-9,
                                            atol=1e-9 * np.abs(q).max())
             else:
-                n_msg = res.info["summary"].messages_delivered
+                n_msg = res.summary.messages_delivered
                 np.testing.assert_allclose(res.Q, ref.Q, atol=1e-9)
             counts[key] = n_msg
         print(f"  repeat {rep + 1}/{args.repeats} done")
@@ -197,11 +197,10 @@ def main() -> None:
         t_full, full = best_of(args.repeats, lambda: run_engine(data, net, params, seed,
                                                                 record_transcript=False))
         np.testing.assert_allclose(full.Q, ref.Q, atol=1e-9)
-        s = full.info["summary"]
-        expect_flood = net.m * (2 * E - net.m + 1)
-        assert s.flood_messages == expect_flood
+        s = full.summary
+        assert s.flood_messages <= net.m * (2 * E - net.m + 1)    # the unbatched flood's count
         print()
-        print(f"full protocol (gossip {s.gossip_messages:,} + flooding {s.flood_messages:,} "
+        print(f"full protocol (gossip {s.gossip_messages:,} + batched flooding {s.flood_messages:,} "
               f"messages): engine {t_full:.2f} s = {s.messages_delivered / t_full:,.0f} msg/s")
         print(f"matrix backend {t_mat * 1e3:.1f} ms: speed-up over the engine "
               f"{t_full / t_mat:,.0f}x (full protocol), {t_gos / t_mat:,.0f}x (gossip only)")

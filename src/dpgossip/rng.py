@@ -12,6 +12,15 @@ Convention (relied on by every backend and by the auditor):
   ``q_i^(0) = sigma_q g[0]`` and ``p_i^(t) = sigma_p(t) g[t]`` for ``t = 1..T``.
 * Link randomness (latency, loss) comes from ``network_root`` only, so network conditions never change
   the algorithm's noise.
+
+Fast path for large ``m`` (:func:`draw_run_noise`, used by the matrix backend): the same values without
+creating ``m`` ``SeedSequence`` and ``Generator`` objects. ``default_rng(child)`` seeds a PCG64 with
+``child.generate_state(4, uint64)``; :func:`agent_seed_words` computes those words for all ``m`` children at
+once, with numpy's ``SeedSequence`` hash (``hashmix``/``mix`` on ``uint32`` words, whose constants depend
+only on the word positions) applied to ``m``-vectors. Each agent then sets one reused PCG64 to its seeded
+state (``pcg_setseq_128_srandom_r`` in Python integers) and draws its ``r (T + 1) n_i`` normals into a flat
+buffer with ``out=``; a gather puts them in place. What remains per agent is a few microseconds of Python
+(setting a state, one draw call); see docs/engine.md for the measurements.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ import numpy as np
 
 from dpgossip.errors import ConfigError
 
-__all__ = ["RunStreams", "run_streams", "as_seed_sequence", "draw_component_noise"]
+__all__ = ["RunStreams", "run_streams", "as_seed_sequence", "draw_component_noise",
+           "agent_seed_words", "draw_run_noise"]
 
 
 def as_seed_sequence(seed: int | np.random.SeedSequence) -> np.random.SeedSequence:
@@ -67,3 +77,123 @@ def draw_component_noise(
     g = rng.standard_normal((sigma_p.size + 1, n_i))
     scale = np.concatenate(([sigma_q], sigma_p))
     return g * scale[:, None]
+
+
+# numpy's SeedSequence constants (numpy/random/bit_generator.pyx)
+_INIT_A, _MULT_A = 0x43B0D7E5, 0x931E8875
+_INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
+_M32 = 0xFFFFFFFF
+# PCG64 (pcg_setseq_128) multiplier
+_PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
+_M128 = (1 << 128) - 1
+
+
+def _words(value: int) -> list[int]:
+    """``SeedSequence``'s little-endian split of a non-negative int into 32-bit words (0 -> [0])."""
+    out = [value & _M32]
+    value >>= 32
+    while value:
+        out.append(value & _M32)
+        value >>= 32
+    return out
+
+
+class _Hash:
+    """The running hash constant of ``hashmix``, applied to ``uint32`` vectors."""
+
+    def __init__(self, init: int, mult: int) -> None:
+        self.const, self.mult = init, mult
+
+    def __call__(self, value: np.ndarray) -> np.ndarray:
+        """``v ^= h; h *= mult; v *= h; v ^= v >> 16`` (all mod 2^32)."""
+        value = value ^ np.uint32(self.const)
+        self.const = (self.const * self.mult) & _M32
+        value = value * np.uint32(self.const)
+        return value ^ (value >> np.uint32(16))
+
+
+def _mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    r = np.uint32(_MIX_L) * x - np.uint32(_MIX_R) * y
+    return r ^ (r >> np.uint32(16))
+
+
+def agent_seed_words(seed: int | np.random.SeedSequence, m: int) -> np.ndarray:
+    """``(m, 4)`` uint64: ``agent_root.spawn(m)[i].generate_state(4, np.uint64)`` for every agent ``i``.
+
+    Equal to what :func:`run_streams` seeds agent ``i``'s PCG64 with, computed for all agents at once.
+    """
+    root = as_seed_sequence(seed)
+    pool = root.pool_size
+    run = [] if root.entropy is None else _words(int(root.entropy))
+    key = [w for k in root.spawn_key for w in _words(int(k))] + [0]    # agent_root = child 0
+    ids = np.arange(m, dtype=np.int64)
+    if m > _M32 + 1:
+        raise ConfigError(f"m must be at most 2^32 agents, got {m}", field="m")
+    run = run + [0] * max(0, pool - len(run))                   # a spawned sequence pads to pool
+    entropy = [np.full(m, w, dtype=np.uint32) for w in run + key] + [ids.astype(np.uint32)]
+    with np.errstate(over="ignore"):
+        h = _Hash(_INIT_A, _MULT_A)
+        zero = np.zeros(m, dtype=np.uint32)
+        mixer = [h(entropy[i] if i < len(entropy) else zero) for i in range(pool)]
+        for src in range(pool):
+            for dst in range(pool):
+                if src != dst:
+                    mixer[dst] = _mix(mixer[dst], h(mixer[src]))
+        for src in range(pool, len(entropy)):
+            for dst in range(pool):
+                mixer[dst] = _mix(mixer[dst], h(entropy[src]))
+        g = _Hash(_INIT_B, _MULT_B)
+        state = np.stack([g(mixer[k % pool]) for k in range(8)], axis=1)
+    return state.astype("<u4").view("<u8").astype(np.uint64)
+
+
+def _pcg64_state(w: list[int]) -> tuple[int, int]:
+    """PCG64's ``(state, inc)`` after seeding with the 4 words ``w`` (``pcg64_set_seed``; word 0 is
+    the high half)."""
+    init = (w[0] << 64) | w[1]
+    inc = ((((w[2] << 64) | w[3]) << 1) | 1) & _M128
+    state = (inc + init) & _M128                                 # state = 0; step; += init
+    return (state * _PCG_MULT + inc) & _M128, inc                # step
+
+
+def _fill_agent_normals(flat: np.ndarray, words: list[list[int]], counts: list[int]) -> None:
+    """Fill ``flat`` with agent 0's ``counts[0]`` standard normals, then agent 1's, ...: each agent
+    from its own PCG64 stream, seeded with its ``words`` (the one per-agent loop)."""
+    gen = np.random.Generator(np.random.PCG64(0))
+    bitgen, draw = gen.bit_generator, gen.standard_normal
+    template = bitgen.state
+    inner = template["state"]
+    begin = 0
+    for w, k in zip(words, counts, strict=True):
+        inner["state"], inner["inc"] = _pcg64_state(w)
+        bitgen.state = template
+        draw(out=flat[begin:begin + k])
+        begin += k
+
+
+def draw_run_noise(seed: int | np.random.SeedSequence, sizes: tuple[int, ...] | np.ndarray,
+                   sigma_q: float, sigma_p: np.ndarray) -> np.ndarray:
+    """Every agent's latent noise of every component, ``(r, T + 1, n)``, as the per-agent streams draw it.
+
+    Agent ``i`` draws ``r`` blocks ``(T + 1, n_i)`` in turn from its stream; component ``l`` is
+    ``[sigma_q g[0]; sigma_p[l, t - 1] g[t]]``. Equal, bit for bit, to calling
+    :func:`draw_component_noise` ``r`` times on ``run_streams(seed, m).agents[i]`` (see the module
+    docstring for how).
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    sigma_p = np.atleast_2d(np.asarray(sigma_p, dtype=float))
+    r, K = sigma_p.shape[0], sigma_p.shape[1] + 1
+    m, n = sizes.size, int(sizes.sum())
+    flat = np.empty(r * K * n)
+    _fill_agent_normals(flat, agent_seed_words(seed, m).tolist(), (sizes * (r * K)).tolist())
+    scale = np.concatenate((np.full((r, 1), sigma_q), sigma_p), axis=1).reshape(r * K, 1)
+    if m and (sizes == sizes[0]).all():                         # agent-major -> (r K, n) by a transpose
+        g = flat.reshape(m, r * K, int(sizes[0])).transpose(1, 0, 2).reshape(r * K, n)
+        return (g * scale).reshape(r, K, n)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    owner = np.repeat(np.arange(m), sizes)
+    pos = np.arange(n) - offsets[owner]
+    lt = np.arange(r * K)[:, None]
+    index = (r * K) * offsets[owner][None, :] + lt * sizes[owner][None, :] + pos[None, :]
+    return (flat[index] * scale).reshape(r, K, n)

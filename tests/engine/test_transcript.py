@@ -18,7 +18,8 @@ CONDITIONS = [None, {"latency": {"kind": "exponential", "mean": 0.01}, "loss": 0
 @pytest.mark.parametrize("conditions", CONDITIONS, ids=["ideal", "lossy"])
 @pytest.mark.parametrize("which", ["ring", "ws12"])
 def test_every_message_is_the_matrix_state(which, conditions, paper_ring, small_data):
-    """Gossip (l, t, k) from src carries s_src^(t,k-1); ("final", l, o) carries q_o^(T)."""
+    """Gossip (l, t, k) from src carries s_src^(t,k-1); ("final", l, b) carries q_o^(T) of each
+    origin o it lists."""
     net, data = (paper_ring, small_data) if which == "ring" else (ws12(), data_for(12))
     T, c, r = 3, 2, 2
     params = params_for(data, net, T=T, c=c, r=r)
@@ -39,11 +40,13 @@ def test_every_message_is_the_matrix_state(which, conditions, paper_ring, small_
         np.testing.assert_allclose(x.payload, expect, rtol=0, atol=1e-10 * scale)
     for x in records:
         if x.kind == "final":
-            _, l, o = x.tag
-            expect = ref.iterates[l, T, data.offsets[o]:data.offsets[o + 1]]
-            np.testing.assert_allclose(x.payload, expect, rtol=0,
-                                       atol=1e-10 * max(1, np.abs(ref.iterates[l]).max()))
-        assert x.size_bytes == x.payload.nbytes + HEADER_BYTES
+            l = x.tag[1]
+            assert x.origins and sum(b.size for b in x.final_blocks().values()) == x.payload.size
+            for o, block in x.final_blocks().items():
+                expect = ref.iterates[l, T, data.offsets[o]:data.offsets[o + 1]]
+                np.testing.assert_allclose(block, expect, rtol=0,
+                                           atol=1e-10 * max(1, np.abs(ref.iterates[l]).max()))
+        assert x.size_bytes == x.payload.nbytes + HEADER_BYTES + 8 * len(x.origins)
         assert x.delivered_at >= x.sent_at and x.attempt >= 1
         assert not x.payload.flags.writeable
     times = [x.delivered_at for x in records]
@@ -62,8 +65,11 @@ def test_streamed_transcript_round_trips(tmp_path, paper_ring, small_data):
     ref = mem.transcript
     assert len(back) == len(ref) > 0
     for x, y in zip(ref, back, strict=True):
-        assert (x.sent_at, x.delivered_at, x.src, x.dst, x.tag, x.size_bytes, x.attempt) == \
-               (y.sent_at, y.delivered_at, y.src, y.dst, y.tag, y.size_bytes, y.attempt)
+        assert (x.sent_at, x.delivered_at, x.src, x.dst, x.tag, x.size_bytes, x.attempt,
+                x.origins) == (y.sent_at, y.delivered_at, y.src, y.dst, y.tag, y.size_bytes,
+                               y.attempt, y.origins)
+        if x.kind == "final":
+            np.testing.assert_array_equal(x.blocks.starts, y.blocks.starts)
         np.testing.assert_array_equal(x.payload, y.payload)
     assert path.read_text().count("\n") == len(ref)
 

@@ -15,16 +15,24 @@ For each component ``l`` the process runs, for ``t = 1..T``:
                      neighbours are held:  s_i^(t,k) = W_ii s_i^(t,k-1) + sum_j W_ij s_j^(t,k-1)
     z_i^(t+1/2) = m s_i^(t,c);   q_i^(t) = alpha_l X_i z_i^(t+1/2) + p_i^(t)
 
-then floods ``q_i^(T)`` (tag ``("final", l, i)``), waits until it holds every agent's block (or knows
-that agent crashed), normalises ``q^(T)`` and, if another component follows, deflates its own block
-``X_i <- X_i - q_hat_i b_i^T`` with ``b_i = deflation_vector(||q^(T)||, alpha_l, z_i^(T+1/2))``.
+then disseminates ``q_i^(T)`` (batches tagged ``("final", l, b)``), waits until it holds every
+agent's block (or knows that agent crashed), computes ``||q^(T)||`` and, if another component
+follows, deflates its own block ``X_i <- X_i - q_hat_i b_i^T`` with
+``b_i = deflation_vector(||q^(T)||, alpha_l, z_i^(T+1/2))``.
 Noise: at the start of each component, ``draw_component_noise(rng_i, n_i, sigma_q, sigma_p[l])``
 (:mod:`dpgossip.rng`), so the values equal the matrix backend's.
 
-Flooding rule: the first copy of origin ``o``'s block that an agent receives is stored and relayed
-to every live neighbour except the one it came from; later copies are ignored. The origin sends
-to all its neighbours. Without crashes each origin costs ``deg(o) + sum_{i != o} (deg(i) - 1)
-= 2|E| - (m - 1)`` messages, ``m (2|E| - m + 1)`` per component.
+Dissemination rule (batched flooding, docs/engine.md): the first copy of origin ``o``'s block that
+an agent receives is kept for relaying to every live neighbour except the one it came from; later
+copies are ignored. Relays are not sent one block at a time: everything an agent learned at one
+simulated instant (all the messages delivered to it at that time, and its own block) leaves at the
+end of that instant as *one* message per live neighbour, carrying the concatenated blocks and their
+origins (:class:`~dpgossip.engine.messages.BlockIndex`); a neighbour gets the blocks that did not
+come from it. So each block crosses each directed edge at most once, and an agent sends at most
+one message per neighbour per instant at which it learned something: with constant latency about
+``2|E|`` messages per hop of the graph's diameter, instead of ``m (2|E| - m + 1)``.
+The agent keeps no other agent's block after relaying it: it adds ``||q_o^(T)||^2`` to a running
+sum (``||q^(T)||^2``) and marks ``o`` as seen.
 
 Failure detection (see :mod:`dpgossip.engine.simulator` for the policies): every
 ``failure_timeout / 4`` an unfinished agent (a) sends a heartbeat to its live neighbours if it has
@@ -51,7 +59,7 @@ import numpy as np
 import simpy
 from simpy.events import Event
 
-from dpgossip.engine.messages import ALIVE, CRASH, EMPTY_PAYLOAD, FINAL, Message
+from dpgossip.engine.messages import ALIVE, CRASH, EMPTY_PAYLOAD, FINAL, BlockIndex, Message
 from dpgossip.protocol.ddppm import deflation_vector
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import draw_component_noise
@@ -84,6 +92,11 @@ class Outbox:
     def broadcast(self, tag: tuple, payload: np.ndarray, dsts: tuple[int, ...]) -> None:
         """Send ``payload`` under ``tag`` to each neighbour in ``dsts`` (payload becomes read-only)."""
         self._fabric.broadcast(self.owner, tag, payload, dsts)
+
+    def send_blocks(self, tag: tuple, payload: np.ndarray, blocks: BlockIndex,
+                    dsts: tuple[int, ...]) -> None:
+        """Send a batch of ``"final"`` blocks laid out by ``blocks`` to each neighbour in ``dsts``."""
+        self._fabric.broadcast(self.owner, tag, payload, dsts, blocks=blocks)
 
     def heartbeat(self, tag: tuple, dsts: tuple[int, ...]) -> None:
         """Send an unreliable, empty heartbeat to each neighbour in ``dsts``."""
@@ -121,7 +134,7 @@ class AgentSettings:
     failure_timeout
         Seconds of silence before a neighbour is suspected.
     disseminate
-        Whether to flood ``q^(T)`` (otherwise the agent stops after ``T`` iterations).
+        Whether to disseminate ``q^(T)`` (otherwise the agent stops after ``T`` iterations).
     record_states
         Keep ``s_i^(t,k)`` in the trace.
     """
@@ -138,8 +151,8 @@ class AgentTrace:
     Shapes use ``r`` components, ``T`` iterations, ``c`` rounds, ``n_i`` rows, ``d`` columns.
     """
 
-    __slots__ = ("blocks", "noise", "q", "z", "z_half", "states", "deflation", "q_norm", "members",
-                 "late", "detections", "last_step", "components_done", "steps", "finished_at",
+    __slots__ = ("blocks", "noise", "q", "z", "z_half", "states", "deflation", "q_norm",
+                 "member_mask", "late", "detections", "last_step", "components_done", "steps", "finished_at",
                  "crashed_at")
 
     def __init__(self, r: int, T: int, c: int, n_i: int, d: int, record_states: bool) -> None:
@@ -160,8 +173,8 @@ class AgentTrace:
         """``b_i`` of each component (zero for the last one)."""
         self.q_norm = np.full(r, nan)
         """``||q^(T)||`` over the blocks the agent assembled."""
-        self.members: list[tuple[int, ...] | None] = [None] * r
-        """Origins whose ``q_o^(T)`` the agent assembled, per component."""
+        self.member_mask: list[bytes | None] = [None] * r
+        """Per component, byte ``o`` is 1 if ``q_o^(T)`` was in the agent's ``||q^(T)||``."""
         self.late: list[tuple[int, int]] = []
         """``(l, o)``: a block that arrived after the agent had assembled component ``l``."""
         self.detections: list[tuple[int, float, tuple | None, str]] = []
@@ -172,6 +185,20 @@ class AgentTrace:
         """Completed steps (waits, computations, crash handling): the monitor's progress signal."""
         self.finished_at: float | None = None
         self.crashed_at: float | None = None
+
+    @property
+    def members(self) -> list[tuple[int, ...] | None]:
+        """Origins whose ``q_o^(T)`` the agent assembled, per component (from ``member_mask``)."""
+        return [None if mk is None else tuple(np.flatnonzero(np.frombuffer(mk, np.uint8)).tolist())
+                for mk in self.member_mask]
+
+
+def _subset(origins: np.ndarray, starts: np.ndarray, payload: np.ndarray,
+            keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The blocks of a batch whose ``keep`` flag is set, as ``(origins, starts, payload)``."""
+    lengths = np.diff(starts)
+    return (origins[keep], np.concatenate(([0], np.cumsum(lengths[keep]))),
+            payload[np.repeat(keep, lengths)])
 
 
 class _Round:
@@ -213,8 +240,9 @@ class Agent:
 
     __slots__ = ("id", "X", "rng", "neighbours", "w_self", "w_nbr", "n_i", "m", "params",
                  "outbox", "trace", "_d", "_deg", "_pos", "_live", "_n_live", "_wself_eff",
-                 "_wnbr_eff", "_targets", "_relay", "_rounds", "_finals", "_seen", "_nseen",
-                 "_dead", "_want", "_wake", "_wait_since", "_heard", "_last_sent", "_delay",
+                 "_wnbr_eff", "_targets", "_relay", "_rounds", "_sumsq", "_seen", "_nseen",
+                 "_pending", "_dups", "_flush_due", "_batches", "_dead", "_want", "_wake",
+                 "_wait_since", "_heard", "_last_sent", "_delay",
                  "_ft", "_done", "_crashed", "_disseminate")
 
     def __init__(self, agent_id: int, block: np.ndarray, rng: np.random.Generator,
@@ -244,9 +272,13 @@ class Agent:
         self._targets = self.neighbours
         self._relay = {u: tuple(v for v in self.neighbours if v != u) for u in self.neighbours}
         self._rounds: dict[tuple, _Round] = {}
-        self._finals: dict[int, dict[int, np.ndarray]] = {}
-        self._seen: dict[int, bytearray] = {}
+        self._sumsq: dict[int, float] = {}
+        self._seen: dict[int, np.ndarray] = {}
         self._nseen: dict[int, int] = {}
+        self._pending: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._dups: list[tuple[int, int, np.ndarray]] = []
+        self._flush_due = False
+        self._batches = 0
         self._dead: set[int] = set()
         self._want: tuple | None = None
         self._wake: Event | None = None
@@ -355,23 +387,19 @@ class Agent:
             tr.components_done = l + 1
 
     def _disseminate_final(self, l: int, q: np.ndarray) -> Generator[Event, object, None]:
-        """Flood ``q_i^(T)``, wait for every block, assemble and normalise ``q^(T)``."""
+        """Send ``q_i^(T)``, wait for every block, and compute ``||q^(T)||``."""
         seen = self._seen_of(l)
-        store = self._finals[l]
         if not seen[self.id]:
-            seen[self.id] = 1
+            seen[self.id] = True
             self._nseen[l] += 1
-            store[self.id] = q
+            self._sumsq[l] += float(q @ q)
+            self._queue(l, -1, np.array([self.id]), np.array([0, q.size]), q)
         self._last_sent = self.outbox.now
-        self.outbox.broadcast((FINAL, l, self.id), q, self._targets)
         if not self._final_complete(l):
             yield from self._wait((FINAL, l))
-        store = self._finals.pop(l)
-        members = tuple(sorted(store))
-        q_full = np.concatenate([store[o] for o in members])
         tr = self.trace
-        tr.members[l] = members
-        tr.q_norm[l] = float(np.linalg.norm(q_full))
+        tr.member_mask[l] = seen.tobytes()
+        tr.q_norm[l] = float(np.sqrt(self._sumsq.pop(l)))
         tr.last_step = (FINAL, l)
         tr.steps += 1
 
@@ -387,12 +415,12 @@ class Agent:
         self._want = None
         self._wake.succeed()
 
-    def _seen_of(self, l: int) -> bytearray:
+    def _seen_of(self, l: int) -> np.ndarray:
         seen = self._seen.get(l)
         if seen is None:
-            seen = self._seen[l] = bytearray(self.m)
+            seen = self._seen[l] = np.zeros(self.m, dtype=bool)
             self._nseen[l] = 0
-            self._finals[l] = {}
+            self._sumsq[l] = 0.0
         return seen
 
     def _final_complete(self, l: int) -> bool:
@@ -440,23 +468,88 @@ class Agent:
                 self._learn_dead(j, "notice", msg.src)
 
     def _on_final(self, msg: Message, tag: tuple) -> None:
-        l, o = tag[1], tag[2]
+        """Keep the blocks of a batch seen for the first time; queue them for relaying."""
+        l = tag[1]
         seen = self._seen_of(l)
-        if seen[o]:
-            return
-        seen[o] = 1
-        self._nseen[l] += 1
-        store = self._finals.get(l)
-        if store is not None:
-            store[o] = msg.payload
+        blocks, payload = msg.blocks, msg.payload
+        origins, starts = blocks.origins, blocks.starts
+        fresh = ~seen[origins]
+        if not fresh.all():
+            if self._flush_due:                 # the sender has these: do not relay them back
+                self._dups.append((l, self._pos[msg.src], origins[~fresh]))
+            if not fresh.any():
+                return
+            origins, starts, payload = _subset(origins, starts, payload, fresh)
+        seen[origins] = True
+        self._nseen[l] += origins.size
+        if l in self._sumsq:
+            self._sumsq[l] += float(payload @ payload)
         else:
-            self.trace.late.append((l, o))
-        targets = self._relay[msg.src]
-        if targets:                     # a relay skips msg.src, so it does not count as a heartbeat
-            self.outbox.broadcast(tag, msg.payload, targets)
+            self.trace.late.extend((l, int(o)) for o in origins)
+        self._queue(l, self._pos[msg.src], origins, starts, payload)
         want = self._want
         if want is not None and want[0] == FINAL and want[1] == l and self._final_complete(l):
             self._release()
+
+    def _queue(self, l: int, came_from: int, origins: np.ndarray, starts: np.ndarray,
+               payload: np.ndarray) -> None:
+        """Relay these blocks at the end of this instant to every neighbour but ``came_from``."""
+        self._pending.append((l, came_from, origins, starts, payload))
+        if not self._flush_due:
+            self._flush_due = True
+            self.outbox.timer(0.0, self._flush)
+
+    def _flush(self, _event: Event) -> None:
+        """Send what was queued at this instant: one batch per component and live neighbour."""
+        self._flush_due = False
+        pending, self._pending = self._pending, []
+        dups, self._dups = self._dups, []
+        if self._crashed or not self._n_live:
+            return
+        for l in sorted({c[0] for c in pending}):
+            chunks = [c for c in pending if c[0] == l]
+            self._batches += 1
+            tag = (FINAL, l, self._batches)
+            special = {c[1] for c in chunks} | {p for k, p, _ in dups if k == l}
+            everyone = tuple(v for v in self._targets if self._pos[v] not in special)
+            if everyone:
+                self._send_chunks(tag, chunks, everyone)
+            for v in self._targets:
+                p = self._pos[v]
+                if p in special:
+                    known = [o for k, q, o in dups if k == l and q == p]
+                    self._send_chunks(tag, [c for c in chunks if c[1] != p], (v,), known)
+            if len(everyone) == self._n_live:
+                self._last_sent = self.outbox.now
+
+    def _send_chunks(self, tag: tuple, chunks: list, dsts: tuple[int, ...],
+                     known: list[np.ndarray] | None = None) -> None:
+        """Concatenate ``chunks`` (``(l, from, origins, starts, payload)``) into one batch,
+        leaving out the origins in ``known`` (the receiver sent them to us)."""
+        if known:
+            mark = self._seen[chunks[0][0]]             # scratch: flip the known origins off
+            drop = np.concatenate(known)
+            mark[drop] = False
+            kept = []
+            for c in chunks:
+                keep = mark[c[2]]
+                if keep.all():
+                    kept.append(c)
+                elif keep.any():
+                    kept.append((c[0], c[1]) + _subset(c[2], c[3], c[4], keep))
+            mark[drop] = True
+            chunks = kept
+        if not chunks:
+            return
+        if len(chunks) == 1:
+            _, _, origins, starts, payload = chunks[0]
+        else:
+            payload = np.concatenate([c[4] for c in chunks])
+            origins = np.concatenate([c[2] for c in chunks])
+            offsets = np.cumsum([0] + [c[4].size for c in chunks])
+            starts = np.concatenate([c[3][:-1] + off for c, off in zip(chunks, offsets[:-1], strict=True)]
+                                    + [offsets[-1:]])
+        self.outbox.send_blocks(tag, payload, BlockIndex.of(origins, starts), dsts)
 
     # ================================================================ failures
     def _missing(self) -> list[int]:

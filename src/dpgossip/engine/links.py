@@ -44,7 +44,15 @@ import simpy
 from simpy.events import NORMAL, Event
 
 from dpgossip.engine.conditions import LatencySpec, NetworkConditions
-from dpgossip.engine.messages import ALIVE, CRASH, FINAL, HEADER_BYTES, Message
+from dpgossip.engine.messages import (
+    ALIVE,
+    BLOCK_ENTRY_BYTES,
+    CRASH,
+    FINAL,
+    HEADER_BYTES,
+    BlockIndex,
+    Message,
+)
 from dpgossip.topology.network import Network
 
 __all__ = ["Fabric", "TrafficCounters"]
@@ -260,10 +268,11 @@ class Fabric:
 
     # ----------------------------------------------------------------------------- sending
     def broadcast(self, src: int, tag: tuple, payload: np.ndarray, dsts: tuple[int, ...],
-                  *, heartbeat: bool = False) -> None:
+                  *, heartbeat: bool = False, blocks: BlockIndex | None = None) -> None:
         """Send ``payload`` under ``tag`` from ``src`` to each of ``dsts`` (graph neighbours).
 
         Heartbeats are unreliable (never retransmitted) and do not count as pending data.
+        ``blocks`` lays out a batch of ``"final"`` blocks (8 more header bytes per block).
         """
         if not dsts:
             return
@@ -273,11 +282,13 @@ class Fabric:
             payload.setflags(write=False)
         now = self.env.now
         size = payload.nbytes + HEADER_BYTES
+        if blocks is not None:
+            size += BLOCK_ENTRY_BYTES * blocks.origins.size
         st = self.stats
         st.messages_sent += len(dsts)
         delay = self._uniform
         if delay is not None:
-            msgs = [Message(src, d, tag, payload, size, now, 1) for d in dsts]
+            msgs = [Message(src, d, tag, payload, size, now, 1, blocks) for d in dsts]
             st.copies_sent += len(msgs)
             if not heartbeat:
                 self._in_flight += len(msgs)
@@ -285,7 +296,7 @@ class Fabric:
             return
         transmit, out = self._transmit, self._out[src]
         for d in dsts:
-            transmit(Message(src, d, tag, payload, size, now, 1), out[d], heartbeat, now)
+            transmit(Message(src, d, tag, payload, size, now, 1, blocks), out[d], heartbeat, now)
 
     def _latency(self, link: _Link) -> float:
         kind = link.kind
@@ -377,7 +388,7 @@ class Fabric:
             return
         self.stats.retransmissions += 1
         self._transmit(Message(msg.src, msg.dst, msg.tag, msg.payload, msg.size_bytes, now,
-                               msg.attempt + 1), self._out[msg.src][msg.dst], False, now)
+                               msg.attempt + 1, msg.blocks), self._out[msg.src][msg.dst], False, now)
 
     # ----------------------------------------------------------------------------- delivery
     def _arrive(self, event: _Arrival) -> None:

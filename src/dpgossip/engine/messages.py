@@ -11,16 +11,20 @@ tag                                    payload
                                        ``s_src^(t,k-1)`` (a ``d``-vector). ``l`` is 0-based like the
                                        arrays of :class:`~dpgossip.protocol.result.RunResult`;
                                        ``t`` and ``k`` are 1-based like the paper.
-``("final", l, o)``                    flooding of component ``l``'s final iterate: origin ``o``'s
-                                       block ``q_o^(T)`` (an ``n_o``-vector), relayed unchanged.
+``("final", l, b)``                    dissemination of component ``l``'s final iterate: the
+                                       sender's ``b``-th batch of component ``l``, carrying the
+                                       blocks ``q_o^(T)`` of the origins in ``Message.blocks``
+                                       (:class:`BlockIndex`), concatenated in that order.
 ``("crash", j)``                       crash notice: agent ``j`` was detected crashed (empty payload).
 ``("alive", ...)``                     heartbeat of an idle agent, followed by the round it waits on
                                        (empty payload).
 =====================================  ==========================================================
 
-Sizes: ``size_bytes = payload.nbytes + HEADER_BYTES``. The fixed header of :data:`HEADER_BYTES` = 32
+Sizes: ``size_bytes = payload.nbytes + HEADER_BYTES + BLOCK_ENTRY_BYTES * k`` for a batch of ``k``
+blocks (``k = 0`` for every other message). The fixed header of :data:`HEADER_BYTES` = 32
 bytes stands for source and destination ids (2 x 4 bytes), a tag of up to four 4-byte fields
-(16 bytes), and a 4-byte attempt counter and 4-byte payload length. Acknowledgements of the
+(16 bytes), and a 4-byte attempt counter and 4-byte payload length; each block of a batch adds
+its origin id and its length (2 x 4 bytes, :data:`BLOCK_ENTRY_BYTES`). Acknowledgements of the
 reliable transport are header-only (see :mod:`dpgossip.engine.links`).
 
 Payloads are made read-only when sent, so a message (and a transcript record) can share the array
@@ -33,11 +37,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Message", "HEADER_BYTES", "EMPTY_PAYLOAD", "FINAL", "CRASH", "ALIVE", "tag_kind",
-           "TAG_KINDS"]
+__all__ = ["Message", "BlockIndex", "HEADER_BYTES", "BLOCK_ENTRY_BYTES", "EMPTY_PAYLOAD", "FINAL",
+           "CRASH", "ALIVE", "tag_kind", "TAG_KINDS"]
 
 HEADER_BYTES = 32
 """Fixed per-message header size in bytes (see the module docstring)."""
+
+BLOCK_ENTRY_BYTES = 8
+"""Bytes per block of a ``"final"`` batch: its origin id and its length (2 x 4 bytes)."""
 
 FINAL = "final"
 CRASH = "crash"
@@ -48,6 +55,34 @@ TAG_KINDS = ("gossip", FINAL, CRASH, ALIVE)
 EMPTY_PAYLOAD = np.zeros(0)
 """Shared read-only payload of control messages (crash notices, heartbeats)."""
 EMPTY_PAYLOAD.setflags(write=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BlockIndex:
+    """Which origins' blocks a ``"final"`` batch carries, and where each starts in its payload.
+
+    Block ``j`` is ``payload[starts[j]:starts[j + 1]]`` (``starts[k] = payload.size``) and belongs
+    to origin ``origins[j]``. Both arrays are read-only ``int64``.
+    """
+
+    origins: np.ndarray
+    """Origin ids, in payload order."""
+    starts: np.ndarray
+    """``k + 1`` offsets into the payload (the last is the payload's length)."""
+
+    @classmethod
+    def of(cls, origins: np.ndarray, starts: np.ndarray) -> BlockIndex:
+        """Freeze ``origins`` and ``starts`` (as read-only int64 arrays) into an index."""
+        o = np.asarray(origins, dtype=np.int64)
+        s = np.asarray(starts, dtype=np.int64)
+        o.setflags(write=False)
+        s.setflags(write=False)
+        return cls(origins=o, starts=s)
+
+    def split(self, payload: np.ndarray) -> dict[int, np.ndarray]:
+        """``{origin: block}`` of a payload laid out by this index (views of ``payload``)."""
+        s = self.starts
+        return {int(o): payload[s[j]:s[j + 1]] for j, o in enumerate(self.origins)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +107,8 @@ class Message:
     """Simulated time at which this copy was handed to the link (queued for transmission)."""
     attempt: int = 1
     """1 for the first transmission, ``k`` for the ``(k-1)``-th retransmission."""
+    blocks: BlockIndex | None = None
+    """Origins and offsets of the blocks of a ``"final"`` batch (``None`` for other messages)."""
 
 
 def tag_kind(tag: tuple) -> str:

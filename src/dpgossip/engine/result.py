@@ -30,7 +30,7 @@ class EngineResult(RunResult):
     rows_kept: np.ndarray
     """``(n, r)`` booleans: row ``i`` of component ``l`` was assembled in ``Q``."""
     dissemination: str
-    """How ``Q`` was assembled: ``"flood"`` (the agents flooded their final rows) or ``"none (Q
+    """How ``Q`` was assembled: ``"flood"`` (the agents flooded their final rows, in batches) or ``"none (Q
     assembled by the simulator)"``."""
     transcript: tuple[TranscriptRecord, ...] | None = None
     """Every accepted message, when the run recorded it in memory."""

@@ -66,6 +66,7 @@ from pathlib import Path
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 import simpy
 from simpy.core import StopSimulation
 
@@ -88,13 +89,17 @@ def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams
                  streams: tuple[np.random.Generator, ...], fabric: Fabric, monitor: _Monitor, *,
                  disseminate: bool, record_states: bool) -> list[Agent]:
     """One :class:`Agent` per node, holding only its rows, its stream and its row of ``W``."""
-    conditions, env, W = monitor.conditions, monitor.env, network.W
+    conditions, env = monitor.conditions, monitor.env
+    W = sp.csr_array(network.W)                       # dense or sparse W: rows in O(deg) each
     agents = []
     for i in range(data.m):
         nbrs = network.neighbours[i]
         st = conditions.stragglers.get(i)
         delay = conditions.compute_time * (st.factor if st else 1.0) + (st.delay if st else 0.0)
-        agent = Agent(i, data.block(i), streams[i], nbrs, W[i, i], W[i, list(nbrs)], data.m,
+        lo, hi = W.indptr[i], W.indptr[i + 1]
+        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
+        w_nbr = np.array([row.get(j, 0.0) for j in nbrs])
+        agent = Agent(i, data.block(i), streams[i], nbrs, row.get(i, 0.0), w_nbr, data.m,
                       params, Outbox(i, env, fabric, monitor),
                       AgentSettings(compute_delay=delay, failure_timeout=conditions.failure_timeout,
                                     disseminate=disseminate, record_states=record_states))
@@ -137,8 +142,9 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
         Network conditions (or the ``[engine]`` mapping of a scenario); ideal links by default.
     record_transcript
         Keep every accepted message in ``EngineResult.transcript`` (one small record per message; the
-        flood of ``q^(T)`` alone is ``m (2|E| - m + 1)`` messages per component, about 10^7 on
-        1,000 agents: turn this off, or stream to ``transcript_path``, for large networks).
+        batched flood of ``q^(T)`` is about ``2|E|`` messages per hop of the diameter per component,
+        each holding up to ``m`` blocks: turn this off, or stream to ``transcript_path``, for large
+        networks).
     transcript_path
         Also stream the transcript to this JSON-lines file
         (:func:`~dpgossip.engine.transcript.load_transcript` reads it back).
@@ -146,7 +152,8 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
         Fill ``RunResult.states`` with every agent's ``s_i^(t,k)``, like
         ``run_matrix(..., record_states=True)``.
     disseminate
-        Flood ``q_i^(T)`` to all agents (the protocol). ``False`` skips the flood: ``Q`` is then
+        Disseminate ``q_i^(T)`` to all agents by batched flooding (the protocol; see
+        :mod:`dpgossip.engine.agent`). ``False`` skips it: ``Q`` is then
         assembled by the simulator, not by the agents; for timing the gossip alone. Rank 1 only.
 
     Returns
@@ -322,11 +329,6 @@ class _Monitor:
         self.env.timeout(self.conditions.failure_timeout).callbacks.append(self.stall_check)
 
 
-def _norm_key(x: float) -> float:
-    """``x``, with every NaN replaced by the one object ``math.nan`` (a set holds it once)."""
-    return math.nan if math.isnan(x) else x
-
-
 @dataclass(frozen=True, slots=True)
 class _Traces:
     """The agents' own records stacked into run-wide arrays (NaN where an agent recorded nothing)."""
@@ -378,16 +380,21 @@ def _final_members(agents: list[Agent], l: int, T: int,
     agree on the set of contributors; without it the simulator takes every agent that finished.
     """
     if disseminate:
-        # math.nan for any NaN norm (overflowed iterates): one object, so equal views collapse
-        views = {(a.trace.members[l], _norm_key(float(a.trace.q_norm[l]))) for a in agents
-                 if a.trace.members[l] is not None}
-        if len(views) > 1:
-            sets = sorted({v[0] for v in views})
+        # every survivor summed ||q_o^(T)||^2 over the blocks it received, in its own order: the
+        # norms agree to rounding, the sets of contributors must agree exactly
+        done = [a.trace for a in agents if a.trace.member_mask[l] is not None]
+        masks = {tr.member_mask[l] for tr in done}
+        if len(masks) > 1:
+            sets = sorted({tuple(np.flatnonzero(np.frombuffer(mk, np.uint8)).tolist())
+                           for mk in masks})
             return (f"survivors disagree on component {l}: they assembled q^(T) from "
                     f"different sets of agents ({len(sets)} variants, e.g. "
                     f"{[list(s) for s in sets[:2]]}): a block raced with its crash "
                     "notice; increase engine.failure_timeout")
-        return views.pop() if views else None
+        if not done:
+            return None
+        mask = np.frombuffer(done[0].member_mask[l], np.uint8)
+        return tuple(np.flatnonzero(mask).tolist()), float(done[0].q_norm[l])
     members = tuple(a.id for a in agents if not np.isnan(a.trace.q[l, T]).any())
     if not members:
         return None

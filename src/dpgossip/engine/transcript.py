@@ -8,6 +8,10 @@ can also be streamed to a JSON-lines file, one object per line::
     {"sent_at": 0.0, "delivered_at": 0.01, "src": 0, "dst": 1, "tag": [0, 1, 1],
      "payload": [0.12, ...], "size_bytes": 80, "attempt": 1}
 
+A ``"final"`` batch also has ``"origins"`` and ``"starts"`` (its :class:`BlockIndex`): the origins
+whose blocks ``q_o^(T)`` it carries and where each starts in the payload;
+:meth:`TranscriptRecord.final_blocks` splits it into ``{origin: block}``.
+
 :func:`load_transcript` reads such a file back into records. The gossip payload of tag
 ``(l, t, k)`` from ``src`` is the state ``s_src^(t,k-1)`` of component ``l`` (Section 1 of
 docs/model.md), which is what the privacy auditor reproduces from the realised noise.
@@ -26,7 +30,7 @@ from typing import IO
 
 import numpy as np
 
-from dpgossip.engine.messages import Message, tag_kind
+from dpgossip.engine.messages import BlockIndex, Message, tag_kind
 
 __all__ = ["TranscriptRecord", "TranscriptWriter", "load_transcript"]
 
@@ -80,19 +84,40 @@ class TranscriptRecord:
         """Attempt number of the accepted copy (1 = first transmission)."""
         return self.message.attempt
 
+    @property
+    def blocks(self) -> BlockIndex | None:
+        """Origins and offsets of a ``"final"`` batch (``None`` for other messages)."""
+        return self.message.blocks
+
+    @property
+    def origins(self) -> tuple[int, ...]:
+        """Origins whose blocks ``q_o^(T)`` the message carries (empty for other messages)."""
+        b = self.message.blocks
+        return () if b is None else tuple(int(o) for o in b.origins)
+
+    def final_blocks(self) -> dict[int, np.ndarray]:
+        """``{origin: q_o^(T)}`` carried by a ``"final"`` batch (read-only views of the payload)."""
+        b = self.message.blocks
+        return {} if b is None else b.split(self.message.payload)
+
     def to_json(self) -> dict[str, object]:
         """JSON-ready dict (payload as a list of floats, tag as a list)."""
         m = self.message
-        return {"sent_at": m.sent_at, "delivered_at": self.delivered_at, "src": m.src,
-                "dst": m.dst, "tag": list(m.tag), "payload": m.payload.tolist(),
-                "size_bytes": m.size_bytes, "attempt": m.attempt}
+        out = {"sent_at": m.sent_at, "delivered_at": self.delivered_at, "src": m.src,
+               "dst": m.dst, "tag": list(m.tag), "payload": m.payload.tolist(),
+               "size_bytes": m.size_bytes, "attempt": m.attempt}
+        if m.blocks is not None:
+            out["origins"] = m.blocks.origins.tolist()
+            out["starts"] = m.blocks.starts.tolist()
+        return out
 
     def to_row(self) -> dict[str, object]:
-        """Tidy row without the payload."""
+        """Tidy row without the payload (``blocks``: how many origins' blocks it carries)."""
         m = self.message
         return {"sent_at": m.sent_at, "delivered_at": self.delivered_at, "src": m.src,
                 "dst": m.dst, "kind": self.kind, "tag": str(m.tag), "size_bytes": m.size_bytes,
-                "attempt": m.attempt}
+                "attempt": m.attempt,
+                "blocks": 0 if m.blocks is None else int(m.blocks.origins.size)}
 
 
 class TranscriptWriter:
@@ -136,7 +161,8 @@ def load_transcript(path: str | Path) -> tuple[TranscriptRecord, ...]:
             d = json.loads(line)
             payload = np.asarray(d["payload"], dtype=float)
             payload.setflags(write=False)
+            blocks = (BlockIndex.of(d["origins"], d["starts"]) if "origins" in d else None)
             msg = Message(int(d["src"]), int(d["dst"]), tuple(d["tag"]), payload,
-                          int(d["size_bytes"]), float(d["sent_at"]), int(d["attempt"]))
+                          int(d["size_bytes"]), float(d["sent_at"]), int(d["attempt"]), blocks)
             out.append(TranscriptRecord(msg, float(d["delivered_at"])))
     return tuple(out)

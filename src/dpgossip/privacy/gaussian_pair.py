@@ -51,10 +51,9 @@ from dpgossip.privacy.conversions import (
     _check_delta,
     _check_eps,
     chernoff_bound,
-    rdp_to_delta,
-    rdp_to_epsilon,
 )
 from dpgossip.privacy.plrv import QuadraticFormLaw, WhitenedPair
+from dpgossip.privacy.rdp_batch import whitened_rdp_deltas, whitened_rdp_epsilons
 
 Direction = Literal["PQ", "QP"]
 Method = Literal["exact", "rdp", "chernoff"]
@@ -598,23 +597,16 @@ class GaussianPair:
                     if i not in coarse and bounds[i] > top:
                         coarse[i] = laws[i].hockey_stick(eps)
             return max(self._exact(c, "hockey_stick") for c in coarse.values())
-        out = 0.0
-        for d in _DIRECTIONS:
-            if meth == "rdp":
-                w = self._pair(d)
-                assert w is not None
-                if w.lam.size == 0 and w.b0sq == 0:  # P = Q: the infimum over orders is 0
-                    return 0.0
-                v = rdp_to_delta(w.renyi, eps, a_max=w.a_max).value
-            else:
-                v = min(1.0, sum(self.chernoff(eps, d)))
-            out = max(out, v)
-        return out
+        if meth == "rdp":  # both directions and all orders at once (privacy.rdp_batch)
+            if self._white.lam.size == 0 and self._white.b0sq == 0:  # P = Q: the infimum is 0
+                return 0.0
+            return float(whitened_rdp_deltas([self._white, self._swapped], eps).max())
+        return max(min(1.0, sum(self.chernoff(eps, d))) for d in _DIRECTIONS)
 
     def epsilon(self, delta: float, method: Method = "exact") -> float:
         """Smallest ``epsilon >= 0`` with ``self.delta(epsilon, method) <= delta``.
 
-        ``"rdp"`` in closed form per order (:func:`conversions.rdp_to_epsilon`, max over
+        ``"rdp"`` in closed form per order (:func:`conversions.rdp_to_epsilon_batch`, max over
         directions); otherwise by :func:`scipy.optimize.brentq` on ``log delta(eps)``
         (non-increasing; to ``1e-10`` relative), bracketed above by the RDP epsilon for the exact
         method.  ``inf`` when the supports differ or epsilon exceeds ``1e6``.
@@ -623,13 +615,8 @@ class GaussianPair:
         target = _check_delta(delta)
         if self._white is None:
             return math.inf
-        if meth == "rdp":
-            out = 0.0
-            for d in _DIRECTIONS:
-                w = self._pair(d)
-                assert w is not None
-                out = max(out, rdp_to_epsilon(w.renyi, target, a_max=w.a_max).value)
-            return out
+        if meth == "rdp":  # both directions and all orders at once (privacy.rdp_batch)
+            return max(0.0, float(whitened_rdp_epsilons([self._white, self._swapped], target).max()))
 
         log_target = math.log(target)
 

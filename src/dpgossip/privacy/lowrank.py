@@ -18,6 +18,7 @@ the supports differ: every divergence is infinite (docs/model.md, Section 4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,11 +39,12 @@ class WhitenedCovariance:
     ``D`` scales ``S`` to unit diagonal, ``Pi`` is a pivoting permutation and ``L`` (``K x rank``) is lower
     trapezoidal. First by pivoted Cholesky of ``S`` (rank tolerance ``K`` machine epsilons); its condition
     estimate ``(L_11 / L_rr)^2`` says how accurate whitening is (relative error about ``cond * 1e-16``).
-    When it exceeds ``max_condition`` and the factor ``G^T`` (``S = G G^T``) is given, ``L`` is recomputed
+    When it exceeds ``max_condition`` and the factor ``G^T`` (``S = G G^T``, or a function building it
+    on demand) is given, ``L`` is recomputed
     from a column-pivoted QR of ``G^T D``, which never squares the condition number (``method = "qr"``).
     """
 
-    def __init__(self, S: np.ndarray, *, factor: np.ndarray | None = None,
+    def __init__(self, S: np.ndarray, *, factor: np.ndarray | Callable[[], np.ndarray] | None = None,
                  max_condition: float = 1e10) -> None:
         S = np.asarray(S, dtype=float)
         self.K = S.shape[0]
@@ -59,7 +61,7 @@ class WhitenedCovariance:
         self.method = "cholesky"
         L, piv = np.tril(c)[:, :rank], piv - 1
         if self.condition > max_condition and factor is not None:
-            Gs = np.asarray(factor, dtype=float) * self.scale[None, :]
+            Gs = np.asarray(factor() if callable(factor) else factor, dtype=float) * self.scale[None, :]
             R, qpiv = sla.qr(Gs, mode="r", pivoting=True, check_finite=False)
             r = np.abs(np.diag(R))
             rank = int(np.sum(r > max(Gs.shape) * eps * r[0])) if r.size and r[0] > 0 else 0
@@ -185,13 +187,23 @@ class JointWhitening:
         self.op_u = ViewOperator(op.X, op.offsets, op.W,
                                  T=op.T, c=op.c, alpha=op.alpha, latent_std=std_u, B=op.B,
                                  final_rows=op.final_rows, known=np.zeros(0, dtype=int))
-        GT = self.op_u.adjoint(np.eye(self.Km))
-        S = self.op_u.forward(GT)
-        self.white_u = WhitenedCovariance((S + S.T) / 2, factor=GT, max_condition=max_condition)
+        self.white_u = WhitenedCovariance(self.op_u.covariance(), factor=self._factor,
+                                          max_condition=max_condition)
         self.rank = self.white_u.rank + self.known.size
         self.K = op.K
         self.method = self.white_u.method
         self.condition = self.white_u.condition
+
+    def _factor(self) -> np.ndarray:
+        """``G_u^T`` (``N x K_m``), built only for the QR fallback of an ill-conditioned ``S_u``, in
+        blocks of unit vectors (never a ``K_m x K_m`` identity at once)."""
+        out = np.empty((self.op_u.N, self.Km))
+        for a in range(0, self.Km, 256):
+            e = min(a + 256, self.Km)
+            E = np.zeros((self.Km, e - a))
+            E[np.arange(a, e), np.arange(e - a)] = 1.0
+            out[:, a:e] = self.op_u.adjoint(E)
+        return out
 
     def _Fk(self, wk: np.ndarray) -> np.ndarray:
         g = np.zeros((self.op.N, wk.shape[1]))

@@ -130,9 +130,97 @@ class ViewOperator:
         return out * self.std[:, None]
 
     def covariance(self) -> np.ndarray:
-        """``S = G G^T`` (``K x K``), as ``forward(adjoint(I_K))``."""
-        S = self.forward(self.adjoint(np.eye(self.K)))
+        """``S = G G^T`` (``K x K``) from the covariances of the ``z^(t)`` (no operator applied to an
+        identity; :meth:`z_covariances`). With ``K_W = alpha m (W^c (x) I_d)`` and
+        ``q^(T) = D K_W z^(T) + p^(T)``:
+
+            S_MM[t, t'] = (B (x) I_d) C_(t,t') (B (x) I_d)^T,
+            S_MY[t]     = (B (x) I_d) C_(t,T) K_W D_Y^T,
+            S_YY        = D_Y K_W C_(T,T) K_W D_Y^T + diag(std_T[final_rows]^2),
+
+        ``D_Y`` the final rows of ``D``. The known coordinates ``w[known]`` (if any) add
+        ``Cov(z^(t), w_s) = A^(t-1-s) D^T diag(std_s^2)`` (for ``s < t``) and ``diag(std[known]^2)``.
+        Cost ``O(T^2 (m d)^3 + K^2 d)``.
+        """
+        C = self.z_covariances()
+        T, d, n = self.T, self.d, self.n
+        Kw = np.kron(self.alpha * self.mWc, np.eye(d))
+        fin = self.final_rows
+        step = self.r * d
+        M = [self._Bk(C[(t, T)] @ Kw) for t in range(1, T + 1)] if self.r else []
+        cross = [self._Dmat(Mt.T)[fin].T for Mt in M]  # S_MY[t] = (B_k Phi_t) D_Y^T
+        Phi = Kw @ C[(T, T)] @ Kw
+        S = np.zeros((self.K, self.K))
+        for t in range(1, T + 1):
+            for u in range(1, t + 1):
+                blk = self._Bk(self._Bk(C[(t, u)]).T).T if self.r else None
+                if blk is not None:
+                    S[(t - 1) * step:t * step, (u - 1) * step:u * step] = blk
+                    S[(u - 1) * step:u * step, (t - 1) * step:t * step] = blk.T
+        pos = T * step
+        nf = fin.size
+        for t in range(self.r and T):
+            S[t * step:(t + 1) * step, pos:pos + nf] = cross[t]
+            S[pos:pos + nf, t * step:(t + 1) * step] = cross[t].T
+        S[pos:pos + nf, pos:pos + nf] = self._Dmat(self._Dmat(Phi.T).T[:, fin])[fin]
+        S[pos + np.arange(nf), pos + np.arange(nf)] += self.std[T * n + fin] ** 2
+        if self.known.size:
+            self._known_covariance(S, pos + nf)
         return (S + S.T) / 2
+
+    # --- helpers of covariance() -----------------------------------------------------------------
+    def _Bk(self, Z: np.ndarray) -> np.ndarray:
+        """``(B (x) I_d) Z`` for ``Z`` of shape ``(m d, k)``."""
+        k = Z.shape[1]
+        return (self.B @ Z.reshape(self.m, self.d * k)).reshape(self.r * self.d, k)
+
+    def _Dmat(self, Z: np.ndarray) -> np.ndarray:
+        """``D Z`` for ``Z`` of shape ``(m d, k)``: row block ``i`` is ``X_i Z_i``."""
+        return self._D(Z.reshape(self.m, self.d, -1))
+
+    def _gram(self, s: int) -> np.ndarray:
+        """``D^T diag(std_s^2) D`` (``m d x m d``, block diagonal): the covariance of ``D^T w_s``."""
+        out = np.zeros((self.m * self.d, self.m * self.d))
+        v = self.std[s * self.n:(s + 1) * self.n] ** 2
+        for i, (a, e) in enumerate(self._blocks):
+            out[i * self.d:(i + 1) * self.d, i * self.d:(i + 1) * self.d] = \
+                self._XT[i] @ (self.X[a:e] * v[a:e, None])
+        return out
+
+    def _A(self) -> np.ndarray:
+        """``A = D^T D K_W`` (``z^(t+1) = A z^(t) + D^T w_t``)."""
+        G = np.zeros((self.m * self.d, self.m * self.d))
+        for i in range(self.m):
+            G[i * self.d:(i + 1) * self.d, i * self.d:(i + 1) * self.d] = self._XT[i] @ self._XT[i].T
+        return G @ np.kron(self.alpha * self.mWc, np.eye(self.d))
+
+    def z_covariances(self) -> dict[tuple[int, int], np.ndarray]:
+        """``C_(t,u) = Cov(z^(t), z^(u))`` for ``1 <= u <= t <= T`` (and ``C_(u,t) = C_(t,u)^T``), by
+
+            z^(1) = D^T w_0,  z^(t+1) = A z^(t) + D^T w_t,  A = D^T D K_W:
+            C_(1,1) = Gram_0,  C_(t+1,u) = A C_(t,u),  C_(t+1,t+1) = A C_(t,t) A^T + Gram_t,
+
+        ``Gram_s = D^T diag(std_s^2) D`` (``std`` zero on coordinates the adversary knows, which this
+        operator treats as known only through ``known``)."""
+        A = self._A()
+        C = {(1, 1): self._gram(0)}
+        for t in range(1, self.T):
+            for u in range(1, t + 1):
+                C[(t + 1, u)] = A @ C[(t, u)]
+            C[(t + 1, t + 1)] = C[(t + 1, t)] @ A.T + self._gram(t)
+        for (t, u) in list(C):
+            C[(u, t)] = C[(t, u)].T
+        return C
+
+    def _known_covariance(self, S: np.ndarray, pos: int) -> None:
+        """Fill the rows and columns of the known coordinates (``pos:``) of ``S``."""
+        k = self.known.size
+        g = np.zeros((self.N, k))
+        g[self.known, np.arange(k)] = 1.0
+        cols = self.forward(g)  # G e_known = G's columns at the known coordinates (K x k)
+        cols *= self.std[self.known][None, :]
+        S[:, pos:] = cols
+        S[pos:, :] = cols.T
 
 
 def view_operator(X: np.ndarray, offsets: np.ndarray, W: np.ndarray, *, T: int, c: int,

@@ -8,7 +8,8 @@ For each component ``l`` and iteration ``t = 1..T`` (docs/model.md, Section 1):
     q_i^(t)      = alpha X_i z_i^(t+1/2) + p_i^(t)
 
 so ``q^(t) = alpha Xi q^(t-1) + p^(t)`` with ``Xi`` of Eq. (13). Noise comes from the per-agent streams of
-:mod:`dpgossip.rng`, so the discrete-event engine draws exactly the same values.
+:mod:`dpgossip.rng`, drawn for all agents by :func:`dpgossip.rng.draw_run_noise` (the same values, bit for
+bit, as each agent's own generator), so the discrete-event engine draws exactly the same values.
 
 Deflation (rank ``r > 1``): after component ``l`` every agent knows ``q_l^(T)`` (disseminated) and its own
 ``z_i^(T+1/2)``; it replaces its block by ``X_i - q_hat_i b_i^T`` with
@@ -28,7 +29,7 @@ from dpgossip.data.partition import PartitionedData
 from dpgossip.protocol.gossip import gossip_states, mixing_operator
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.result import RunResult
-from dpgossip.rng import as_seed_sequence, draw_component_noise, run_streams
+from dpgossip.rng import as_seed_sequence, draw_run_noise
 from dpgossip.topology.network import Network
 
 __all__ = ["run_matrix", "deflation_vector"]
@@ -70,7 +71,6 @@ def run_matrix(
     T, c, r = params.iterations, params.consensus_steps, params.rank
     if network.m != m:
         raise ValueError(f"network has {network.m} agents, data {m}")
-    streams = run_streams(seq, m)
     Wop = mixing_operator(network.W)
     owner = data.agent_of_row()
     starts = data.offsets[:-1]
@@ -78,7 +78,7 @@ def run_matrix(
     iterates = np.empty((r, T + 1, n))
     z_all = np.empty((r, T, m, d))
     zh_all = np.empty((r, T, m, d))
-    noise = np.empty((r, T + 1, n))
+    noise = draw_run_noise(seq, data.sizes, params.sigma_q, params.sigma_p)
     deflation = np.zeros((r, m, d))
     states = np.empty((r, T, c + 1, m, d)) if record_states else None
     Q = np.empty((n, r))
@@ -88,11 +88,6 @@ def run_matrix(
     for l in range(r):
         used.append(X.copy())
         alpha = params.alpha[l]
-        for i in range(m):
-            sl = slice(data.offsets[i], data.offsets[i + 1])
-            noise[l, :, sl] = draw_component_noise(
-                streams.agents[i], data.sizes[i], params.sigma_q, params.sigma_p[l]
-            ).reshape(T + 1, -1)
         q = noise[l, 0].copy()
         iterates[l, 0] = q
         for t in range(1, T + 1):
@@ -108,11 +103,9 @@ def run_matrix(
         q_norm = float(np.linalg.norm(q))
         Q[:, l] = q / q_norm if q_norm > 0 else q
         if l + 1 < r:
-            for i in range(m):
-                b = deflation_vector(q_norm, alpha, zh_all[l, T - 1, i])
-                deflation[l, i] = b
-                sl = slice(data.offsets[i], data.offsets[i + 1])
-                X[sl] -= np.outer(Q[sl, l], b)
+            for i in range(m):                  # z @ z per agent, as the engine's agents compute it
+                deflation[l, i] = deflation_vector(q_norm, alpha, zh_all[l, T - 1, i])
+            X -= Q[:, l, None] * deflation[l][owner]           # X_i -= outer(q_hat_i, b_i)
 
     return RunResult(Q=Q, iterates=iterates, z=z_all, z_half=zh_all, noise=noise, data=tuple(used),
                      deflation=deflation, params=params, backend="matrix",
