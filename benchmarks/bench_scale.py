@@ -37,6 +37,7 @@ import numpy as np
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 TOPOLOGIES = ("ring", "random_geometric", "erdos_renyi")
 ROWS_PER_AGENT, D, T, C = 5, 20, 10, 10
+CLI = [sys.executable, "-c", "import sys; from dpgossip.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 _WRAPPER = r"""
 import json, resource, subprocess, sys, time
@@ -50,7 +51,7 @@ print(json.dumps({"wall": wall, "peak": peak, "rc": p.returncode, "err": p.stder
 
 def stage_topology(topology: str, m: int, workdir: Path) -> list[str]:
     """`dpgossip topology <name> --agents m`: build, validate, spectral summary, diameter bounds."""
-    return [sys.executable, "-m", "dpgossip", "topology", topology, "--agents", str(m)]
+    return [*CLI, "topology", topology, "--agents", str(m)]
 
 
 def stage_run(topology: str, m: int, workdir: Path) -> list[str]:
@@ -59,6 +60,7 @@ def stage_run(topology: str, m: int, workdir: Path) -> list[str]:
     toml.write_text(f"""name = "scale-{topology}-{m}"
 seed = 1
 repeats = 1
+backend = "matrix"
 [data]
 source = "synthetic"
 synthetic = {{ n = {ROWS_PER_AGENT * m}, d = {D} }}
@@ -66,14 +68,12 @@ synthetic = {{ n = {ROWS_PER_AGENT * m}, d = {D} }}
 topology = "{topology}"
 agents = {m}
 [protocol]
-backend = "matrix"
 iterations = {T}
 consensus_steps = {C}
 [output]
 plots = false
 """, encoding="utf-8")
-    return [sys.executable, "-m", "dpgossip", "run", str(toml), "--out", str(workdir / toml.stem),
-            "-q", "--no-plots", "--force"]
+    return [*CLI, "run", str(toml), "--out", str(workdir / toml.stem), "-q", "--no-plots", "--force"]
 
 
 STAGES: dict[str, Callable[[str, int, Path], list[str]]] = {"topology": stage_topology,
