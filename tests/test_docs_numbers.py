@@ -136,3 +136,66 @@ def test_readme_sentence_on_breast_cancer_epsilons_matches_the_table():
     assert float(a) > float(b)  # the non-monotone pair the sentence explains
     assert (f"{a} at delta = 0.0002 but {b} at 0.0001, although a smaller delta needs a larger epsilon "
             f"(so the true worst case at 0.0001 is at least {a} too)") in readme
+
+
+def _comparison_scenario() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "scenarios" / "protocol-comparison.toml").read_text(encoding="utf-8"))
+
+
+def test_readme_prints_the_stored_protocol_comparison():
+    comparison = _script("protocol_comparison")
+    rows = comparison.stored()
+    sc = _comparison_scenario()
+    budgets = [f"{e:.3g}" for e in sc["ppm"]["epsilon"]]
+    variants = {"ppm (prior, element)", "ppm (improved, element)", "ppm (improved, row-replacement)",
+                "ppm-federated", "ppm-gossip", "D-DP-PM", "LDP"}
+    assert {r["series"] for r in rows} == variants
+    for name in variants - {"D-DP-PM"}:
+        assert [r["budget"] for r in rows if r["series"] == name] == budgets, name
+    scales = [f"{n['scale']:.3g}" for n in sc["protocol"]["noise"]]
+    assert [r["noise_scale"] for r in rows if r["series"] == "D-DP-PM"] == scales
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert comparison.table(rows) in readme
+    assert comparison.conclusion(rows) in " ".join(readme.split())
+    # what the reading states
+    assert sc["protocol"]["consensus_steps"] == 30 and sc["ppm"]["mask_std"] == 1.0
+    for r in rows:
+        if r["series"] in ("ppm (improved, row-replacement)", "ppm-federated"):
+            assert float(r["audited_epsilon"]) < float(r["guaranteed_epsilon"]), r
+        if r["series"].endswith("element)") or r["series"] == "ppm-gossip":
+            assert float(r["audited_epsilon"]) > float(r["guaranteed_epsilon"]), r
+    dd = [float(r["audited_epsilon"]) for r in rows if r["series"] == "D-DP-PM"]
+    ppm = [float(r["audited_epsilon"]) for r in rows if r["series"].startswith("ppm")]
+    assert min(dd) > 100 * max(ppm)  # "orders of magnitude"
+
+
+def test_the_stored_ppm_row_is_what_the_code_computes():
+    """Recompute the ppm (improved, row-replacement) point at budget 5 (3 repeats, about 15 s)."""
+    import numpy as np
+
+    from dpgossip.data import load_dataset
+    from dpgossip.privacy.accountant import calibrate_ppm_noise, realised_guarantee
+    from dpgossip.privacy.ppm_audit import audit_ppm
+    from dpgossip.protocol.interface import exact_subspace
+    from dpgossip.protocol.metrics import subspace_distance
+    from dpgossip.protocol.ppm import PpmParams, run_ppm
+
+    comparison = _script("protocol_comparison")
+    sc = _comparison_scenario()
+    (row,) = [r for r in comparison.stored()
+              if r["series"] == "ppm (improved, row-replacement)" and r["budget"] == "5"]
+    data = load_dataset(sc["data"]["source"], agents=sc["network"]["agents"])
+    proto = sc["protocol"]
+    params = PpmParams(p=sc["ppm"]["block_rank"], k=proto["rank"], iterations=proto["iterations"],
+                       noise_multiplier=calibrate_ppm_noise(5.0, 1e-5, proto["iterations"]))
+    truth = exact_subspace(data.X, proto["rank"], "right")
+    err, guar, aud = [], [], []
+    for k in range(sc["repeats"]):
+        res = run_ppm(data, params, np.random.SeedSequence(sc["seed"], spawn_key=(k,)))
+        err.append(subspace_distance(truth, res.components))
+        guar.append(realised_guarantee(res, 1e-5).epsilon_pld)
+        aud.append(audit_ppm(data, res, delta=1e-5, neighbours="replace-one", seed=k).epsilon)
+    assert (row["error"], row["guaranteed_epsilon"], row["audited_epsilon"]) == tuple(
+        comparison._fmt(float(np.mean(v))) for v in (err, guar, aud))

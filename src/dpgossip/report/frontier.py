@@ -131,7 +131,7 @@ def _draw_series(ax: Any, pts: list[FrontierPoint], colour: Any, label: str, rig
     finite = [f for f in a if math.isfinite(f.audited_epsilon)]
     if finite:
         ax.plot([f.audited_epsilon for f in finite], [f.error for f in finite], "o", color=colour,
-                mfc="white", ms=6, mew=1.3, label=f"{label}: audited (lower estimate)")
+                mfc="white", ms=6, mew=1.3, label=f"{label}: audited")
     inf = [f for f in a if math.isinf(f.audited_epsilon)]
     if inf:
         ax.plot([right] * len(inf), [f.error for f in inf], ">", color=colour, mfc="white", ms=8,
@@ -153,7 +153,7 @@ def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
     right = max(finite) * 3 if finite else 10.0
     names = list(dict.fromkeys(f.series for f in table))
     colour = dict(zip(names, colours(len(names), ordered=False), strict=True))
-    fig = new_figure(7.2, 5.0)
+    fig = new_figure(10.5, 5.0)
     ax = fig.subplots()
     for name in names:
         _draw_series(ax, [f for f in table if f.series == name], colour[name], name, right)
@@ -162,7 +162,7 @@ def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
         sorted({f"{f.delta:g}" for f in table if math.isfinite(f.delta)})))
     ax.set_ylabel(r"subspace distance $\|\sin\Theta\|_2$ (mean over repeats)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="x-small", ncol=2)
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.set_title(f"{res.config.get('name', '')}: utility against privacy; filled = guarantee, "
                  "hollow = audit", fontsize="small")
     return save(fig, path)
