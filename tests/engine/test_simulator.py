@@ -98,7 +98,8 @@ def test_completion_time_closed_form_ring(paper_ring, small_data):
     """Constant latency L on the 4-ring: T c gossip hops, then 2 flooding hops (diameter 2)."""
     T, c, L = 3, 2, 0.01
     params = params_for(small_data, paper_ring, T=T, c=c)
-    res = run_engine(small_data, paper_ring, params, seed=0, conditions={"latency": L})
+    res = run_engine(small_data, paper_ring, params, seed=0,
+                     conditions={"latency": L, "dissemination": "flood"})
     assert res.summary.completion_time == pytest.approx((T * c + 2) * L, rel=1e-12)
 
 
