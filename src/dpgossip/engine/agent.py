@@ -22,7 +22,16 @@ follows, deflates its own block ``X_i <- X_i - q_hat_i b_i^T`` with
 Noise: at the start of each component, ``draw_component_noise(rng_i, n_i, sigma_q, sigma_p[l])``
 (:mod:`dpgossip.rng`), so the values equal the matrix backend's.
 
-Dissemination rule (batched flooding, docs/engine.md): the first copy of origin ``o``'s block that
+Dissemination along the BFS spanning tree (the default, :mod:`dpgossip.engine.tree`,
+docs/engine.md): once the agent holds its own ``q_i^(T)`` and every child's batch it sends its parent
+one batch with its whole subtree's blocks (built once, ``[q_i, batch(child_1), ...]``); the root
+then holds ``q^(T)`` and sends it to its children, and every agent forwards the same read-only array
+to its own children. ``2 (m - 1)`` messages per component. Every agent computes ``||q^(T)||`` the
+same way in both modes: ``s_o = ||q_o^(T)||^2`` per block (``block_squares``) stored at index ``o``
+of an ``m``-vector, summed in origin order (``canonical_norm``), so the estimate is bit-identical
+whichever dissemination is used.
+
+Flooding rule (the fallback, batched flooding, docs/engine.md): the first copy of origin ``o``'s block that
 an agent receives is kept for relaying to every live neighbour except the one it came from; later
 copies are ignored. Relays are not sent one block at a time: everything an agent learned at one
 simulated instant (all the messages delivered to it at that time, and its own block) leaves at the
@@ -31,8 +40,8 @@ origins (:class:`~dpgossip.engine.messages.BlockIndex`); a neighbour gets the bl
 come from it. So each block crosses each directed edge at most once, and an agent sends at most
 one message per neighbour per instant at which it learned something: with constant latency about
 ``2|E|`` messages per hop of the graph's diameter, instead of ``m (2|E| - m + 1)``.
-The agent keeps no other agent's block after relaying it: it adds ``||q_o^(T)||^2`` to a running
-sum (``||q^(T)||^2``) and marks ``o`` as seen.
+The agent keeps no other agent's block after relaying it: it stores ``||q_o^(T)||^2`` at index
+``o`` and marks ``o`` as seen.
 
 Failure detection (see :mod:`dpgossip.engine.simulator` for the policies): every
 ``failure_timeout / 4`` an unfinished agent (a) sends a heartbeat to its live neighbours if it has
@@ -40,9 +49,10 @@ sent nothing to all of them (relays skip one) for ``failure_timeout / 4`` and (b
 waiting, suspects each neighbour it is waiting on from which it has heard nothing (no message of
 any kind) for ``failure_timeout`` since it began to wait; a live neighbour is thus suspected only
 if about four heartbeats in a row are lost or late. In a gossip round it waits on the neighbours
-whose round message is missing; while assembling ``q^(T)``, on all its neighbours (any of them may
-be the relay of a missing block; a neighbour that has finished has already relayed everything it
-had). Heartbeats keep a neighbour that is alive but itself blocked from being suspected, so a
+whose round message is missing; while assembling ``q^(T)`` by flooding, on all its neighbours (any
+of them may be the relay of a missing block; a neighbour that has finished has already relayed
+everything it had); along the tree, on the children whose batch is missing, then on its parent.
+Heartbeats keep a neighbour that is alive but itself blocked from being suspected, so a
 crash is detected by its own neighbours only, not by a cascade of timeouts.
 A crash learned from a notice ``("crash", j)`` or by detection: the agent moves ``W_ij`` onto its
 diagonal (``W_ii += W_ij``) from the round it is in, ignores ``j`` from then on, stops
