@@ -11,11 +11,11 @@ Noise rows: :func:`dpgossip.rng.draw_run_noise` for ``m`` agents, 5 rows each, `
 per-agent streams of the matrix backend), against spawning ``m`` ``SeedSequence`` + ``default_rng`` and
 drawing per agent (the old path), which gives the same values (checked on the first 1,000 agents).
 
-Dissemination (``--dissemination tree,flood``): along the BFS spanning tree (the default, ``2 (m - 1)``
-messages per component) or by batched flooding, or ``none`` (gossip only, for the split); tree rows also give the tree's height and the fraction
-of the broadcast's blocks that sending each child only the complement of its subtree would save,
-``(sum_v |sub(v)| - m) / ((m - 1) m)``. ``--check`` also runs the matrix backend and reports
-``max |Q_engine - Q_matrix|``.
+Dissemination (``--dissemination tree,flood,none``): along the BFS spanning tree (the default,
+``2 (m - 1)`` messages per component), by batched flooding, or ``none`` (gossip only, for the split).
+Tree rows also give the tree's height and the fraction of the broadcast's blocks that sending each
+child only the complement of its subtree would save, ``(sum_v |sub(v)| - m) / ((m - 1) m)``.
+``--check`` also runs the matrix backend and reports ``max |Q_engine - Q_matrix|``.
 
 Run: ``python benchmarks/bench_scale_engine.py [--engine 1000,10000] [--ring 1000] [--noise 100000,1000000]
 [--old-noise 100000] [--dissemination tree,flood] [--check]``. Each case runs in its own process (peak
