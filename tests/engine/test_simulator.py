@@ -301,3 +301,17 @@ def test_overflowing_iterates_do_not_look_like_a_disagreement(paper_ring, small_
     assert not np.isfinite(res.iterates[0, -1]).all()
     assert res.status == "completed", res.outcome.reason
     assert res.rows_kept.all()
+
+
+def test_run_restores_the_garbage_collector(paper_ring, small_data):
+    """run_engine pauses the cyclic collector during the simulation and restores its state."""
+    import gc
+    params = params_for(small_data, paper_ring)
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            run_engine(small_data, paper_ring, params, seed=0)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()
