@@ -190,23 +190,25 @@ def test_a_billion_agents_is_refused_at_once(tmp_path, capsys):
                     "one row (use fewer agents or more data)")
 
 
-def test_dense_mixing_matrix_too_large(tmp_path, capsys, one_gib):
-    line = error_line(capsys, ["topology", "ring", "--agents", "100000"])
-    assert line == ("--agents 100000 needs a dense 100000 x 100000 mixing matrix (74.5 GiB; 224 GiB "
-                    "with the copies made to check it and find its spectrum), more than the memory "
-                    "limit DPGOSSIP_MEMORY_LIMIT (1 GiB); use fewer agents")
+def test_network_too_large(tmp_path, capsys, one_gib):
+    # W is sparse (O(|E|) memory), so the graph itself is what a huge ring cannot hold
+    line = error_line(capsys, ["topology", "ring", "--agents", "10000000"])
+    assert line == ("--agents 10000000 gives a graph of 10000000 nodes and about 10000000 edges "
+                    "(13 GiB), more than the memory limit DPGOSSIP_MEMORY_LIMIT (1 GiB); use fewer "
+                    "agents")
     text = GOOD.replace('source = "wine"', 'source = "synthetic"\nstandardize = false\n'
-                        "synthetic = { n = 200000, d = 2, spectrum = [1.0] }")
-    s = write(tmp_path, text.replace("agents = 4", "agents = 100000"))
+                        "synthetic = { n = 20000000, d = 2, spectrum = [1.0] }")
+    s = write(tmp_path, text.replace("agents = 4", "agents = 10000000"))
     line = error_line(capsys, ["run", s, "--out", tmp_path / "o"])
-    assert line.startswith("network.agents = 100000 needs a dense 100000 x 100000 mixing matrix "
-                           "(74.5 GiB; 224 GiB with")
+    assert line.startswith("network.agents = 10000000 gives a graph of 10000000 nodes and about "
+                           "10000000 edges (13 GiB")
 
 
 def test_machine_memory_is_the_default_limit(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("DPGOSSIP_MEMORY_LIMIT", raising=False)
-    line = error_line(capsys, ["topology", "ring", "--agents", "3000000"])
-    assert "mixing matrix (65.5 TiB;" in line and "more than this machine's available memory (" in line
+    line = error_line(capsys, ["topology", "ring", "--agents", "3000000000"])
+    assert "gives a graph of 3000000000 nodes" in line
+    assert "more than this machine's available memory (" in line
 
 
 @pytest.mark.parametrize(

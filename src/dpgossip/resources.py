@@ -29,6 +29,7 @@ __all__ = [
     "check_needs",
     "dense_matrix_needs",
     "graph_needs",
+    "sparse_matrix_needs",
 ]
 
 MEMORY_LIMIT_ENV = "DPGOSSIP_MEMORY_LIMIT"
@@ -137,3 +138,21 @@ def graph_needs(m: int, edges: float, cause: str) -> list[Need]:
     """A networkx graph of ``m`` nodes and about ``edges`` edges (built, then relabelled: twice)."""
     return [Need(f"{cause} gives a graph of {int(m)} nodes and about {int(edges)} edges",
                  int(2 * (NODE_BYTES * m + EDGE_BYTES * edges)))]
+
+
+CSR_ENTRY_BYTES = 12
+"""A stored entry of a CSR matrix: a float64 value and an int32 column index."""
+
+
+def sparse_matrix_needs(m: int, edges: float, cause: str) -> list[Need]:
+    """A sparse (CSR) ``m x m`` mixing matrix with ``2 |E| + m`` stored entries, and the copies made to
+    build, validate and transpose it (about four in all).
+
+    Memory: ``4 (12 (2 |E| + m) + 8 (m + 1))`` bytes (value and int32 index per entry, one row pointer per
+    row), linear in the number of edges where a dense ``W`` needs ``8 m^2``.
+    """
+    m = int(m)
+    one = CSR_ENTRY_BYTES * (2 * float(edges) + m) + FLOAT * (m + 1)
+    return [Need(f"{cause} needs a sparse {m} x {m} mixing matrix with about "
+                 f"{int(2 * edges + m)} entries", int(4 * one),
+                 f"{size_text(one)}; {size_text(4 * one)} with the copies made to build and check it")]

@@ -50,11 +50,11 @@ def check_isolation(agents: list[Agent], data, network) -> int:
         total += len(objs)
         assert any(o is a.X for o in objs)
         for o in objs:
-            assert o is not data and o is not data.X and o is not network and o is not network.W
+            assert o is not data and o is not data.X and o is not network and o is not network.dense_W()
             assert not (isinstance(o, Agent) and o is not a), f"agent {a.id} reaches agent {o.id}"
             if isinstance(o, np.ndarray) and o.size:
                 assert not np.shares_memory(o, data.X), f"agent {a.id} shares memory with X"
-                assert not np.shares_memory(o, network.W), f"agent {a.id} shares memory with W"
+                assert not np.shares_memory(o, network.dense_W()), f"agent {a.id} shares memory with W"
                 for b in agents:
                     if b is not a:
                         assert not np.shares_memory(o, b.X), f"{a.id} shares {b.id}'s block"
@@ -106,8 +106,8 @@ def test_agent_holds_only_its_row_of_W(spy, paper_ring, small_data):
     agents, _ = spy
     run_engine(small_data, paper_ring, params_for(small_data, paper_ring), seed=0)
     for a in agents:
-        assert a.w_self == paper_ring.W[a.id, a.id]
-        np.testing.assert_array_equal(a.w_nbr, paper_ring.W[a.id, list(a.neighbours)])
+        assert a.w_self == paper_ring.dense_W()[a.id, a.id]
+        np.testing.assert_array_equal(a.w_nbr, paper_ring.dense_W()[a.id, list(a.neighbours)])
         assert a.neighbours == paper_ring.neighbours[a.id]
 
 

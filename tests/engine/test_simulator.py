@@ -108,8 +108,8 @@ def _survivor_oracle(data, net, params, seed, crashed):
     """Matrix backend on the survivors' blocks and W re-weighted (W_ii += W_ij for crashed j)."""
     keep = [i for i in range(net.m) if i not in crashed]
     assert keep == list(range(len(keep))), "crash the highest ids so the streams line up"
-    W = net.W[np.ix_(keep, keep)].copy()
-    W[np.diag_indices(len(keep))] += net.W[np.ix_(keep, sorted(crashed))].sum(axis=1)
+    W = net.dense_W()[np.ix_(keep, keep)].copy()
+    W[np.diag_indices(len(keep))] += net.dense_W()[np.ix_(keep, sorted(crashed))].sum(axis=1)
     graph = net.graph.subgraph(keep).copy()
     sub = PartitionedData(X=data.X[:data.offsets[len(keep)]], sizes=data.sizes[:len(keep)])
     return run_matrix(sub, Network(graph=graph, W=W), params, seed), sub.n

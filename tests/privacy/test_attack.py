@@ -328,9 +328,9 @@ def _observer_view_from_states(res, data, net, p, o: int) -> np.ndarray:
     ``t`` neighbour ``l`` sends ``states[0, t-1, k-1, l]``; then ``q^(T)`` of the others and ``o``'s own
     noise."""
     T, c = p.iterations, p.consensus_steps
-    B = receive_basis(net.graph, net.W, [o], c)
+    B = receive_basis(net.graph, net.dense_W(), [o], c)
     senders = sorted(net.graph.neighbors(o))
-    K = np.vstack([np.linalg.matrix_power(net.W, k)[senders] for k in range(c)])
+    K = np.vstack([np.linalg.matrix_power(net.dense_W(), k)[senders] for k in range(c)])
     KP = K.copy()
     KP[:, o] = 0.0
     A = B @ np.linalg.pinv(KP)

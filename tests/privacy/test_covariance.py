@@ -26,8 +26,8 @@ def test_covariance_equals_the_dense_release_model(graph, T, c, kind, agents, ta
                        noise=NoiseSchedule(kind="geometric", scale=0.7))
     view = make_view(kind, m=net.m, agents=agents, target=target)
     std = component_model(data, net, p).latent_std
-    spec = view_spec(view, net.graph, net.W, c=c, T=T, offsets=data.offsets, latent_std=std)
-    op = view_operator(data.X, data.offsets, net.W, T=T, c=c, alpha=p.alpha[0], latent_std=std,
+    spec = view_spec(view, net.graph, net.dense_W(), c=c, T=T, offsets=data.offsets, latent_std=std)
+    op = view_operator(data.X, data.offsets, net.dense_W(), T=T, c=c, alpha=p.alpha[0], latent_std=std,
                        spec=spec)
     _, dense = view_gaussian(component_model(data, net, p), view, net)
     S = op.covariance()
@@ -42,8 +42,8 @@ def test_joint_whitening_whitens_the_dense_covariance():
     p = resolve_params(data, net, iterations=3, consensus_steps=2)
     view = make_view("observer", m=5, agents=(1,))
     std = component_model(data, net, p).latent_std
-    spec = view_spec(view, net.graph, net.W, c=2, T=3, offsets=data.offsets, latent_std=std)
-    op = view_operator(data.X, data.offsets, net.W, T=3, c=2, alpha=p.alpha[0], latent_std=std,
+    spec = view_spec(view, net.graph, net.dense_W(), c=2, T=3, offsets=data.offsets, latent_std=std)
+    op = view_operator(data.X, data.offsets, net.dense_W(), T=3, c=2, alpha=p.alpha[0], latent_std=std,
                        spec=spec)
     jw = JointWhitening(op)
     _, S = view_gaussian(component_model(data, net, p), view, net)

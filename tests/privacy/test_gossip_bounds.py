@@ -36,7 +36,7 @@ def test_per_message_sum_matches_the_dense_formula(name, m):
     spec = LinearGossip(rounds=6, sigma=1.7)
     for ts in (None, range(1, 7)):
         got = muffliato_per_message(network, spec, 2, order=3.0, sensitivity=1.0, rounds=ts)
-        want = _dense_sum(network.W, network.graph, 2, range(6) if ts is None else ts, 3.0, 1.7)
+        want = _dense_sum(network.dense_W(), network.graph, 2, range(6) if ts is None else ts, 3.0, 1.7)
         assert np.allclose(got, want, rtol=1e-12, atol=1e-15)
     scaled = muffliato_per_message(network, spec, 2, order=3.0, sensitivity=0.5)
     assert np.allclose(scaled, 0.25 * muffliato_per_message(network, spec, 2, order=3.0))

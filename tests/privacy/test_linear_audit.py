@@ -45,7 +45,7 @@ def _dense_maps(network, spec):
     Yx, Yz = np.zeros((m, nd)), np.zeros((m, nz))
     states = []
     for t in range(T):
-        Yx, Yz = network.W @ Yx if t else Yx, network.W @ Yz if t else Yz
+        Yx, Yz = network.dense_W() @ Yx if t else Yx, network.dense_W() @ Yz if t else Yz
         if t == 0 or spec.protocol == "gossip-noisy":
             Yz[:, (t if spec.noise_rounds > 1 else 0) * m:][:, :m] += D
         if t == 0 or spec.inputs in ("fixed", "per-round"):

@@ -81,9 +81,9 @@ def test_swapping_the_datasets_inverts_the_eigenvalues_when_ill_conditioned():
 def test_joint_whitening_equals_plain_whitening():
     net, data, p, _ = setup(nx.cycle_graph(5), 3, 2, NoiseSchedule(kind="constant", scale=0.5))
     std = np.concatenate([np.full(data.n, p.sigma_q)] + [np.full(data.n, s) for s in p.sigma_p[0]])
-    spec = view_spec(make_view("observer", m=5, agents=(2,)), net.graph, net.W, c=2, T=3,
+    spec = view_spec(make_view("observer", m=5, agents=(2,)), net.graph, net.dense_W(), c=2, T=3,
                      offsets=data.offsets, latent_std=std)
-    op = view_operator(data.X, data.offsets, net.W, T=3, c=2, alpha=p.alpha[0], latent_std=std,
+    op = view_operator(data.X, data.offsets, net.dense_W(), T=3, c=2, alpha=p.alpha[0], latent_std=std,
                        spec=spec)
     S = op.covariance()
     joint, plain = JointWhitening(op), WhitenedCovariance(S)

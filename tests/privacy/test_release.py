@@ -17,7 +17,7 @@ def test_model_reproduces_every_state_of_a_run(graph, T, c):
     p = resolve_params(data, net, iterations=T, consensus_steps=c,
                        noise=NoiseSchedule(kind="constant", scale=0.3))
     res = run_matrix(data, net, p, seed=8, record_states=True)
-    model = build_release_model(data, net.W, T=T, c=c, alpha=p.alpha[0], sigma_q=p.sigma_q,
+    model = build_release_model(data, net.dense_W(), T=T, c=c, alpha=p.alpha[0], sigma_q=p.sigma_q,
                                 sigma_p=p.sigma_p[0])
     w = res.noise[0].ravel()
     scale = np.abs(res.states).max() if c else 1.0
@@ -33,7 +33,7 @@ def test_model_reproduces_every_state_of_a_run(graph, T, c):
 def test_latent_std_and_slices():
     net = net_from_graph(nx.cycle_graph(3))
     data = spiked_data(9, 3, [2, 1, .5], 3)
-    model = build_release_model(data, net.W, T=2, c=1, alpha=0.5, sigma_q=0.7,
+    model = build_release_model(data, net.dense_W(), T=2, c=1, alpha=0.5, sigma_q=0.7,
                                 sigma_p=np.array([0.1, 0.2]))
     np.testing.assert_array_equal(model.latent_std, [0.7] * 9 + [0.1] * 9 + [0.2] * 9)
     np.testing.assert_array_equal(model.latent_slice([1]), [3, 4, 5, 12, 13, 14, 21, 22, 23])

@@ -44,7 +44,7 @@ def test_model_reproduces_engine_transcript(name, T, c, rank):
     checked = {"gossip": 0, "final": 0}
     for l in range(rank):
         # component l runs on the data deflated after the earlier components (res.data[l])
-        model = build_release_model(data, net.W, T=T, c=c, alpha=p.alpha[l], sigma_q=p.sigma_q,
+        model = build_release_model(data, net.dense_W(), T=T, c=c, alpha=p.alpha[l], sigma_q=p.sigma_q,
                                     sigma_p=p.sigma_p[l], X=res.data[l])
         w = res.noise[l].ravel()
         states = model.predict_states(w)
@@ -71,10 +71,10 @@ def test_model_reproduces_engine_transcript(name, T, c, rank):
 def observer_view_from_run(res, data, net, p, o: int) -> np.ndarray:
     """The observer's joint view, assembled only from what agent ``o`` received or holds itself."""
     T, c = p.iterations, p.consensus_steps
-    B = receive_basis(net.graph, net.W, [o], c)
+    B = receive_basis(net.graph, net.dense_W(), [o], c)
     senders = [l for l in sorted(net.graph.neighbors(o))]
     # raw received rows K_o z with K_o = [e_l^T W^k]; B = A (K_o P), P removing o's own coordinate
-    K = np.vstack([np.linalg.matrix_power(net.W, k)[senders] for k in range(c)])
+    K = np.vstack([np.linalg.matrix_power(net.dense_W(), k)[senders] for k in range(c)])
     KP = K.copy()
     KP[:, o] = 0.0
     A = B @ np.linalg.pinv(KP)
@@ -124,7 +124,7 @@ def test_observer_view_distribution_matches_auditor(name):
     T, c = p.iterations, p.consensus_steps
     o, target = OBSERVER_TARGET[name]
     std = np.concatenate([np.full(data.n, p.sigma_q)] + [np.full(data.n, s) for s in p.sigma_p[0]])
-    spec = view_spec(make_view("observer", m=net.m, agents=(o,), target=target), net.graph, net.W,
+    spec = view_spec(make_view("observer", m=net.m, agents=(o,), target=target), net.graph, net.dense_W(),
                      c=c, T=T, offsets=data.offsets, latent_std=std)
     if name != "paper-ring4":
         # a target that is not the observer's neighbour, and an observer that sees part of the gossip:
@@ -132,7 +132,7 @@ def test_observer_view_distribution_matches_auditor(name):
         # ring, c = 2 rounds from agents 1 and 3 span all of it)
         assert nx.shortest_path_length(net.graph, o, target) == 2
         assert 0 < spec.B.shape[0] < net.m - 1
-    op = view_operator(data.X, data.offsets, net.W, T=T, c=c, alpha=p.alpha[0], latent_std=std,
+    op = view_operator(data.X, data.offsets, net.dense_W(), T=T, c=c, alpha=p.alpha[0], latent_std=std,
                        spec=spec)
     ev, vec = np.linalg.eigh(op.covariance())
     keep = ev > ev.max() * 1e-10
@@ -156,7 +156,7 @@ def test_observer_view_distribution_matches_auditor(name):
     assert np.abs(off).max() < 6 / np.sqrt(runs)
     assert np.abs(np.diag(C) - 1).max() < 6 * np.sqrt(2 / runs)
     # the check has teeth: the same statistics reject a model whose noise levels are 10 % too large
-    wrong = view_operator(data.X, data.offsets, net.W, T=T, c=c, alpha=p.alpha[0],
+    wrong = view_operator(data.X, data.offsets, net.dense_W(), T=T, c=c, alpha=p.alpha[0],
                           latent_std=1.1 * std, spec=spec)
     ev_w, vec_w = np.linalg.eigh(wrong.covariance())
     keep_w = ev_w > ev_w.max() * 1e-10

@@ -40,14 +40,14 @@ def test_recursion_is_alpha_xi(paper_ring, small_data):
     )
     res = run_matrix(small_data, paper_ring, params, seed=11)
     m = 4
-    Wc = np.linalg.matrix_power(paper_ring.W, 2)
+    Wc = np.linalg.matrix_power(paper_ring.dense_W(), 2)
     D = np.zeros((small_data.n, m * small_data.d))
     for i in range(m):
         D[small_data.offsets[i] : small_data.offsets[i + 1], i * 6 : (i + 1) * 6] = (
             small_data.block(i)
         )
     Xi = D @ (m * np.kron(Wc, np.eye(6))) @ D.T
-    np.testing.assert_allclose(Xi, xi_matrix(small_data, paper_ring.W, 2), atol=1e-12)
+    np.testing.assert_allclose(Xi, xi_matrix(small_data, paper_ring.dense_W(), 2), atol=1e-12)
     for t in range(1, 5):
         expect = params.alpha[0] * Xi @ res.iterates[0, t - 1] + res.noise[0, t]
         np.testing.assert_allclose(res.iterates[0, t], expect, rtol=1e-10, atol=1e-12)
@@ -61,7 +61,7 @@ def test_noise_free_error_decays_at_mu_ratio_down_to_consensus_floor():
     c = 3
     params = resolve_params(data, net, iterations=40, consensus_steps=c, noise=NONE)
     res = run_matrix(data, net, params, seed=5)
-    Xi = xi_matrix(data, net.W, c)
+    Xi = xi_matrix(data, net.dense_W(), c)
     ev, vec = np.linalg.eigh(Xi)
     order = np.argsort(-np.abs(ev))
     mu1, mu2 = np.abs(ev[order[:2]])
@@ -139,7 +139,7 @@ def test_geometric_schedule_and_alpha_rule(paper_ring, small_data):
     np.testing.assert_allclose(params.alpha[0], 1 / np.sqrt(mu1 * mu2))
     np.testing.assert_allclose(params.sigma_p[0], 0.5 * (mu2 / mu1) ** np.arange(1, 7))
     np.testing.assert_allclose(params.sigma_q, 1 / np.sqrt(small_data.n))
-    ev = np.sort(np.abs(np.linalg.eigvalsh(xi_matrix(small_data, paper_ring.W, 3))))[::-1]
+    ev = np.sort(np.abs(np.linalg.eigvalsh(xi_matrix(small_data, paper_ring.dense_W(), 3))))[::-1]
     np.testing.assert_allclose([mu1, mu2], ev[:2], rtol=1e-10)
 
 

@@ -76,7 +76,7 @@ def test_propagated_rows_are_rows_of_powers_of_W():
     senders = np.array([0, 5, 15])
     P = propagated_rows(network, senders, 6)
     for k in range(6):
-        assert np.allclose(P[k], np.linalg.matrix_power(network.W, k)[senders], atol=1e-15)
+        assert np.allclose(P[k], np.linalg.matrix_power(network.dense_W(), k)[senders], atol=1e-15)
 
 
 def test_defaults_and_noiseless_agents():

@@ -186,7 +186,7 @@ def test_topology_drawing_labels_small_graphs_and_widths_large(tmp_path):
 
     for name, m in (("ring", 6), ("erdos_renyi", 40)):
         net = make_network(name, agents=m, seed=1)
-        assert is_png(plot_topology(net.graph, net.W, tmp_path / f"{name}.png", name=name))
+        assert is_png(plot_topology(net.graph, net.dense_W(), tmp_path / f"{name}.png", name=name))
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def test_paper_ring4_has_exactly_the_paper_matrix():
     assert loaded.name == "paper-ring4"
     assert edge_set(loaded.graph) == {(0, 1), (1, 2), (2, 3), (0, 3)}
     assert loaded.W is not None
-    np.testing.assert_array_equal(loaded.W, np.array(PAPER_W))
+    np.testing.assert_array_equal(loaded.W.toarray(), np.array(PAPER_W))
     # and literally so in the JSON text
     assert json.loads(shipped_path("paper-ring4").read_text())["W"] == PAPER_W
 
@@ -89,7 +89,7 @@ def test_json_round_trip_with_weights_is_exact(tmp_path):
     loaded = load_graph(path)
     assert loaded.name == "rgg" and loaded.description == "test" and loaded.source == "here"
     assert edge_set(loaded.graph) == edge_set(g)
-    np.testing.assert_array_equal(loaded.W, W)  # bit-for-bit
+    np.testing.assert_array_equal(loaded.W.toarray(), W.toarray())  # bit-for-bit
     assert loaded.graph.nodes[3]["pos"] == list(g.nodes[3]["pos"])
     assert loaded.to_row() == {"name": "rgg", "path": str(path), "agents": 15,
                                "edges": g.number_of_edges(), "has_weights": True}
@@ -106,7 +106,7 @@ def test_json_edge_weights_and_self_weights(tmp_path):
             "edges": [{"source": 0, "target": 1, "weight": 0.5},
                       {"source": 1, "target": 2, "weight": 0.25}]}
     (tmp_path / "w.json").write_text(json.dumps(data))
-    W = load_graph(tmp_path / "w.json").W
+    W = load_graph(tmp_path / "w.json").W.toarray()
     # node 0 given 1/2; node 1 fills 1 - 1/2 - 1/4 = 1/4; node 2 fills 1 - 1/4 = 3/4
     np.testing.assert_array_equal(W, [[.5, .5, 0], [.5, .25, .25], [0, .25, .75]])
 
@@ -121,7 +121,7 @@ def test_json_string_ids_are_sorted_and_w_permuted(tmp_path):
     assert loaded.labels == ("n1", "n2", "n10")
     assert [loaded.graph.nodes[i]["label"] for i in range(3)] == ["n1", "n2", "n10"]
     assert edge_set(loaded.graph) == {(0, 1), (1, 2)}
-    np.testing.assert_array_equal(loaded.W, [[0.7, 0.3, 0.0], [0.3, 0.4, 0.3], [0.0, 0.3, 0.7]])
+    np.testing.assert_array_equal(loaded.W.toarray(), [[0.7, 0.3, 0.0], [0.3, 0.4, 0.3], [0.0, 0.3, 0.7]])
     data["W"][0][0] = 0.6  # W_file[n10, n10] -> new W[2, 2]
     (tmp_path / "s.json").write_text(json.dumps(data))
     assert load_graph(tmp_path / "s.json").W[2, 2] == 0.6
@@ -174,7 +174,7 @@ def test_edgelist_with_comments_weights_and_self_weight(tmp_path):
     loaded = load_graph(tmp_path / "p.edgelist")
     assert loaded.labels == (1, 2, 3)
     assert edge_set(loaded.graph) == {(0, 1), (1, 2)}
-    np.testing.assert_array_equal(loaded.W, [[.5, .5, 0], [.5, .25, .25], [0, .25, .75]])
+    np.testing.assert_array_equal(loaded.W.toarray(), [[.5, .5, 0], [.5, .25, .25], [0, .25, .75]])
 
 
 def test_edgelist_unweighted_numeric_labels_sort_numerically(tmp_path):
@@ -209,7 +209,7 @@ def test_graphml_with_and_without_weights(tmp_path):
     for u, v in g.edges():
         g.edges[u, v]["weight"] = 0.25
     nx.write_graphml(g, tmp_path / "w.graphml")
-    np.testing.assert_array_equal(load_graph(tmp_path / "w.graphml").W, PAPER_W)
+    np.testing.assert_array_equal(load_graph(tmp_path / "w.graphml").W.toarray(), PAPER_W)
 
 
 def test_bad_graphml(tmp_path):

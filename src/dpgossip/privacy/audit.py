@@ -73,7 +73,7 @@ PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
 def component_model(data: PartitionedData, network: Network, params: ProtocolParams,
                     component: int = 0, X: np.ndarray | None = None) -> ReleaseModel:
     """Release model of one component on ``X`` (default ``data.X``)."""
-    return build_release_model(data, network.W, T=params.iterations, c=params.consensus_steps,
+    return build_release_model(data, network.dense_W(), T=params.iterations, c=params.consensus_steps,
                                alpha=params.alpha[component], sigma_q=params.sigma_q,
                                sigma_p=params.sigma_p[component], X=X)
 

@@ -60,7 +60,7 @@ class ComponentAuditor:
         self.rng = np.random.default_rng(seed)
         self.views = dict(views)
         self.specs: dict[Hashable, ViewSpec] = {
-            k: view_spec(v, network.graph, network.W, c=self.c, T=T, offsets=data.offsets,
+            k: view_spec(v, network.graph, network.dense_W(), c=self.c, T=T, offsets=data.offsets,
                          latent_std=self.std) for k, v in self.views.items()}
         self.ops0 = {k: self._op(self.X, s) for k, s in self.specs.items()}
         self.white = {k: JointWhitening(op) for k, op in self.ops0.items()}
@@ -74,7 +74,7 @@ class ComponentAuditor:
         self.rng = np.random.default_rng(entropy)
 
     def _op(self, X: np.ndarray, spec: ViewSpec) -> ViewOperator:
-        return view_operator(X, self.data.offsets, self.network.W, T=self.T, c=self.c,
+        return view_operator(X, self.data.offsets, self.network.dense_W(), T=self.T, c=self.c,
                              alpha=self.alpha, latent_std=self.std, spec=spec)
 
     def dimension(self, key: Hashable) -> int:

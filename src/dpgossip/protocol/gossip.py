@@ -15,8 +15,16 @@ __all__ = ["gossip", "gossip_states", "mixing_operator"]
 _SPARSE_FROM = 64
 
 
-def mixing_operator(W: np.ndarray) -> np.ndarray | sp.csr_matrix:
-    """``W`` as a CSR matrix when it is large and sparse, else as a dense array."""
+def mixing_operator(W: np.ndarray | sp.sparray) -> np.ndarray | sp.csr_matrix | sp.csr_array:
+    """``W`` as a CSR matrix when it is large and sparse, else as a dense array.
+
+    A sparse ``W`` (a :class:`~dpgossip.topology.Network`'s) is kept as it is when large and sparse, with
+    no ``m^2`` scan; the sizes that were dense before still get a dense array, so results do not change.
+    """
+    if sp.issparse(W):
+        if W.shape[0] >= _SPARSE_FROM and W.nnz < 0.25 * W.shape[0] * W.shape[1]:
+            return W
+        return W.toarray()
     W = np.asarray(W, dtype=float)
     if W.shape[0] >= _SPARSE_FROM and np.count_nonzero(W) < 0.25 * W.size:
         return sp.csr_matrix(W)

@@ -8,9 +8,11 @@ decentralized power iteration actually multiplies by (``q^(t) = alpha Xi q^(t-1)
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from dpgossip.data.partition import PartitionedData
+from dpgossip.topology.spectral import extreme_eigenvalues
 
 __all__ = ["xi_matrix", "xi_apply", "xi_eigenvalues"]
 
@@ -25,7 +27,7 @@ def xi_matrix(
     ``X`` overrides ``data.X`` (same partition), e.g. for deflated data.
     """
     X = data.X if X is None else X
-    Wc = np.linalg.matrix_power(np.asarray(W, dtype=float), c)
+    Wc = np.linalg.matrix_power(W.toarray() if sp.issparse(W) else np.asarray(W, dtype=float), c)
     owner = data.agent_of_row()
     return data.m * Wc[np.ix_(owner, owner)] * (X @ X.T)
 
@@ -48,6 +50,11 @@ def xi_eigenvalues(
 
     ``Xi`` is symmetric (``W`` is), but may be indefinite when ``W^c`` has negative eigenvalues; the power
     method's rate is set by moduli, so ``mu_1 = |lambda|_max`` and ``mu_2`` the next modulus.
+
+    Up to ``n = 2500`` rows: dense ``eigvalsh`` of :func:`xi_matrix`. Above: Lanczos on the operator
+    :func:`xi_apply` (``c`` sparse products with ``W`` per application, ``O(c |E| d + n d)``), the ``k + 2``
+    eigenvalues of largest modulus with the fixed start vector and tolerance of
+    :func:`dpgossip.topology.spectral.extreme_eigenvalues` (``RuntimeError`` if it does not converge).
     """
     n = data.n
     k = min(k, n)
@@ -57,6 +64,6 @@ def xi_eigenvalues(
         op = spla.LinearOperator(
             (n, n), matvec=lambda v: xi_apply(data, W, c, np.ravel(v), X), dtype=float
         )
-        ev = spla.eigsh(op, k=min(k + 2, n - 1), which="LM", return_eigenvectors=False)
+        ev = extreme_eigenvalues(op, min(k + 2, n - 1), "LM", "the consensus matrix Xi").values
     ev = ev[np.argsort(-np.abs(ev))]
     return np.abs(ev[:k])

@@ -16,6 +16,7 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
 from dpgossip.report.figures import new_figure, save
 
@@ -80,7 +81,7 @@ def plot_topology(
     """
     from dpgossip.topology.spectral import spectral_summary
 
-    W = np.asarray(W, dtype=float)
+    W = W if sp.issparse(W) else np.asarray(W, dtype=float)
     m = graph.number_of_nodes()
     pos = layout(graph, name, params)
     edges = sorted((min(u, v), max(u, v)) for u, v in graph.edges())
@@ -99,7 +100,7 @@ def plot_topology(
                     va="center", zorder=3,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
     xy = np.array([pos[i] for i in range(m)])
-    diag = np.diag(W)
+    diag = W.diagonal()
     node_size = max(40.0, min(420.0, 5000.0 / max(m, 1)))
     sc = ax.scatter(xy[:, 0], xy[:, 1], s=node_size, c=diag, cmap="Blues", vmin=0.0,
                     vmax=max(1e-9, float(diag.max())), edgecolors="0.2", linewidths=0.8, zorder=2)

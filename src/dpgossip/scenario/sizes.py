@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.resources import FLOAT, Need, check_needs, dense_matrix_needs, graph_needs
+from dpgossip.resources import FLOAT, Need, check_needs, graph_needs, sparse_matrix_needs
 
 __all__ = ["sweep_point_count", "check_sweep_size", "check_point_sizes", "point_needs"]
 
@@ -110,9 +110,10 @@ def point_needs(config: Mapping[str, Any], base: Path | None = None, *,
         from dpgossip.topology import TOPOLOGIES, edge_estimate
 
         cause = f"network.agents = {m}"
+        edges = edge_estimate(net["topology"], m, params) if net["topology"] in TOPOLOGIES else m
         if net["topology"] in TOPOLOGIES:
-            needs += graph_needs(m, edge_estimate(net["topology"], m, params), cause)
-        needs += dense_matrix_needs(m, cause)
+            needs += graph_needs(m, edges, cause)
+        needs += sparse_matrix_needs(m, edges, cause)
     rows_held = repeats * (r * (T + 1) + 1)
     needs.append(Need(f"protocol.iterations = {T} with {repeats} repeat(s) and rank {r} gives "
                       f"{rows_held} rows of results", rows_held * ROW_BYTES))

@@ -18,9 +18,11 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
 
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.resources import check_needs, dense_matrix_needs, graph_needs
+from dpgossip.resources import check_needs, graph_needs, sparse_matrix_needs
 from dpgossip.topology.builders import (
     TOPOLOGIES,
     TOPOLOGY_PARAMS,
@@ -32,7 +34,12 @@ from dpgossip.topology.builders import (
 from dpgossip.topology.io import FILE_FORMATS, LoadedGraph, load_graph, save_graph_json
 from dpgossip.topology.mixing import MIXING_RULES, check_rule_name, mixing_matrix
 from dpgossip.topology.network import Network
-from dpgossip.topology.spectral import SpectralSummary, consensus_rounds, spectral_summary
+from dpgossip.topology.spectral import (
+    DENSE_MAX_AGENTS,
+    SpectralSummary,
+    consensus_rounds,
+    spectral_summary,
+)
 from dpgossip.topology.validate import check_graph, validate_mixing
 
 __all__ = [
@@ -49,6 +56,7 @@ __all__ = [
     "build_graph",
     "check_graph",
     "consensus_rounds",
+    "diameter_text",
     "load_graph",
     "make_network",
     "mixing_matrix",
@@ -104,7 +112,7 @@ def _check_agents(agents: object) -> int | None:
     return int(agents)
 
 
-_Built = tuple[nx.Graph, np.ndarray, str, str, str]
+_Built = tuple[nx.Graph, np.ndarray | sp.csr_array, str, str, str]
 """``(graph, W, name, rule, field)``: a graph, its mixing matrix, the topology's name, the rule that
 gave ``W`` and the field that validation errors name."""
 
@@ -120,12 +128,13 @@ def _generated(topology: str | Path, m: int | None, mixing: str | None, seed: Se
                           f"{', '.join(MIXING_RULES)}", field="mixing")
     if m is not None and m >= 2:  # before the graph is built: its size and W's
         cause = f"agents = {m}"
-        check_needs(graph_needs(m, edge_estimate(name, m, params), cause)
-                    + dense_matrix_needs(m, cause), advice="use fewer agents", field="agents")
+        edges = edge_estimate(name, m, params)
+        check_needs(graph_needs(m, edges, cause) + sparse_matrix_needs(m, edges, cause),
+                    advice="use fewer agents", field="agents")
     graph = build_graph(name, m, seed=seed, params=params)
-    check_needs(dense_matrix_needs(graph.number_of_nodes(),
-                                   f"topology = {name!r} with "
-                                   f"{graph.number_of_nodes()} agents"),
+    check_needs(sparse_matrix_needs(graph.number_of_nodes(), graph.number_of_edges(),
+                                    f"topology = {name!r} with "
+                                    f"{graph.number_of_nodes()} agents"),
                 advice="use fewer agents", field="topology")
     return graph, mixing_matrix(graph, rule), name, rule, "mixing"
 
@@ -144,7 +153,8 @@ def _from_file(path: Path, m: int | None, mixing: str | None,
     if m is not None and m != n_nodes:
         raise ConfigError(f"agents: {m} does not match the {n_nodes} nodes of "
                           f"{str(path)!r}; omit agents or set it to {n_nodes}", field="agents")
-    check_needs(dense_matrix_needs(n_nodes, f"the {n_nodes}-node graph of {str(path)!r}"),
+    check_needs(sparse_matrix_needs(n_nodes, graph.number_of_edges(),
+                                    f"the {n_nodes}-node graph of {str(path)!r}"),
                 advice="use a smaller graph")
     rule = mixing or ("explicit" if loaded.W is not None else "metropolis")
     if rule in EXPLICIT_MIXING:
@@ -207,8 +217,9 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
     try:
         validate_mixing(graph, W, field=field)
     except ConfigError as exc:
-        if rule == "best_constant" and float(np.min(W)) < 0:
-            i = int(np.argmin(np.diag(W)))
+        diag = W.diagonal()
+        if rule == "best_constant" and float(np.min(diag)) < 0:
+            i = int(np.argmin(diag))
             raise ConfigError(f"{exc} (rule 'best_constant' gives W = I - a L with diagonal "
                               f"1 - a d_i, negative at agent {i} of degree {graph.degree(i)}; "
                               "use 'metropolis' or 'fastest' on this graph)",
@@ -217,25 +228,49 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
     return Network(graph=nx.freeze(graph), W=W, name=name, mixing=rule)
 
 
-def summary_text(network: Network) -> str:
+def diameter_text(graph: nx.Graph, *, exact: bool | None = None) -> str:
+    """The graph's diameter, exact or bounded.
+
+    Exact (``nx.diameter``, all-pairs BFS, ``O(m |E|)``) when ``exact`` is true, or when it is
+    ``None`` and ``m <= DENSE_MAX_AGENTS``. Otherwise two BFS (``O(|E|)`` each): the eccentricity
+    ``e_0`` of node 0, then ``e_u`` of a node ``u`` farthest from it; ``max(e_0, e_u) <= diameter
+    <= 2 min(e_0, e_u)`` (every eccentricity ``e`` satisfies ``e <= diam <= 2 e``).
+    """
+    m = graph.number_of_nodes()
+    if exact or (exact is None and m <= DENSE_MAX_AGENTS):
+        return str(nx.diameter(graph))
+    A = nx.to_scipy_sparse_array(graph, nodelist=range(m), weight=None, format="csr")
+    d0 = csgraph.shortest_path(A, unweighted=True, indices=0, directed=False)
+    u = int(np.argmax(d0))
+    du = csgraph.shortest_path(A, unweighted=True, indices=u, directed=False)
+    e0, eu = int(d0.max()), int(du.max())
+    lo, hi = max(e0, eu), 2 * min(e0, eu)
+    if lo == hi:
+        return f"{lo} (two BFS: bounds meet)"
+    return f"between {lo} and {hi} (two BFS, not exact above {DENSE_MAX_AGENTS} agents)"
+
+
+def summary_text(network: Network, *, exact_diameter: bool | None = None) -> str:
     """Short multi-line description of a network and the spectral properties of its ``W``.
 
-    Lists name, nodes, edges, degree min/mean/max, diameter, mixing rule, SLEM
+    Lists name, nodes, edges, degree min/mean/max, diameter (:func:`diameter_text`: exact up to
+    ``DENSE_MAX_AGENTS`` agents or when ``exact_diameter``, else bounds), mixing rule, SLEM
     ``||W - 11^T/m||_2``, spectral gap ``1 - SLEM`` and the rounds ``c`` with ``SLEM^c <= tol`` for
-    ``tol = 1e-3, 1e-6, 1e-9``.
+    ``tol = 1e-3, 1e-6, 1e-9`` (:func:`spectral_summary`: dense, or Lanczos with its error bound).
     """
     g = network.graph
-    degrees = [d for _, d in g.degree()]
+    degrees = np.fromiter((d for _, d in g.degree()), dtype=np.int64, count=network.m)
     s = spectral_summary(network.W)
     rounds = " / ".join(str(s.rounds_for(t)) for t in (1e-3, 1e-6, 1e-9))
+    how = "" if s.method == "dense" else f" (Lanczos, error <= {s.error_bound:.1g})"
     rows = [
         ("name", network.name),
         ("nodes", str(g.number_of_nodes())),
         ("edges", str(g.number_of_edges())),
-        ("degree", f"min {min(degrees)}, mean {np.mean(degrees):.3g}, max {max(degrees)}"),
-        ("diameter", str(nx.diameter(g))),
+        ("degree", f"min {degrees.min()}, mean {np.mean(degrees):.3g}, max {degrees.max()}"),
+        ("diameter", diameter_text(g, exact=exact_diameter)),
         ("mixing", network.mixing),
-        ("SLEM", f"{s.slem:.6g}"),
+        ("SLEM", f"{s.slem:.6g}{how}"),
         ("spectral gap", f"{s.spectral_gap:.6g}"),
         ("rounds to 1e-3, 1e-6, 1e-9", rounds),
     ]

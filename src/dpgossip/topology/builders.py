@@ -315,12 +315,19 @@ def _connected_sample(topology: str, params: Mapping[str, Any], rng: np.random.G
                       f"{advice}", field=failure.split(":", 1)[0])
 
 
+FAST_GNP_FROM = 1000
+"""Above this many agents ``erdos_renyi`` uses ``nx.fast_gnp_random_graph`` (``O(m + |E|)``)."""
+
+
 def _erdos_renyi(m: int, params: Mapping[str, Any], rng: np.random.Generator) -> nx.Graph:
     p = _float_param(params, "p", "erdos_renyi", min(1.0, 2.0 * math.log(m) / m), lo=0.0, hi=1.0)
     failure = f"params.p: erdos_renyi with m = {m} agents and p = {p:.6g}"
     advice = f"raise p above the connectivity threshold ln(m)/m = {math.log(m) / m:.4g}"
+    # gnp_random_graph tries all m(m-1)/2 pairs; above FAST_GNP_FROM agents the O(m + |E|) sampler
+    # (Batagelj & Brandes 2005) draws the same distribution, but other graphs for the same seed.
+    gnp = nx.fast_gnp_random_graph if m > FAST_GNP_FROM else nx.gnp_random_graph
     return _connected_sample("erdos_renyi", params, rng,
-                             lambda s: nx.gnp_random_graph(m, p, seed=s), failure, advice)
+                             lambda s: gnp(m, p, seed=s), failure, advice)
 
 
 def _random_geometric(m: int, params: Mapping[str, Any], rng: np.random.Generator) -> nx.Graph:

@@ -43,9 +43,12 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError
 from dpgossip.topology.builders import canonical_graph
+from dpgossip.topology.network import DENSE_W_MAX_AGENTS, as_csr
+from dpgossip.topology.spectral import DENSE_MAX_AGENTS
 
 __all__ = ["FILE_FORMATS", "LoadedGraph", "load_graph", "save_graph_json"]
 
@@ -67,8 +70,8 @@ class LoadedGraph:
 
     graph: nx.Graph
     """Simple undirected graph on ``0..m-1`` (not yet checked for connectedness)."""
-    W: np.ndarray | None
-    """The file's explicit mixing matrix in the new node order, or ``None``."""
+    W: sp.csr_array | None
+    """The file's explicit mixing matrix in the new node order (sparse), or ``None``."""
     name: str
     """File stem, e.g. ``paper-ring4``."""
     path: str = ""
@@ -325,23 +328,45 @@ def load_graph(path: str | Path) -> LoadedGraph:
     for i, label in enumerate(labels):
         if label != i and "label" not in graph.nodes[i]:
             graph.nodes[i]["label"] = label
+    return LoadedGraph(graph=graph, W=_weights(parsed, labels), name=p.stem, path=str(p),
+                       description=parsed.description, source=parsed.source,
+                       labels=tuple(labels))
+
+
+def _weights(parsed: _Parsed, labels: list[Hashable]) -> sp.csr_array | None:
+    """The parsed weights as a sparse ``W`` in the order of ``labels`` (``O(|E| + m)``).
+
+    A file's dense ``W`` is permuted, ``W[i, j] = W_file[labels[i], labels[j]]``; edge weights give
+    ``W_ij = W_ji = w``, and ``W_ii`` is the node's self-weight or ``1 - sum_{j != i} W_ij``.
+    """
     m = len(labels)
-    W: np.ndarray | None = None
     if parsed.matrix is not None:
         position = {u: k for k, u in enumerate(parsed.order)}
         perm = np.array([position[u] for u in labels], dtype=int)
-        W = parsed.matrix[np.ix_(perm, perm)]
-    elif parsed.edge_w:
-        index = {u: i for i, u in enumerate(labels)}
+        return as_csr(parsed.matrix[np.ix_(perm, perm)])
+    if not parsed.edge_w:
+        return None
+    index = {u: i for i, u in enumerate(labels)}
+    if m <= DENSE_MAX_AGENTS:  # the original dense fill: small files keep their exact weights
         W = np.zeros((m, m))
-        for (u, v), w in parsed.edge_w.items():
-            W[index[u], index[v]] = W[index[v], index[u]] = w
+        for (u, v), w_uv in parsed.edge_w.items():
+            W[index[u], index[v]] = W[index[v], index[u]] = w_uv
         fill = 1.0 - W.sum(axis=1)
         for i, u in enumerate(labels):
             W[i, i] = parsed.self_w.get(u, fill[i])
-    return LoadedGraph(graph=graph, W=W, name=p.stem, path=str(p),
-                       description=parsed.description, source=parsed.source,
-                       labels=tuple(labels))
+        return as_csr(W)
+    pairs = np.array([(index[u], index[v]) for u, v in parsed.edge_w], dtype=np.int64)
+    w = np.fromiter(parsed.edge_w.values(), dtype=float, count=len(parsed.edge_w))
+    off = sp.csr_array((np.concatenate((w, w)), (np.concatenate((pairs[:, 0], pairs[:, 1])),
+                                                 np.concatenate((pairs[:, 1], pairs[:, 0])))),
+                       shape=(m, m))
+    off.sort_indices()
+    fill = 1.0 - np.add.reduceat(np.append(off.data, 0.0), np.minimum(off.indptr[:-1], off.nnz))
+    fill[np.diff(off.indptr) == 0] = 1.0
+    diag = np.array([parsed.self_w.get(u, fill[i]) for i, u in enumerate(labels)], dtype=float)
+    return as_csr(off + sp.diags_array(diag, format="csr"))
+
+
 
 
 def _jsonable(value: Any) -> Any:
@@ -354,6 +379,54 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+def _edge_form(A: sp.csr_array, graph: nx.Graph, index: dict[Hashable, int]) -> bool:
+    """Whether ``W`` fits the edge form: symmetric and nonzero only on the graph's edges and diagonal."""
+    if (A != A.T).nnz:
+        return False
+    coo = A.tocoo()
+    off = coo.row != coo.col
+    edges = {(index[u], index[v]) for u, v in graph.edges()}
+    return all((i, j) in edges or (j, i) in edges
+               for i, j in zip(coo.row[off].tolist(), coo.col[off].tolist(), strict=True))
+
+
+def _weights_into(graph: nx.Graph, nodes: list[Hashable], W: object, node_list: list[dict],
+                  edge_list: list[dict]) -> list[list[float]] | None:
+    """Put ``W`` in the file: as edge ``weight`` and node ``self_weight`` attributes (edited in place)
+    when it is symmetric and supported on the edges and the diagonal, else as dense rows (returned).
+
+    The dense form is kept for matrices the edge form cannot hold (an asymmetric ``W``, or weight off
+    the edges: files that :func:`~dpgossip.topology.validate.validate_mixing` must reject); it is
+    refused above :data:`~dpgossip.topology.network.DENSE_W_MAX_AGENTS` nodes.
+    """
+    m = len(nodes)
+    A = as_csr(W) if sp.issparse(W) else None
+    shape = A.shape if A is not None else np.shape(np.asarray(W, dtype=float))
+    if shape != (m, m):
+        raise ConfigError(f"W: W has shape {shape} but the graph has {m} "
+                          f"nodes; W must be {m} x {m}", field="W")
+    A = as_csr(W) if A is None else A
+    if not np.all(np.isfinite(A.data)):
+        raise ConfigError("W: W has non-finite entries", field="W")
+    index = {u: k for k, u in enumerate(nodes)}
+    for d in node_list:
+        d.pop("self_weight", None)
+    for d in edge_list:
+        d.pop("weight", None)
+    if not _edge_form(A, graph, index):
+        if m > DENSE_W_MAX_AGENTS:
+            raise ConfigError(f"W: a {m}-node W that is not symmetric or has weight off the edges "
+                              "can only be written densely, which is refused above "
+                              f"{DENSE_W_MAX_AGENTS} nodes", field="W")
+        return A.toarray().tolist()
+    diag = A.diagonal()
+    for d in node_list:
+        d["self_weight"] = float(diag[index[d["id"]]])
+    for d in edge_list:
+        d["weight"] = float(A[index[d["source"]], index[d["target"]]])
+    return None
+
+
 def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
                     description: str | None = None, source: str | None = None,
                     extra: Mapping[str, Any] | None = None) -> Path:
@@ -361,10 +434,13 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
 
     The file has top-level keys ``description``/``source`` (when given), then ``directed``,
     ``multigraph``, ``graph``, ``nodes`` (one per line), ``edges`` (one per line) and, when ``W``
-    is given, ``W`` (one row per line, rows in the order of ``nodes``). Floats are written with
-    ``repr`` precision, so ``W`` round-trips exactly. With ``W`` given, edge ``weight`` and node
-    ``self_weight`` attributes are dropped (the file must give the weights in one form only);
-    without it they are kept and will be read back as mixing weights.
+    is given, its weights. A symmetric ``W`` supported on the edges and the diagonal (every valid
+    mixing matrix) is written as edge ``weight`` and node ``self_weight`` attributes, ``O(|E| + m)``
+    in size; any other ``W`` (kept so that invalid matrices can be written for tests and read back
+    to be rejected) as a top-level ``W``, one row per line, rows in the order of ``nodes``. Floats
+    are written with ``repr`` precision, so ``W`` round-trips exactly. With ``W`` given, the graph's
+    own ``weight``/``self_weight`` attributes are replaced; without it they are kept and will be
+    read back as mixing weights.
 
     Returns
     -------
@@ -375,7 +451,6 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
     if graph.is_directed() or graph.is_multigraph():
         raise ConfigError("graph: only simple undirected graphs can be saved", field="graph")
     nodes = list(graph.nodes)
-    m = len(nodes)
     data = nx.node_link_data(graph, edges="edges")
     head: dict[str, Any] = {}
     if description is not None:
@@ -391,15 +466,7 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
                  for d in data["edges"]]
     rows: list[list[float]] | None = None
     if W is not None:
-        Wa = np.asarray(W, dtype=float)
-        if Wa.shape != (m, m):
-            raise ConfigError(f"W: W has shape {Wa.shape} but the graph has {m} "
-                              f"nodes; W must be {m} x {m}", field="W")
-        if not np.all(np.isfinite(Wa)):
-            raise ConfigError("W: W has non-finite entries", field="W")
-        rows = Wa.tolist()
-        node_list = [{k: v for k, v in d.items() if k != "self_weight"} for d in node_list]
-        edge_list = [{k: v for k, v in d.items() if k != "weight"} for d in edge_list]
+        rows = _weights_into(graph, nodes, W, node_list, edge_list)
 
     def dump(obj: Any) -> str:
         return json.dumps(obj, default=_jsonable, allow_nan=False, ensure_ascii=False)

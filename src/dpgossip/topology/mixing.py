@@ -36,8 +36,11 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.topology.network import as_csr
+from dpgossip.topology.spectral import DENSE_MAX_AGENTS, laplacian_extremes
 from dpgossip.topology.validate import check_graph
 
 __all__ = [
@@ -64,51 +67,76 @@ FMMC_SLEM_TOL = 1e-6
 
 
 def _edges(graph: nx.Graph) -> np.ndarray:
-    e = np.array([(min(u, v), max(u, v)) for u, v in graph.edges()], dtype=int)
+    e = np.array([(min(u, v), max(u, v)) for u, v in graph.edges()], dtype=np.int64)
     return e.reshape(-1, 2)
 
 
-def _from_edge_weights(m: int, edges: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``W = I - sum_e w_e (e_i - e_j)(e_i - e_j)^T``: off-diagonal ``w_e``, diagonal fills rows."""
+def _sparse_from_edge_weights(m: int, edges: np.ndarray, w: np.ndarray) -> sp.csr_array:
+    """``W = I - sum_e w_e (e_i - e_j)(e_i - e_j)^T`` built in ``O(|E| + m)``.
+
+    Off-diagonal ``W_ij = W_ji = w_e``; ``W_ii = 1 - sum_{j != i} W_ij`` summed over the row's stored
+    entries (``np.add.reduceat`` over the CSR data).
+    """
+    rows = np.concatenate((edges[:, 0], edges[:, 1]))
+    cols = np.concatenate((edges[:, 1], edges[:, 0]))
+    vals = np.concatenate((w, w)).astype(float)
+    off = sp.csr_array((vals, (rows, cols)), shape=(m, m))
+    off.sum_duplicates()
+    off.sort_indices()
+    diag = 1.0 - np.add.reduceat(np.append(off.data, 0.0), np.minimum(off.indptr[:-1], off.nnz))
+    diag[np.diff(off.indptr) == 0] = 1.0
+    return as_csr(off + sp.diags_array(diag, format="csr"))
+
+
+def _from_edge_weights(m: int, edges: np.ndarray, w: np.ndarray) -> sp.csr_array:
+    """Mixing matrix with off-diagonal ``w_e`` on the edges and the diagonal filling each row.
+
+    Up to :data:`~dpgossip.topology.spectral.DENSE_MAX_AGENTS` agents it is built densely (the row sums
+    of the original dense construction, so small networks keep their exact weights), above that in
+    ``O(|E|)`` by :func:`_sparse_from_edge_weights`; the two agree to rounding (tested).
+    """
+    if m > DENSE_MAX_AGENTS:
+        return _sparse_from_edge_weights(m, edges, w)
     W = np.zeros((m, m))
     W[edges[:, 0], edges[:, 1]] = w
     W[edges[:, 1], edges[:, 0]] = w
     W[np.diag_indices(m)] = 1.0 - W.sum(axis=1)
-    return W
+    return as_csr(W)
 
 
 def _degrees(graph: nx.Graph) -> np.ndarray:
-    return np.array([graph.degree(i) for i in range(graph.number_of_nodes())], dtype=float)
+    m = graph.number_of_nodes()
+    return np.fromiter((graph.degree(i) for i in range(m)), dtype=float, count=m)
 
 
-def metropolis_weights(graph: nx.Graph) -> np.ndarray:
+def metropolis_weights(graph: nx.Graph) -> sp.csr_array:
     """Metropolis-Hastings weights ``W_ij = 1 / (1 + max(d_i, d_j))`` on edges, diagonal fills."""
     d, e = _degrees(graph), _edges(graph)
     return _from_edge_weights(len(d), e, 1.0 / (1.0 + np.maximum(d[e[:, 0]], d[e[:, 1]])))
 
 
-def lazy_metropolis_weights(graph: nx.Graph) -> np.ndarray:
+def lazy_metropolis_weights(graph: nx.Graph) -> sp.csr_array:
     """Lazy Metropolis weights ``(I + W_MH) / 2``."""
     d, e = _degrees(graph), _edges(graph)
     return _from_edge_weights(len(d), e, 0.5 / (1.0 + np.maximum(d[e[:, 0]], d[e[:, 1]])))
 
 
-def max_degree_weights(graph: nx.Graph) -> np.ndarray:
+def max_degree_weights(graph: nx.Graph) -> sp.csr_array:
     """Maximum-degree weights ``W = I - L / (d_max + 1)`` (every edge weight ``1/(d_max + 1)``)."""
     d, e = _degrees(graph), _edges(graph)
     return _from_edge_weights(len(d), e, np.full(len(e), 1.0 / (d.max() + 1.0)))
 
 
-def best_constant_weights(graph: nx.Graph) -> np.ndarray:
+def best_constant_weights(graph: nx.Graph) -> sp.csr_array:
     """Best constant edge weight ``W = I - a L``, ``a = 2 / (lambda_1(L) + lambda_{m-1}(L))``.
 
     ``lambda_1(L)`` is the largest and ``lambda_{m-1}(L)`` the second smallest (algebraic
-    connectivity) Laplacian eigenvalue. The diagonal may be negative.
+    connectivity) Laplacian eigenvalue (:func:`~dpgossip.topology.spectral.laplacian_extremes`:
+    dense up to ``DENSE_MAX_AGENTS`` agents, Lanczos above). The diagonal may be negative.
     """
     m, e = graph.number_of_nodes(), _edges(graph)
-    L = nx.laplacian_matrix(graph, nodelist=range(m)).toarray().astype(float)
-    lam = np.linalg.eigvalsh(L)
-    a = 2.0 / (lam[-1] + lam[1])
+    lam_max, lam_conn = laplacian_extremes(graph)
+    a = 2.0 / (lam_max + lam_conn)
     return _from_edge_weights(m, e, np.full(len(e), a))
 
 
@@ -124,7 +152,7 @@ def _import_cvxpy() -> Any:
 
 
 def fastest_mixing_weights(graph: nx.Graph, *, solver: str | None = None,
-                           slem_tol: float = FMMC_SLEM_TOL) -> np.ndarray:
+                           slem_tol: float = FMMC_SLEM_TOL) -> sp.csr_array:
     """Fastest mixing Markov chain on ``graph`` (Boyd, Diaconis & Xiao 2004).
 
     Solves the semidefinite program, with one weight ``w_e`` per edge ``e = {i, j}`` and
@@ -191,7 +219,7 @@ def fastest_mixing_weights(graph: nx.Graph, *, solver: str | None = None,
     np.add.at(r, e[:, 1], weights)
     weights = weights / np.maximum(1.0, np.maximum(r[e[:, 0]], r[e[:, 1]]))
     W = _from_edge_weights(m, e, weights)
-    slem = float(np.max(np.abs(np.linalg.eigvalsh(W - np.full((m, m), 1.0 / m)))))
+    slem = float(np.max(np.abs(np.linalg.eigvalsh(W.toarray() - np.full((m, m), 1.0 / m)))))
     if slem > optimum + slem_tol:
         raise RuntimeError(f"fastest mixing: cleaned W has SLEM {slem:.10g}, but the solver's "
                            f"optimum is {optimum:.10g} (difference > {slem_tol:g}); try another "
@@ -199,7 +227,7 @@ def fastest_mixing_weights(graph: nx.Graph, *, solver: str | None = None,
     return W
 
 
-_RULES: dict[str, Callable[..., np.ndarray]] = {
+_RULES: dict[str, Callable[..., sp.csr_array]] = {
     "metropolis": metropolis_weights,
     "lazy_metropolis": lazy_metropolis_weights,
     "max_degree": max_degree_weights,
@@ -226,7 +254,7 @@ def check_rule_name(rule: object, extra: tuple[str, ...] = ()) -> str:
     return rule
 
 
-def mixing_matrix(graph: nx.Graph, rule: str, **opts: Any) -> np.ndarray:
+def mixing_matrix(graph: nx.Graph, rule: str, **opts: Any) -> sp.csr_array:
     """Mixing matrix of ``graph`` under ``rule`` (one of :data:`MIXING_RULES`).
 
     See the module docstring for the formula of each rule. The result is *not* validated (a
@@ -244,8 +272,8 @@ def mixing_matrix(graph: nx.Graph, rule: str, **opts: Any) -> np.ndarray:
 
     Returns
     -------
-    numpy.ndarray, shape (m, m)
-        Symmetric ``W`` with unit row sums and zeros off the edges.
+    scipy.sparse.csr_array, shape (m, m)
+        Symmetric ``W`` with unit row sums and zeros off the edges (``.toarray()`` for a dense copy).
     """
     rule = check_rule_name(rule)
     for key in opts:

@@ -1,4 +1,4 @@
-"""The communication network: a graph on agents ``0..m-1`` with a validated mixing matrix."""
+"""The communication network: a graph on agents ``0..m-1`` with a validated sparse mixing matrix."""
 
 from __future__ import annotations
 
@@ -6,8 +6,31 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["Network"]
+from dpgossip.errors import ConfigError
+from dpgossip.resources import FLOAT, Need, check_needs, size_text
+
+__all__ = ["DENSE_W_MAX_AGENTS", "Network", "as_csr"]
+
+DENSE_W_MAX_AGENTS = 20_000
+"""Largest network whose mixing matrix :meth:`Network.dense_W` hands out as a dense array (3.2 GB)."""
+
+
+def as_csr(W: object) -> sp.csr_array:
+    """``W`` (dense array or any scipy sparse matrix) as a float64 CSR array with sorted, summed indices.
+
+    Explicit zeros are dropped, so the stored pattern is exactly the set of nonzero weights (the pattern a
+    dense ``W != 0`` gives). The conversion copies values exactly.
+    """
+    if sp.issparse(W):
+        A = sp.csr_array(W, dtype=float, copy=True)
+    else:
+        A = sp.csr_array(np.asarray(W, dtype=float))
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    A.sort_indices()
+    return A
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -17,31 +40,75 @@ class Network:
     Construct it with :func:`dpgossip.topology.make_network`, which validates ``W``
     (Assumption 2 of 001): symmetric, nonnegative, rows and columns summing to one, weights only
     on edges and the diagonal, connected graph, second largest eigenvalue modulus (SLEM) below one.
+
+    ``W`` is stored as a read-only :class:`scipy.sparse.csr_array` (``2 |E| + m`` entries at most):
+    ``W @ x``, ``W[i, j]`` and ``W.T`` work as for an array. Code that needs a dense matrix (the exact
+    privacy audits, at small ``m``) asks for it with :meth:`dense_W`, which refuses large networks.
     """
 
     graph: nx.Graph
     """Undirected graph whose nodes are the integers ``0..m-1`` (agent ``i`` is node ``i``)."""
-    W: np.ndarray
-    """Mixing matrix, ``m x m``."""
+    W: sp.csr_array
+    """Mixing matrix, ``m x m``, sparse (a dense array given here is converted)."""
     name: str = "custom"
     """Topology name or file the graph came from."""
     mixing: str = "explicit"
     """Mixing rule that produced ``W``."""
     neighbours: tuple[tuple[int, ...], ...] = field(init=False)
     """Sorted neighbour list of each agent (derived)."""
+    _dense: np.ndarray | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
-        W = np.array(self.W, dtype=float)
-        W.setflags(write=False)
+        W = as_csr(self.W)
+        for a in (W.data, W.indices, W.indptr):
+            a.setflags(write=False)
         object.__setattr__(self, "W", W)
-        nbrs = tuple(tuple(sorted(int(j) for j in self.graph.neighbors(i) if j != i))
-                     for i in range(W.shape[0]))
+        adj = self.graph.adj
+        nbrs = tuple(tuple(sorted(int(j) for j in adj[i] if j != i)) for i in range(W.shape[0]))
         object.__setattr__(self, "neighbours", nbrs)
 
     @property
     def m(self) -> int:
         """Number of agents."""
         return int(self.W.shape[0])
+
+    def self_weight(self, i: int) -> float:
+        """``W_ii``."""
+        return float(self.W[i, i])
+
+    def neighbour_weights(self, i: int) -> np.ndarray:
+        """``W_ij`` for ``j`` in :attr:`neighbours` ``[i]`` (same order), a new float array."""
+        row = slice(self.W.indptr[i], self.W.indptr[i + 1])
+        cols, vals = self.W.indices[row], self.W.data[row]
+        out = np.zeros(len(self.neighbours[i]))
+        pos = np.searchsorted(cols, self.neighbours[i])
+        ok = pos < len(cols)
+        ok[ok] = cols[pos[ok]] == np.asarray(self.neighbours[i])[ok]
+        out[ok] = vals[pos[ok]]
+        return out
+
+    def dense_W(self) -> np.ndarray:
+        """``W`` as a dense read-only ``m x m`` array (computed once, then shared).
+
+        Raises
+        ------
+        ConfigError
+            When ``m > DENSE_W_MAX_AGENTS`` or the ``8 m^2`` bytes exceed the available memory
+            (:func:`dpgossip.resources.check_needs`); the message names ``m`` and the memory.
+        """
+        if self._dense is None:
+            m, nbytes = self.m, FLOAT * self.m * self.m
+            what = f"agents = {m} needs a dense {m} x {m} mixing matrix"
+            if m > DENSE_W_MAX_AGENTS:
+                raise ConfigError(f"{what} ({size_text(nbytes)}) for a computation that only "
+                                  f"works densely; dense W is allowed up to {DENSE_W_MAX_AGENTS} "
+                                  "agents; use fewer agents", field="agents")
+            check_needs([Need(what, nbytes)], advice="use fewer agents", field="agents")
+            dense = self.W.toarray()
+            dense.setflags(write=False)
+            object.__setattr__(self, "_dense", dense)
+        assert self._dense is not None
+        return self._dense
 
     def to_row(self) -> dict[str, object]:
         """Tidy summary row: name, mixing rule, agents and edges."""

@@ -12,6 +12,14 @@ and, because ``W^c - 11^T/m = (W - 11^T/m)^c``,
 
 So ``c`` gossip rounds shrink the disagreement ``x - mean(x) 1`` of any vector by at least the
 factor ``SLEM^c``, with equality for the worst-case vector.
+
+Up to :data:`DENSE_MAX_AGENTS` agents every eigenvalue is computed densely (``eigvalsh``). Above, the
+three extreme eigenvalues ``lambda_1 >= lambda_2`` and ``lambda_m`` of the sparse ``W`` come from
+Lanczos (:func:`scipy.sparse.linalg.eigsh`, ``which='BE'``, a fixed start vector), with relative
+tolerance :data:`LANCZOS_TOL`; since ``W 1 = 1`` (checked to ``1e-9``), ``SLEM = max(|lambda_2|,
+|lambda_m|)``. Each returned Ritz value ``theta`` with Ritz vector ``v`` is within the residual norm
+``||W v - theta v||`` of an eigenvalue of ``W`` (symmetric ``W``), and that bound is reported as
+:attr:`SpectralSummary.error_bound`. Lanczos that does not converge raises ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -19,11 +27,143 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from dpgossip.errors import ConfigError
 
-__all__ = ["SpectralSummary", "consensus_rounds", "rounds_for", "spectral_summary"]
+__all__ = ["DENSE_MAX_AGENTS", "LANCZOS_TOL", "SpectralSummary", "consensus_rounds",
+           "extreme_eigenvalues", "laplacian_extremes", "rounds_for", "spectral_summary"]
+
+DENSE_MAX_AGENTS = 1000
+"""Largest ``m`` whose spectra are computed densely (``eigvalsh`` of an ``m x m`` matrix)."""
+LANCZOS_TOL = 1e-10
+"""Relative tolerance of the Lanczos eigenvalues (``eigsh``'s ``tol``) above :data:`DENSE_MAX_AGENTS`."""
+LANCZOS_MAXITER = 100_000
+"""Restarts allowed to ``eigsh`` before it is declared not to converge."""
+_START_SEED = 20_240_515
+"""Seed of the fixed Lanczos start vector (no global random state: same input, same output)."""
+
+
+def start_vector(n: int) -> np.ndarray:
+    """Fixed Lanczos start vector of length ``n``: standard normal from seed :data:`_START_SEED`."""
+    return np.random.default_rng(_START_SEED).standard_normal(n)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtremeEigenvalues:
+    """Ritz values of a symmetric operator, ascending, and the residual bound on each."""
+
+    values: np.ndarray
+    """Eigenvalues found (ascending)."""
+    error_bound: float
+    """``max_k ||A v_k - theta_k v_k||``: every value is within this of an eigenvalue of ``A``."""
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row."""
+        return {"values": self.values.tolist(), "error_bound": self.error_bound}
+
+
+def extreme_eigenvalues(A: sp.sparray | spla.LinearOperator, k: int, which: str, what: str, *,
+                        maxiter: int = LANCZOS_MAXITER) -> ExtremeEigenvalues:
+    """``k`` extreme eigenvalues of a symmetric ``A`` by Lanczos (``eigsh(A, k, which)``).
+
+    Uses :func:`start_vector`, relative tolerance :data:`LANCZOS_TOL` and at most ``maxiter``
+    restarts; ``what`` names the matrix in the error raised on non-convergence
+    (``RuntimeError``, chained to :class:`scipy.sparse.linalg.ArpackNoConvergence`). The residual
+    norms ``||A v - theta v||`` of the Ritz pairs bound the distance of each ``theta`` to the
+    spectrum (symmetric ``A``).
+    """
+    n = A.shape[0]
+    try:
+        theta, V = spla.eigsh(A, k=k, which=which, v0=start_vector(n), tol=LANCZOS_TOL,
+                              maxiter=maxiter, ncv=min(n, max(2 * k + 1, 32)))
+    except spla.ArpackNoConvergence as exc:
+        raise RuntimeError(f"Lanczos (eigsh, which={which!r}, k={k}) did not converge on {what} "
+                           f"of size {n} within {maxiter} restarts at tolerance "
+                           f"{LANCZOS_TOL:g}") from exc
+    resid = np.linalg.norm(A @ V - V * theta, axis=0)
+    order = np.argsort(theta)
+    return ExtremeEigenvalues(values=theta[order], error_bound=float(resid.max()))
+
+
+def _shift_invert_end(S: sp.csr_array, sigma: float, sign: float, what: str) -> ExtremeEigenvalues:
+    """The eigenvalue of ``S`` nearest ``sigma`` on the side ``sign`` (+1: above, -1: below), other than
+    ``lambda_1 = 1`` with eigenvector ``1``, by Lanczos on ``P (sign (S - sigma I))^{-1} P``.
+
+    ``P = I - 11^T/m`` removes the eigenvector ``1`` (for ``sign = -1`` and ``sigma`` just above 1 it
+    would dominate); ``sign (S - sigma I)`` is positive definite when every other eigenvalue lies on
+    that side of ``sigma``, and its inverse (one sparse LU) maps the wanted eigenvalue ``lambda`` to the
+    largest value ``1 / |lambda - sigma|``, well separated from the next even when the eigenvalues of
+    ``S`` cluster (a long ring). The result is refined: ``lambda = sigma + sign / theta`` and the
+    residual bound is recomputed on ``S`` itself.
+    """
+    m = S.shape[0]
+    lu = spla.splu(sp.csc_array(sign * (S - sigma * sp.eye_array(m, format="csr"))))
+
+    def apply(v: np.ndarray) -> np.ndarray:
+        v = np.ravel(v) - np.mean(v)
+        w = lu.solve(v)
+        return w - np.mean(w)
+
+    op = spla.LinearOperator((m, m), matvec=apply, dtype=float)
+    n_wanted = 1
+    theta, V = spla.eigsh(op, k=n_wanted, which="LA", v0=start_vector(m), tol=LANCZOS_TOL,
+                          maxiter=LANCZOS_MAXITER, ncv=min(m, 32))
+    v = V[:, 0] / np.linalg.norm(V[:, 0])
+    lam = float(v @ (S @ v))                       # Rayleigh quotient on S itself
+    resid = float(np.linalg.norm(S @ v - lam * v))
+    return ExtremeEigenvalues(values=np.array([lam]), error_bound=resid)
+
+
+PLAIN_MAXITER = 3
+"""Restarts given to plain Lanczos before the shift-invert fallback (about 100 products ``W v``)."""
+
+
+def _end_of_spectrum(S: sp.csr_array, top: bool) -> ExtremeEigenvalues:
+    """``lambda_2`` (``top``) or ``lambda_m`` of a symmetric ``S`` with ``S 1 = 1``.
+
+    Plain Lanczos first (``PLAIN_MAXITER`` restarts; on ``S - 11^T/m`` for the top, so that
+    ``lambda_1 = 1`` is not among the values sought); when the end of the spectrum is too clustered
+    for it to converge, shift-invert (:func:`_shift_invert_end`) about ``sigma = 1 + 1e-12`` for the
+    top and about Gershgorin's lower bound ``min_i (2 S_ii - sum_j |S_ij|) - 1e-12`` for the bottom.
+    """
+    m = S.shape[0]
+    if top:
+        op = spla.LinearOperator((m, m), dtype=float, matvec=lambda v: S @ v - np.mean(v, axis=0))
+    else:
+        op = S
+    try:
+        return extreme_eigenvalues(op, 1, "LA" if top else "SA", "the mixing matrix W",
+                                   maxiter=PLAIN_MAXITER)
+    except RuntimeError:
+        pass
+    if top:
+        return _shift_invert_end(S, 1.0 + 1e-12, -1.0, "the mixing matrix W")
+    gersh = float(np.min(2.0 * S.diagonal() - abs(S).sum(axis=1))) - 1e-12
+    return _shift_invert_end(S, gersh, 1.0, "the mixing matrix W")
+
+
+def laplacian_extremes(graph: nx.Graph) -> tuple[float, float]:
+    """Largest and second smallest Laplacian eigenvalues ``lambda_1(L)``, ``lambda_{m-1}(L)``.
+
+    Dense ``eigvalsh`` up to :data:`DENSE_MAX_AGENTS` nodes; above, Lanczos on ``L`` for the largest
+    and on ``L + lambda_1(L) 11^T / m`` (the eigenvector ``1`` moved from 0 to ``lambda_1``) for the
+    smallest, which is then ``lambda_{m-1}(L)``.
+    """
+    m = graph.number_of_nodes()
+    if m <= DENSE_MAX_AGENTS:
+        lam = np.linalg.eigvalsh(nx.laplacian_matrix(graph, nodelist=range(m)).toarray()
+                                 .astype(float))
+        return float(lam[-1]), float(lam[1])
+    L = sp.csr_array(nx.laplacian_matrix(graph, nodelist=range(m)), dtype=float)
+    top = float(extreme_eigenvalues(L, 1, "LA", "the Laplacian").values[-1])
+    shifted = spla.LinearOperator((m, m), dtype=float,
+                                  matvec=lambda v: L @ v + top * np.mean(v, axis=0))
+    low = float(extreme_eigenvalues(shifted, 1, "SA", "the deflated Laplacian").values[0])
+    return top, low
 
 
 def rounds_for(slem: float, tol: float) -> int | float:
@@ -74,6 +214,10 @@ class SpectralSummary:
     """Contraction tolerance used for :attr:`rounds`."""
     rounds: int | float
     """``rounds_for(tol)``: gossip rounds needed to shrink disagreement by ``tol``."""
+    method: str = "dense"
+    """``'dense'`` (every eigenvalue by ``eigvalsh``) or ``'lanczos'`` (three extreme ones)."""
+    error_bound: float = 0.0
+    """Bound on the error of each eigenvalue reported (0 for ``'dense'``: exact to rounding)."""
 
     def rounds_for(self, tol: float) -> int | float:
         """Smallest ``c`` with ``slem**c <= tol`` (0 if ``tol >= 1``, ``inf`` if ``slem >= 1``)."""
@@ -83,29 +227,17 @@ class SpectralSummary:
         """Flat dictionary of all fields."""
         return {"m": self.m, "lambda_1": self.lambda_1, "lambda_2": self.lambda_2,
                 "lambda_min": self.lambda_min, "slem": self.slem,
-                "spectral_gap": self.spectral_gap, "tol": self.tol, "rounds": self.rounds}
+                "spectral_gap": self.spectral_gap, "tol": self.tol, "rounds": self.rounds,
+                "method": self.method, "error_bound": self.error_bound}
 
 
-def spectral_summary(W: np.ndarray, tol: float = 1e-6) -> SpectralSummary:
-    """Eigenvalues, SLEM, spectral gap and consensus rounds of a symmetric mixing matrix.
-
-    Parameters
-    ----------
-    W : array_like, shape (m, m)
-        Symmetric mixing matrix (asymmetry above ``1e-9`` is rejected; the symmetric part is used).
-    tol : float
-        Contraction tolerance for the ``rounds`` field.
-
-    Returns
-    -------
-    SpectralSummary
-        ``slem = ||W - 11^T/m||_2`` computed as the largest ``|eigenvalue|`` of ``W - 11^T/m``;
-        ``lambda_1 >= lambda_2`` the two largest and ``lambda_min`` the smallest eigenvalue of
-        ``W``; ``spectral_gap = 1 - slem``; ``rounds = rounds_for(slem, tol)``.
-    """
-    W = np.asarray(W, dtype=float)
+def _check_square(W: np.ndarray | sp.sparray) -> None:
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 2:
         raise ConfigError(f"W: must be a square matrix of size at least 2, got shape {W.shape}")
+
+
+def _dense_summary(W: np.ndarray, tol: float) -> SpectralSummary:
+    """Every eigenvalue by ``eigvalsh`` (the exact computation, for ``m <= DENSE_MAX_AGENTS``)."""
     if not np.all(np.isfinite(W)):
         raise ConfigError("W: has non-finite entries")
     asym = float(np.max(np.abs(W - W.T)))
@@ -121,6 +253,57 @@ def spectral_summary(W: np.ndarray, tol: float = 1e-6) -> SpectralSummary:
                            tol=float(tol), rounds=rounds_for(slem, tol))
 
 
-def consensus_rounds(W: np.ndarray, tol: float) -> int | float:
+def _lanczos_summary(W: sp.csr_array, tol: float) -> SpectralSummary:
+    """``lambda_1, lambda_2, lambda_m`` by Lanczos; ``SLEM = max(|lambda_2|, |lambda_m|)``."""
+    if not np.all(np.isfinite(W.data)):
+        raise ConfigError("W: has non-finite entries")
+    asym = float(abs(W - W.T).max())
+    if asym > 1e-9:
+        raise ConfigError(f"W: is not symmetric (max |W - W^T| = {asym:.3g}); the spectral "
+                          "summary assumes a symmetric mixing matrix")
+    m = W.shape[0]
+    S = (W + W.T) / 2.0
+    drift = float(np.max(np.abs(S @ np.ones(m) - 1.0)))
+    if drift > 1e-9:
+        raise ConfigError(f"W: rows do not sum to one (max |W 1 - 1| = {drift:.3g}); the "
+                          f"spectral summary of a {m}-agent W (Lanczos) needs W 1 = 1")
+    hi, lo = _end_of_spectrum(S, top=True), _end_of_spectrum(S, top=False)
+    lam_1, lam_2, lam_min = 1.0, float(hi.values[-1]), float(lo.values[0])
+    error = max(hi.error_bound, lo.error_bound)
+    slem = max(abs(lam_2), abs(lam_min))
+    return SpectralSummary(m=m, lambda_1=lam_1, lambda_2=lam_2, lambda_min=lam_min, slem=slem,
+                           spectral_gap=1.0 - slem, tol=float(tol),
+                           rounds=rounds_for(slem, tol), method="lanczos",
+                           error_bound=error + drift)
+
+
+def spectral_summary(W: np.ndarray | sp.sparray, tol: float = 1e-6) -> SpectralSummary:
+    """Eigenvalues, SLEM, spectral gap and consensus rounds of a symmetric mixing matrix.
+
+    Parameters
+    ----------
+    W : array_like or scipy sparse matrix, shape (m, m)
+        Symmetric mixing matrix (asymmetry above ``1e-9`` is rejected; the symmetric part is used).
+    tol : float
+        Contraction tolerance for the ``rounds`` field.
+
+    Returns
+    -------
+    SpectralSummary
+        ``slem = ||W - 11^T/m||_2``; ``lambda_1 >= lambda_2`` the two largest and ``lambda_min`` the
+        smallest eigenvalue of ``W``; ``spectral_gap = 1 - slem``; ``rounds = rounds_for(slem, tol)``.
+        Up to :data:`DENSE_MAX_AGENTS` agents: dense, ``slem`` the largest ``|eigenvalue|`` of
+        ``W - 11^T/m`` (``method = 'dense'``). Above: Lanczos, see the module docstring
+        (``method = 'lanczos'``, ``error_bound`` the residual bound plus ``max |W 1 - 1|``).
+    """
+    if not sp.issparse(W):
+        W = np.asarray(W, dtype=float)
+    _check_square(W)
+    if W.shape[0] <= DENSE_MAX_AGENTS:
+        return _dense_summary(W.toarray() if sp.issparse(W) else W, tol)
+    return _lanczos_summary(sp.csr_array(W, dtype=float), tol)
+
+
+def consensus_rounds(W: np.ndarray | sp.sparray, tol: float) -> int | float:
     """Smallest ``c`` with ``||W^c - 11^T/m||_2 = SLEM^c <= tol`` for a symmetric mixing ``W``."""
     return spectral_summary(W, tol).rounds

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
 
 from dpgossip.errors import ConfigError
+from dpgossip.topology.network import as_csr
+from dpgossip.topology.spectral import DENSE_MAX_AGENTS
 
 __all__ = ["check_graph", "validate_mixing"]
 
@@ -73,15 +77,134 @@ def check_graph(graph: nx.Graph, *, field: str = "graph") -> None:
                           "average consensus needs a connected graph", field=field)
 
 
-def validate_mixing(graph: nx.Graph, W: np.ndarray, *, tol: float = 1e-12,
+def _as_matrix(W: object, m: int, field: str) -> sp.csr_array:
+    """``W`` (dense or sparse) as a float CSR array of shape ``(m, m)`` with finite entries."""
+    try:
+        A = W if sp.issparse(W) else np.asarray(W, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{field}: W is not a numeric matrix ({exc})", field=field) from None
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ConfigError(f"{field}: W must be a square matrix, got shape {A.shape}", field=field)
+    A = as_csr(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ConfigError(f"{field}: W must be a square matrix, got shape {A.shape}", field=field)
+    if A.shape[0] != m:
+        raise ConfigError(f"{field}: W is {A.shape[0]} x {A.shape[1]} but the graph has {m} "
+                          f"nodes; W must be {m} x {m}", field=field)
+    bad = ~np.isfinite(A.data)
+    if bad.any():
+        k = int(np.argmax(bad))
+        i, j = _coords(A, k)
+        raise ConfigError(f"{field}: W[{i}, {j}] = {float(A.data[k])} is not finite", field=field)
+    return A
+
+
+def _coords(A: sp.csr_array, k: int) -> tuple[int, int]:
+    """Row and column of the ``k``-th stored entry of a CSR array."""
+    return int(np.searchsorted(A.indptr, k, side="right") - 1), int(A.indices[k])
+
+
+def _check_symmetric(A: sp.csr_array, tol: float, field: str) -> None:
+    """``max |W_ij - W_ji| <= tol`` over the stored entries of ``W - W^T``."""
+    D = as_csr(A - A.T)
+    if D.nnz and np.max(np.abs(D.data)) > tol:
+        k = int(np.argmax(np.abs(D.data)))
+        i, j = _coords(D, k)
+        wij, wji = float(A[i, j]), float(A[j, i])
+        raise ConfigError(f"{field}: W is not symmetric: W[{i}, {j}] = {wij!r} but "
+                          f"W[{j}, {i}] = {wji!r} (difference {abs(wij - wji):.3g} > tol {tol:g})",
+                          field=field)
+
+
+def _check_entries(A: sp.csr_array, graph: nx.Graph, tol: float, field: str) -> None:
+    """Nonnegative entries; rows and columns summing to one; nonzeros only on edges and the diagonal."""
+    if A.nnz and A.data.min() < -tol:
+        k = int(np.argmin(A.data))
+        i, j = _coords(A, k)
+        raise ConfigError(f"{field}: W has a negative entry W[{i}, {j}] = {float(A.data[k])!r}; "
+                          "a mixing matrix must be nonnegative", field=field)
+    for axis, what in ((1, "row"), (0, "column")):
+        sums = np.asarray(A.sum(axis=axis)).ravel()
+        err = np.abs(sums - 1.0)
+        if err.max() > tol:
+            k = int(np.argmax(err))
+            raise ConfigError(f"{field}: W is not doubly stochastic: {what} {k} sums to "
+                              f"{float(sums[k])!r} (|sum - 1| = {err[k]:.3g} > tol {tol:g}); "
+                              "every row and column must sum to 1", field=field)
+    m = A.shape[0]
+    adjacency = sp.csr_array(nx.to_scipy_sparse_array(graph, nodelist=range(m), weight=None,
+                                                      dtype=float, format="csr"))
+    pattern = A.copy()
+    pattern.data = np.ones_like(pattern.data)
+    off = as_csr(pattern - pattern.multiply(adjacency) - sp.diags_array(pattern.diagonal()))
+    if off.nnz:
+        i, j = _coords(off, 0)
+        raise ConfigError(f"{field}: W[{i}, {j}] = {float(A[i, j])!r} but ({i}, {j}) is not an "
+                          "edge of the graph; weights are allowed only on edges and the diagonal",
+                          field=field)
+
+
+def _raise_slem(slem: str, periodic: bool, field: str) -> None:
+    """Raise the SLEM error: eigenvalue -1 (``periodic``) or eigenvalue 1 repeated."""
+    if periodic:
+        why = ("W has eigenvalue -1: the weighted graph is bipartite with a zero diagonal "
+               "(periodic), e.g. W = A/d on an even ring; add self-weights (lazy mixing)")
+    else:
+        why = ("W has eigenvalue 1 more than once: the edges with nonzero weight do not "
+               "connect the graph")
+    raise ConfigError(f"{field}: SLEM = {slem} >= 1, so gossip does not converge to the "
+                      f"average; {why}", field=field)
+
+
+def _check_spectrum(A: sp.csr_array, tol: float, field: str) -> None:
+    """``SLEM < 1 - tol``: dense eigenvalues up to ``DENSE_MAX_AGENTS`` agents, else combinatorial.
+
+    For a symmetric, nonnegative, doubly stochastic ``W`` (already checked), Perron-Frobenius gives
+    ``SLEM < 1`` exactly when the graph of the positive off-diagonal weights is connected (eigenvalue
+    1 simple) and is not bipartite with a zero diagonal (no eigenvalue -1). Above the dense size this
+    ``O(|E|)`` test replaces the eigenvalues (weights within ``tol`` of zero count as absent); the
+    SLEM itself is then reported by :func:`~dpgossip.topology.spectral.spectral_summary` (Lanczos).
+    """
+    m = A.shape[0]
+    if m <= DENSE_MAX_AGENTS:
+        W = A.toarray()
+        slem = float(np.max(np.abs(np.linalg.eigvalsh((W + W.T) / 2.0
+                                                      - np.full((m, m), 1.0 / m)))))
+        if slem >= 1.0 - tol:
+            lam = np.linalg.eigvalsh((W + W.T) / 2.0)
+            _raise_slem(f"{slem:.12g}", bool(lam[0] <= -1.0 + tol), field)
+        return
+    support = abs(A - sp.diags_array(A.diagonal())) > tol
+    if csgraph.connected_components(support, directed=False)[0] > 1:
+        _raise_slem("1", False, field)
+    if np.all(A.diagonal() <= tol) and _bipartite(support):
+        _raise_slem("1", True, field)
+
+
+def _bipartite(support: sp.csr_array) -> bool:
+    """Whether the (connected) graph with adjacency ``support`` is bipartite: BFS 2-colouring."""
+    order, pred = csgraph.breadth_first_order(support, 0, directed=False)
+    depth = np.zeros(support.shape[0], dtype=np.int64)
+    for v in order[1:]:
+        depth[v] = depth[pred[v]] + 1
+    coo = support.tocoo()
+    return bool(np.all((depth[coo.row] + depth[coo.col]) % 2 == 1))
+
+
+def validate_mixing(graph: nx.Graph, W: np.ndarray | sp.sparray, *, tol: float = 1e-12,
                     field: str = "W") -> None:
     """Check that ``W`` is a valid mixing matrix for ``graph`` (see the module docstring).
+
+    Every check but the spectral one runs on the stored entries of a CSR copy of ``W``, in
+    ``O(|E| + m)``. The spectral one (``SLEM <= 1 - tol``) is dense up to
+    :data:`~dpgossip.topology.spectral.DENSE_MAX_AGENTS` agents and combinatorial above (connected
+    support, not bipartite with a zero diagonal; see :func:`_check_spectrum`).
 
     Parameters
     ----------
     graph : networkx.Graph
         Connected graph on nodes ``0..m-1`` (checked with :func:`check_graph`).
-    W : array_like, shape (m, m)
+    W : array_like or scipy sparse matrix, shape (m, m)
         Candidate mixing matrix.
     tol : float
         Tolerance for symmetry ``|W_ij - W_ji| <= tol``, nonnegativity ``W_ij >= -tol``, the row
@@ -97,59 +220,7 @@ def validate_mixing(graph: nx.Graph, W: np.ndarray, *, tol: float = 1e-12,
         For the first violated condition, naming the worst entry, row or pair.
     """
     check_graph(graph, field=field)
-    m = graph.number_of_nodes()
-    try:
-        W = np.asarray(W, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{field}: W is not a numeric matrix ({exc})", field=field) from None
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise ConfigError(f"{field}: W must be a square matrix, got shape {W.shape}", field=field)
-    if W.shape[0] != m:
-        raise ConfigError(f"{field}: W is {W.shape[0]} x {W.shape[1]} but the graph has {m} "
-                          f"nodes; W must be {m} x {m}", field=field)
-    if not np.all(np.isfinite(W)):
-        i, j = np.argwhere(~np.isfinite(W))[0]
-        raise ConfigError(f"{field}: W[{i}, {j}] = {float(W[i, j])} is not finite", field=field)
-    asym = np.abs(W - W.T)
-    if asym.max() > tol:
-        i, j = np.unravel_index(int(np.argmax(asym)), asym.shape)
-        wij, wji = float(W[i, j]), float(W[j, i])
-        raise ConfigError(f"{field}: W is not symmetric: W[{i}, {j}] = {wij!r} but "
-                          f"W[{j}, {i}] = {wji!r} (difference {abs(wij - wji):.3g} > tol {tol:g})",
-                          field=field)
-
-    if W.min() < -tol:
-        i, j = np.unravel_index(int(np.argmin(W)), W.shape)
-        raise ConfigError(f"{field}: W has a negative entry W[{i}, {j}] = {float(W[i, j])!r}; "
-                          "a mixing matrix must be nonnegative", field=field)
-
-    for axis, what in ((1, "row"), (0, "column")):
-        sums = W.sum(axis=axis)
-        err = np.abs(sums - 1.0)
-        if err.max() > tol:
-            k = int(np.argmax(err))
-            total = float(sums[k])
-            raise ConfigError(f"{field}: W is not doubly stochastic: {what} {k} sums to {total!r} "
-                              f"(|sum - 1| = {err[k]:.3g} > tol {tol:g}); every row and column "
-                              "must sum to 1", field=field)
-
-    adjacency = nx.to_numpy_array(graph, nodelist=range(m), weight=None, dtype=bool)
-    off_edge = (W != 0) & ~adjacency & ~np.eye(m, dtype=bool)
-    if off_edge.any():
-        i, j = np.argwhere(off_edge)[0]
-        wij = float(W[i, j])
-        raise ConfigError(f"{field}: W[{i}, {j}] = {wij!r} but ({i}, {j}) is not an edge of the "
-                          "graph; weights are allowed only on edges and the diagonal", field=field)
-
-    eig = np.linalg.eigvalsh((W + W.T) / 2.0 - np.full((m, m), 1.0 / m))
-    slem = float(np.max(np.abs(eig)))
-    if slem >= 1.0 - tol:
-        lam = np.linalg.eigvalsh((W + W.T) / 2.0)
-        if lam[0] <= -1.0 + tol:
-            why = ("W has eigenvalue -1: the weighted graph is bipartite with a zero diagonal "
-                   "(periodic), e.g. W = A/d on an even ring; add self-weights (lazy mixing)")
-        else:
-            why = ("W has eigenvalue 1 more than once: the edges with nonzero weight do not "
-                   "connect the graph")
-        raise ConfigError(f"{field}: SLEM = {slem:.12g} >= 1, so gossip does not converge to the "
-                          f"average; {why}", field=field)
+    A = _as_matrix(W, graph.number_of_nodes(), field)
+    _check_symmetric(A, tol, field)
+    _check_entries(A, graph, tol, field)
+    _check_spectrum(A, tol, field)
