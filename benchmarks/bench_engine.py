@@ -12,8 +12,9 @@ Measured side by side, each repeated (default 3 times, interleaved) and the best
 * plain reference: the same gossip where every message is its own simpy process
   (``yield env.timeout(latency)`` then ``store.put``), agents read their ``simpy.Store``;
 * both again with exponential link latency;
-* engine, full protocol (gossip + flooding of ``q^(T)``), and ``run_matrix`` on the same problem:
-  the matrix backend's speed-up is ``wall(engine) / wall(matrix)``.
+* engine, full protocol (gossip + dissemination of ``q^(T)``, along the BFS spanning tree and by
+  batched flooding), and ``run_matrix`` on the same problem: the matrix backend's speed-up is
+  ``wall(engine) / wall(matrix)``.
 
 Run: ``python benchmarks/bench_engine.py [--repeats 3] [--agents 1000] [--skip-full]``.
 Not a test.
@@ -134,7 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--agents", type=int, default=1000)
-    ap.add_argument("--skip-full", action="store_true", help="skip the full protocol (flooding)")
+    ap.add_argument("--skip-full", action="store_true", help="skip the full protocol (dissemination)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     data, net, params = build_problem(args.agents)
@@ -194,17 +195,21 @@ def main() -> None:
     if not args.skip_full:
         t_mat, _ = best_of(args.repeats, lambda: run_matrix(data, net, params, seed))
         t_gos = times["engine|ideal"]
-        t_full, full = best_of(args.repeats, lambda: run_engine(data, net, params, seed,
-                                                                record_transcript=False))
-        np.testing.assert_allclose(full.Q, ref.Q, atol=1e-9)
-        s = full.summary
-        assert s.flood_messages <= net.m * (2 * E - net.m + 1)    # the unbatched flood's count
         print()
-        print(f"full protocol (gossip {s.gossip_messages:,} + batched flooding {s.flood_messages:,} "
-              f"messages): engine {t_full:.2f} s = {s.messages_delivered / t_full:,.0f} msg/s")
-        print(f"matrix backend {t_mat * 1e3:.1f} ms: speed-up over the engine "
-              f"{t_full / t_mat:,.0f}x (full protocol), {t_gos / t_mat:,.0f}x (gossip only)")
-
+        for how in ("tree", "flood"):
+            t_full, full = best_of(args.repeats, lambda h=how: run_engine(
+                data, net, params, seed, record_transcript=False,
+                conditions={"dissemination": h}))
+            np.testing.assert_allclose(full.Q, ref.Q, atol=1e-9)
+            s = full.summary
+            if how == "tree":
+                assert s.flood_messages == 2 * (net.m - 1)
+            assert s.flood_messages <= net.m * (2 * E - net.m + 1)  # the unbatched flood's count
+            print(f"full protocol, {how} dissemination (gossip {s.gossip_messages:,} + "
+                  f"{s.flood_messages:,} dissemination messages, {s.bytes_delivered / 1e6:,.1f} MB): "
+                  f"engine {t_full:.2f} s = {s.messages_delivered / t_full:,.0f} msg/s; matrix "
+                  f"backend {t_mat * 1e3:.1f} ms: speed-up {t_full / t_mat:,.0f}x")
+        print(f"gossip only: speed-up of the matrix backend {t_gos / t_mat:,.0f}x")
 
 if __name__ == "__main__":
     main()

@@ -11,8 +11,15 @@ Noise rows: :func:`dpgossip.rng.draw_run_noise` for ``m`` agents, 5 rows each, `
 per-agent streams of the matrix backend), against spawning ``m`` ``SeedSequence`` + ``default_rng`` and
 drawing per agent (the old path), which gives the same values (checked on the first 1,000 agents).
 
+Dissemination (``--dissemination tree,flood,none``): along the BFS spanning tree (the default,
+``2 (m - 1)`` messages per component), by batched flooding, or ``none`` (gossip only, for the split).
+Tree rows also give the tree's height and the fraction of the broadcast's blocks that sending each
+child only the complement of its subtree would save, ``(sum_v |sub(v)| - m) / ((m - 1) m)``.
+``--check`` also runs the matrix backend and reports ``max |Q_engine - Q_matrix|``.
+
 Run: ``python benchmarks/bench_scale_engine.py [--engine 1000,10000] [--ring 1000] [--noise 100000,1000000]
-[--old-noise 100000]``. Each case runs in its own process (peak memory per case). Not a test.
+[--old-noise 100000] [--dissemination tree,flood] [--check]``. Each case runs in its own process (peak
+memory per case). Not a test.
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ def make_network(graph: nx.Graph, m: int, name: str):
         return Network(graph=graph, W=W.toarray(), name=name, mixing="metropolis")
 
 
-def engine_case(kind: str, m: int) -> dict:
+def engine_case(kind: str, m: int, how: str = "tree", check: bool = False) -> dict:
     from dpgossip.data.partition import PartitionedData
     from dpgossip.engine import run_engine
     from dpgossip.protocol import ProtocolParams
@@ -83,15 +90,27 @@ def engine_case(kind: str, m: int) -> dict:
                             sigma_p=np.full((1, T), 0.1))
     setup = time.perf_counter() - t0
     t1 = time.perf_counter()
-    res = run_engine(data, net, params, 7, record_transcript=False)
+    res = run_engine(data, net, params, 7, record_transcript=False, disseminate=how != "none",
+                     conditions={"dissemination": "auto" if how == "none" else how})
     wall = time.perf_counter() - t1
     s = res.summary
     E = graph.number_of_edges()
-    return {"case": f"engine {kind}", "m": m, "edges": E, "status": res.status,
+    extra = {}
+    if check and how != "none":                     # engine = matrix backend (same seed)
+        from dpgossip.protocol import run_matrix
+        ref = run_matrix(data, net, params, 7)
+        extra["max_abs_diff_Q_vs_matrix"] = float(np.max(np.abs(ref.Q - res.Q)))
+    if how == "tree":
+        from dpgossip.engine.tree import bfs_tree
+        tree = bfs_tree(net.neighbours)
+        extra["tree_height"] = max(tree.depth)
+        extra["down_blocks_saved_by_complements"] = round(
+            (sum(tree.subtree_sizes()) - m) / ((m - 1) * m), 5)
+    return {"case": f"engine {kind} {res.dissemination}", "m": m, "edges": E, "status": res.status,
             "gossip_messages": s.gossip_messages, "dissemination_messages": s.flood_messages,
             "unbatched_flood_messages": m * (2 * E - m + 1),
             "bytes_delivered": s.bytes_delivered, "setup_s": round(setup, 2),
-            "wall_s": round(wall, 2), "msg_per_s": round(s.messages_delivered / wall)}
+            "wall_s": round(wall, 2), "msg_per_s": round(s.messages_delivered / wall), **extra}
 
 
 def noise_case(m: int, old: bool) -> dict:
@@ -116,9 +135,10 @@ def noise_case(m: int, old: bool) -> dict:
 
 
 def child(spec: str) -> None:
-    kind, m = spec.split(":")
+    kind, m, how, check = (spec.split(":") + ["tree", ""])[:4]
     m = int(m)
-    row = (noise_case(m, kind == "noise-old") if kind.startswith("noise") else engine_case(kind, m))
+    row = (noise_case(m, kind == "noise-old") if kind.startswith("noise")
+           else engine_case(kind, m, how, check == "check"))
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(row))
 
@@ -129,13 +149,18 @@ def main() -> None:
     ap.add_argument("--ring", default="1000", help="ring sizes")
     ap.add_argument("--noise", default="100000,1000000")
     ap.add_argument("--old-noise", default="100000")
+    ap.add_argument("--dissemination", default="tree",
+                    help="comma-separated: tree, flood, none (gossip only)")
+    ap.add_argument("--check", action="store_true", help="also compare Q with run_matrix")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child)
         return
-    specs = ([f"rgg:{m}" for m in args.engine.split(",") if m]
-             + [f"ring:{m}" for m in args.ring.split(",") if m]
+    tail = ":check" if args.check else ""
+    hows = [h for h in args.dissemination.split(",") if h]
+    specs = ([f"rgg:{m}:{h}{tail}" for m in args.engine.split(",") if m for h in hows]
+             + [f"ring:{m}:{h}{tail}" for m in args.ring.split(",") if m for h in hows]
              + [f"noise:{m}" for m in args.noise.split(",") if m]
              + [f"noise-old:{m}" for m in args.old_noise.split(",") if m])
     for spec in specs:

@@ -134,7 +134,8 @@ def test_batched_flood_delivers_every_block_with_the_expected_count(spy, which, 
         data = data_for(net.m)
     r = 2
     params = params_for(data, net, T=2, c=1, r=r)
-    res = run_engine(data, net, params, seed=3, conditions={"latency": 0.01})
+    res = run_engine(data, net, params, seed=3,
+                     conditions={"latency": 0.01, "dissemination": "flood"})
     m, E = net.m, net.graph.number_of_edges()
     messages, blocks = flood_oracle(net.graph)
     # component 0 starts its flood on every agent at T c L; component 1 does not (each agent starts

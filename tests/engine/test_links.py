@@ -61,7 +61,8 @@ def test_bandwidth_closed_form_ring(paper_ring, small_data):
     hops, each one block of q (80 + 32 + 8 bytes) per link, on disjoint links."""
     params = params_for(small_data, paper_ring, T=1, c=1)
     for B in (1e3, 1e4):
-        res = run_engine(small_data, paper_ring, params, seed=0, conditions={"bandwidth": B})
+        res = run_engine(small_data, paper_ring, params, seed=0,
+                         conditions={"bandwidth": B, "dissemination": "flood"})
         gossip, block = 6 * 8 + HEADER_BYTES, 10 * 8 + HEADER_BYTES + 8
         assert res.summary.completion_time == pytest.approx((gossip + 2 * block) / B)
 
@@ -77,7 +78,8 @@ def test_bandwidth_serialises_each_link_fifo():
     B = 1000.0
     S = 4 * 8 + HEADER_BYTES + 8
     R = 3 * 4 * 8 + HEADER_BYTES + 3 * 8
-    res = run_engine(data, net, params, seed=0, conditions={"bandwidth": B})
+    res = run_engine(data, net, params, seed=0,
+                     conditions={"bandwidth": B, "dissemination": "flood"})
     assert res.summary.completion_time == pytest.approx((S + R) / B)
     to_leaf4 = [r for r in res.transcript if r.src == 0 and r.dst == 4]
     assert [r.origins for r in to_leaf4] == [(0,), (1, 2, 3)]

@@ -37,7 +37,8 @@ def problems(draw):
     conditions = {"latency": draw(LATENCY),
                   "loss": draw(st.sampled_from([0.0, 0.0, 0.2])),
                   "bandwidth": draw(st.sampled_from([float("inf"), 2e4])),
-                  "retransmit_timeout": 0.05, "failure_timeout": 50.0}
+                  "retransmit_timeout": 0.05, "failure_timeout": 50.0,
+                  "dissemination": draw(st.sampled_from(["tree", "flood"]))}
     return graph, T, c, r, conditions, seed
 
 
@@ -56,6 +57,8 @@ def test_engine_matches_matrix_and_counts(problem):
     s = res.summary
     assert s.gossip_messages == r * T * c * 2 * E
     assert s.flood_messages <= r * m * (2 * E - m + 1)      # the unbatched flood's count
+    if conditions["dissemination"] == "tree":
+        assert s.flood_messages == 2 * r * (m - 1)
     check_flood(res, data, net, r)
     assert s.messages_delivered == s.gossip_messages + s.flood_messages + s.heartbeats
     for rec in res.transcript:
@@ -83,6 +86,8 @@ def test_crash_anywhere_ends_cleanly(problem, crash_time, policy, more):
     params = params_for(data, net, T=T, c=c, r=r)
     conditions = {**conditions, "latency": 0.01, "failure_timeout": 0.3,
                   "crashes": {victim: crash_time}, "on_crash": policy}
+    if policy == "reweight":             # the tree cannot survive a crash: config refuses it
+        conditions["dissemination"] = "auto"
     res = run_engine(data, net, params, seed, conditions=conditions)
     out = res.outcome
     assert res.status == out.status == res.summary.status

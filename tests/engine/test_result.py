@@ -35,7 +35,7 @@ def test_engine_result_is_a_typed_run_result(runs):
     assert isinstance(eng.outcome, EngineOutcome) and isinstance(eng.summary, EngineSummary)
     assert isinstance(eng.conditions, NetworkConditions)
     assert eng.rows_kept.shape == (eng.Q.shape[0], 1) and eng.rows_kept.all()
-    assert eng.dissemination == "flood" and eng.transcript is not None and eng.transcript_path is None
+    assert eng.dissemination == "tree" and eng.transcript is not None and eng.transcript_path is None
     np.testing.assert_allclose(eng.Q, mat.Q, atol=1e-10)
 
 

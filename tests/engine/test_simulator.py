@@ -98,7 +98,8 @@ def test_completion_time_closed_form_ring(paper_ring, small_data):
     """Constant latency L on the 4-ring: T c gossip hops, then 2 flooding hops (diameter 2)."""
     T, c, L = 3, 2, 0.01
     params = params_for(small_data, paper_ring, T=T, c=c)
-    res = run_engine(small_data, paper_ring, params, seed=0, conditions={"latency": L})
+    res = run_engine(small_data, paper_ring, params, seed=0,
+                     conditions={"latency": L, "dissemination": "flood"})
     assert res.summary.completion_time == pytest.approx((T * c + 2) * L, rel=1e-12)
 
 
@@ -300,3 +301,17 @@ def test_overflowing_iterates_do_not_look_like_a_disagreement(paper_ring, small_
     assert not np.isfinite(res.iterates[0, -1]).all()
     assert res.status == "completed", res.outcome.reason
     assert res.rows_kept.all()
+
+
+def test_run_restores_the_garbage_collector(paper_ring, small_data):
+    """run_engine pauses the cyclic collector during the simulation and restores its state."""
+    import gc
+    params = params_for(small_data, paper_ring)
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            run_engine(small_data, paper_ring, params, seed=0)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -15,6 +15,7 @@ handled by a policy (:mod:`~dpgossip.engine.simulator`). With ideal links the re
 from dpgossip.engine.agent import Agent, AgentSettings, AgentTrace, Outbox
 from dpgossip.engine.conditions import (
     CRASH_POLICIES,
+    DISSEMINATIONS,
     LATENCY_KINDS,
     LatencySpec,
     LinkOverride,
@@ -35,7 +36,7 @@ from dpgossip.engine.transcript import TranscriptRecord, load_transcript
 
 __all__ = [
     "run_engine", "EngineResult", "NetworkConditions", "LatencySpec", "Straggler", "LinkOverride",
-    "LATENCY_KINDS", "CRASH_POLICIES", "EngineOutcome", "EngineSummary", "Detection",
+    "LATENCY_KINDS", "CRASH_POLICIES", "DISSEMINATIONS", "EngineOutcome", "EngineSummary", "Detection",
     "AgentProgress", "STATUSES", "Message", "HEADER_BYTES", "tag_kind", "TranscriptRecord",
     "load_transcript", "Agent", "AgentSettings", "AgentTrace", "Outbox",
 ]

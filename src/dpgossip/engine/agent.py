@@ -22,7 +22,16 @@ follows, deflates its own block ``X_i <- X_i - q_hat_i b_i^T`` with
 Noise: at the start of each component, ``draw_component_noise(rng_i, n_i, sigma_q, sigma_p[l])``
 (:mod:`dpgossip.rng`), so the values equal the matrix backend's.
 
-Dissemination rule (batched flooding, docs/engine.md): the first copy of origin ``o``'s block that
+Dissemination along the BFS spanning tree (the default, :mod:`dpgossip.engine.tree`,
+docs/engine.md): once the agent holds its own ``q_i^(T)`` and every child's batch it sends its parent
+one batch with its whole subtree's blocks (built once, ``[q_i, batch(child_1), ...]``); the root
+then holds ``q^(T)`` and sends it to its children, and every agent forwards the same read-only array
+to its own children. ``2 (m - 1)`` messages per component. Every agent computes ``||q^(T)||`` the
+same way in both modes: ``s_o = ||q_o^(T)||^2`` per block (``block_squares``) stored at index ``o``
+of an ``m``-vector, summed in origin order (``canonical_norm``), so the estimate is bit-identical
+whichever dissemination is used.
+
+Flooding rule (the fallback, batched flooding, docs/engine.md): the first copy of origin ``o``'s block that
 an agent receives is kept for relaying to every live neighbour except the one it came from; later
 copies are ignored. Relays are not sent one block at a time: everything an agent learned at one
 simulated instant (all the messages delivered to it at that time, and its own block) leaves at the
@@ -31,8 +40,8 @@ origins (:class:`~dpgossip.engine.messages.BlockIndex`); a neighbour gets the bl
 come from it. So each block crosses each directed edge at most once, and an agent sends at most
 one message per neighbour per instant at which it learned something: with constant latency about
 ``2|E|`` messages per hop of the graph's diameter, instead of ``m (2|E| - m + 1)``.
-The agent keeps no other agent's block after relaying it: it adds ``||q_o^(T)||^2`` to a running
-sum (``||q^(T)||^2``) and marks ``o`` as seen.
+The agent keeps no other agent's block after relaying it: it stores ``||q_o^(T)||^2`` at index
+``o`` and marks ``o`` as seen.
 
 Failure detection (see :mod:`dpgossip.engine.simulator` for the policies): every
 ``failure_timeout / 4`` an unfinished agent (a) sends a heartbeat to its live neighbours if it has
@@ -40,9 +49,10 @@ sent nothing to all of them (relays skip one) for ``failure_timeout / 4`` and (b
 waiting, suspects each neighbour it is waiting on from which it has heard nothing (no message of
 any kind) for ``failure_timeout`` since it began to wait; a live neighbour is thus suspected only
 if about four heartbeats in a row are lost or late. In a gossip round it waits on the neighbours
-whose round message is missing; while assembling ``q^(T)``, on all its neighbours (any of them may
-be the relay of a missing block; a neighbour that has finished has already relayed everything it
-had). Heartbeats keep a neighbour that is alive but itself blocked from being suspected, so a
+whose round message is missing; while assembling ``q^(T)`` by flooding, on all its neighbours (any
+of them may be the relay of a missing block; a neighbour that has finished has already relayed
+everything it had); along the tree, on the children whose batch is missing, then on its parent.
+Heartbeats keep a neighbour that is alive but itself blocked from being suspected, so a
 crash is detected by its own neighbours only, not by a cascade of timeouts.
 A crash learned from a notice ``("crash", j)`` or by detection: the agent moves ``W_ij`` onto its
 diagonal (``W_ii += W_ij``) from the round it is in, ignores ``j`` from then on, stops
@@ -59,12 +69,22 @@ import numpy as np
 import simpy
 from simpy.events import Event
 
-from dpgossip.engine.messages import ALIVE, CRASH, EMPTY_PAYLOAD, FINAL, BlockIndex, Message
+from dpgossip.engine.messages import (
+    ALIVE,
+    CRASH,
+    EMPTY_PAYLOAD,
+    FINAL,
+    BlockIndex,
+    Message,
+    block_squares,
+    canonical_norm,
+)
+from dpgossip.engine.tree import TreeCast
 from dpgossip.protocol.ddppm import deflation_vector
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import draw_component_noise
 
-__all__ = ["Agent", "AgentSettings", "AgentTrace", "Outbox"]
+__all__ = ["Agent", "AgentSettings", "AgentTrace", "Outbox", "member_bytes"]
 
 _EPS = 1e-9
 
@@ -137,12 +157,17 @@ class AgentSettings:
         Whether to disseminate ``q^(T)`` (otherwise the agent stops after ``T`` iterations).
     record_states
         Keep ``s_i^(t,k)`` in the trace.
+    parent, children
+        The agent's place in the BFS spanning tree (:mod:`dpgossip.engine.tree`) when ``q^(T)`` is
+        disseminated along it (``parent = -1`` at the root); ``parent = None``: batched flooding.
     """
 
     compute_delay: float = 0.0
     failure_timeout: float = 1.0
     disseminate: bool = True
     record_states: bool = False
+    parent: int | None = None
+    children: tuple[int, ...] = ()
 
 
 class AgentTrace:
@@ -173,8 +198,10 @@ class AgentTrace:
         """``b_i`` of each component (zero for the last one)."""
         self.q_norm = np.full(r, nan)
         """``||q^(T)||`` over the blocks the agent assembled."""
-        self.member_mask: list[bytes | None] = [None] * r
-        """Per component, byte ``o`` is 1 if ``q_o^(T)`` was in the agent's ``||q^(T)||``."""
+        self.member_mask: list[bytes | np.ndarray | None] = [None] * r
+        """Per component, who was in the agent's ``||q^(T)||``: flood, bytes (byte ``o`` is 1 if
+        ``q_o^(T)`` was); tree, the read-only origin ids of the assembled ``q^(T)`` (the array the
+        message carried, shared by every agent). :func:`member_bytes` turns either into bytes."""
         self.late: list[tuple[int, int]] = []
         """``(l, o)``: a block that arrived after the agent had assembled component ``l``."""
         self.detections: list[tuple[int, float, tuple | None, str]] = []
@@ -189,8 +216,19 @@ class AgentTrace:
     @property
     def members(self) -> list[tuple[int, ...] | None]:
         """Origins whose ``q_o^(T)`` the agent assembled, per component (from ``member_mask``)."""
-        return [None if mk is None else tuple(np.flatnonzero(np.frombuffer(mk, np.uint8)).tolist())
+        return [None if mk is None
+                else tuple(np.flatnonzero(np.frombuffer(mk, np.uint8)).tolist())
+                if isinstance(mk, bytes) else tuple(sorted(mk.tolist()))
                 for mk in self.member_mask]
+
+
+def member_bytes(mask: bytes | np.ndarray, m: int) -> bytes:
+    """A ``member_mask`` entry as ``m`` bytes (byte ``o`` is 1 if origin ``o`` contributed)."""
+    if isinstance(mask, bytes):
+        return mask
+    out = np.zeros(m, dtype=bool)
+    out[mask] = True
+    return out.tobytes()
 
 
 def _subset(origins: np.ndarray, starts: np.ndarray, payload: np.ndarray,
@@ -243,7 +281,7 @@ class Agent:
                  "_wnbr_eff", "_targets", "_relay", "_rounds", "_sumsq", "_seen", "_nseen",
                  "_pending", "_dups", "_flush_due", "_batches", "_dead", "_want", "_wake",
                  "_wait_since", "_heard", "_last_sent", "_delay",
-                 "_ft", "_done", "_crashed", "_disseminate")
+                 "_ft", "_done", "_crashed", "_disseminate", "_tree")
 
     def __init__(self, agent_id: int, block: np.ndarray, rng: np.random.Generator,
                  neighbours: tuple[int, ...], w_self: float, w_neighbours: np.ndarray, m: int,
@@ -290,6 +328,8 @@ class Agent:
         self._done = False
         self._crashed = False
         self._disseminate = disseminate
+        self._tree = (None if settings.parent is None
+                      else TreeCast(int(settings.parent), tuple(settings.children)))
 
     # ================================================================ observed by the monitor
     @property
@@ -387,21 +427,75 @@ class Agent:
             tr.components_done = l + 1
 
     def _disseminate_final(self, l: int, q: np.ndarray) -> Generator[Event, object, None]:
-        """Send ``q_i^(T)``, wait for every block, and compute ``||q^(T)||``."""
-        seen = self._seen_of(l)
-        if not seen[self.id]:
-            seen[self.id] = True
-            self._nseen[l] += 1
-            self._sumsq[l] += float(q @ q)
-            self._queue(l, -1, np.array([self.id]), np.array([0, q.size]), q)
-        self._last_sent = self.outbox.now
-        if not self._final_complete(l):
-            yield from self._wait((FINAL, l))
+        """Send ``q_i^(T)``, wait for every block, and compute ``||q^(T)||`` (``canonical_norm``)."""
         tr = self.trace
-        tr.member_mask[l] = seen.tobytes()
-        tr.q_norm[l] = float(np.sqrt(self._sumsq.pop(l)))
+        if self._tree is not None:
+            yield from self._tree_final(l, q)
+        else:
+            seen = self._seen_of(l)
+            if not seen[self.id]:
+                seen[self.id] = True
+                self._nseen[l] += 1
+                self._sumsq[l][self.id] = block_squares(q, np.array([0, q.size]))[0]
+                self._queue(l, -1, np.array([self.id]), np.array([0, q.size]), q)
+            self._last_sent = self.outbox.now
+            if not self._final_complete(l):
+                yield from self._wait((FINAL, l))
+            tr.member_mask[l] = seen.tobytes()
+            tr.q_norm[l] = canonical_norm(self._sumsq.pop(l))
         tr.last_step = (FINAL, l)
         tr.steps += 1
+
+    # ================================================================ dissemination along the tree
+    def _tree_final(self, l: int, q: np.ndarray) -> Generator[Event, object, None]:
+        """Convergecast then broadcast along the tree; ``||q^(T)||`` from the assembled vector."""
+        tree = self._tree
+        tree.add_own(l, self.id, q)
+        self._tree_send_up(l)
+        if tree.full(l) is None:
+            yield from self._wait((FINAL, l))
+        payload, blocks = tree.full(l)
+        tree.drop(l)
+        per_origin = np.zeros(self.m)
+        per_origin[blocks.origins] = blocks.squares(payload)
+        self.trace.member_mask[l] = blocks.origins       # shared read-only index: no copy
+        self.trace.q_norm[l] = canonical_norm(per_origin)
+
+    def _tree_send_up(self, l: int) -> None:
+        """Once the own block and every child's batch are in: send the subtree's batch to the
+        parent (one message), or, at the root, send the assembled ``q^(T)`` down."""
+        tree = self._tree
+        batch = tree.take_batch(l)
+        if batch is None:
+            return
+        payload, blocks = batch
+        self._batches += 1
+        if tree.is_root:
+            self._tree_send_down(l, payload, blocks)
+        elif tree.parent not in self._dead:
+            self.outbox.send_blocks((FINAL, l, self._batches), payload, blocks, (tree.parent,))
+
+    def _tree_send_down(self, l: int, payload: np.ndarray, blocks: BlockIndex) -> None:
+        """Keep the assembled ``q^(T)`` and forward the same array to every live child."""
+        tree = self._tree
+        tree.set_full(l, payload, blocks)
+        kids = tuple(c for c in tree.children if c not in self._dead)
+        if kids:
+            self._batches += 1
+            self.outbox.send_blocks((FINAL, l, self._batches), payload, blocks, kids)
+        want = self._want
+        if want is not None and want[0] == FINAL and want[1] == l:
+            self._release()
+
+    def _on_tree_final(self, msg: Message, l: int) -> None:
+        """A child's subtree batch (convergecast) or the parent's ``q^(T)`` (broadcast)."""
+        tree = self._tree
+        if msg.src == tree.parent:
+            if tree.full(l) is None:
+                self._tree_send_down(l, msg.payload, msg.blocks)
+            return
+        tree.add_child(l, msg.src, msg.payload, msg.blocks)
+        self._tree_send_up(l)
 
     # ================================================================ waiting
     def _wait(self, tag: tuple) -> Generator[Event, object, None]:
@@ -420,7 +514,7 @@ class Agent:
         if seen is None:
             seen = self._seen[l] = np.zeros(self.m, dtype=bool)
             self._nseen[l] = 0
-            self._sumsq[l] = 0.0
+            self._sumsq[l] = np.zeros(self.m)               # ||q_o^(T)||^2 at index o
         return seen
 
     def _final_complete(self, l: int) -> bool:
@@ -435,7 +529,7 @@ class Agent:
         if want is None:
             return
         if want[0] == FINAL:
-            if self._final_complete(want[1]):
+            if self._tree is None and self._final_complete(want[1]):
                 self._release()
             return
         rb = self._rounds.get(want)
@@ -470,6 +564,9 @@ class Agent:
     def _on_final(self, msg: Message, tag: tuple) -> None:
         """Keep the blocks of a batch seen for the first time; queue them for relaying."""
         l = tag[1]
+        if self._tree is not None:
+            self._on_tree_final(msg, l)
+            return
         seen = self._seen_of(l)
         blocks, payload = msg.blocks, msg.payload
         origins, starts = blocks.origins, blocks.starts
@@ -483,7 +580,7 @@ class Agent:
         seen[origins] = True
         self._nseen[l] += origins.size
         if l in self._sumsq:
-            self._sumsq[l] += float(payload @ payload)
+            self._sumsq[l][origins] = block_squares(payload, starts)
         else:
             self.trace.late.extend((l, int(o)) for o in origins)
         self._queue(l, self._pos[msg.src], origins, starts, payload)
@@ -560,7 +657,13 @@ class Agent:
         """
         want = self._want
         if want[0] == FINAL:
-            return list(self._targets)
+            tree = self._tree
+            if tree is None:
+                return list(self._targets)
+            wait = tree.missing_children(want[1]) if tree.full(want[1]) is None else ()
+            if not wait and not tree.is_root:
+                wait = (tree.parent,)
+            return [j for j in wait if j not in self._dead]
         rb = self._rounds.get(want)
         return [j for p, j in enumerate(self.neighbours)
                 if self._live[p] and (rb is None or not rb.have[p])]

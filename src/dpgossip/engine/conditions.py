@@ -40,7 +40,7 @@ from dpgossip.errors import ConfigError, check_number, did_you_mean
 from dpgossip.topology.network import Network
 
 __all__ = ["LatencySpec", "Straggler", "LinkOverride", "NetworkConditions", "LATENCY_KINDS",
-           "CRASH_POLICIES", "condition_fields"]
+           "CRASH_POLICIES", "DISSEMINATIONS", "condition_fields"]
 
 LATENCY_KINDS: dict[str, tuple[str, ...]] = {
     "constant": ("value",),
@@ -49,6 +49,9 @@ LATENCY_KINDS: dict[str, tuple[str, ...]] = {
     "lognormal": ("mu", "sigma"),
 }
 """Latency distributions and their parameters (seconds; ``mu``, ``sigma`` of ``log`` latency)."""
+
+DISSEMINATIONS = ("auto", "tree", "flood")
+"""How agents disseminate ``q^(T)`` (see :attr:`NetworkConditions.dissemination`)."""
 
 CRASH_POLICIES = ("stop", "reweight")
 """What survivors do when a neighbour's crash is detected (see :mod:`dpgossip.engine.simulator`)."""
@@ -205,7 +208,8 @@ class LinkOverride:
 
 
 _KEYS = ("latency", "bandwidth", "loss", "retransmit", "retransmit_timeout", "max_attempts",
-         "compute_time", "stragglers", "crashes", "on_crash", "failure_timeout", "links")
+         "compute_time", "stragglers", "crashes", "on_crash", "failure_timeout", "links",
+         "dissemination")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,6 +248,11 @@ class NetworkConditions:
     """Seconds of silence from a neighbour, while waiting on it, before it is suspected crashed."""
     links: tuple[LinkOverride, ...] = ()
     """Per-edge overrides."""
+    dissemination: str = "auto"
+    """How agents disseminate q^(T): "tree" (convergecast then broadcast along the BFS spanning
+    tree from agent 0, 2 (m - 1) messages per component, no redundancy), "flood" (batched flooding,
+    survives crashes) or "auto" (tree unless crashes are scheduled). "tree" with crashes needs
+    on_crash = "stop". The estimate does not depend on it."""
 
     def __post_init__(self) -> None:
         lat = LatencySpec.from_value(self.latency)
@@ -275,6 +284,26 @@ class NetworkConditions:
                            check_number(self.failure_timeout, "failure_timeout", low=0,
                                         low_open=True))
         object.__setattr__(self, "links", tuple(_link(i, x) for i, x in enumerate(self.links)))
+        self._check_dissemination()
+
+    def _check_dissemination(self) -> None:
+        how = self.dissemination
+        if how not in DISSEMINATIONS:
+            raise ConfigError(f"dissemination must be one of {', '.join(DISSEMINATIONS)}, got "
+                              f"{how!r}{did_you_mean(str(how), DISSEMINATIONS)}",
+                              field="dissemination")
+        if how == "tree" and self.crashes and self.on_crash == "reweight":
+            raise ConfigError("dissemination = 'tree' cannot survive a crash (the spanning tree "
+                              f"has no redundancy), got crashes = {dict(self.crashes)} with "
+                              "on_crash = 'reweight'; use dissemination = 'flood' or 'auto'",
+                              field="dissemination")
+
+    @property
+    def resolved_dissemination(self) -> str:
+        """``"tree"`` or ``"flood"``: ``"auto"`` is the tree unless crashes are scheduled."""
+        if self.dissemination == "auto":
+            return "flood" if self.crashes else "tree"
+        return self.dissemination
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> NetworkConditions:
@@ -337,7 +366,8 @@ class NetworkConditions:
                     "retransmit": self.retransmit, "retransmit_timeout": self.retransmit_timeout,
                     "compute_time": self.compute_time, "stragglers": len(self.stragglers),
                     "crashes": len(self.crashes), "on_crash": self.on_crash,
-                    "failure_timeout": self.failure_timeout, "link_overrides": len(self.links)})
+                    "failure_timeout": self.failure_timeout, "link_overrides": len(self.links),
+                    "dissemination": self.resolved_dissemination})
         return row
 
 

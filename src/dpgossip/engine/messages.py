@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Message", "BlockIndex", "HEADER_BYTES", "BLOCK_ENTRY_BYTES", "EMPTY_PAYLOAD", "FINAL",
-           "CRASH", "ALIVE", "tag_kind", "TAG_KINDS"]
+           "CRASH", "ALIVE", "tag_kind", "TAG_KINDS", "block_squares", "canonical_norm"]
 
 HEADER_BYTES = 32
 """Fixed per-message header size in bytes (see the module docstring)."""
@@ -83,6 +83,38 @@ class BlockIndex:
         """``{origin: block}`` of a payload laid out by this index (views of ``payload``)."""
         s = self.starts
         return {int(o): payload[s[j]:s[j + 1]] for j, o in enumerate(self.origins)}
+
+    def squares(self, payload: np.ndarray) -> np.ndarray:
+        """``||q_o||^2`` of every block, in index order (see :func:`block_squares`)."""
+        return block_squares(payload, self.starts)
+
+
+def block_squares(payload: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sum of squares of each block ``payload[starts[j]:starts[j + 1]]`` (0 for an empty block).
+
+    ``s_j = sum_k payload[k]^2`` over the block, computed by ``np.add.reduceat`` on the elementwise
+    squares, segment by segment: the value depends only on the block's own entries and length,
+    never on where the block sits in a batch or what else the batch holds. This is what makes
+    ``||q^(T)||`` computed by every agent bit-identical whatever the dissemination
+    (:func:`canonical_norm`).
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    out = np.zeros(starts.size - 1)
+    nonempty = starts[1:] > starts[:-1]
+    if nonempty.any():
+        sq = payload * payload
+        out[nonempty] = np.add.reduceat(sq, starts[:-1][nonempty])
+    return out
+
+
+def canonical_norm(per_origin: np.ndarray) -> float:
+    """``||q^(T)|| = sqrt(sum_o s_o)`` from ``s_o = ||q_o^(T)||^2`` stored at index ``o``.
+
+    ``per_origin`` has one entry per agent (0 for a block not received), so the sum runs over the
+    same array in the same order (numpy's pairwise sum) for every agent: equal sets of contributors
+    give bit-identical norms, whatever order the blocks arrived in.
+    """
+    return float(np.sqrt(per_origin.sum()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,9 @@ class EngineResult(RunResult):
     rows_kept: np.ndarray
     """``(n, r)`` booleans: row ``i`` of component ``l`` was assembled in ``Q``."""
     dissemination: str
-    """How ``Q`` was assembled: ``"flood"`` (the agents flooded their final rows, in batches) or ``"none (Q
-    assembled by the simulator)"``."""
+    """How ``Q`` was assembled: ``"tree"`` (convergecast and broadcast along the BFS spanning tree),
+    ``"flood"`` (the agents flooded their final rows, in batches) or ``"none (Q assembled by the
+    simulator)"``."""
     transcript: tuple[TranscriptRecord, ...] | None = None
     """Every accepted message, when the run recorded it in memory."""
     transcript_path: str | None = None

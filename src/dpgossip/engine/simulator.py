@@ -57,9 +57,11 @@ agent's progress.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -71,12 +73,13 @@ import simpy
 from simpy.core import StopSimulation
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.agent import Agent, AgentSettings, Outbox
+from dpgossip.engine.agent import Agent, AgentSettings, Outbox, member_bytes
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.outcome import AgentProgress, Detection, EngineOutcome, EngineSummary
 from dpgossip.engine.result import EngineResult
 from dpgossip.engine.transcript import TranscriptWriter
+from dpgossip.engine.tree import SpanningTree, bfs_tree
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import as_seed_sequence, run_streams
@@ -87,9 +90,14 @@ __all__ = ["run_engine"]
 
 def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams,
                  streams: tuple[np.random.Generator, ...], fabric: Fabric, monitor: _Monitor, *,
-                 disseminate: bool, record_states: bool) -> list[Agent]:
-    """One :class:`Agent` per node, holding only its rows, its stream and its row of ``W``."""
+                 disseminate: bool, record_states: bool, how: str | None) -> list[Agent]:
+    """One :class:`Agent` per node, holding only its rows, its stream, its row of ``W`` and (tree
+    dissemination, ``how = "tree"``) its parent and children in the BFS spanning tree."""
     conditions, env = monitor.conditions, monitor.env
+    tree: SpanningTree | None = None
+    if how == "tree":
+        with renamed_fields(condition_fields("conditions")):
+            tree = bfs_tree(network.neighbours)
     W = sp.csr_array(network.W)                       # dense or sparse W: rows in O(deg) each
     agents = []
     for i in range(data.m):
@@ -102,7 +110,9 @@ def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams
         agent = Agent(i, data.block(i), streams[i], nbrs, row.get(i, 0.0), w_nbr, data.m,
                       params, Outbox(i, env, fabric, monitor),
                       AgentSettings(compute_delay=delay, failure_timeout=conditions.failure_timeout,
-                                    disseminate=disseminate, record_states=record_states))
+                                    disseminate=disseminate, record_states=record_states,
+                                    parent=None if tree is None else tree.parent[i],
+                                    children=() if tree is None else tree.children[i]))
         fabric.attach(i, agent.receive)
         agents.append(agent)
     monitor.agents = agents
@@ -141,10 +151,11 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     conditions
         Network conditions (or the ``[engine]`` mapping of a scenario); ideal links by default.
     record_transcript
-        Keep every accepted message in ``EngineResult.transcript`` (one small record per message; the
-        batched flood of ``q^(T)`` is about ``2|E|`` messages per hop of the diameter per component,
-        each holding up to ``m`` blocks: turn this off, or stream to ``transcript_path``, for large
-        networks).
+        Keep every accepted message in ``EngineResult.transcript`` (one small record per message;
+        the tree dissemination of ``q^(T)`` sends ``2 (m - 1)`` messages per component, ``m - 1`` of
+        them holding all ``m`` blocks (shared arrays, no copy in memory; but a transcript file
+        writes them out), the batched flood about ``2|E|`` per hop of the diameter: turn this off,
+        or stream to ``transcript_path``, for large networks).
     transcript_path
         Also stream the transcript to this JSON-lines file
         (:func:`~dpgossip.engine.transcript.load_transcript` reads it back).
@@ -152,8 +163,9 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
         Fill ``RunResult.states`` with every agent's ``s_i^(t,k)``, like
         ``run_matrix(..., record_states=True)``.
     disseminate
-        Disseminate ``q_i^(T)`` to all agents by batched flooding (the protocol; see
-        :mod:`dpgossip.engine.agent`). ``False`` skips it: ``Q`` is then
+        Disseminate ``q_i^(T)`` to all agents (the protocol), along the BFS spanning tree or by
+        batched flooding (``conditions.dissemination``; see :mod:`dpgossip.engine.agent`,
+        :mod:`dpgossip.engine.tree`). ``False`` skips it: ``Q`` is then
         assembled by the simulator, not by the agents; for timing the gossip alone. Rank 1 only.
 
     Returns
@@ -189,17 +201,36 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     fabric = Fabric(env, network, conditions, streams.network, crash_times,
                     writer if writer.active else None)
     monitor = _Monitor(env, network, conditions, fabric, crash_times)
+    how = conditions.resolved_dissemination if disseminate else None
     agents = _make_agents(data, network, params, streams.agents, fabric, monitor,
-                          disseminate=disseminate, record_states=record_states)
+                          disseminate=disseminate, record_states=record_states, how=how)
     _schedule(env, agents, monitor, conditions, crash_times)
     t0 = time.perf_counter()
-    try:
+    with closing(writer), _gc_paused():
         env.run()
-    finally:
-        writer.close()
     wall = time.perf_counter() - t0
     return _assemble(data, params, seq, conditions, agents, fabric, monitor, writer, wall,
-                     disseminate, record_states)
+                     how, record_states)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while the simulation runs, restore it after.
+
+    The run allocates millions of short-lived messages and events, freed by reference counting;
+    with many of them in flight at once (a gossip round of every agent), generational collection
+    promotes them and then rescans the whole heap again and again. Measured on a 3,000-agent
+    random geometric graph (``bench_scale_engine.py``'s problem), pausing it cut the wall time by
+    about a third (see docs/engine.md); the little cyclic garbage of a run is collected when the
+    collector resumes. Only the wall time changes, never a value.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _conditions(value: object) -> NetworkConditions:
@@ -383,7 +414,13 @@ def _final_members(agents: list[Agent], l: int, T: int,
         # every survivor summed ||q_o^(T)||^2 over the blocks it received, in its own order: the
         # norms agree to rounding, the sets of contributors must agree exactly
         done = [a.trace for a in agents if a.trace.member_mask[l] is not None]
-        masks = {tr.member_mask[l] for tr in done}
+        m = len(agents)
+        as_bytes: dict[int, bytes] = {}                 # tree agents share one origins array
+        for tr in done:
+            mk = tr.member_mask[l]
+            if id(mk) not in as_bytes:
+                as_bytes[id(mk)] = member_bytes(mk, m)
+        masks = set(as_bytes.values())
         if len(masks) > 1:
             sets = sorted({tuple(np.flatnonzero(np.frombuffer(mk, np.uint8)).tolist())
                            for mk in masks})
@@ -393,7 +430,7 @@ def _final_members(agents: list[Agent], l: int, T: int,
                     "notice; increase engine.failure_timeout")
         if not done:
             return None
-        mask = np.frombuffer(done[0].member_mask[l], np.uint8)
+        mask = np.frombuffer(member_bytes(done[0].member_mask[l], m), np.uint8)
         return tuple(np.flatnonzero(mask).tolist()), float(done[0].q_norm[l])
     members = tuple(a.id for a in agents if not np.isnan(a.trace.q[l, T]).any())
     if not members:
@@ -463,11 +500,11 @@ def _engine_summary(status: str, fabric: Fabric, agents: list[Agent], wall: floa
 
 def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.SeedSequence,
               conditions: NetworkConditions, agents: list[Agent], fabric: Fabric,
-              monitor: _Monitor, writer: TranscriptWriter, wall: float, disseminate: bool,
+              monitor: _Monitor, writer: TranscriptWriter, wall: float, how: str | None,
               record_states: bool) -> EngineResult:
     """Collect the agents' own records into an EngineResult and decide the status."""
     tr = _gather_traces(data, params, agents, record_states)
-    Q, kept, disagreement = _final_estimate(data, params, agents, disseminate)
+    Q, kept, disagreement = _final_estimate(data, params, agents, how is not None)
     status, reason, crashed = _decide_status(agents, monitor, disagreement)
     summary = _engine_summary(status, fabric, agents, wall)
     progress = tuple(AgentProgress(agent=a.id, last_step=a.trace.last_step,
@@ -486,6 +523,6 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         deflation=tr.deflation, params=params, backend="engine",
         seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None, states=tr.states,
         outcome=outcome, summary=summary, conditions=conditions, rows_kept=kept,
-        dissemination="flood" if disseminate else "none (Q assembled by the simulator)",
+        dissemination=how or "none (Q assembled by the simulator)",
         transcript=None if writer.records is None else tuple(writer.records),
         transcript_path=None if writer.path is None else str(writer.path))
