@@ -63,7 +63,7 @@ repeats = 1
 backend = "matrix"
 [data]
 source = "synthetic"
-synthetic = {{ n = {ROWS_PER_AGENT * m}, d = {D} }}
+synthetic = {{ n = {ROWS_PER_AGENT * m}, d = {D}, spectrum = {{ kind = "geometric", ratio = 0.8 }} }}
 [network]
 topology = "{topology}"
 agents = {m}
