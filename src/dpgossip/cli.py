@@ -303,7 +303,8 @@ def _add_run(sub: Any) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="local worker processes (default 1: in this process; 0: one per CPU)",
+        help="local lanes: this process plus N-1 worker processes (default 1: this process "
+        "only; 0: one per CPU)",
     )
     r.add_argument(
         "--scheduler",
