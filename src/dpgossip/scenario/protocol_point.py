@@ -71,9 +71,8 @@ def ppm_params(spec: PointSpec) -> PpmParams:
                      sensitivity=ppm.sensitivity, adjacency=ppm.adjacency)
 
 
-def make_protocol(spec: PointSpec) -> PrivateProtocol:
-    """The protocol object of a ``ppm*`` point."""
-    params = ppm_params(spec)
+def make_protocol(spec: PointSpec, params: PpmParams) -> PrivateProtocol:
+    """The protocol object of a ``ppm*`` point with its :func:`ppm_params`."""
     kind = spec.protocol.kind
     if kind == "ppm":
         return Ppm(params)
@@ -85,30 +84,37 @@ def make_protocol(spec: PointSpec) -> PrivateProtocol:
     raise ConfigError(f"protocol.kind = {kind!r} has no scenario runner", field="protocol.kind")
 
 
-def _gossip_columns(problem: Problem, result: PpmGossipResult, ppm: PpmSpec) -> dict[str, Any]:
-    """000's claim for ppm-gossip (the central guarantee, against a server that sees only the sum) and
-    the audit of every single agent's view and of the sum (exact, conditional on the trajectory)."""
-    claim = ppm_guarantee(result.params.ppm, ppm.delta)
-    row: dict[str, Any] = {"guarantee_delta": ppm.delta, "guaranteed_epsilon": claim.epsilon_pld,
-                           "guarantee_accountant": "pld (000's claim: a server seeing the sum)",
-                           "adjacency": ppm.adjacency}
-    if ppm.audit:
+class _GossipAudit:
+    """What every repeat of a ppm-gossip point shares: 000's claim (its noise multipliers do not
+    depend on the run) and the views audited (they depend on the network and ``c`` only)."""
+
+    def __init__(self, problem: Problem, params: PpmGossipParams, ppm: PpmSpec) -> None:
+        self.ppm = ppm
+        self.claim = ppm_guarantee(params.ppm, ppm.delta)
         network = problem.network
-        c = result.params.consensus_steps
-        worst = max((audit_ppm_gossip(result, coalition_view(network, c, o), delta=ppm.delta).worst
-                     for o in range(network.m)), key=lambda t: t.mu)
-        summed = audit_ppm_gossip(result, sum_view(network), delta=ppm.delta).worst
-        row.update({"audited_epsilon": worst.epsilon, "audit_neighbours": "row-replacement (exact)",
-                    "audit_view": "worst single agent", "audited_epsilon_sum": summed.epsilon,
-                    "audit_exceeds_guarantee": bool(worst.epsilon > claim.epsilon_pld * (1 + 1e-6))})
-    return row
+        self.views = ([coalition_view(network, params.consensus_steps, o) for o in range(network.m)]
+                      if ppm.audit else [])
+        self.summed = sum_view(network) if ppm.audit else None
+
+    def columns(self, result: PpmGossipResult) -> dict[str, Any]:
+        """000's claim for ppm-gossip (the central guarantee, against a server that sees only the
+        sum) and the audit of every single agent's view and of the sum (exact, conditional on the
+        trajectory)."""
+        ppm, claim = self.ppm, self.claim
+        row: dict[str, Any] = {"guarantee_delta": ppm.delta, "guaranteed_epsilon": claim.epsilon_pld,
+                               "guarantee_accountant": "pld (000's claim: a server seeing the sum)",
+                               "adjacency": ppm.adjacency}
+        if ppm.audit:
+            worst = max((audit_ppm_gossip(result, v, delta=ppm.delta).worst for v in self.views),
+                        key=lambda t: t.mu)
+            summed = audit_ppm_gossip(result, self.summed, delta=ppm.delta).worst
+            row.update({"audited_epsilon": worst.epsilon, "audit_neighbours": "row-replacement (exact)",
+                        "audit_view": "worst single agent", "audited_epsilon_sum": summed.epsilon,
+                        "audit_exceeds_guarantee": bool(worst.epsilon > claim.epsilon_pld * (1 + 1e-6))})
+        return row
 
 
-def _privacy_columns(problem: Problem, result: object, ppm: PpmSpec, repeat: int) -> dict[str, Any]:
-    if isinstance(result, PpmGossipResult):
-        return _gossip_columns(problem, result, ppm)
-    if not isinstance(result, PpmResult):
-        raise TypeError(f"no privacy columns for a {type(result).__name__}")
+def _central_columns(problem: Problem, result: PpmResult, ppm: PpmSpec, repeat: int) -> dict[str, Any]:
     guarantee = realised_guarantee(result, ppm.delta, adjacency=ppm.adjacency)
     row: dict[str, Any] = {"guarantee_delta": ppm.delta, "guaranteed_epsilon": guarantee.epsilon_pld,
                            "guarantee_accountant": "pld", "adjacency": ppm.adjacency}
@@ -134,17 +140,18 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
     """
     from dpgossip.scenario.runner import ldp_row, repeat_seed  # the runner dispatches here
 
-    protocol = make_protocol(spec)
     data, network = problem.data, problem.network
-    params = protocol.params if isinstance(protocol, (Ppm, PpmFederated)) else protocol.params.ppm
+    params = ppm_params(spec)
     if params.p > data.d:
         raise ConfigError(f"ppm.block_rank = {params.p} must be <= d = {data.d} (the data's "
                           "columns)", field="ppm.block_rank")
+    protocol = make_protocol(spec, params)
+    gossip = _GossipAudit(problem, protocol.params, spec.ppm) if isinstance(protocol, PpmGossip) else None
     truth = exact_subspace(data.X, params.k, protocol.side)
+    ldp_u = top_singular(data.X, problem.params.rank).U if spec.baseline.ldp else None
     base = {**{k.replace(".", "_"): v for k, v in axes.items()}, **network.to_row(),
-            **data.to_row(), "kind": protocol.kind, **params.to_row(), "backend": spec.backend}
-    if isinstance(protocol, PpmGossip):
-        base.update(consensus_steps=protocol.params.consensus_steps, mask_std=protocol.params.mask_std)
+            **data.to_row(), "kind": protocol.kind, **protocol.params.to_row(),
+            "backend": spec.backend}
     runs, iters = [], []
     for k in range(spec.repeats):
         run = protocol.run(data, network, repeat_seed(spec.seed, k))
@@ -154,10 +161,10 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
                "max_agent_error": float(run.agent_errors(truth).max()),
                "status": "ok" if all(math.isfinite(e) for e in errors) else "non-finite",
                "status_reason": ""}
-        row.update(_privacy_columns(problem, run.result, spec.ppm, k))
-        if spec.baseline.ldp:
-            row.update(ldp_row(spec, k, data, problem.params,
-                               spec_u=top_singular(data.X, problem.params.rank).U))
+        row.update(gossip.columns(run.result) if gossip is not None
+                   else _central_columns(problem, run.result, spec.ppm, k))
+        if ldp_u is not None:
+            row.update(ldp_row(spec, k, data, problem.params, spec_u=ldp_u))
         runs.append(row)
         iters.extend({**base, "repeat": k, "component": 0, "iteration": t, "error": float(e)}
                      for t, e in enumerate(errors))
