@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpgossip.errors import ConfigError, check_choice, check_number, reject_unknown_keys
+from dpgossip.errors import ConfigError, reject_unknown_keys
 from dpgossip.protocol.ppm_sensitivity import ADJACENCIES, SENSITIVITY_KINDS
 from dpgossip.scenario.fields import Field
 from dpgossip.scenario.sections import register_section
@@ -63,21 +63,6 @@ PPM_FIELDS: dict[str, Field] = {
 _SWEEPABLE = tuple(k for k, f in PPM_FIELDS.items() if f.sweep)
 
 
-def _scalar(path: str, f: Field, value: Any) -> Any:
-    if f.choices is not None:
-        return check_choice(value, path, f.choices)
-    if f.kind is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{path} must be true or false, got {value!r}")
-        return value
-    if f.kind is int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < (f.low or 0):
-            raise ConfigError(f"{path} must be an integer >= {int(f.low or 0)}, got {value!r}")
-        return int(value)
-    return check_number(value, path, low=f.low, high=f.high, low_open=f.low_open,
-                        high_open=f.high_open)
-
-
 def check_ppm(path: str, value: Any) -> dict[str, Any]:
     """Validate the raw ``[ppm]`` table and fill defaults (lists of sweepable keys are axes).
 
@@ -89,20 +74,10 @@ def check_ppm(path: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{path} must be a table ([{path}]), got {value!r}")
     reject_unknown_keys(f"{path}.", value, PPM_FIELDS, f"in [{path}]")
-    out: dict[str, Any] = {}
-    for key, f in PPM_FIELDS.items():
-        v = value.get(key, f.default)
-        if v is None:
-            out[key] = None
-        elif isinstance(v, list):
-            if not f.sweep:
-                raise ConfigError(f"{path}.{key} cannot be swept (a list was given: {v!r})")
-            if not v:
-                raise ConfigError(f"{path}.{key}: an empty list is not a sweep axis; give at least "
-                                  "one value")
-            out[key] = [_scalar(f"{path}.{key}[{i}]", f, x) for i, x in enumerate(v)]
-        else:
-            out[key] = _scalar(f"{path}.{key}", f, v)
+    from dpgossip.scenario.schema import check_field  # at top level: schema -> point -> here
+
+    out = {key: check_field(f"{path}.{key}", f, value[key]) if key in value else f.default
+           for key, f in PPM_FIELDS.items()}
     if (out["noise_multiplier"] is None) == (out["epsilon"] is None):
         raise ConfigError(f"{path}: give exactly one of noise_multiplier and epsilon, got "
                           f"noise_multiplier = {out['noise_multiplier']!r}, epsilon = "

@@ -347,7 +347,9 @@ def _kind_name(kind: Any) -> str:
     )
 
 
-def _check_field(path: str, f: Field, value: Any) -> Any:
+def check_field(path: str, f: Field, value: Any) -> Any:
+    """``value`` of setting ``path`` checked against ``f``: a list is a sweep axis (each element
+    checked with its index in the path) when ``f.sweep``; raises ``ConfigError`` naming ``path``."""
     is_axis = (
         isinstance(value, list)
         and f.kind != "list"
@@ -394,7 +396,7 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
         for key, f in fields.items():
             path = f"{name}.{key}" if name else key
             if key in given:
-                target[key] = _check_field(path, f, given[key])
+                target[key] = check_field(path, f, given[key])
             elif f.default is REQUIRED:
                 if name == "" or name in raw or _section_required(name):
                     raise ConfigError(f"{path} is required ({f.doc or _kind_name(f.kind)})")
