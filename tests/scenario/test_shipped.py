@@ -93,13 +93,14 @@ def test_paper_fig2_scenarios_are_the_paper_grid():
 
 def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
     """The pipeline, with the cheap candidate search (the search itself: tests/privacy/test_search.py).
-    Two budgets of the Wine scenario, few candidates: the tight one (epsilon = 1, delta = 0.44) is
-    below the floor of the observer view and is flagged, the loose one (epsilon = 100, delta = 0.9) is
+    Two budgets of the Wine scenario at T = 2 (the shipped T = 5 costs 4x the exact-delta work), few
+    candidates: the tight one (epsilon = 1, delta = 0.1) is below the floor of the observer view (delta
+    about 0.31 at the largest noise scale) and is flagged, the loose one (epsilon = 100, delta = 0.9) is
     met; each row carries the calibrated scale and LDP runs at the same budget."""
     sc = load_scenario(SCENARIOS / "paper-fig2-wine.toml").with_overrides({
-        "repeats": 2, "privacy.search": "candidates", "privacy.candidates": 1,
-        "privacy.ascent_steps": 0, "baseline.epsilon": [1.0, 100.0], "baseline.delta": [0.44, 0.9],
-        "privacy.calibrate.epsilon": [1.0, 100.0], "privacy.calibrate.delta": [0.44, 0.9],
+        "repeats": 2, "protocol.iterations": 2, "privacy.search": "candidates",
+        "privacy.candidates": 1, "privacy.ascent_steps": 0, "baseline.epsilon": [1.0, 100.0], "baseline.delta": [0.1, 0.9],
+        "privacy.calibrate.epsilon": [1.0, 100.0], "privacy.calibrate.delta": [0.1, 0.9],
         "privacy.calibrate.rel_tol": 0.5,
     })
     run_scenario(sc, tmp_path, quiet=True)
@@ -110,7 +111,7 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
     assert by_eps["1.0"]["calibration_met"] == "False"
     assert by_eps["100.0"]["calibration_met"] == "True"
     assert float(by_eps["100.0"]["calibrated_delta"]) <= 0.9 * 1.5
-    assert float(by_eps["1.0"]["calibrated_delta"]) > 0.44
+    assert float(by_eps["1.0"]["calibrated_delta"]) > 0.1
     assert all(float(r["ldp_error"]) >= 0 and float(r["noise_scale"]) > 0 for r in rs)
     assert (tmp_path / "calibration.csv").exists()
     assert (tmp_path / "plots" / "error_vs_epsilon.png").exists()
