@@ -12,8 +12,8 @@ import pytest
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.gossip_bounds import decor_round_rdp, decor_round_view
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, audit_view
-from dpgossip.protocol.linear_gossip import LinearGossip, eavesdrop
+from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, audit_view, whiten
+from dpgossip.protocol.linear_gossip import LinearGossip, eavesdrop, observe
 from dpgossip.topology import make_network
 
 NETWORKS = {
@@ -177,3 +177,19 @@ def test_more_rounds_and_fewer_edges_and_bad_input():
         eavesdrop(network, LinearGossip(rounds=2, secure_summation=True))
     assert caught.value.field == "secure_summation"
     assert math.isfinite(everything[0].epsilon)
+
+
+@pytest.mark.parametrize("spec", [SPECS[1], SPECS[7]], ids=["decor", "decor-ss"])
+def test_vector_data_with_iid_noise_reduces_to_the_scalar_case(spec):
+    # d coordinates with i.i.d. noise (edge secrets and masks per coordinate too): the view is
+    # J kron I_d, B kron I_d, so a shift delta of the target's vector has mu = ||delta|| mu_scalar
+    network = NETWORKS["grid"]()
+    view = observe(network, spec, (5, 6))
+    d = 3
+    scalar = whiten(view.J, view.B)
+    vector = whiten(np.kron(view.J, np.eye(d)), np.kron(view.B, np.eye(d)))
+    shift = np.array([0.6, -0.8, 0.0]) * 0.5  # norm 0.5
+    for u, cols in view.columns_of.items():
+        cu = scalar.C[:, cols[0]]
+        got = float(np.sum((vector.C[:, [cols[0] * d + k for k in range(d)]] @ shift) ** 2))
+        assert got == pytest.approx(0.25 * float(cu @ cu), rel=1e-10, abs=1e-14), u
