@@ -51,6 +51,7 @@ import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError, check_int, check_number
 from dpgossip.protocol.decor import edge_list, incidence
+from dpgossip.resources import Need, check_needs
 from dpgossip.topology.network import Network
 
 __all__ = ["PROTOCOLS", "GOSSIP_KINDS", "INPUTS", "LinearGossip", "GossipView", "check_observers",
@@ -294,18 +295,32 @@ def _blocks(spec: LinearGossip, P: np.ndarray, scales: np.ndarray) -> tuple[np.n
     return J, B
 
 
-def _secret_block(network: Network, spec: LinearGossip, P: np.ndarray) -> np.ndarray:
-    """DECOR's secrets: the row of ``y_w^t`` has ``sigma_cor P[t-s] E`` on round ``s``'s secrets."""
+def _secret_block(network: Network, spec: LinearGossip, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DECOR's secrets: the row of ``y_w^t`` has ``sigma_cor P[t-s] E`` on round ``s``'s secrets.
+
+    Only the edges some message reaches get columns (the others are zero in ``B`` and change
+    nothing): returns the block and the boolean mask of those edges, ``(|E|,)``.
+    """
     T, n_s, _ = P.shape
     E = incidence(network)
-    k = E.shape[1]
-    PE = np.stack([(E.T @ P[j].T).T for j in range(T)]) * spec.sigma_cor if k else np.zeros(
-        (T, n_s, 0))
+    PE = [(E.T @ P[j].T).T for j in range(T)]
+    reached = np.zeros(E.shape[1], dtype=bool)
+    for block in PE:
+        reached |= np.any(block != 0, axis=0)
+    k = int(reached.sum())
+    _check_size(spec, T * n_s, T * (k + network.m * (1 + spec.data_rounds)))
     S = np.zeros((T * n_s, T * k))
     for t in range(T):
         for s in range(t + 1):
-            S[t * n_s:(t + 1) * n_s, s * k:(s + 1) * k] = PE[t - s]
-    return S
+            S[t * n_s:(t + 1) * n_s, s * k:(s + 1) * k] = spec.sigma_cor * PE[t - s][:, reached]
+    return S, reached
+
+
+def _check_size(spec: LinearGossip, rows: int, cols: int) -> None:
+    """Refuse a view whose dense ``J`` and ``B`` (and their copies) exceed the memory."""
+    check_needs([Need(f"rounds = {spec.rounds} gives a view of {rows} x {cols} (messages x data, "
+                      f"noise and secret columns)", 3 * 8 * rows * cols)],
+                advice="use fewer rounds or a smaller observer set", field="rounds")
 
 
 def _index(m: int, rounds: int, per_round: bool) -> np.ndarray:
@@ -334,9 +349,10 @@ def _summation_weights(network: Network, obs: tuple[int, ...],
 
 
 def _rows(network: Network, spec: LinearGossip, senders: np.ndarray, basis: str,
-          G: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``J``, ``B`` (all columns) and row labels of the messages of ``senders`` (or, with ``G``, of
-    their secure sums ``G y^t``), in the basis asked for."""
+          G: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``J``, ``B`` (all data and noise columns, and the secrets of the edges reached), row labels of
+    the messages of ``senders`` (or, with ``G``, of their secure sums ``G y^t``), in the basis asked
+    for, and the mask of the edges reached (:func:`_secret_block`)."""
     m, T = network.m, spec.rounds
     scales = spec.noise_scales(m)
     if basis == "krylov" and spec.protocol == "gossip-average":
@@ -345,30 +361,36 @@ def _rows(network: Network, spec: LinearGossip, senders: np.ndarray, basis: str,
             start = np.zeros((m, G.shape[0]))
             start[senders] = G.T
         Q = krylov_basis(network, senders, T, start=start)
-        return Q.T.copy(), Q.T * scales, np.full((Q.shape[1], 2), -1)
+        none = np.zeros(edge_list(network).shape[0], dtype=bool)
+        return Q.T.copy(), Q.T * scales, np.full((Q.shape[1], 2), -1), none
     if basis != "messages":
         raise ConfigError(f"basis must be 'messages', or 'krylov' for gossip-average, got {basis!r}"
                           f" with protocol {spec.protocol!r}", field="basis")
+    _check_size(spec, T * senders.size, m * (spec.data_rounds + spec.noise_rounds))
     P = propagated_rows(network, senders, T)
     J, B = _blocks(spec, P, scales)
+    reached = np.zeros(edge_list(network).shape[0], dtype=bool)
     if spec.protocol == "gossip-decor":
-        B = np.hstack([B, _secret_block(network, spec, P)])
+        S, reached = _secret_block(network, spec, P)
+        B = np.hstack([B, S])
     labels = np.stack([np.tile(senders, T), np.repeat(np.arange(T), senders.size)], axis=1)
     if G is not None:
         n_r = G.shape[0]
         J = np.einsum("rk,tkc->trc", G, J.reshape(T, senders.size, -1)).reshape(T * n_r, -1)
         B = np.einsum("rk,tkc->trc", G, B.reshape(T, senders.size, -1)).reshape(T * n_r, -1)
-    return J, B, labels
+    return J, B, labels, reached
 
 
-def _view(network: Network, spec: LinearGossip, known: tuple[int, ...], J: np.ndarray,
-          B: np.ndarray, labels: np.ndarray, **extra: object) -> GossipView:
-    """Remove the columns the known agents hold (data, noise, DECOR secrets of their edges)."""
+def _view(network: Network, spec: LinearGossip, known: tuple[int, ...],
+          rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], **extra: object) -> GossipView:
+    """Remove the columns the known agents hold (data, noise, DECOR secrets of their edges) from
+    the rows ``(J, B, labels, reached)`` of :func:`_rows`."""
+    J, B, labels, reached = rows
     m = network.m
     scales = spec.noise_scales(m)
     data_index = _index(m, spec.data_rounds, spec.inputs == "per-round")
     noise_index = _index(m, spec.noise_rounds, True)
-    edges = edge_list(network)
+    edges = edge_list(network)[reached]
     secret_index = np.concatenate([np.tile(edges, (spec.secret_rounds, 1)),
                                    np.repeat(np.arange(spec.secret_rounds), edges.shape[0])[:, None]],
                                   axis=1).reshape(-1, 3)
@@ -419,11 +441,11 @@ def observe(network: Network, spec: LinearGossip, observers: int | Iterable[int]
     G = None
     if spec.secure_summation:
         receivers, G = _summation_weights(network, obs, senders)
-    J, B, labels = _rows(network, spec, senders, basis, G)
+    J, B, labels, reached = _rows(network, spec, senders, basis, G)
     if G is not None and basis == "messages":
         labels = np.stack([np.tile(receivers, spec.rounds),
                            np.repeat(np.arange(spec.rounds), receivers.size)], axis=1)
-    return _view(network, spec, obs, J, B, labels, summed=G is not None)
+    return _view(network, spec, obs, (J, B, labels, reached), summed=G is not None)
 
 
 def eavesdrop(network: Network, spec: LinearGossip,
@@ -449,8 +471,8 @@ def eavesdrop(network: Network, spec: LinearGossip,
     known = check_observers(network, knows, allow_empty=True)
     chosen = _check_edges(network, edges)
     senders = np.array(sorted({a for e in chosen for a in e}), dtype=int)
-    J, B, labels = _rows(network, spec, senders, basis, None)
-    return _view(network, spec, known, J, B, labels, eavesdropped=chosen)
+    return _view(network, spec, known, _rows(network, spec, senders, basis, None),
+                 eavesdropped=chosen)
 
 
 def _check_edges(network: Network, edges: Iterable[tuple[int, int]] | None
