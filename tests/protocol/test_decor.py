@@ -124,3 +124,11 @@ def test_kinds_and_bad_parameters():
         assert caught.value.field == field and str(caught.value).startswith(field)
     row = LinearGossip(protocol="gossip-decor", rounds=2, sigma_cor=0.5).to_row()
     assert row["sigma_cor"] == 0.5 and row["secure_summation"] is False
+
+
+def test_view_values_needs_message_rows():
+    network = make_network("path", agents=4)
+    view = observe(network, LinearGossip(rounds=2), 0, basis="krylov")
+    with pytest.raises(ConfigError) as caught:
+        view_values(network, view, np.zeros((2, 4)))
+    assert caught.value.field == "view"

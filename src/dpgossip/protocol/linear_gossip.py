@@ -530,6 +530,9 @@ def simulate_messages(network: Network, spec: LinearGossip, x: np.ndarray, z: np
 def view_values(network: Network, view: GossipView, states: np.ndarray) -> np.ndarray:
     """The value of each row of a ``"messages"`` view from the states ``y^t`` (``(T, m)``): the
     message ``y_w^t``, or the secure sum ``sum_{w in N(v) \\ S} W_vw y_w^t`` when :attr:`summed`."""
+    if view.messages.size and int(view.messages.min()) < 0:
+        raise ConfigError("view: the rows of a 'krylov' view are not messages; build the view with "
+                          "basis='messages'", field="view")
     if not view.summed:
         return states[view.messages[:, 1], view.messages[:, 0]]
     W = sp.csr_array(network.W)
