@@ -302,7 +302,8 @@ def audit_view(view: GossipView, network: Network, settings: LinearAuditSettings
     -------
     list of PairLeakage
         One row per target, in increasing target order (``hops = -1`` for a target that the graph
-        does not connect to the observers).
+        does not connect to the observers; for an eavesdropper, hops to the nearest end of an
+        eavesdropped edge or colluding agent, and the observer label ``"eavesdropper[+a+b]"``).
 
     Raises
     ------
@@ -311,8 +312,11 @@ def audit_view(view: GossipView, network: Network, settings: LinearAuditSettings
     """
     s = settings or LinearAuditSettings()
     chosen = sorted(view.columns_of) if targets is None else _targets(view, targets)
-    hops = nx.multi_source_dijkstra_path_length(network.graph, set(view.observers))
+    sources = set(view.observers) | {a for e in view.eavesdropped for a in e}
+    hops = nx.multi_source_dijkstra_path_length(network.graph, sources)
     label = observer_label(view.observers)
+    if view.eavesdropped:  # an eavesdropper, colluding with the observers if any
+        label = "+".join(["eavesdropper"] + ([label] if label else []))
     rows = []
     with blas_threads(1):  # one SVD and many tiny products: one BLAS thread is faster (dpgossip._threads)
         white = whiten(view.J, view.B, rank_rtol=s.rank_rtol, range_rtol=s.range_rtol)

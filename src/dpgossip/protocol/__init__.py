@@ -6,7 +6,13 @@ from dpgossip.protocol.cape import CapeParams, CapeResult, run_cape, run_convent
 from dpgossip.protocol.ddppm import deflation_vector, run_matrix
 from dpgossip.protocol.gossip import gossip, gossip_states
 from dpgossip.protocol.ldp import LdpResult, ldp_sigma, run_ldp
-from dpgossip.protocol.linear_gossip import GossipView, LinearGossip, observe
+from dpgossip.protocol.linear_gossip import (
+    GOSSIP_KINDS,
+    GossipView,
+    LinearGossip,
+    eavesdrop,
+    observe,
+)
 from dpgossip.protocol.metrics import (
     captured_energy,
     error_per_iteration,
@@ -53,6 +59,8 @@ __all__ = [
     "LinearGossip",
     "GossipView",
     "observe",
+    "eavesdrop",
+    "GOSSIP_KINDS",
     "PpmGossipParams",
     "PpmGossipResult",
     "run_ppm_gossip",
