@@ -39,7 +39,7 @@ def _same(a: str, b: str) -> bool:
         return a == b
 
 
-@pytest.mark.parametrize("kind", ["ppm-gossip", "ppm-federated"])
+@pytest.mark.parametrize("kind", ["ppm-gossip", pytest.param("ppm-federated", marks=pytest.mark.slow)])
 def test_engine_rows_equal_the_matrix_rows(tmp_path: Path, kind: str):
     matrix, engine = _rows(_run(tmp_path, "matrix", kind)), _rows(_run(tmp_path, "engine", kind))
     assert len(matrix) == len(engine) == 2
@@ -48,11 +48,19 @@ def test_engine_rows_equal_the_matrix_rows(tmp_path: Path, kind: str):
         assert e["backend"] == "engine" and e["engine_status"] == "completed" and e["status"] == "ok"
         for key in m.keys() - {"backend"}:
             assert _same(m[key], e[key]), (key, m[key], e[key])
+    it_m, it_e = _rows(tmp_path / "matrix", "iterations.csv"), _rows(tmp_path / "engine", "iterations.csv")
+    assert len(it_m) == len(it_e) == 2 * 4
+    for m, e in zip(it_m, it_e, strict=True):
+        assert {k: v for k, v in m.items() if k not in ("backend", "error")} == {
+            k: v for k, v in e.items() if k not in ("backend", "error")}
+        assert _same(m["error"], e["error"])
 
 
-def test_a_crash_on_the_engine_stops_the_point_with_its_reason(tmp_path: Path):
-    folder = _run(tmp_path, "engine", "ppm", engine={"crashes": {"1": 0.0}})
+@pytest.mark.parametrize("node", ["1", "4"])
+def test_a_crash_on_the_engine_stops_the_point_with_its_reason(tmp_path: Path, node: str):
+    # node 4 is the curator of the 4-client star
+    folder = _run(tmp_path, "engine", "ppm", engine={"crashes": {node: 0.0}})
     rows = _rows(folder)
     assert {r["status"] for r in rows} == {"stopped"}
-    assert all("party(ies) [1] crashed" in r["status_reason"] for r in rows)
-    assert {r["error"] for r in rows} == {"nan"}
+    assert all(f"party(ies) [{node}] crashed" in r["status_reason"] for r in rows)
+    assert {r["error"] for r in rows} == {"nan"} and {r["engine_status"] for r in rows} == {"stopped"}
