@@ -20,7 +20,8 @@ stays blocked and the run's monitor stops the run (:mod:`dpgossip.engine.ppm_eng
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -28,15 +29,53 @@ from simpy.events import Event
 
 from dpgossip.engine.agent import Outbox
 from dpgossip.engine.messages import Message
-from dpgossip.protocol.ppm import orthonormalise
+from dpgossip.protocol.ppm import PpmParams, orthonormalise
+from dpgossip.protocol.ppm_gossip import PpmGossipParams
 from dpgossip.protocol.ppm_sensitivity import iterate_sensitivity
 
-__all__ = ["PartyTrace", "Party", "GossipParty", "StarClient", "StarServer", "UPLOAD", "DOWNLOAD"]
+__all__ = ["PartyTrace", "Party", "GossipRole", "ClientNoise", "GossipParty", "StarClient", "StarServer",
+           "UPLOAD", "DOWNLOAD"]
 
 UPLOAD = 1
 """Round ``k`` of a client's upload in a star (tag ``(0, l, 1)``)."""
 DOWNLOAD = 2
 """Round ``k`` of the server's broadcast of ``X^l`` (tag ``(0, l, 2)``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class GossipRole:
+    """What a ppm-gossip agent knows besides its data: the public parameters and its row of ``W``."""
+
+    params: PpmGossipParams
+    agents: int
+    """``s``: the number of agents (public)."""
+    nu: float
+    """``sigma / sqrt(s)``: the agent's noise multiplier."""
+    w_self: float
+    """``W_ii``."""
+    w_neighbours: Mapping[int, float]
+    """``{j: W_ij}`` for every neighbour ``j``."""
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row (the weights summarised by the degree)."""
+        return {**self.params.to_row(), "agents": self.agents, "nu": self.nu, "w_self": self.w_self,
+                "degree": len(self.w_neighbours)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ClientNoise:
+    """A ppm-federated client's own draws: its share's scale, its standard noise and its masks."""
+
+    nu: float
+    """``sigma / sqrt(s)``."""
+    Z: np.ndarray
+    """``(L, d, p)`` standard normals of the client's share."""
+    secagg: np.ndarray
+    """``(L, d, p)``: ``sum_{j != i} sign(i, j) K_ij`` (secure-aggregation masks, cancel in the sum)."""
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row: the scale and the shapes."""
+        return {"nu": self.nu, "shape": list(self.Z.shape)}
 
 
 class PartyTrace:
@@ -145,19 +184,19 @@ class GossipParty(Party):
         Y^(i) = X_i^T X_i V_i + Delta_l(V_i) nu Z_i[l] + sum_{j in N(i)} sign(i, j) M_ij^(l)
         S^(k) = W_ii S_i^(k-1) + sum_j W_ij S_j^(k-1),  k = 1..c;    V_i <- QR(s S_i^(c)).
 
-    ``Z`` (``(L, d, p)``) and ``masks`` (``{j: sign(i, j) M_ij}``, sorted by ``j``) are the agent's own
-    draws from the run's seed (both ends of an edge derive ``M_ij`` from the edge's key).
+    ``Z`` (``(L, d, p)``) and ``masks`` (``{j: sign(i, j) M_ij}``) are the agent's own draws from the
+    run's seed (both ends of an edge derive ``M_ij`` from the edge's key).
     """
 
     def __init__(self, party_id: int, outbox: Outbox, trace: PartyTrace, compute_delay: float, *,
-                 block: np.ndarray, V0: np.ndarray, Z: np.ndarray, masks: dict[int, np.ndarray],
-                 weights: tuple[float, dict[int, float]], settings: tuple) -> None:
+                 block: np.ndarray, V0: np.ndarray, Z: np.ndarray, masks: Mapping[int, np.ndarray],
+                 role: GossipRole) -> None:
         super().__init__(party_id, outbox, trace, compute_delay)
         self.X = np.array(block, dtype=float)
         self.V0, self.Z, self.masks = V0, Z, masks
-        self.w_self, self.w_nbr = weights
+        self.w_self, self.w_nbr = role.w_self, role.w_neighbours
         self.neighbours = tuple(sorted(self.w_nbr))
-        self.params, self.s, self.nu = settings
+        self.params, self.s, self.nu = role.params, role.agents, role.nu
 
     def _share(self, l: int) -> np.ndarray:
         """``sum_j sign(i, j) M_ij^(l)`` in increasing ``j`` (the order of the matrix backend)."""
@@ -195,12 +234,12 @@ class StarClient(Party):
     masks ``sum_j sign(i, j) K_ij^(l)``, which cancel in the sum."""
 
     def __init__(self, party_id: int, outbox: Outbox, trace: PartyTrace, compute_delay: float, *,
-                 block: np.ndarray, server: int, params: object, noisy: tuple | None) -> None:
+                 block: np.ndarray, server: int, params: PpmParams, noisy: ClientNoise | None) -> None:
         super().__init__(party_id, outbox, trace, compute_delay)
         self.X = np.array(block, dtype=float)
         self.server, self.params = server, params
         self.noisy = noisy
-        """``(nu, Z_i, secagg share (L, d, p))`` for ppm-federated, ``None`` for the curator's clients."""
+        """The client's draws for ppm-federated, ``None`` for the curator's (noiseless) clients."""
 
     def _protocol(self) -> Generator[Event, object, None]:
         P, tr, out = self.params, self.trace, self.outbox
@@ -210,12 +249,12 @@ class StarClient(Party):
             yield from self._compute()
             Y = self.X.T @ (self.X @ V)
             if self.noisy is not None:
-                nu, Z, share = self.noisy
+                nz = self.noisy
                 delta = iterate_sensitivity(V, P.adjacency, P.sensitivity)
                 tr.sensitivities[l - 1] = delta
-                tr.noise[l - 1] = (delta * nu) * Z[l - 1]
+                tr.noise[l - 1] = (delta * nz.nu) * nz.Z[l - 1]
                 tr.Y[l - 1] = Y = Y + tr.noise[l - 1]
-                Y = Y + share[l - 1]
+                Y = Y + nz.secagg[l - 1]
             out.broadcast((0, l, UPLOAD), Y, (self.server,))
             got = yield from self._collect((0, l, DOWNLOAD), 1)
             tr.iterates[l] = V = got[self.server]
@@ -227,7 +266,7 @@ class StarServer(Party):
     ``X^l = QR(Y_l)``, broadcast to every client. ``X^0`` is its own draw."""
 
     def __init__(self, party_id: int, outbox: Outbox, trace: PartyTrace, compute_delay: float, *,
-                 clients: int, params: object, V0: np.ndarray, central: np.ndarray | None) -> None:
+                 clients: int, params: PpmParams, V0: np.ndarray, central: np.ndarray | None) -> None:
         super().__init__(party_id, outbox, trace, compute_delay)
         self.clients = tuple(range(clients))
         self.params, self.V0 = params, V0

@@ -51,7 +51,15 @@ from dpgossip.engine.agent import Outbox
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.outcome import AgentProgress, EngineOutcome, EngineSummary
-from dpgossip.engine.ppm_agents import GossipParty, Party, PartyTrace, StarClient, StarServer
+from dpgossip.engine.ppm_agents import (
+    ClientNoise,
+    GossipParty,
+    GossipRole,
+    Party,
+    PartyTrace,
+    StarClient,
+    StarServer,
+)
 from dpgossip.engine.simulator import (
     _conditions,
     _decide_status,
@@ -184,8 +192,9 @@ def _gossip_parties(data: PartitionedData, network: Network, params: PpmGossipPa
         parties.append(GossipParty(
             i, Outbox(i, su.env, su.fabric, su.monitor), trace, _delay(su.conditions, i),
             block=data.block(i), V0=su.init_V, Z=np.random.default_rng(children[i]).standard_normal(shape),
-            masks=masks, weights=(row.get(i, 0.0), {j: row.get(j, 0.0) for j in nbrs}),
-            settings=(params, s, ppm.noise_multiplier / math.sqrt(s))))
+            masks=masks, role=GossipRole(params=params, agents=s, nu=ppm.noise_multiplier / math.sqrt(s),
+                                         w_self=row.get(i, 0.0),
+                                         w_neighbours={j: row.get(j, 0.0) for j in nbrs})))
     return parties
 
 
@@ -202,8 +211,8 @@ def _star_parties(kind: str, data: PartitionedData, params: PpmParams, su: _Setu
     for i in range(s):
         noisy = None
         if federated:
-            noisy = (nu, np.random.default_rng(children[i]).standard_normal(shape),
-                     secagg_share(su.root, i, s, shape, secagg_mask_std))
+            noisy = ClientNoise(nu=nu, Z=np.random.default_rng(children[i]).standard_normal(shape),
+                                secagg=secagg_share(su.root, i, s, shape, secagg_mask_std))
         parties.append(StarClient(i, Outbox(i, su.env, su.fabric, su.monitor),
                                   PartyTrace(L, data.d, params.p), _delay(su.conditions, i),
                                   block=data.block(i), server=s, params=params, noisy=noisy))
