@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.engine import NetworkConditions
+from dpgossip.engine import NetworkConditions, load_transcript
 from dpgossip.engine.ppm_engine import run_ppm_engine, secagg_share, star_network
 from dpgossip.engine.ppm_protocol import EngineProtocol
 from dpgossip.errors import ConfigError
@@ -142,6 +142,27 @@ def test_loss_without_retransmission_stops_the_run():
     data = data_for(4, d=5, rows_per_agent=3, seed=4)
     res = run_ppm_engine("ppm", data, None, PPM, 5, conditions={"loss": 0.5, "retransmit": False})
     assert res.status == "stopped" and res.outcome.reason.startswith("message lost")
+
+
+def test_the_transcript_file_and_the_tidy_row(tmp_path):
+    data = data_for(4, d=5, rows_per_agent=3, seed=4)
+    path = tmp_path / "t.jsonl"
+    res = run_ppm_engine("ppm", data, None, PPM, 5, transcript_path=path)
+    back = load_transcript(path)
+    assert [r.tag for r in back] == [r.tag for r in res.transcript]
+    for a, b in zip(back, res.transcript, strict=True):
+        np.testing.assert_array_equal(a.payload, b.payload)
+    row = res.to_row()
+    assert row["kind"] == "ppm" and row["status"] == "completed" and row["messages_delivered"] == len(back)
+
+
+def test_sizes_are_checked_before_the_run(monkeypatch):
+    monkeypatch.setenv("DPGOSSIP_MEMORY_LIMIT", "1MB")
+    data = data_for(4, d=5, rows_per_agent=3, seed=4)
+    big = PpmParams(p=5, k=1, iterations=10**6, noise_multiplier=1.0)
+    with pytest.raises(ConfigError, match="iterations") as info:
+        run_ppm_engine("ppm-federated", data, None, big, 1)
+    assert info.value.field == "params"
 
 
 def test_the_star_has_the_server_as_its_last_node():

@@ -77,6 +77,7 @@ from dpgossip.protocol.ppm_gossip import (
     edge_list,
     edge_masks,
 )
+from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
@@ -262,6 +263,11 @@ def _check(kind: str, data: PartitionedData, network: Network, params: object) -
     if not isinstance(data, PartitionedData):
         raise ConfigError(f"data must be a PartitionedData, got {type(data).__name__}", field="data")
     _check_dims(params, data.d)
+    s, dp, L = data.m, data.d * params.p, params.iterations
+    nbytes = FLOAT * dp * L * (5 * (s + 1) + 2 * s)   # every party's trace (4 arrays), draws and masks
+    check_needs([Need(what=f"{s} clients with {L} iterations and d x p = {dp} need every party's "
+                           "iterates, noise and secure-aggregation masks", nbytes=nbytes,
+                      shown=size_text(nbytes))], advice="use fewer iterations or clients", field="params")
     return params
 
 
