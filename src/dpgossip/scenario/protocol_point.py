@@ -1,5 +1,10 @@
 """Run the repeats of a point whose ``protocol.kind`` is a ``ppm*`` kind (``[ppm]``, docs/ppm.md).
 
+With ``backend = "engine"`` each repeat runs message by message on the engine under ``[engine]``
+(:class:`dpgossip.engine.ppm_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
+backend's plus the engine's status and traffic columns; a run the engine stopped (a crash, a lost
+message) has ``status = "stopped"``, its reason, NaN errors and no guarantee or audit columns.
+
 Each repeat ``k`` runs the protocol with ``SeedSequence(seed, spawn_key=(k,))`` (the repeat seed of
 every kind, :func:`~dpgossip.scenario.runner.repeat_seed`), measures the subspace distance of its
 estimate to the exact top-``k`` right singular subspace of ``X`` after every iteration, and reports the
