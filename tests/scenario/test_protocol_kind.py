@@ -98,7 +98,6 @@ def test_ppm_iteration_rows_measure_the_subspace_after_every_iteration(swept: Pa
      "ppm: give exactly one of noise_multiplier and epsilon"),
     ({"protocol": {"kind": "ppm", "rank": 2}, "ppm": {"epsilon": 1.0, "block_rank": 1}},
      "ppm.block_rank"),
-    ({"protocol": {"kind": "ppm"}, "ppm": {"epsilon": 1.0}, "backend": "engine"}, "backend"),
     ({"protocol": {"kind": "ppn"}}, "protocol.kind"),
     ({"protocol": {"kind": "ppm"}, "ppm": {"epsilon": 1.0, "adjacency": "edge"}}, "ppm.adjacency"),
     ({"protocol": {"kind": "ppm"}, "ppm": {"epsilon": -1.0}}, "ppm.epsilon"),

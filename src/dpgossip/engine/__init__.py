@@ -30,6 +30,7 @@ from dpgossip.engine.outcome import (
     EngineOutcome,
     EngineSummary,
 )
+from dpgossip.engine.ppm_engine import PpmEngineResult, run_ppm_engine
 from dpgossip.engine.result import EngineResult
 from dpgossip.engine.simulator import run_engine
 from dpgossip.engine.transcript import TranscriptRecord, load_transcript
@@ -38,5 +39,6 @@ __all__ = [
     "run_engine", "EngineResult", "NetworkConditions", "LatencySpec", "Straggler", "LinkOverride",
     "LATENCY_KINDS", "CRASH_POLICIES", "DISSEMINATIONS", "EngineOutcome", "EngineSummary", "Detection",
     "AgentProgress", "STATUSES", "Message", "HEADER_BYTES", "tag_kind", "TranscriptRecord",
-    "load_transcript", "Agent", "AgentSettings", "AgentTrace", "Outbox",
+    "load_transcript", "Agent", "AgentSettings", "AgentTrace", "Outbox", "run_ppm_engine",
+    "PpmEngineResult",
 ]

@@ -93,10 +93,6 @@ def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
         raise ConfigError(
             "ppm: [ppm] is given but protocol.kind is 'ddppm', which ignores it; set protocol.kind "
             "(e.g. \"ppm\") or remove [ppm]", field="ppm")
-    if ppm and "engine" in _values(config["backend"]):
-        raise ConfigError(
-            f"backend: protocol.kind = {ppm[0]!r} runs on the matrix backend only for now; set "
-            "backend = \"matrix\"", field="backend")
     block = config.get("ppm", {}).get("block_rank")
     for p in _values(block):
         for r in _values(config["protocol"]["rank"]):

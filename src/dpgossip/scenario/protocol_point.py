@@ -1,5 +1,10 @@
 """Run the repeats of a point whose ``protocol.kind`` is a ``ppm*`` kind (``[ppm]``, docs/ppm.md).
 
+With ``backend = "engine"`` each repeat runs message by message on the engine under ``[engine]``
+(:class:`dpgossip.engine.ppm_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
+backend's plus the engine's status and traffic columns; a run the engine stopped (a crash, a lost
+message) has ``status = "stopped"``, its reason, NaN errors and no guarantee or audit columns.
+
 Each repeat ``k`` runs the protocol with ``SeedSequence(seed, spawn_key=(k,))`` (the repeat seed of
 every kind, :func:`~dpgossip.scenario.runner.repeat_seed`), measures the subspace distance of its
 estimate to the exact top-``k`` right singular subspace of ``X`` after every iteration, and reports the
@@ -31,7 +36,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from dpgossip.errors import ConfigError
+import numpy as np
+
+from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.privacy.accountant import calibrate_ppm_noise, ppm_guarantee, realised_guarantee
 from dpgossip.privacy.ppm_audit import audit_ppm
 from dpgossip.privacy.ppm_gossip_audit import audit_ppm_gossip, coalition_view, sum_view
@@ -40,8 +47,10 @@ from dpgossip.protocol.interface import (
     PpmFederated,
     PpmGossip,
     PrivateProtocol,
+    ProtocolRun,
     exact_subspace,
 )
+from dpgossip.protocol.metrics import subspace_distance
 from dpgossip.protocol.power import top_singular
 from dpgossip.protocol.ppm import PpmParams, PpmResult
 from dpgossip.protocol.ppm_gossip import PpmGossipParams, PpmGossipResult
@@ -127,6 +136,46 @@ def _central_columns(problem: Problem, result: PpmResult, ppm: PpmSpec, repeat: 
     return row
 
 
+def _engine(spec: PointSpec, protocol: PrivateProtocol) -> Any:
+    """The protocol on the engine under ``[engine]`` (``backend = "engine"``), else ``None``."""
+    if spec.backend != "engine":
+        return None
+    from dpgossip.engine import NetworkConditions
+    from dpgossip.engine.conditions import condition_fields
+    from dpgossip.engine.ppm_protocol import EngineProtocol
+
+    with renamed_fields(condition_fields("engine")):
+        conditions = NetworkConditions.from_mapping(dict(spec.engine))
+    return EngineProtocol(protocol, conditions)
+
+
+def _engine_run(engine: Any, data: Any, network: Any, seed: Any) -> tuple[ProtocolRun, dict[str, Any]]:
+    """One engine run in the common view, and its columns: the engine status (a stopped run is
+    ``status = "stopped"``), crashed agents and traffic (as D-DP-PM's engine rows, timings left out)."""
+    from dpgossip.engine.ppm_protocol import engine_protocol_run
+    from dpgossip.scenario.runner import TIMING_COLUMNS
+
+    with renamed_fields({"conditions": "engine"}):
+        res = engine.run_engine(data, network, seed)
+    extra: dict[str, Any] = {"crashed_agents": list(res.outcome.crashed)}
+    extra.update({"engine_status" if n == "status" else n: v for n, v in res.summary.to_row().items()
+                  if n not in TIMING_COLUMNS})
+    if res.status == "stopped":
+        extra.update({"status": "stopped", "status_reason": res.outcome.reason})
+    return engine_protocol_run(res), extra
+
+
+def _errors(run: ProtocolRun, truth: np.ndarray) -> np.ndarray:
+    """Subspace distance of every iterate (NaN for an iterate a stopped engine run did not compute)."""
+    return np.array([subspace_distance(truth, V) if np.isfinite(V).all() else math.nan
+                     for V in run.trajectory])
+
+
+def _agent_errors(run: ProtocolRun, truth: np.ndarray) -> np.ndarray:
+    finals = [run.final] if run.agent_finals is None else list(run.agent_finals)
+    return np.array([subspace_distance(truth, V) if np.isfinite(V).all() else math.nan for V in finals])
+
+
 def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every repeat of a ``ppm*`` point: ``runs`` rows (final error, guarantee, audit) and
@@ -152,17 +201,24 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
     base = {**{k.replace(".", "_"): v for k, v in axes.items()}, **network.to_row(),
             **data.to_row(), "kind": protocol.kind, **protocol.params.to_row(),
             "backend": spec.backend}
+    engine = _engine(spec, protocol)
     runs, iters = [], []
     for k in range(spec.repeats):
-        run = protocol.run(data, network, repeat_seed(spec.seed, k))
-        errors = run.errors(truth)
+        if engine is None:
+            run, extra = protocol.run(data, network, repeat_seed(spec.seed, k)), None
+        else:
+            run, extra = _engine_run(engine, data, network, repeat_seed(spec.seed, k))
+        errors = _errors(run, truth)
         row = {**base, "repeat": k, "error": float(errors[-1]),
                "subspace_distance": float(errors[-1]),
-               "max_agent_error": float(run.agent_errors(truth).max()),
+               "max_agent_error": float(_agent_errors(run, truth).max()),
                "status": "ok" if all(math.isfinite(e) for e in errors) else "non-finite",
                "status_reason": ""}
-        row.update(gossip.columns(run.result) if gossip is not None
-                   else _central_columns(problem, run.result, spec.ppm, k))
+        if extra is not None:
+            row.update(extra)
+        if row["status"] != "stopped":
+            row.update(gossip.columns(run.result) if gossip is not None
+                       else _central_columns(problem, run.result, spec.ppm, k))
         if ldp_u is not None:
             row.update(ldp_row(spec, k, data, problem.params, spec_u=ldp_u))
         runs.append(row)

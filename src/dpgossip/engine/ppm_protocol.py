@@ -1,0 +1,80 @@
+"""The ``ppm*`` protocols of :mod:`dpgossip.protocol.interface` on the engine backend.
+
+:class:`EngineProtocol` wraps a :class:`~dpgossip.protocol.interface.Ppm`,
+:class:`~dpgossip.protocol.interface.PpmFederated` or :class:`~dpgossip.protocol.interface.PpmGossip`
+(same ``kind``, ``side`` and ``params``) and runs it with :func:`~dpgossip.engine.ppm_engine.run_ppm_engine`;
+:func:`engine_protocol_run` puts an engine run in the common view of
+:class:`~dpgossip.protocol.interface.ProtocolRun` exactly as the matrix backend's objects do (the
+protocol layer cannot import the engine, so the wrapper lives here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.engine.ppm_engine import PpmEngineResult, run_ppm_engine
+from dpgossip.errors import ConfigError
+from dpgossip.protocol.interface import Ppm, PpmFederated, PpmGossip, ProtocolRun
+from dpgossip.protocol.ppm_gossip import PpmGossipResult
+from dpgossip.topology.network import Network
+
+__all__ = ["EngineProtocol", "engine_protocol_run"]
+
+
+def engine_protocol_run(res: PpmEngineResult) -> ProtocolRun:
+    """The common view of an engine run: ``trajectory`` is the server's iterates (star kinds) or agent
+    0's (ppm-gossip, with every agent's final estimate in ``agent_finals``); ``result`` the protocol's
+    own result (:class:`~dpgossip.protocol.ppm.PpmResult` or :class:`PpmGossipResult`)."""
+    run = res.result
+    if isinstance(run, PpmGossipResult):
+        k = run.params.ppm.k
+        return ProtocolRun(kind=res.kind, side="right", trajectory=run.iterates[:, 0, :, :k].copy(),
+                           agent_finals=run.iterates[-1, :, :, :k].copy(), result=run)
+    return ProtocolRun(kind=res.kind, side="right", trajectory=run.iterates[:, :, : run.params.k].copy(),
+                       agent_finals=None, result=run)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineProtocol:
+    """A ``ppm*`` protocol object run on the engine under ``conditions`` (ideal links by default)."""
+
+    protocol: Ppm | PpmFederated | PpmGossip
+    conditions: NetworkConditions | Mapping[str, object] | None = None
+    record_transcript: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse a protocol the engine does not run."""
+        if not isinstance(self.protocol, (Ppm, PpmFederated, PpmGossip)):
+            raise ConfigError(f"protocol must be a Ppm, PpmFederated or PpmGossip, got "
+                              f"{type(self.protocol).__name__}", field="protocol")
+
+    @property
+    def kind(self) -> str:
+        """The wrapped protocol's ``kind``."""
+        return self.protocol.kind
+
+    @property
+    def side(self) -> str:
+        """``"right"``."""
+        return self.protocol.side
+
+    @property
+    def params(self) -> object:
+        """The wrapped protocol's parameters."""
+        return self.protocol.params
+
+    def run_engine(self, data: PartitionedData, network: Network,
+                   seed: int | np.random.SeedSequence) -> PpmEngineResult:
+        """One engine run (status, traffic, transcript when recorded)."""
+        return run_ppm_engine(self.kind, data, network, self.params, seed, conditions=self.conditions,
+                              record_transcript=self.record_transcript)
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:meth:`run_engine` in the common view."""
+        return engine_protocol_run(self.run_engine(data, network, seed))
