@@ -73,15 +73,17 @@ def stage_seconds(audit) -> dict[str, float]:
     return dict(out)
 
 
-def one(m: int, targets: int | None, methods: tuple[str, ...]) -> dict[str, object]:
-    """One size in this process; returns the measured row."""
+def one(m: int, targets: int | None, methods: tuple[str, ...], search: str = "standard"
+        ) -> dict[str, object]:
+    """One size in this process with the search ``search`` (``standard``: the default optimising
+    search; ``candidates``: the cheap candidate search with its defaults); returns the measured row."""
     from dpgossip.privacy.audit import AuditOptions, audit_pairs
 
     data, net, params = problem(m)
     chosen = None if targets is None else list(range(min(targets, m)))
     t0 = time.perf_counter()
     audit = audit_pairs(data, net, params, delta=1e-5, epsilons=(1.0,), methods=methods, seed=0,
-                        options=AuditOptions(targets=chosen))
+                        search=search, options=AuditOptions(targets=chosen))
     wall = time.perf_counter() - t0
     stages = stage_seconds(audit)
     pairs = len(audit.results)
@@ -157,6 +159,8 @@ def main() -> None:
     ap.add_argument("--agents", type=int, nargs="*", default=[16, 64], help="sizes (none: skip)")
     ap.add_argument("--targets", type=int, default=None, help="audit only the first K targets")
     ap.add_argument("--methods", default="exact,rdp,chernoff")
+    ap.add_argument("--search", default="standard", choices=("standard", "candidates"),
+                    help="the audit's search (default: the default optimising search)")
     ap.add_argument("--probe", type=int, default=0, help="set-up and evaluation of K observers only")
     ap.add_argument("--conversions", type=int, default=0, help="time N RDP conversions (0: skip)")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
@@ -169,7 +173,7 @@ def main() -> None:
 
         with blas_threads(1):
             row = (probe(args.agents[0], args.probe) if args.probe
-                   else one(args.agents[0], args.targets, methods))
+                   else one(args.agents[0], args.targets, methods, args.search))
         print(json.dumps(row))
         return
     if not args.agents:
@@ -186,12 +190,13 @@ def main() -> None:
                   f"{res['factor_mb_per_observer']:>19.0f} "
                   f"{res['peak_mb']:>8.0f}", flush=True)
         return
-    print(f"all-pairs observer audit, default search, methods {methods}, "
+    print(f"all-pairs observer audit, {args.search} search, methods {methods}, "
           f"targets {'all' if args.targets is None else args.targets}")
     print(f"{'agents':>6} {'pairs':>6} {'wall s':>9} {'all pairs s':>12} {'other s':>8} {'peak MB':>8}  "
           + " ".join(f"{s + ' ms/pair':>16}" for s in STAGES[:5]))
     for m in args.agents:
-        cmd = [sys.executable, __file__, "--one", "--agents", str(m), "--methods", args.methods]
+        cmd = [sys.executable, __file__, "--one", "--agents", str(m), "--methods", args.methods,
+               "--search", args.search]
         if args.targets is not None:
             cmd += ["--targets", str(args.targets)]
         res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
