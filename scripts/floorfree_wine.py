@@ -6,6 +6,7 @@ disseminated, bounded neighbours, delta = 1e-5. For each noise multiplier s:
 * audited: the largest exact epsilon over the 12 (observer, target) pairs of the observer view, for the
   worst neighbour the search found (every row of the target), conditionally on the realised directions of
   the run with seed 0 (dpgossip.privacy.floorfree_audit); ``audit_upper`` is its certified upper end;
+  ``exact``: every observer recovers every direction from its view (true on this ring with c = 5);
 * guarantee: the data-independent epsilon of the T + 1 composed Gaussian mechanisms (exact GDP, and
   dp_accounting's PLD and RDP; dpgossip.privacy.floorfree_guarantee);
 * error: mean over seeds 0..19 of sin(u_1, q^(T)) (the left singular vector, D-DP-PM's error) and of the
@@ -63,11 +64,13 @@ def compute() -> dict[str, object]:
             g = floorfree_guarantee(params, DELTA)
             row.update({"audit": worst.epsilon, "audit_upper": max(p.epsilon_upper for p in pairs),
                         "observer": worst.observer, "target": worst.target, "row": worst.row,
+                        "exact": all(p.exact for p in pairs),
                         "guarantee_gdp": g.epsilon_gdp, "guarantee_pld": g.epsilon_pld,
                         "guarantee_rdp": g.epsilon_rdp})
         rows.append(row)
+    top = float(np.linalg.svd(data.X, compute_uv=False)[0] ** 2)
     return {"dataset": "wine", "topology": "paper-ring4", "T": T, "c": C, "delta": DELTA,
-            "seeds": SEEDS, "rows": rows}
+            "seeds": SEEDS, "top_eigenvalue": top, "rows": rows}
 
 
 def table(numbers: dict[str, object]) -> str:

@@ -12,6 +12,7 @@ import pytest
 from dpgossip.privacy.floorfree_audit import (
     audit_floorfree,
     conditional_mu2,
+    determines_directions,
     leverage,
     worst_neighbour,
 )
@@ -132,5 +133,18 @@ def test_views_and_their_leverage(paper_ring):
     assert [p.target for p in eav] == [0, 1, 2, 3] and all(p.leverage == 1.0 for p in eav)
     assert [p.target for p in coal] == [1, 3]
     for p in obs:                          # the paper's ring, c = 5: an observer isolates every z~_j
-        assert p.leverage == pytest.approx(1.0)
+        assert p.leverage == pytest.approx(1.0) and p.exact
         assert p.mu_upper == pytest.approx(math.sqrt(2) / 2.0)
+    assert all(p.exact for p in eav + coal)
+
+
+def test_a_partial_view_is_flagged_and_bounded_by_the_guarantee():
+    data = spiked_data(18, 3, [3, 1, 0.5], 6)
+    net = net_from_graph(nx.cycle_graph(6))
+    params = FloorFreeParams(iterations=2, consensus_steps=1, noise_multiplier=2.0)
+    res = run_floorfree(data, net, params, seed=0)
+    pairs = {p.target: p for p in audit_floorfree(data, net, res, observers=[0], restarts=0)}
+    assert not determines_directions(net, 1, "observer", [0])
+    assert determines_directions(net, 3, "observer", [0])
+    assert pairs[3].leverage == 0.0 and not pairs[3].exact
+    assert pairs[3].mu_upper == pytest.approx(floorfree_mu(params))

@@ -16,13 +16,21 @@ with the leverage ``kappa_j = ||b_j||^2 <= 1`` (``1`` for the eavesdropper and a
 release have independent noise, so the terms add. The pair is a Gaussian mechanism of norm ``mu``:
 exact ``epsilon(delta)`` by Balle-Wang.
 
+Exactness: the conditioning is the view's own knowledge when the view recovers every agent's ``z~_i``
+(:func:`determines_directions`: eavesdropper, all-but-one, and an observer whose isolated inputs span
+every other agent, as on the paper's ring with ``c = 5``). Then, given its past, each iteration's new
+observations are Gaussian with a data-dependent mean, and ``mu^2`` is the exact Mahalanobis norm of the
+whole view along this run's directions. Otherwise the directions depend on messages the view does not
+hold, the figure is that of "messages given the directions" (flagged ``exact = False``), and only the
+data-independent guarantee bounds the view.
+
 Worst case over neighbours: for each row of the target, ``mu^2`` is maximised over ``x'`` in the allowed
 set (``||x'|| <= 1``, and ``||x' - x|| <= 1`` for ``bounded``) by SLSQP from several starts (``+-u^(t)``,
 ``-x``, random directions, pulled back into the set along the segment from ``x``): a lower end, attained
 by the reported neighbour. The upper end is certified: ``||C u|| <= ||C||_2 <= 1`` and
 ``|<x' - x, u>| <= Delta_q``, so ``mu^2 <= (kappa_j T + f) / s^2`` for every neighbour of every
-dataset; with ``kappa_j = 1`` it is the GDP ``mu`` of
-:func:`~dpgossip.privacy.floorfree_guarantee.floorfree_mu`.
+dataset (exact views; the others get the guarantee's ``(T + f) / s^2``); with ``kappa_j = 1`` it is
+the GDP ``mu`` of :func:`~dpgossip.privacy.floorfree_guarantee.floorfree_mu`.
 """
 
 from __future__ import annotations
@@ -41,10 +49,20 @@ from dpgossip.protocol.ddppm_floorfree import FloorFreeResult
 from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
 from dpgossip.topology.network import Network
 
-__all__ = ["FLOORFREE_VIEWS", "FloorFreePair", "leverage", "conditional_mu2", "worst_neighbour",
-           "audit_floorfree"]
+__all__ = ["FLOORFREE_VIEWS", "FloorFreePair", "leverage", "determines_directions", "conditional_mu2",
+           "worst_neighbour", "audit_floorfree"]
 
 FLOORFREE_VIEWS = ("observer", "coalition", "eavesdropper", "all-but-one")
+
+
+def _basis(network: Network, c: int, view: str, agents: Iterable[int]) -> np.ndarray | None:
+    """Orthonormal basis of the inputs a view isolates; ``None`` when it sees every ``z~`` itself."""
+    check_choice(view, "view", FLOORFREE_VIEWS)
+    if c == 0:
+        return np.zeros((0, network.m))
+    if view in ("eavesdropper", "all-but-one"):
+        return None
+    return receive_basis(network.graph, network.dense_W(), list(agents), c)
 
 
 def leverage(network: Network, c: int, view: str, target: int, agents: Iterable[int] = ()) -> float:
@@ -54,13 +72,23 @@ def leverage(network: Network, c: int, view: str, target: int, agents: Iterable[
     receivers ``agents``; ``eavesdropper``/``all-but-one``: ``1`` (they see ``z~_j`` itself); ``0``
     when ``c = 0`` (no gossip message is sent).
     """
-    check_choice(view, "view", FLOORFREE_VIEWS)
-    if c == 0:
-        return 0.0
-    if view in ("eavesdropper", "all-but-one"):
+    B = _basis(network, c, view, agents)
+    if B is None:
         return 1.0
-    B = receive_basis(network.graph, network.dense_W(), list(agents), c)
     return float(B[:, target] @ B[:, target]) if B.shape[0] else 0.0
+
+
+def determines_directions(network: Network, c: int, view: str, agents: Iterable[int] = ()) -> bool:
+    """Whether the view recovers every other agent's ``z~_i`` (then every direction ``u_i^(t)``).
+
+    True when the isolated inputs span all agents outside the view (``rank B = m - |agents|``), for the
+    eavesdropper and all-but-one views (``c >= 1``); the audit is then exact for the view itself.
+    """
+    agents = list(agents)
+    B = _basis(network, c, view, agents)
+    if B is None:
+        return True
+    return B.shape[0] == network.m - len(set(agents)) and network.m > len(set(agents))
 
 
 def conditional_mu2(x: np.ndarray, x_new: np.ndarray, directions: np.ndarray, *, kappa: float,
@@ -142,7 +170,12 @@ class FloorFreePair:
     mu: float
     """Attained by the reported neighbour (exact for it, conditionally on the directions)."""
     mu_upper: float
-    """Certified ``sqrt((kappa T + f) / s^2)`` over every neighbour."""
+    """Certified over every neighbour of every dataset: ``sqrt((kappa T + f) / s^2)`` when
+    :attr:`exact`, else the guarantee's ``sqrt((T + f) / s^2)``."""
+    exact: bool
+    """The view determines the directions (:func:`determines_directions`): ``mu`` is then the view's own
+    Mahalanobis norm for the reported neighbour. Otherwise ``mu`` is that of the messages given the
+    directions, which the view does not hold: a figure about a different adversary, not a bound."""
     delta: float
     epsilon: float
     """Exact epsilon at :attr:`mu`."""
@@ -151,7 +184,8 @@ class FloorFreePair:
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
         return {"observer": self.observer, "target": self.target, "leverage": self.leverage,
-                "row": self.row, "mu": self.mu, "mu_upper": self.mu_upper, "delta": self.delta,
+                "row": self.row, "mu": self.mu, "mu_upper": self.mu_upper, "exact": self.exact,
+                "delta": self.delta,
                 "epsilon": self.epsilon, "epsilon_upper": self.epsilon_upper}
 
 
@@ -204,16 +238,18 @@ def audit_floorfree(data: PartitionedData, network: Network, result: FloorFreeRe
     pairs = []
     for group in _adversaries(view, m, observers):
         chosen = [j for j in (range(m) if targets is None else targets) if j not in group]
+        exact = determines_directions(network, c, view, group)
         for j in chosen:
-            kappa = leverage(network, c, view, j, group if view != "all-but-one" else ())
+            kappa = leverage(network, c, view, j, group)
             key = (j, round(kappa, 12))
             if key not in cache:
                 cache[key] = _target_worst(data, result, j, kappa, restarts)
             value, row = cache[key]
-            upper = (kappa * T + f) / p.noise_multiplier**2
+            upper = ((kappa if exact else 1.0) * T + f) / p.noise_multiplier**2
             mu, mu_up = math.sqrt(value), math.sqrt(max(upper, value))
             pairs.append(FloorFreePair(
                 observer="+".join(map(str, group)) or view, target=int(j), leverage=kappa, row=row,
-                mu=mu, mu_upper=mu_up, delta=delta, epsilon=gaussian_mechanism_epsilon(mu, delta),
+                mu=mu, mu_upper=mu_up, exact=exact, delta=delta,
+                epsilon=gaussian_mechanism_epsilon(mu, delta),
                 epsilon_upper=gaussian_mechanism_epsilon(mu_up, delta)))
     return pairs
