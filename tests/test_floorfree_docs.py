@@ -57,3 +57,15 @@ def test_cape_gossip_page_prints_the_stored_table_and_its_reading_holds():
     assert rows[(16, 10)]["neighbour"] > rows[(16, 10)]["cape_aggregator"]
     assert rows[(16, 10)]["edge"] == pytest.approx(rows[(16, 10)]["all_edges"], rel=1e-9)
     assert math.isclose(rows[(4, 5)]["edge"], rows[(4, 5)]["all_edges"], rel_tol=1e-9)
+
+
+def test_cape_gossip_numbers_are_what_the_code_computes():
+    views = _script("cape_gossip_views")                     # seconds: closed forms per view
+    assert json.loads(json.dumps(views.compute())) == _stored("cape-gossip-views")
+
+
+@pytest.mark.slow
+def test_floorfree_wine_numbers_are_what_the_code_computes():
+    """About four minutes: the whole Wine table, audits and errors, recomputed."""
+    wine = _script("floorfree_wine")
+    assert json.loads(json.dumps(wine.compute())) == _stored("floorfree-wine")
