@@ -148,3 +148,20 @@ def test_a_partial_view_is_flagged_and_bounded_by_the_guarantee():
     assert determines_directions(net, 3, "observer", [0])
     assert pairs[3].leverage == 0.0 and not pairs[3].exact
     assert pairs[3].mu_upper == pytest.approx(floorfree_mu(params))
+
+
+def test_bad_audit_requests_name_their_field(paper_ring):
+    from dpgossip.errors import ConfigError
+
+    data = spiked_data(8, 2, [1, 0.5], 4)
+    res = run_floorfree(data, paper_ring, FloorFreeParams(iterations=1, consensus_steps=1,
+                                                          noise_multiplier=1.0), seed=0)
+    for kwargs, field in (({"observers": [4]}, "observers"), ({"targets": [9]}, "targets"),
+                          ({"view": "coalition", "observers": []}, "observers"), ({"view": "paper"}, "view")):
+        with pytest.raises(ConfigError) as err:
+            audit_floorfree(data, paper_ring, res, **kwargs)
+        assert err.value.field == field
+    silent = run_floorfree(data, paper_ring, FloorFreeParams(iterations=1, consensus_steps=1,
+                                                             noise_multiplier=0.0), seed=0)
+    with pytest.raises(ConfigError):
+        audit_floorfree(data, paper_ring, silent)

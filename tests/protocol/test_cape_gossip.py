@@ -81,3 +81,11 @@ def test_asymmetric_noise_is_refused():
     with pytest.raises(ConfigError) as err:
         CapeGossipParams(k=0, consensus_steps=1, edge_multiplier=1.0, own_multiplier=1.0)
     assert err.value.field == "k"
+
+
+def test_memory_is_checked_before_allocating(monkeypatch):
+    data, net, params = _setup()
+    monkeypatch.setenv("DPGOSSIP_MEMORY_LIMIT", "1kB")
+    with pytest.raises(ConfigError) as err:
+        run_cape_gossip(data, net, params, seed=0, record_states=True)
+    assert err.value.field == "data" and "5 sites with d = 5" in str(err.value)

@@ -98,3 +98,11 @@ def test_bad_parameters_name_their_field(kwargs, field):
     with pytest.raises(ConfigError) as err:
         FloorFreeParams(**{**base, **kwargs})
     assert err.value.field == field
+
+
+def test_memory_is_checked_before_allocating(small_data, paper_ring, monkeypatch):
+    monkeypatch.setenv("DPGOSSIP_MEMORY_LIMIT", "1kB")
+    with pytest.raises(ConfigError) as err:
+        run_floorfree(small_data, paper_ring, FloorFreeParams(iterations=50, consensus_steps=5,
+                                                              noise_multiplier=1.0), 0, record_states=True)
+    assert err.value.field == "iterations" and "iterations = 50" in str(err.value)

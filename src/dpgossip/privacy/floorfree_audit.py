@@ -189,17 +189,24 @@ class FloorFreePair:
                 "epsilon": self.epsilon, "epsilon_upper": self.epsilon_upper}
 
 
+def _agent(value: object, field: str, m: int) -> int:
+    a = check_int(value, field, 0)
+    if a >= m:
+        raise ConfigError(f"{field} must be agents 0..{m - 1}, got {a}", field=field)
+    return a
+
+
 def _adversaries(view: str, m: int, observers: Iterable[int] | None) -> list[tuple[int, ...]]:
     if view in ("eavesdropper", "all-but-one"):
         return [()]
     if view == "coalition":
-        group = tuple(sorted({check_int(o, "observers", 0) for o in observers or ()}))
+        group = tuple(sorted({_agent(o, "observers", m) for o in observers or ()}))
         if not group:
             raise ConfigError("observers: view 'coalition' needs a non-empty list of agents",
                               field="observers")
         return [group]
     chosen = range(m) if observers is None else observers
-    return [(check_int(o, "observers", 0),) for o in chosen]
+    return [(_agent(o, "observers", m),) for o in chosen]
 
 
 def _target_worst(data: PartitionedData, result: FloorFreeResult, j: int, kappa: float,
@@ -237,7 +244,8 @@ def audit_floorfree(data: PartitionedData, network: Network, result: FloorFreeRe
     cache: dict[tuple[int, float], tuple[float, int]] = {}
     pairs = []
     for group in _adversaries(view, m, observers):
-        chosen = [j for j in (range(m) if targets is None else targets) if j not in group]
+        chosen = [j for j in (range(m) if targets is None else [_agent(t, "targets", m) for t in targets])
+                  if j not in group]
         exact = determines_directions(network, c, view, group)
         for j in chosen:
             kappa = leverage(network, c, view, j, group)

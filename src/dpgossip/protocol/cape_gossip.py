@@ -37,8 +37,9 @@ from dpgossip.protocol.cape import (
     symmetric_gaussian,
     top_eigenvectors,
 )
-from dpgossip.protocol.gossip import gossip_states, mixing_operator
+from dpgossip.protocol.gossip import gossip, gossip_states, mixing_operator
 from dpgossip.protocol.ppm_gossip import edge_list
+from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
@@ -177,6 +178,16 @@ def second_moments(data: PartitionedData) -> np.ndarray:
     return (A + np.swapaxes(A, 1, 2)) / 2.0
 
 
+def _check_memory(S: int, d: int, edges: int, c: int, record_states: bool) -> None:
+    """Refuse before allocating: ``S d^2`` per state (``c + 1`` kept when recorded), ``|E| d^2`` draws."""
+    states = (c + 1) if record_states else 3
+    nbytes = FLOAT * d * d * (states * S + edges + 4 * S)
+    kept = ", every state kept" if record_states else ""
+    check_needs([Need(what=f"{S} sites with d = {d} ({edges} edges{kept}) need their d x d matrices",
+                      nbytes=nbytes, shown=size_text(nbytes))],
+                advice="use fewer sites or columns, or do not record the states", field="data")
+
+
 def run_cape_gossip(data: PartitionedData, network: Network, params: CapeGossipParams,
                     seed: int | np.random.SeedSequence, *, noise: CapeGossipNoise | None = None,
                     record_states: bool = False) -> CapeGossipResult:
@@ -207,17 +218,19 @@ def run_cape_gossip(data: PartitionedData, network: Network, params: CapeGossipP
         raise ConfigError(f"network has {network.m} agents but the data are split among {S}")
     if params.k > d:
         raise ConfigError(f"params.k must be <= d = {d}, got {params.k}", field="params.k")
+    _check_memory(S, d, network.graph.number_of_edges(), params.consensus_steps, record_states)
     if noise is None:
         noise = cape_gossip_noise(network, d, params.stds(min(data.sizes)), seed)
     elif not np.array_equal(np.asarray(noise.edges).reshape(-1, 2), edge_list(network)) \
             or noise.G.shape != A.shape:
         raise ConfigError("noise must have the network's edges and G of shape (S, d, d)", field="noise")
     Y0 = A + noise.edge_sums() + noise.G
-    states = gossip_states(mixing_operator(network.W), Y0.reshape(S, d * d), params.consensus_steps)
-    states = states.reshape(-1, S, d, d)
-    est = (states[-1] + np.swapaxes(states[-1], 1, 2)) / 2
+    Wop, flat, c = mixing_operator(network.W), Y0.reshape(S, d * d), params.consensus_steps
+    states = gossip_states(Wop, flat, c).reshape(-1, S, d, d) if record_states else None
+    last = states[-1] if states is not None else gossip(Wop, flat, c).reshape(S, d, d)
+    est = (last + np.swapaxes(last, 1, 2)) / 2
     pairs = [top_eigenvectors(M) for M in est]
     return CapeGossipResult(initial=Y0, estimates=est, eigenvalues=np.stack([w for w, _ in pairs]),
                             eigenvectors=np.stack([V for _, V in pairs]), target=A.mean(axis=0),
                             limit=(A + noise.G).mean(axis=0), noise=noise, params=params,
-                            states=states if record_states else None)
+                            states=states)

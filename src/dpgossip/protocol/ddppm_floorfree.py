@@ -42,6 +42,7 @@ import numpy as np
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 from dpgossip.protocol.gossip import gossip_states, mixing_operator
+from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
@@ -178,6 +179,16 @@ def _normalise(Zh: np.ndarray, previous: np.ndarray) -> np.ndarray:
     return np.where(norms > 0, Zh / np.where(norms > 0, norms, 1.0), previous)
 
 
+def _check_memory(data: PartitionedData, T: int, c: int, record_states: bool) -> None:
+    """Refuse before allocating: directions, inputs and noise ``(3T + 1) m d``, states when recorded."""
+    per = data.m * data.d
+    nbytes = FLOAT * (per * (3 * T + 1 + (T * (c + 1) if record_states else c + 1)) + 4 * data.n)
+    kept = " with every gossip state kept" if record_states else ""
+    check_needs([Need(what=f"iterations = {T}, consensus_steps = {c}, {data.m} agents x d = {data.d}"
+                           f"{kept}", nbytes=nbytes, shown=size_text(nbytes))],
+                advice="use fewer iterations or do not record the states", field="iterations")
+
+
 def run_floorfree(data: PartitionedData, network: Network, params: FloorFreeParams,
                   seed: int | np.random.SeedSequence, *, noise: FloorFreeNoise | None = None,
                   record_states: bool = False) -> FloorFreeResult:
@@ -202,6 +213,7 @@ def run_floorfree(data: PartitionedData, network: Network, params: FloorFreePara
     if network.m != data.m:
         raise ConfigError(f"network has {network.m} agents but the data are split among {data.m}")
     m, T, c = data.m, params.iterations, params.consensus_steps
+    _check_memory(data, T, c, record_states)
     noise = floorfree_noise(data, params, seed) if noise is None else noise
     if noise.e.shape != (T, m, data.d) or noise.p.shape != (data.n,) or noise.u0.shape != (data.d,):
         raise ConfigError("noise must have e of shape (T, m, d), p of shape (n,) and u0 of shape (d,)",
