@@ -1,0 +1,71 @@
+"""docs/floorfree.md and docs/cape-gossip.md print the numbers their scripts stored, and their readings hold
+in those numbers (recompute: ``python scripts/floorfree_wine.py --check``,
+``python scripts/cape_gossip_views.py --check``)."""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _stored(name: str) -> dict:
+    return json.loads((ROOT / "docs" / "numbers" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def test_floorfree_page_prints_the_stored_wine_table_and_its_reading_holds():
+    numbers = _stored("floorfree-wine")
+    page = (ROOT / "docs" / "floorfree.md").read_text(encoding="utf-8")
+    assert _script("floorfree_wine").table(numbers) in page
+    rows = {r["noise_multiplier"]: r for r in numbers["rows"]}
+    below = [s for s, r in rows.items() if s > 0 and r["audit"] < 1]
+    assert min(below) == 7.0 and rows[5.0]["audit"] >= 1                    # "between s = 5 and s = 7"
+    audits = [rows[s]["audit"] for s in sorted(rows) if s > 0]
+    assert audits == sorted(audits, reverse=True)
+    for s, r in rows.items():
+        if s > 0:
+            assert r["exact"] and r["audit"] <= r["audit_upper"] <= r["guarantee_gdp"] * (1 + 1e-9)
+            assert r["audit_upper"] == pytest.approx(r["guarantee_gdp"], rel=1e-9)   # kappa = 1
+            if s >= 3:
+                assert 0.55 <= r["audit"] / r["audit_upper"] <= 0.65                # "about 60 %"
+    assert f"{rows[1.0]['audit'] / rows[1.0]['audit_upper']:.2f}" == "0.82"
+    assert f"{rows[7.0]['error_q']:.3f}" == "0.995" and f"{rows[7.0]['error_u']:.3f}" == "0.948"
+    assert f"{numbers['top_eigenvalue']:.1f}" == "22.0"
+
+
+def test_cape_gossip_page_prints_the_stored_table_and_its_reading_holds():
+    numbers = _stored("cape-gossip-views")
+    page = (ROOT / "docs" / "cape-gossip.md").read_text(encoding="utf-8")
+    assert _script("cape_gossip_views").table(numbers) in page
+    rows = {(r["sites"], r["c"]): r for r in numbers["rows"]}
+    for (S, c), r in rows.items():
+        if c == 1:                                          # a neighbour with one round = the aggregator
+            assert r["neighbour"] == pytest.approx(r["cape_aggregator"], rel=1e-9)
+        assert r["neighbour"] >= rows[(S, 1)]["neighbour"] - 1e-12
+        assert r["coalition"] == pytest.approx(rows[(S, 1)]["coalition"], rel=1e-9)
+        assert r["edge"] <= r["all_edges"] + 1e-12 and r["edge"] <= r["neighbour"] + 1e-12
+    assert rows[(16, 10)]["neighbour"] > rows[(16, 10)]["cape_aggregator"]
+    assert rows[(16, 10)]["edge"] == pytest.approx(rows[(16, 10)]["all_edges"], rel=1e-9)
+    assert math.isclose(rows[(4, 5)]["edge"], rows[(4, 5)]["all_edges"], rel_tol=1e-9)
+
+
+def test_cape_gossip_numbers_are_what_the_code_computes():
+    views = _script("cape_gossip_views")                     # seconds: closed forms per view
+    assert json.loads(json.dumps(views.compute())) == _stored("cape-gossip-views")
+
+
+@pytest.mark.slow
+def test_floorfree_wine_numbers_are_what_the_code_computes():
+    """About four minutes: the whole Wine table, audits and errors, recomputed."""
+    wine = _script("floorfree_wine")
+    assert json.loads(json.dumps(wine.compute())) == _stored("floorfree-wine")
