@@ -341,6 +341,8 @@ class _Progress:
             self.bar = tqdm(total=total, file=self.stream, unit="observer", dynamic_ncols=True)
 
     def update(self, n: int) -> None:
+        if n == 0:
+            return
         self.done += n
         if self.bar is not None:
             self.bar.update(n)
