@@ -263,32 +263,57 @@ def _via_linear_audit(network: Network, spec: LinearGossip, v: int, dist: np.nda
 
 def gaussian_epsilons(mu: np.ndarray, delta: float, *, iterations: int = 200) -> np.ndarray:
     """Vectorised :func:`~dpgossip.protocol.mechanism.gaussian_mechanism_epsilon`: for each ``mu`` the
-    root ``epsilon >= 0`` of ``Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) = delta`` by bisection
-    (``0`` when ``mu = 0`` or ``delta(0) <= delta``, ``inf`` when ``mu = inf``); stops when every
-    bracket is at most ``4 eps_mach`` relative (or ``1e-15`` absolute) wide."""
+    root ``epsilon >= 0`` of ``f(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) = delta``
+    (``0`` when ``mu = 0`` or ``f(0) <= delta``, ``inf`` when ``mu = inf``).
+
+    Safeguarded Newton: ``f`` decreases with ``f'(eps) = -e^eps Phi(-mu/2 - eps/mu)`` (the terms in
+    ``phi`` cancel since ``phi(mu/2 - eps/mu) = e^eps phi(-mu/2 - eps/mu)``), a bracket
+    ``f(lo) > delta >= f(hi)`` is kept and a step leaving it is replaced by bisection; an entry stops
+    when its step or its bracket is at most ``4 eps_mach`` relative (``1e-15`` absolute).
+    """
     mu = np.asarray(mu, dtype=float)
     d = check_number(delta, "delta", low=0, high=1, low_open=True, high_open=True)
     if np.any(mu < 0) or np.any(np.isnan(mu)):
         raise ConfigError("mu must be >= 0 (inf allowed)", field="mu")
     out = np.where(np.isinf(mu), np.inf, 0.0)
     todo = np.flatnonzero(np.isfinite(mu) & (mu > 0))
-    todo = todo[_delta(np.zeros(todo.size), mu[todo]) > d]
+    todo = todo[_delta(np.zeros(todo.size), mu[todo])[0] > d]
     m = mu[todo]
     lo, hi = np.zeros(m.size), np.maximum(1.0, m * m)
-    while np.any(high := _delta(hi, m) > d):
+    while np.any(high := _delta(hi, m)[0] > d):
         hi[high] *= 2.0
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        above = _delta(mid, m) > d
-        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        if np.all(hi - lo <= np.maximum(1e-15, 4 * np.finfo(float).eps * hi)):
-            break
-    out[todo] = 0.5 * (lo + hi)
+    out[todo] = _newton(m, d, lo, hi, iterations)
     return out
 
 
-def _delta(eps: np.ndarray, mu: np.ndarray) -> np.ndarray:
+def _newton(m: np.ndarray, d: float, lo: np.ndarray, hi: np.ndarray, iterations: int) -> np.ndarray:
+    x = 0.5 * (lo + hi)
+    active = np.arange(m.size)
+    tiny = 4 * np.finfo(float).eps
+    for _ in range(iterations):
+        if active.size == 0:
+            break
+        xa, ma = x[active], m[active]
+        f, slope = _delta(xa, ma)
+        above = f > d
+        lo[active] = np.where(above, xa, lo[active])
+        hi[active] = np.where(above, hi[active], xa)
+        with np.errstate(over="ignore", divide="ignore"):
+            step = (f - d) / slope
+        new = xa + step
+        outside = ~((new > lo[active]) & (new < hi[active]))
+        new = np.where(outside, 0.5 * (lo[active] + hi[active]), new)
+        x[active] = new
+        tol = np.maximum(1e-15, tiny * new)
+        done = (np.abs(new - xa) <= tol) | (hi[active] - lo[active] <= tol)
+        active = active[~done]
+    return x
+
+
+def _delta(eps: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``delta(eps)`` of the Gaussian mechanism, vectorised (as
-    :func:`~dpgossip.protocol.mechanism.gaussian_mechanism_delta`)."""
+    :func:`~dpgossip.protocol.mechanism.gaussian_mechanism_delta`), and ``-delta'(eps) =
+    e^eps Phi(-mu/2 - eps/mu)``."""
     a, b = mu / 2 - eps / mu, -mu / 2 - eps / mu
-    return np.maximum(ndtr(a) - np.exp(eps + log_ndtr(b)), 0.0)
+    e = np.exp(eps + log_ndtr(b))
+    return np.maximum(ndtr(a) - e, 0.0), e
