@@ -25,6 +25,11 @@ all-pairs fast path (every observer, rows and epsilon included) against
 Times per observer are measured on ``--ratio-observers`` observers each (default all) and the ratios are
 per observer; the largest difference of ``mu^2`` between the methods is printed.
 
+Stage ``big-ratio`` (at ``--agents``): per observer on the first ``--big-observers`` observers, side by
+side, the fast path against ``linear_audit`` and against ``pinv(B B^T)`` of the explicit view built by
+:func:`~dpgossip.protocol.linear_gossip.observe` (the dense powers of ``W`` would need ``8 T m^2`` bytes,
+8 GB at 10,000 agents), with the all-observer times they extrapolate to (estimates, not measurements).
+
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_network_dp.py [--stage all|allpairs|ratio]
         [--agents 10000] [--dense-agents 1000] [--rounds 10] [--degree 10] [--out DIR]
 """
@@ -48,7 +53,7 @@ from dpgossip.privacy.allpairs_run import (
     run_all_pairs,
 )
 from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocol.linear_gossip import LinearGossip, observe
 from dpgossip.topology import make_network
 
 
@@ -145,9 +150,47 @@ def ratio(args: argparse.Namespace) -> None:
           f"per observer; largest |mu^2 difference| {gap:.2e}", flush=True)
 
 
+def big_ratio(args: argparse.Namespace) -> None:
+    """At ``--agents``: per observer, the fast path against linear_audit and against ``pinv(B B^T)`` of
+    the explicit view (``observe``: sparse propagation; dense powers of ``W`` would need ``T m^2 8``
+    bytes, 8 GB at 10,000 agents), on the first ``--big-observers`` observers, side by side."""
+    net = network(args.agents, args.degree, args.seed)
+    spec = LinearGossip(protocol="gossip-noisy", rounds=args.rounds, sigma=1.0, inputs="fixed")
+    obs = np.arange(args.big_observers)
+    s = settings(args.chunk)
+    with single_blas_thread():
+        t0 = time.perf_counter()
+        fast = chunk_table(net, spec, obs, s).columns
+        t_fast = (time.perf_counter() - t0) / obs.size
+        t0 = time.perf_counter()
+        audited = [audit_gossip(net, spec, int(v), s.audit) for v in obs]
+        t_audit = (time.perf_counter() - t0) / obs.size
+        t0 = time.perf_counter()
+        pinv = []
+        for v in obs:
+            view = observe(net, spec, int(v))
+            Sp = np.linalg.pinv(view.B @ view.B.T, hermitian=True)
+            pinv.append(np.einsum("ij,ij->j", view.J, Sp @ view.J))
+        t_pinv = (time.perf_counter() - t0) / obs.size
+    gap = 0.0
+    for i, v in enumerate(obs):
+        full = np.zeros(net.m)
+        rows = fast["observer"] == v
+        full[fast["target"][rows]] = fast["mu"][rows] ** 2
+        ref = np.array([r.mu ** 2 for r in audited[i]])
+        gap = max(gap, float(np.max(np.abs(np.delete(full, v) - ref))),
+                  float(np.max(np.abs(np.delete(full, v) - pinv[i]))))
+    print(f"big ratio: m = {net.m}, {obs.size} observers: fast {t_fast * 1e3:.1f} ms/observer, "
+          f"linear_audit {t_audit * 1e3:.0f} ms/observer ({t_audit / t_fast:.0f}x), pinv of the "
+          f"explicit view {t_pinv * 1e3:.0f} ms/observer ({t_pinv / t_fast:.0f}x); largest |mu^2 "
+          f"difference| {gap:.2e}; all {net.m} observers extrapolated: linear_audit "
+          f"{t_audit * net.m / 3600:.1f} h, pinv {t_pinv * net.m / 3600:.1f} h", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--stage", choices=("all", "allpairs", "ratio"), default="all")
+    p.add_argument("--stage", choices=("all", "allpairs", "ratio", "big-ratio"), default="all")
+    p.add_argument("--big-observers", type=int, default=5)
     p.add_argument("--agents", type=int, default=10_000)
     p.add_argument("--dense-agents", type=int, default=1000)
     p.add_argument("--ratio-observers", type=int, default=0, help="0: every observer")
@@ -162,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
         ratio(args)
     if args.stage in ("all", "allpairs"):
         allpairs(args)
+    if args.stage in ("all", "big-ratio"):
+        big_ratio(args)
 
 
 if __name__ == "__main__":

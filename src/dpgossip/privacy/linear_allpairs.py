@@ -119,15 +119,30 @@ def hops_within(adjacency: sp.csr_array, observers: np.ndarray, reach: float) ->
 
 
 def ball_of(network: Network, v: int, dist: np.ndarray, reach: int) -> Ball:
-    """The :class:`Ball` of observer ``v`` from its distance row ``dist`` (:func:`hops_within`)."""
+    """The :class:`Ball` of observer ``v`` from its distance row ``dist`` (:func:`hops_within`).
+
+    ``W[nodes][:, nodes]`` is cut from the CSR arrays directly (rows of the ball, columns renumbered
+    through a position table), keeping each row's column order.
+    """
     nodes = np.flatnonzero(dist <= reach)
-    sub = network.W[nodes][:, nodes]
-    return Ball(observer=int(v), nodes=nodes, hops=dist[nodes].astype(np.int64), W=sp.csr_array(sub))
+    W = network.W
+    starts, ends = W.indptr[nodes], W.indptr[nodes + 1]
+    lengths = ends - starts
+    take = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + \
+        np.arange(int(lengths.sum()))
+    pos = np.full(network.m, -1, dtype=np.int64)
+    pos[nodes] = np.arange(nodes.size)
+    cols = pos[W.indices[take]]
+    keep = cols >= 0
+    row_of = np.repeat(np.arange(nodes.size), lengths)[keep]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=nodes.size))])
+    sub = sp.csr_array((W.data[take][keep], cols[keep], indptr), shape=(nodes.size, nodes.size))
+    return Ball(observer=int(v), nodes=nodes, hops=dist[nodes].astype(np.int64), W=sub)
 
 
 def _propagate(ball: Ball, senders: np.ndarray, rounds: int) -> np.ndarray:
     """``P[k] = E^T W^k`` on the ball, ``k < rounds``, shape ``(rounds, |senders|, |ball|)``."""
-    Wt = sp.csr_array(ball.W.T)
+    Wt = ball.W.T
     cur = np.zeros((ball.nodes.size, senders.size))
     cur[senders, np.arange(senders.size)] = 1.0
     out = np.empty((rounds, senders.size, ball.nodes.size))
@@ -143,7 +158,10 @@ def _data_map(spec: LinearGossip, P: np.ndarray) -> np.ndarray:
     else ``u``: ``sum_{k <= t} P_k`` (fixed), ``P_t`` (once), ``P_{t-s}`` (per-round)."""
     T, n_s, n = P.shape
     if spec.inputs == "fixed":
-        return np.cumsum(P, axis=0).reshape(T * n_s, n)
+        J = P.copy()
+        for t in range(1, T):
+            J[t] += J[t - 1]
+        return J.reshape(T * n_s, n)
     if spec.inputs == "once":
         return P.reshape(T * n_s, n)
     J = np.zeros((T * n_s, T * n))
