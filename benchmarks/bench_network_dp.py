@@ -78,14 +78,16 @@ def allpairs(args: argparse.Namespace) -> None:
     run = run_all_pairs(net, spec, out, settings(args.chunk), progress=True)
     print(f"allpairs: {run.chunks} chunks ({run.skipped} resumed), {run.pairs} pairs in reach written "
           f"in {run.seconds:.1f} s ({net.m} observers x {net.m - 1} targets = "
-          f"{net.m * (net.m - 1)} pairs; the others have mu = 0 exactly)", flush=True)
+          f"{net.m * (net.m - 1)} pairs; the others have mu = 0 exactly); peak RSS so far "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (before reading the "
+          f"rows back)", flush=True)
     table = read_all_pairs(out).columns
     for h in range(1, args.rounds + 1):
         mu = table["mu"][table["hops"] == h]
         eps = table["epsilon"][table["hops"] == h]
         print(f"  hops {h:2d}: {mu.size:8d} pairs, mu mean {mu.mean():.4g} max {mu.max():.4g}, "
               f"epsilon(1e-5) mean {eps.mean():.4g} max {eps.max():.4g}")
-    print(f"allpairs: total wall {time.perf_counter() - t0:.1f} s, peak RSS "
+    print(f"allpairs: total wall {time.perf_counter() - t0:.1f} s, peak RSS with the rows read back "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB", flush=True)
 
 
