@@ -19,7 +19,7 @@ from dpgossip.privacy.allpairs_run import (
     read_all_pairs,
     run_all_pairs,
 )
-from dpgossip.privacy.linear_allpairs import gaussian_epsilons
+from dpgossip.privacy.linear_allpairs import gaussian_epsilons, hops_within, observer_leakage
 from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
 from dpgossip.protocol.linear_gossip import LinearGossip
 from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
@@ -144,6 +144,13 @@ def test_rows_have_linear_audits_columns_and_values():
         assert row["method"] == "cholesky" and row["observer"] == "6"
         for key in ("mu", "rdp_2", "rdp_4.5", "epsilon"):
             assert row[key] == pytest.approx(want[key], rel=1e-9, abs=1e-12)
+    dist = hops_within(network.W, np.array([6]), spec.rounds)[0]
+    leak = observer_leakage(network, spec, 6, dist, audit)
+    assert leak.to_row()["targets_in_reach"] == len(ref)
+    for pair in leak.pairs(audit):
+        want = ref[pair.target]
+        assert pair.to_row()["epsilon"] == pytest.approx(want["epsilon"], rel=1e-9, abs=1e-12)
+        assert pair.hops == want["hops"]
 
 
 @pytest.mark.parametrize("mu", [1e-4, 0.05, 0.3, 1.0, 2.5, 7.0, 30.0, 200.0])
