@@ -243,7 +243,7 @@ def test_dask_rows_are_bit_identical_to_local_rows():
     settings = AllPairsSettings(chunk=9)
     local = [t for _, t in iter_all_pairs(network, spec, settings)]
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         remote = list(iter_all_pairs(network, spec, settings, scheduler=cluster.scheduler_address))
     assert [i for i, _ in remote] == list(range(len(local)))
     for a, (_, b) in zip(local, remote, strict=True):
