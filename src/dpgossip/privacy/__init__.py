@@ -12,10 +12,18 @@ See ``docs/privacy.md`` (reading the results) and ``docs/model.md`` (the formula
 * :func:`cape_guarantee` -- capePCA's guarantee, per site and for the aggregator's joint view
   (``docs/cape.md``);
 * :func:`audit_gossip` -- exact pairwise network DP of gossip averaging, every target at once, beside
-  :func:`muffliato_per_message` (``docs/network-dp.md``).
+  :func:`muffliato_per_message` (``docs/network-dp.md``);
+* :func:`run_all_pairs` -- the same for every observer of a large sparse graph, streamed to files,
+  optionally on Dask (``docs/network-dp.md``, Section 5).
 """
 
 from dpgossip.privacy.accountant import Guarantee, calibrate_ppm_noise, ppm_guarantee
+from dpgossip.privacy.allpairs_run import (
+    AllPairsSettings,
+    iter_all_pairs,
+    read_all_pairs,
+    run_all_pairs,
+)
 from dpgossip.privacy.audit import AuditOptions, PairAudit, PairResult, audit_pairs, view_pair
 from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.cape_guarantee import CapeGuarantee, cape_guarantee
@@ -49,4 +57,5 @@ __all__ = [
     "calibrate_ppm_noise", "to_pld", "CapeGuarantee", "cape_guarantee", "audit_gossip",
     "LinearAuditSettings", "PairLeakage", "muffliato_per_message", "PpmAudit", "audit_ppm",
     "PpmGossipAudit", "audit_ppm_gossip", "coalition_view", "eavesdropper_view", "sum_view",
+    "AllPairsSettings", "run_all_pairs", "iter_all_pairs", "read_all_pairs",
 ]
