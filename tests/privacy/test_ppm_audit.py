@@ -93,3 +93,40 @@ def test_bad_input_names_the_parameter(wine):
     silent = run_ppm(wine, PpmParams(p=1, k=1, iterations=2, noise_multiplier=0.0), seed=1)
     with pytest.raises(ConfigError, match=r"^result: a run without noise"):
         audit_ppm(wine, silent)
+
+
+def _element_mu2(res, C, dense=False):
+    """mu^2 of the releases A V_{l-1} + G_l under A -> A + C: the squared whitened mean shift
+    sum_l ||C V_{l-1}||_F^2 / s_l^2 from the literal releases (``dense``: D_2 of a dense Gaussian pair,
+    which equals mu^2 for a mean shift)."""
+    V = res.iterates[:-1]
+    shift = np.concatenate([(C @ v).ravel() for v in V])
+    var = np.repeat(res.noise_std**2, V[0].size)
+    if not dense:
+        return float(np.sum(shift**2 / var))
+    pair = GaussianPair(np.zeros_like(shift), np.diag(var), shift, np.diag(var))
+    return pair.renyi(2.0)
+
+
+def _eq7_ball(rng, d):
+    """A random symmetric C on the boundary of Eq. (7)'s ball sqrt(sum_i ||C_i:||_1^2) <= 1."""
+    C = rng.standard_normal((d, d)) * (rng.random((d, d)) < rng.choice([0.1, 0.3, 1.0]))
+    C = C + C.T
+    norm = math.sqrt(np.sum(np.abs(C).sum(axis=1) ** 2))
+    return C / norm if norm > 0 else np.eye(d)[:1].T @ np.eye(d)[:1]
+
+
+@pytest.mark.parametrize(("sensitivity", "p"), [("improved", 1), ("improved", 3), ("prior", 2)])
+def test_element_audit_is_the_exact_supremum_and_below_the_guarantee(wine, sensitivity, p):
+    res = run_ppm(wine, PpmParams(p=p, k=1, iterations=4, noise_multiplier=1.5, adjacency="element",
+                                  sensitivity=sensitivity), seed=5)
+    audit = audit_ppm(wine, res, neighbours="element")
+    d = wine.shape[1]
+    C = np.zeros((d, d))
+    C[audit.row, audit.row] = 1.0  # the maximiser it names, inside the ball, attains the value
+    assert _element_mu2(res, C, dense=True) == pytest.approx(audit.mu**2, rel=1e-9)
+    rng = np.random.default_rng(0)  # 2,000 random changes on the ball's boundary never beat it
+    brute = max(_element_mu2(res, _eq7_ball(rng, d)) for _ in range(2000))
+    assert brute <= audit.mu**2 * (1 + 1e-9)
+    assert 0 < audit.mu <= audit.guarantee_mu * (1 + 1e-9)
+    assert audit.neighbours == "element" and "exact" in audit.meaning

@@ -16,6 +16,16 @@ with
 ``||x'|| <= 1``): every row is screened at its starts (``-x``, plus and minus every eigenvector of ``P``,
 random directions), and the ``rows`` best are climbed by projected gradient ascent from each start.
 
+**Element adjacency** (000's Eq. (7), ``neighbours = "element"``): ``A' = A + C`` for any symmetric
+``C`` with ``sqrt(sum_i ||C_i:||_1^2) <= 1``. Then
+``mu^2(C) = sum_l ||C V_{l-1}||_F^2 / s_l^2 = sum_i C_i: P C_i:^T``, and the supremum is **exact**:
+``mu^2 = max_j P_jj``. Upper bound: for a row ``c`` with ``||c||_1 = a``,
+``c P c^T <= a^2 max_j P_jj`` (a convex function on the l1 ball of radius ``a`` peaks at a vertex
+``+-a e_j``), and ``sum_i a_i^2 <= 1``. Attained by the symmetric ``C = e_j e_j^T`` (one diagonal entry of
+``A`` moved by 1). The guarantee's ``Delta_l = max_j ||(V_{l-1})_j:||`` (improved; the prior
+``sqrt(p) max |V|`` is larger) gives ``sum_l Delta_l^2 / s_l^2 >= max_j P_jj``: the audit cannot exceed
+it.
+
 **What the value means.** It is the leakage *along the realised trajectory*: the exact ``mu`` of the
 releases when the iterates are held at the ones this run produced, maximised by a search over
 neighbours, so a per-instance lower estimate. The guarantee (:mod:`dpgossip.privacy.accountant`) bounds
@@ -37,8 +47,11 @@ from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, project
 from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
 from dpgossip.protocol.ppm import PpmResult
 
-__all__ = ["PpmAudit", "audit_ppm", "trajectory_metric", "replacement_mu2"]
+__all__ = ["PpmAudit", "audit_ppm", "trajectory_metric", "replacement_mu2", "MEANING", "ELEMENT_MEANING"]
 
+ELEMENT_MEANING = ("exact per-instance value under 000's element adjacency: the supremum over every "
+                   "change C of A in Eq. (7)'s ball of the releases' mu along this run's realised iterates "
+                   "(C = e_j e_j^T, j = row); the guarantee bounds every trajectory")
 MEANING = ("per-instance lower estimate: the exact mu of the releases along this run's realised iterates, "
            "maximised over neighbours by a search; the guarantee bounds every trajectory")
 
@@ -109,6 +122,17 @@ def _climb(P: np.ndarray, x: np.ndarray, y: np.ndarray, kind: str, steps: int) -
     return f, y
 
 
+def _element_audit(result: PpmResult, delta: float) -> PpmAudit:
+    """The exact worst element neighbour (module docstring): ``mu^2 = max_j P_jj``."""
+    P = trajectory_metric(result)
+    j = int(np.argmax(np.diag(P)))
+    mu = math.sqrt(max(float(P[j, j]), 0.0))
+    guarantee = float(math.sqrt(np.sum((result.sensitivities / result.noise_std) ** 2)))
+    return PpmAudit(mu=mu, epsilon=gaussian_mechanism_epsilon(mu, delta), delta=delta, row=j,
+                    x_new=np.eye(P.shape[0])[j], guarantee_mu=guarantee, neighbours="element",
+                    meaning=ELEMENT_MEANING)
+
+
 def audit_ppm(data_or_X: PartitionedData | np.ndarray, result: PpmResult, *, delta: float = 1e-5,
               neighbours: str = "bounded", rows: int = 16, random: int = 4, steps: int = 60,
               seed: int = 0) -> PpmAudit:
@@ -124,7 +148,9 @@ def audit_ppm(data_or_X: PartitionedData | np.ndarray, result: PpmResult, *, del
     delta
         Epsilon is reported at this delta.
     neighbours
-        ``bounded`` (``||x'|| <= 1``, ``||x' - x|| <= 1``) or ``replace-one`` (``||x'|| <= 1``).
+        ``bounded`` (``||x'|| <= 1``, ``||x' - x|| <= 1``), ``replace-one`` (``||x'|| <= 1``), or
+        ``element`` (000's Eq. (7): exact, no search; ``row`` is then the coordinate ``j`` of the worst
+        change ``C = e_j e_j^T`` of ``A`` and ``x_new`` is ``e_j``).
     rows, random, steps, seed
         Rows climbed (those whose best start is highest; every row is screened at its starts), random
         starts per row, ascent steps per start, and the seed of the random starts.
@@ -132,16 +158,19 @@ def audit_ppm(data_or_X: PartitionedData | np.ndarray, result: PpmResult, *, del
     Returns
     -------
     PpmAudit
-        A per-instance lower estimate (:data:`MEANING`).
+        A per-instance lower estimate (:data:`MEANING`); exact for ``element``
+        (:data:`ELEMENT_MEANING`).
     """
     X = data_or_X.X if isinstance(data_or_X, PartitionedData) else np.asarray(data_or_X, dtype=float)
     if X.ndim != 2 or X.shape[1] != result.basis.shape[0]:
         raise ConfigError(f"data_or_X must have d = {result.basis.shape[0]} columns (the run's), got "
                           f"shape {X.shape}", field="data_or_X")
-    if neighbours not in NEIGHBOUR_KINDS:
-        raise ConfigError(f"neighbours must be one of {', '.join(NEIGHBOUR_KINDS)}, got {neighbours!r}",
-                          field="neighbours")
+    if neighbours not in (*NEIGHBOUR_KINDS, "element"):
+        raise ConfigError(f"neighbours must be one of {', '.join(NEIGHBOUR_KINDS)}, element; got "
+                          f"{neighbours!r}", field="neighbours")
     delta = check_number(delta, "delta", low=0, high=1, low_open=True, high_open=True)
+    if neighbours == "element":
+        return _element_audit(result, delta)
     rows, random = check_int(rows, "rows", 1), check_int(random, "random", 0)
     steps = check_int(steps, "steps", 1)
     P = trajectory_metric(result)
