@@ -51,6 +51,11 @@ def test_the_table_is_the_mean_of_the_stored_rows(folder):
                 sum(r["guaranteed_epsilon"] for r in rows) / len(rows))
             assert f.audited_epsilon == pytest.approx(
                 sum(r["audited_epsilon"] for r in rows) / len(rows))
+            if f.series == "ppm-gossip":  # the single agents, which 000's claim does not cover
+                assert f.audited_beyond == pytest.approx(
+                    sum(r["audited_epsilon_beyond"] for r in rows) / len(rows))
+            else:
+                assert math.isnan(f.audited_beyond)
     ppm = sorted((f for f in table if f.series.startswith("ppm (")), key=lambda f: f.point)
     assert ppm[0].guaranteed_epsilon <= 1.0 and ppm[1].guaranteed_epsilon <= 4.0
     assert all(f.audited_epsilon <= f.guaranteed_epsilon for f in ppm)

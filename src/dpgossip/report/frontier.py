@@ -6,9 +6,12 @@ delta of the rows:
 
 * filled marker at the **guaranteed** epsilon (``guaranteed_epsilon``: the accountant's DP guarantee
   of the ``ppm*`` kinds; the LDP baseline's budget ``epsilon``, which its calibration guarantees);
-* hollow marker at the **audited** epsilon (``audited_epsilon`` of the ``ppm*`` rows; for D-DP-PM
-  the worst pair of ``leakage.csv``): a per-instance lower estimate of the worst case (exact for the
+* hollow marker at the **audited** epsilon (``audited_epsilon`` of the ``ppm*`` rows: the view and
+  adjacency the guarantee covers; for D-DP-PM the worst pair of ``leakage.csv``): a per-instance value
+  (a lower estimate of the worst case where a search finds it, exact for the element adjacency and the
   views of ``ppm-gossip``), never a guarantee;
+* cross at the epsilon audited **beyond the guarantee's scope** (``audited_epsilon_beyond``: a row
+  replacement under the element adjacency, a single agent of ``ppm-gossip``), where there is one;
 * a thin line joins the two markers of one point; D-DP-PM has no guarantee, only audited markers, and
   an infinite audited epsilon is drawn as a right-pointing triangle at the right edge.
 
@@ -44,12 +47,15 @@ class FrontierPoint:
     audited_epsilon: float
     """``nan`` where not audited (LDP)."""
     delta: float
+    audited_beyond: float = math.nan
+    """Audit of a change or view the guarantee does not cover (``nan`` where there is none)."""
 
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
         return {"series": self.series, "point": self.point, "error": self.error,
                 "guaranteed_epsilon": self.guaranteed_epsilon,
-                "audited_epsilon": self.audited_epsilon, "delta": self.delta}
+                "audited_epsilon": self.audited_epsilon, "delta": self.delta,
+                "audited_beyond": self.audited_beyond}
 
 
 def _series(row: Mapping[str, Any]) -> str:
@@ -110,7 +116,8 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
                 series=series, point=p, error=err,
                 guaranteed_epsilon=_mean([r.get("guaranteed_epsilon") for r in rows]),
                 audited_epsilon=_mean([r.get("audited_epsilon") for r in rows]),
-                delta=float(first.get("guarantee_delta") or math.nan)))
+                delta=float(first.get("guarantee_delta") or math.nan),
+                audited_beyond=_mean([r.get("audited_epsilon_beyond") for r in rows])))
         if first.get("ldp_error") is not None and first.get("epsilon") is not None:
             ldp.setdefault(float(first["epsilon"]), []).extend(float(r["ldp_error"]) for r in rows)
             ldp_delta = float(first.get("delta") or math.nan)
@@ -136,6 +143,10 @@ def _draw_series(ax: Any, pts: list[FrontierPoint], colour: Any, label: str, rig
     if inf:
         ax.plot([right] * len(inf), [f.error for f in inf], ">", color=colour, mfc="white", ms=8,
                 mew=1.3, label=f"{label}: audited epsilon infinite")
+    beyond = [f for f in pts if math.isfinite(f.audited_beyond)]
+    if beyond:
+        ax.plot([f.audited_beyond for f in beyond], [f.error for f in beyond], "x", color=colour,
+                ms=6, mew=1.3, label=f"{label}: audited beyond the guarantee's scope")
     for f in a:
         if math.isfinite(f.guaranteed_epsilon):
             x2 = f.audited_epsilon if math.isfinite(f.audited_epsilon) else right
@@ -148,12 +159,12 @@ def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
     if not any(r.get("protocol_kind") not in (None, "ddppm") for r in res.runs):
         return None
     table = frontier_table(res)
-    finite = [x for f in table for x in (f.guaranteed_epsilon, f.audited_epsilon)
+    finite = [x for f in table for x in (f.guaranteed_epsilon, f.audited_epsilon, f.audited_beyond)
               if math.isfinite(x) and x > 0]
     right = max(finite) * 3 if finite else 10.0
     names = list(dict.fromkeys(f.series for f in table))
     colour = dict(zip(names, colours(len(names), ordered=False), strict=True))
-    fig = new_figure(10.5, 5.0)
+    fig = new_figure(12.5, 5.5)
     ax = fig.subplots()
     for name in names:
         _draw_series(ax, [f for f in table if f.series == name], colour[name], name, right)
@@ -164,5 +175,5 @@ def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.set_title(f"{res.config.get('name', '')}: utility against privacy; filled = guarantee, "
-                 "hollow = audit", fontsize="small")
+                 "hollow = audit, cross = audit beyond its scope", fontsize="small")
     return save(fig, path)
