@@ -99,7 +99,8 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
     met; each row carries the calibrated scale and LDP runs at the same budget."""
     sc = load_scenario(SCENARIOS / "paper-fig2-wine.toml").with_overrides({
         "repeats": 2, "protocol.iterations": 2, "privacy.search": "candidates",
-        "privacy.candidates": 1, "privacy.ascent_steps": 0, "baseline.epsilon": [1.0, 100.0], "baseline.delta": [0.1, 0.9],
+        "privacy.candidates": 1, "privacy.ascent_steps": 0, "baseline.epsilon": [1.0, 100.0],
+        "baseline.delta": [0.1, 0.9],
         "privacy.calibrate.epsilon": [1.0, 100.0], "privacy.calibrate.delta": [0.1, 0.9],
         "privacy.calibrate.rel_tol": 0.5,
     })
