@@ -197,7 +197,7 @@ def _graph(path: str, raw: Any, defaults: Mapping[str, Any]) -> GraphCase:
     own = set(table)
     merged = {**defaults, **table}
     if "observer" in own and "target" in own:
-        raise ConfigError(f"{path}: give either target (one target, many observers) or observer "
+        raise ConfigError(f"{path}.observer: give either target (one target, many observers) or observer "
                           "(one observer, every target), not both", field=f"{path}.observer")
     if "observer" in own or ("observer" in merged and "target" not in own):
         merged.pop("target", None)
