@@ -66,6 +66,10 @@ def _source(rows: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
+def _mean(rows: Sequence[Mapping[str, Any]], key: str) -> float:
+    return sum(_num(r[key]) for r in rows) / len(rows)
+
+
 def distance_summary(rows: Iterable[Mapping[str, Any]]) -> list[DistancePoint]:
     """One :class:`DistancePoint` per (topology, distance), topologies in first-seen order, distances
     increasing (pairs at distance ``-1``, not connected, are left out)."""
@@ -79,11 +83,10 @@ def distance_summary(rows: Iterable[Mapping[str, Any]]) -> list[DistancePoint]:
         source = _source([r for rs in by_distance.values() for r in rs])
         for d in sorted(by_distance):
             rs = by_distance[d]
-            mean = (lambda key: sum(_num(r[key]) for r in rs) / len(rs))  # noqa: E731
             out.append(DistancePoint(
-                topology=topology, distance=d, pairs=len(rs), exact=mean("rdp"),
-                bound=mean(f"{source}_bound") if source else math.nan, source=source,
-                ratio=mean(f"{source}_ratio") if source else math.nan,
+                topology=topology, distance=d, pairs=len(rs), exact=_mean(rs, "rdp"),
+                bound=_mean(rs, f"{source}_bound") if source else math.nan, source=source,
+                ratio=_mean(rs, f"{source}_ratio") if source else math.nan,
                 flagged=sum(_flag(r[f"{source}_below_exact"]) for r in rs) if source else 0))
     return out
 
