@@ -192,3 +192,16 @@ def test_other_scenarios_are_not_network_dp():
     assert [g.label for g in shipped.graphs] == ["hypercube", "erdos_renyi", "random_geometric",
                                                  "grid", "mfdl-erdos_renyi"]
     assert shipped.graphs[-1].observer == 0 and shipped.graphs[0].target == 0
+
+
+def test_leakage_is_not_symmetric_so_a_fixed_target_needs_a_view_per_observer():
+    from dpgossip.privacy.linear_audit import audit_gossip
+    from dpgossip.topology import make_network
+
+    network = make_network("random_geometric", agents=14, seed=3)
+    spec = LinearGossip(protocol="gossip-average", rounds=3, sigma=1.0)
+    M = np.zeros((14, 14))
+    for v in range(14):
+        for r in audit_gossip(network, spec, v):
+            M[r.target, v] = r.mu ** 2
+    assert np.max(np.abs(M - M.T)) > 0.1
