@@ -205,3 +205,19 @@ def test_leakage_is_not_symmetric_so_a_fixed_target_needs_a_view_per_observer():
         for r in audit_gossip(network, spec, v):
             M[r.target, v] = r.mu ** 2
     assert np.max(np.abs(M - M.T)) > 0.1
+
+
+def test_a_view_too_large_for_the_memory_is_refused_before_it_is_built(monkeypatch, tmp_path):
+    from dpgossip.scenario.network_dp import audit_case
+
+    monkeypatch.setenv("DPGOSSIP_MEMORY_LIMIT", "512MiB")
+    for graph in parse_network_dp(RAW).graphs:  # the tiny cases fit
+        audit_case(graph, alpha=2.0, delta=1e-5, sensitivity=1.0)
+    raw = _with("network_dp.graphs.0.topology", "hypercube")
+    raw["network_dp"]["graphs"][0].update(agents=1024, rounds=200)
+    big = parse_network_dp(raw).graphs[0]  # views of 1024 x 1024: 32 MiB
+    monkeypatch.setenv("DPGOSSIP_MEMORY_LIMIT", "16MiB")
+    with pytest.raises(ConfigError) as exc:
+        audit_case(big, alpha=2.0, delta=1e-5, sensitivity=1.0, path="network_dp.graphs[0]")
+    assert exc.value.field == "network_dp.graphs[0].agents"
+    assert "views of" in str(exc.value)

@@ -46,6 +46,7 @@ from dpgossip.privacy.gossip_bounds import (
 )
 from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
 from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.scenario.network_dp_config import MIXING_TIME, GraphCase, NetworkDpConfig
 from dpgossip.scenario.outdir import check_out_dir
 from dpgossip.scenario.store import json_safe, read_json, write_csv, write_json
@@ -180,6 +181,7 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
         rounds = (muffliato_mixing_rounds(network, case.sigma) if case.rounds == MIXING_TIME
                   else int(case.rounds))
     spec = LinearGossip(protocol=case.protocol, rounds=rounds, sigma=case.sigma, inputs=case.inputs)
+    _check_view_size(network, spec, path)
     settings = LinearAuditSettings(sensitivity=sensitivity, orders=(alpha,), delta=delta)
     rows: list[LeakageRow] = []
     if case.observer is not None:
@@ -195,6 +197,21 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
     info = {**network.to_row(), "label": case.label, "rounds": rounds, "observers": len(observers),
             "pairs": len(rows), "protocol": case.protocol, "inputs": case.inputs}
     return rows, info
+
+
+def _check_view_size(network: Network, spec: LinearGossip, path: str) -> None:
+    """Refuse a graph whose largest view would not fit: ``k = min(m, d_max T)`` rows (``d_max`` the
+    largest degree) by ``m`` columns for ``gossip-average`` (Krylov basis, ``J``, ``B`` and the SVD
+    factors, about four such matrices), ``d_max T`` rows by ``m T`` columns twice for ``gossip-noisy``."""
+    m, T = network.m, spec.rounds
+    degree = max(len(n) for n in network.neighbours)
+    if spec.protocol == "gossip-average":
+        rows, cols, copies = min(m, degree * T), m, 4
+    else:
+        rows, cols, copies = degree * T, m * max(spec.data_rounds, spec.noise_rounds), 4
+    check_needs([Need(f"{path}.agents = {m} with rounds T = {T} and largest degree {degree} needs "
+                      f"views of {rows} x {cols}", copies * FLOAT * rows * cols)],
+                advice="use fewer agents or rounds", field=f"{path}.agents")
 
 
 def graph_file(out_dir: Path, index: int, case: GraphCase) -> Path:
