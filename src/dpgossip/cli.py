@@ -29,8 +29,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     numbers are NaN), else 0."""
     from dpgossip.report import make_report
     from dpgossip.scenario import load_scenario, run_scenario
+    from dpgossip.scenario.network_dp_config import is_network_dp_file
     from dpgossip.scenario.status import ARITHMETIC
 
+    if is_network_dp_file(args.scenario):
+        return _run_network_dp(args)
     sc = load_scenario(args.scenario)
     out = run_scenario(
         sc,
@@ -52,6 +55,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"dpgossip: warning: {sum(others.values())} of {total} runs are not ok ({counts}); "
               "see the status and status_reason columns of runs.csv", file=sys.stderr)
     return 1 if any(s in ARITHMETIC for s in statuses) else 0
+
+
+def _run_network_dp(args: argparse.Namespace) -> int:
+    """``dpgossip run`` of a network-DP scenario (a ``[network_dp]`` table): audit each graph, write
+    ``leakage.csv`` and draw ``plots/network-dp.png`` (docs/network-dp-scenario.md); one process."""
+    from dpgossip.report.network_dp import plot_results
+    from dpgossip.scenario.network_dp import run_network_dp
+    from dpgossip.scenario.network_dp_config import load_network_dp
+
+    if args.workers != 1 or args.scheduler is not None:
+        raise ConfigError("--workers and --scheduler: a network-DP scenario runs in this process "
+                          "(one graph after the other); leave them out")
+    config = load_network_dp(args.scenario)
+    out = run_network_dp(config, args.out, quiet=args.quiet, force=args.force)
+    if config.plots and not args.no_plots:
+        _plots(lambda: [plot_results(out, alpha=config.alpha)], quiet=args.quiet)
+    print(f"results written to {out}")
+    return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -7,9 +7,11 @@ import pytest
 from dpgossip.errors import ConfigError
 from dpgossip.resources import Need, check_needs, memory_limit, size_text
 from dpgossip.scenario import load_scenario
+from dpgossip.scenario.network_dp_config import is_network_dp_file
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size, sweep_point_count
 
-SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
+SCENARIOS = sorted(p for p in (Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml")
+                   if not is_network_dp_file(p))  # network-DP: tests/scenario/test_network_dp.py
 
 
 @pytest.mark.parametrize("text, expected", [("8GiB", 8 * 2**30), ("500MB", 500 * 10**6),

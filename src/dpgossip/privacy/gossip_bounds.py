@@ -25,6 +25,18 @@ DECOR's closed form (Allouah et al., ICML 2024)
     same round as a linear view (every release seen, no secret known), on which the exact auditor
     reproduces the closed form: in that setting it is exact, not a bound.
 
+MFDL's absolute-value bound (Bellet et al. 2025, matrix-factorisation accounting of decentralized learning)
+    For the attacker-view model ``O = A G + B Z`` (here ``gossip-noisy``: noise every round) the
+    squared sensitivity of target ``u`` is ``max_s s^T M s`` over per-round shifts
+    ``s in [-Delta, Delta]^T``, with ``M = C_u^T C_u`` the target's block of the whitened view; with
+    ``sigma = 1`` and no correlation (``C = I``) ``M`` is the ``(u, u)`` block of the projection
+    ``B^+ B`` their code forms.  Their code (``compute_cyclic_repetitions_1node``) bounds it by the sum of
+    absolute values ``Delta^2 sum_{s,t} |M_st|``, which is a sound upper bound (the diagonally dominant
+    dual certificate of :func:`~dpgossip.privacy.linear_audit.dual_certificate`) and equals the
+    supremum only when one sign vector aligns every entry; :func:`mfdl_abs_sum` returns
+    ``alpha/2`` times it, a Renyi value.  The rounds rule of Muffliato's code is
+    :func:`muffliato_mixing_rounds`.
+
 :func:`compare_to_bound` sets each exact value beside a bound: the ratio exact / bound and a flag where
 the published bound is below the exact value (then it is not a bound).
 """
@@ -39,17 +51,19 @@ from numbers import Integral
 import numpy as np
 
 from dpgossip.errors import ConfigError, check_number
-from dpgossip.privacy.linear_audit import PairLeakage
+from dpgossip.privacy.linear_audit import PairLeakage, whiten
 from dpgossip.protocol.linear_gossip import (
     LinearGossip,
     check_observers,
+    observe,
     propagated_rows,
     senders_of,
 )
 from dpgossip.topology.network import Network
+from dpgossip.topology.spectral import spectral_summary
 
-__all__ = ["BoundComparison", "DecorRound", "muffliato_per_message", "decor_round_view",
-           "decor_round_rdp", "compare_to_bound"]
+__all__ = ["BoundComparison", "DecorRound", "muffliato_per_message", "muffliato_mixing_rounds",
+           "mfdl_abs_sum", "decor_round_view", "decor_round_rdp", "compare_to_bound"]
 
 
 def _rounds(spec: LinearGossip, rounds: Sequence[int] | None) -> np.ndarray:
@@ -104,6 +118,70 @@ def muffliato_per_message(network: Network, spec: LinearGossip, observers: int |
     norms2 = np.sum(P * P, axis=2, keepdims=True)
     terms = np.divide(P * P, norms2, out=np.zeros_like(P), where=norms2 > 0)
     return alpha * delta ** 2 / (2 * spec.sigma ** 2) * terms.sum(axis=(0, 1))
+
+
+def muffliato_mixing_rounds(network: Network, sigma: float = 1.0) -> int:
+    """Rounds ``T`` by the rule of Muffliato's code (``graphutils.T_mix``).
+
+    ``T = ceil(ln(m max(1/4, sigma^2) / sigma^2) / sqrt(1 - lambda_2))``, ``lambda_2`` the second
+    largest eigenvalue of the symmetric ``W`` (``1 - lambda_2``: the spectral gap of ``I - W``).  The
+    rule is derived for their accelerated (Chebyshev) gossip; it is used here as the number of plain
+    gossip rounds (the hypercube of dimension 11 with Metropolis weights gets ``T = 19``).
+
+    Raises
+    ------
+    ConfigError
+        For ``sigma <= 0`` or a graph whose ``lambda_2`` is not below one.
+    """
+    s = check_number(sigma, "sigma", low=0.0, low_open=True)
+    gap = 1.0 - spectral_summary(network.W).lambda_2
+    if not gap > 0:
+        raise ConfigError(f"rounds: Muffliato's mixing-time rule needs lambda_2 < 1, got spectral gap "
+                          f"{gap:.3g}; give rounds as an integer", field="rounds")
+    return int(math.ceil(math.log(network.m * max(0.25, s * s) / (s * s)) / math.sqrt(gap)))
+
+
+def mfdl_abs_sum(network: Network, spec: LinearGossip, observers: int | Iterable[int], *,
+                 order: float = 2.0, sensitivity: float = 1.0) -> np.ndarray:
+    """MFDL's absolute-value bound for every target: ``alpha Delta^2 / 2 * sum_{s,t} |M_st|``.
+
+    ``M = C_u^T C_u`` is target ``u``'s block of the whitened view ``O = J x + B z`` of ``observers``
+    (module docstring); for ``sigma = 1`` it is the ``(u, u)`` block of the projection ``B^+ B`` of
+    MFDL's code.  It bounds the exact squared sensitivity ``max_{s in [-Delta, Delta]^T} s^T M s``
+    from above, so the value never falls below the exact Renyi divergence.
+
+    Parameters
+    ----------
+    network : Network
+        Graph and ``W`` (any ``W``: MFDL's row-stochastic ``(A + I) / rowsum`` too).
+    spec : LinearGossip
+        A ``gossip-noisy`` protocol (the attacker-view model; per-round inputs in MFDL's setting).
+    observers : int or iterable of int
+        The attacker, or a coalition.
+    order, sensitivity : float
+        Renyi order ``alpha > 1`` and ``Delta > 0``.
+
+    Returns
+    -------
+    ndarray
+        Shape ``(m,)``: the bound for each target; ``inf`` for a target outside the support,
+        ``nan`` for the observers.
+    """
+    if spec.protocol != "gossip-noisy":
+        raise ConfigError(f"spec: MFDL's bound is for gossip-noisy (noise every round), got protocol "
+                          f"{spec.protocol!r}", field="spec")
+    alpha = check_number(order, "order", low=1.0, low_open=True)
+    delta = check_number(sensitivity, "sensitivity", low=0.0, low_open=True)
+    view = observe(network, spec, observers, basis="messages")
+    white = whiten(view.J, view.B)
+    out = np.full(network.m, math.nan)
+    for u, cols in view.columns_of.items():
+        if bool(np.any(white.outside[cols])):
+            out[u] = math.inf
+            continue
+        Cu = white.C[:, cols]
+        out[u] = alpha * delta ** 2 / 2 * float(np.sum(np.abs(Cu.T @ Cu)))
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

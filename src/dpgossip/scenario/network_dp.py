@@ -1,0 +1,292 @@
+"""Run a network-DP scenario: the exact pairwise leakage of noisy gossip beside the published bounds.
+
+For each graph of the scenario (:mod:`~dpgossip.scenario.network_dp_config`) the exact auditor
+(:func:`~dpgossip.privacy.linear_audit.audit_gossip`) gives, for every (observer, target) pair asked,
+``mu^2`` (the Gaussian mechanism's squared Mahalanobis norm), the Renyi divergence ``alpha mu^2 / 2``
+and ``epsilon`` at ``delta``.  Beside it, where they apply:
+
+* Muffliato's per-message sum (:func:`~dpgossip.privacy.gossip_bounds.muffliato_per_message`) for
+  ``gossip-average``, summed over the same messages the exact audit sees (rounds ``0..T-1``);
+* MFDL's absolute-value bound (:func:`~dpgossip.privacy.gossip_bounds.mfdl_abs_sum`) for
+  ``gossip-noisy``;
+
+each with the ratio exact / bound and a flag where the published value is below the exact one
+(:func:`~dpgossip.privacy.gossip_bounds.compare_to_bound`).
+
+A fixed target needs one view per observer (one SVD each); a fixed observer gives every target from one
+view.  Files in the results folder (all written atomically): ``config.resolved.json``,
+``graphs/<index>-<label>.json`` (one graph's rows, written when the graph is done: a rerun skips the
+graphs whose stored settings match, so an interrupted run resumes per graph), ``leakage.csv`` (every
+row) and ``summary.json``.  Each graph runs with one BLAS thread
+(:func:`~dpgossip._threads.single_blas_thread`: faster for the many mid-sized products of the Krylov
+bases, and bit-identical results).  The plot is drawn by :mod:`dpgossip.report.network_dp`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from dpgossip._threads import single_blas_thread
+from dpgossip.errors import ConfigError, renamed_fields
+from dpgossip.privacy.gossip_bounds import (
+    compare_to_bound,
+    mfdl_abs_sum,
+    muffliato_mixing_rounds,
+    muffliato_per_message,
+)
+from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
+from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.resources import FLOAT, Need, check_needs
+from dpgossip.scenario.network_dp_config import MIXING_TIME, GraphCase, NetworkDpConfig
+from dpgossip.scenario.outdir import check_out_dir
+from dpgossip.scenario.store import json_safe, read_json, write_csv, write_json
+from dpgossip.topology import make_network
+from dpgossip.topology.network import Network
+from dpgossip.topology.published import mfdl_erdos_renyi
+
+__all__ = ["LeakageRow", "build_network", "choose_observers", "audit_case", "run_network_dp",
+           "graph_file", "FORMAT"]
+
+FORMAT = 1
+"""Version of the stored per-graph files (part of their key: a new format recomputes them)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeakageRow:
+    """One (observer, target) pair of one graph: the exact leakage beside the published bounds.
+
+    Bounds and ratios are Renyi values at order ``alpha``; ``nan`` (and flag ``None``) where the bound
+    does not apply to the protocol.
+    """
+
+    topology: str
+    """The graph's label in the scenario."""
+    observer: int
+    target: int
+    distance: int
+    """Graph distance between observer and target (``-1``: not connected)."""
+    mu2: float
+    """``mu^2`` (the upper end when not exact; ``inf``: the supports differ)."""
+    exact: bool
+    rdp: float
+    """``alpha mu^2 / 2``."""
+    epsilon: float
+    """Exact ``epsilon`` of the Gaussian mechanism at ``delta``."""
+    muffliato_bound: float
+    muffliato_ratio: float
+    muffliato_below_exact: bool | None
+    mfdl_bound: float
+    mfdl_ratio: float
+    mfdl_below_exact: bool | None
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row of every field."""
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+def build_network(case: GraphCase, path: str = "network_dp.graphs[0]") -> Network:
+    """The graph and ``W`` of a case: :func:`~dpgossip.topology.make_network`, or MFDL's network
+    (:func:`~dpgossip.topology.published.mfdl_erdos_renyi`) for ``setting = "mfdl"``; errors name
+    ``path``."""
+    names = {k: f"{path}.{k}" for k in ("agents", "params", "topology", "mixing", "seed")}
+    with renamed_fields(names):
+        if case.setting == "mfdl":
+            return mfdl_erdos_renyi(case.agents, case.seed)
+        return make_network(case.topology, agents=case.agents, mixing=case.mixing, seed=case.seed,
+                            params=dict(case.params))
+
+
+def choose_observers(network: Network, case: GraphCase, path: str) -> list[int]:
+    """The observers of a fixed-target case (:class:`~dpgossip.scenario.network_dp_config.ObserverChoice`)."""
+    target = _check_agent(network, case.target, f"{path}.target")
+    choice = case.observers
+    if choice.kind == "list":
+        for i, v in enumerate(choice.agents):
+            _check_agent(network, v, f"{path}.observers[{i}]")
+        if target in choice.agents:
+            raise ConfigError(f"{path}.observers: the target {target} cannot observe itself",
+                              field=f"{path}.observers")
+        return list(choice.agents)
+    if choice.kind == "all":
+        return [v for v in range(network.m) if v != target]
+    dist = nx.single_source_shortest_path_length(network.graph, target)
+    far = max(dist.values())
+    shells = range(1, far + 1)
+    if choice.distances is not None and choice.distances < far:
+        shells = sorted({int(h) for h in np.rint(np.linspace(1, far, choice.distances))})
+    rng = np.random.default_rng(choice.seed)
+    out: list[int] = []
+    for h in shells:
+        shell = sorted(v for v, d in dist.items() if d == h)
+        pick = shell if len(shell) <= choice.per_distance else rng.choice(
+            shell, size=choice.per_distance, replace=False).tolist()
+        out.extend(sorted(int(v) for v in pick))
+    return out
+
+
+def _check_agent(network: Network, v: int | None, path: str) -> int:
+    if v is None or not 0 <= v < network.m:
+        raise ConfigError(f"{path} must be an agent in 0..{network.m - 1}, got {v!r}", field=path)
+    return v
+
+
+def _bounds(network: Network, spec: LinearGossip, observer: int, alpha: float,
+            sensitivity: float) -> dict[str, np.ndarray]:
+    if spec.protocol == "gossip-average":
+        return {"muffliato": muffliato_per_message(network, spec, observer, order=alpha,
+                                                   sensitivity=sensitivity)}
+    return {"mfdl": mfdl_abs_sum(network, spec, observer, order=alpha, sensitivity=sensitivity)}
+
+
+def _rows(pairs: list[PairLeakage], bounds: dict[str, np.ndarray], label: str,
+          alpha: float) -> list[LeakageRow]:
+    nan = math.nan
+    side = {name: compare_to_bound(pairs, b, order=alpha, source=name) for name, b in bounds.items()}
+    out = []
+    for k, p in enumerate(pairs):
+        cols: dict[str, Any] = {}
+        for name in ("muffliato", "mfdl"):
+            c = side[name][k] if name in side else None
+            cols[f"{name}_bound"] = c.bound if c else nan
+            cols[f"{name}_ratio"] = c.ratio if c else nan
+            cols[f"{name}_below_exact"] = c.bound_below_exact if c else None
+        out.append(LeakageRow(topology=label, observer=int(p.observer), target=p.target,
+                              distance=p.hops, mu2=p.mu_upper ** 2, exact=p.exact, rdp=p.rdp[0],
+                              epsilon=p.epsilon, **cols))
+    return out
+
+
+def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: float,
+               path: str = "network_dp.graphs[0]") -> tuple[list[LeakageRow], dict[str, object]]:
+    """Audit one graph of the scenario.
+
+    Returns
+    -------
+    rows, info
+        One :class:`LeakageRow` per (observer, target) pair, and the graph's facts (agents, edges,
+        rounds used, observers audited, mixing).
+    """
+    network = build_network(case, path)
+    with renamed_fields({"sigma": f"{path}.sigma", "rounds": f"{path}.rounds"}):
+        rounds = (muffliato_mixing_rounds(network, case.sigma) if case.rounds == MIXING_TIME
+                  else int(case.rounds))
+    spec = LinearGossip(protocol=case.protocol, rounds=rounds, sigma=case.sigma, inputs=case.inputs)
+    _check_view_size(network, spec, path)
+    settings = LinearAuditSettings(sensitivity=sensitivity, orders=(alpha,), delta=delta)
+    rows: list[LeakageRow] = []
+    if case.observer is not None:
+        v = _check_agent(network, case.observer, f"{path}.observer")
+        pairs = audit_gossip(network, spec, v, settings)
+        rows = _rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha)
+        observers = [v]
+    else:
+        observers = choose_observers(network, case, path)
+        for v in observers:
+            pairs = audit_gossip(network, spec, v, settings, targets=[case.target])
+            rows.extend(_rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha))
+    info = {**network.to_row(), "label": case.label, "rounds": rounds, "observers": len(observers),
+            "pairs": len(rows), "protocol": case.protocol, "inputs": case.inputs}
+    return rows, info
+
+
+def _check_view_size(network: Network, spec: LinearGossip, path: str) -> None:
+    """Refuse a graph whose largest view would not fit: ``k = min(m, d_max T)`` rows (``d_max`` the
+    largest degree) by ``m`` columns for ``gossip-average`` (Krylov basis, ``J``, ``B`` and the SVD
+    factors, about four such matrices), ``d_max T`` rows by ``m T`` columns twice for ``gossip-noisy``."""
+    m, T = network.m, spec.rounds
+    degree = max(len(n) for n in network.neighbours)
+    if spec.protocol == "gossip-average":
+        rows, cols, copies = min(m, degree * T), m, 4
+    else:
+        rows, cols, copies = degree * T, m * max(spec.data_rounds, spec.noise_rounds), 4
+    check_needs([Need(f"{path}.agents = {m} with rounds T = {T} and largest degree {degree} needs "
+                      f"views of {rows} x {cols}", copies * FLOAT * rows * cols)],
+                advice="use fewer agents or rounds", field=f"{path}.agents")
+
+
+def graph_file(out_dir: Path, index: int, case: GraphCase) -> Path:
+    """Where graph ``index``'s rows are stored."""
+    return Path(out_dir) / "graphs" / f"{index}-{case.label}.json"
+
+
+def _key(config: NetworkDpConfig, case: GraphCase) -> str:
+    text = json.dumps({"format": FORMAT, "alpha": config.alpha, "delta": config.delta,
+                       "sensitivity": config.sensitivity, "case": case.to_row()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _stored(path: Path, key: str) -> dict[str, Any] | None:
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("key") == key else None
+
+
+def run_network_dp(config: NetworkDpConfig, out: str | Path | None = None, *, quiet: bool = False,
+                   force: bool = False) -> Path:
+    """Audit every graph of a network-DP scenario and write its results folder (module docstring).
+
+    Parameters
+    ----------
+    config : NetworkDpConfig
+        The parsed scenario.
+    out : str or Path, optional
+        Results folder (default ``[output] dir``, else ``results/<name>``).
+    quiet : bool
+        No progress on stderr.
+    force : bool
+        Write into a folder that holds another scenario's results.
+
+    Returns
+    -------
+    Path
+        The results folder.
+    """
+    out_dir = Path(out or config.out_dir or Path("results") / config.name)
+    check_out_dir(out_dir, config.name, flag="--out" if out else "the results folder", force=force)
+    write_json(out_dir / "config.resolved.json", json_safe(config.to_row()))
+    rows: list[dict[str, object]] = []
+    graphs: list[dict[str, object]] = []
+    for i, case in enumerate(config.graphs):
+        record = _run_graph(config, out_dir, i, case, quiet)
+        rows.extend(record["rows"])
+        graphs.append({**record["info"], "seconds": record["seconds"], "resumed": record["resumed"]})
+    write_csv(out_dir / "leakage.csv", rows)
+    write_json(out_dir / "summary.json", json_safe({
+        "scenario": config.name, "kind": "network_dp", "alpha": config.alpha,
+        "delta": config.delta, "pairs": len(rows), "graphs": graphs,
+        "statuses": {"ok": len(config.graphs)}}))
+    return out_dir
+
+
+def _run_graph(config: NetworkDpConfig, out_dir: Path, i: int, case: GraphCase,
+               quiet: bool) -> dict[str, Any]:
+    path, key = graph_file(out_dir, i, case), _key(config, case)
+    stored = _stored(path, key)
+    if stored is not None:
+        if not quiet:
+            print(f"[{i + 1}/{len(config.graphs)}] {case.label}: stored, skipped", file=sys.stderr)
+        return {**stored, "resumed": True}
+    start = time.perf_counter()
+    with single_blas_thread():  # many mid-sized products: faster, and the same bits everywhere
+        found, info = audit_case(case, alpha=config.alpha, delta=config.delta,
+                                 sensitivity=config.sensitivity, path=f"network_dp.graphs[{i}]")
+    seconds = time.perf_counter() - start
+    record = {"key": key, "info": info, "seconds": seconds, "rows": [r.to_row() for r in found]}
+    write_json(path, json_safe(record))
+    if not quiet:
+        print(f"[{i + 1}/{len(config.graphs)}] {case.label}: {info['agents']} agents, T = "
+              f"{info['rounds']}, {info['observers']} observers, {len(found)} pairs, "
+              f"{seconds:.1f} s", file=sys.stderr)
+    return {**read_json(path), "resumed": False}
