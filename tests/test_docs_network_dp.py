@@ -83,3 +83,16 @@ def test_mfdl_distance_one_recomputed():
     assert row["exact"] == NUMBERS._fmt(float(np.mean([r.rdp[0] for r in rows])))
     assert row["bound_value"] == NUMBERS._fmt(float(np.mean(bound)))
     assert float(row["exact"]) == pytest.approx(9.136, abs=1e-3)  # docs: the exact supremum
+
+
+def test_the_readme_prints_the_stored_table_and_its_reading():
+    readme = _flat((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert _flat(NUMBERS.table(ROWS)) in readme
+    assert _flat(NUMBERS.reading(ROWS)) in readme
+    # what the reading states: Muffliato's sum falls below the exact value somewhere on every topology
+    # it applies to, and MFDL's bound never does
+    for r in ROWS:
+        if r["bound"] == "muffliato":
+            assert int(r["flagged_all"]) > 0, r
+        else:
+            assert int(r["flagged"]) == 0 and float(r["ratio"]) <= 1.0 + 1e-9, r
