@@ -242,7 +242,9 @@ def test_dask_rows_are_bit_identical_to_local_rows():
     network, spec = _small()
     settings = AllPairsSettings(chunk=9)
     local = [t for _, t in iter_all_pairs(network, spec, settings)]
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+    # a worker process: in-process (threaded) workers share this process's BLAS, whose thread count the
+    # main thread has already set, and OpenBLAS ignores a limit set from another thread
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
                                   dashboard_address=":0") as cluster:
         remote = list(iter_all_pairs(network, spec, settings, scheduler=cluster.scheduler_address))
     assert [i for i, _ in remote] == list(range(len(local)))
