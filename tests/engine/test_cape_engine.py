@@ -102,6 +102,17 @@ def test_a_crash_stops_the_run_and_gives_no_result():
                            conditions={"latency": {"kind": "constant", "value": 0.01},
                                        "crashes": {5: 0.001}})  # the aggregator
     assert cape.status == "stopped" and cape.result is None
+    assert "capepca needs every party's message" in cape.outcome.reason and "[5]" in cape.outcome.reason
+    assert "floor-free D-DP-PM" in eng.outcome.reason
+
+
+def test_a_crash_after_the_last_message_keeps_the_release():
+    data = data_for(4, d=3, rows_per_agent=2, seed=2)
+    params = CapeParams(k=1, noise_multiplier=1.0)
+    eng = run_cape_engine("capepca", data, None, params, 3,
+                          conditions={"latency": {"kind": "constant", "value": 0.01}, "crashes": {0: 0.015}})
+    assert eng.status == "completed_with_crash"  # site 0 after its upload, before the release came back
+    np.testing.assert_allclose(eng.result.aggregate, run_cape(data, params, 3).aggregate, rtol=0, atol=1e-12)
 
 
 def test_bad_inputs_name_the_field():

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
@@ -65,7 +65,8 @@ from dpgossip.protocol.ppm_gossip import edge_list
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
-__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network", "run_cape_engine"]
+__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network", "named_outcome",
+           "run_cape_engine"]
 
 CAPE_ENGINE_KINDS = ("capepca", "capepca-gossip")
 
@@ -93,6 +94,13 @@ class CapeEngineResult:
         """Tidy row: the protocol's row (if any), the engine status and the traffic summary."""
         base = self.result.to_row() if self.result is not None else {}
         return {**base, "kind": self.kind, **self.summary.to_row(), "status_reason": self.outcome.reason}
+
+
+def named_outcome(parties: list[Party], monitor: _Monitor, conditions: NetworkConditions,
+                  name: str) -> EngineOutcome:
+    """The ``ppm*`` kinds' outcome (every message needed, no re-weighting), its reason naming ``name``."""
+    outcome = _outcome(parties, monitor, conditions)
+    return replace(outcome, reason=outcome.reason.replace("a ppm protocol", name))
 
 
 def cape_star_network(sites: int) -> Network:
@@ -247,7 +255,7 @@ def run_cape_engine(kind: str, data: PartitionedData, network: Network | None,
     parties = (_cape_parties(data, params, su, seed) if kind == "capepca"
                else _gossip_parties(data, net, params, su, seed))
     wall = _simulate(su, parties, writer)
-    outcome = _outcome(parties, monitor, conditions)
+    outcome = named_outcome(parties, monitor, conditions, kind)
     result = None
     if outcome.status != "stopped":
         result = (_cape_result(data, params, parties, seed) if kind == "capepca"

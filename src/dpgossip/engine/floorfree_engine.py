@@ -29,6 +29,7 @@ from simpy.events import Event
 from dpgossip.data.partition import PartitionedData
 from dpgossip.engine.agent import Outbox
 from dpgossip.engine.cape_agents import CapeTrace
+from dpgossip.engine.cape_engine import named_outcome
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.messages import Message
@@ -38,7 +39,6 @@ from dpgossip.engine.ppm_engine import (
     NETWORK_SPAWN_KEY,
     _child,
     _delay,
-    _outcome,
     _Setup,
     _simulate,
 )
@@ -231,7 +231,7 @@ def run_floorfree_engine(data: PartitionedData, network: Network, params: FloorF
                 noise_seq=None)
     agents = _agents(data, network, params, su, noise)
     wall = _simulate(su, agents, writer)
-    outcome = _outcome(agents, monitor, conditions)
+    outcome = named_outcome(agents, monitor, conditions, "the floor-free D-DP-PM")
     result = None if outcome.status == "stopped" else _result(params, agents, noise)
     return FloorFreeEngineResult(result=result, outcome=outcome,
                                  summary=_engine_summary(outcome.status, fabric, agents, wall),
