@@ -13,6 +13,7 @@ handled by a policy (:mod:`~dpgossip.engine.simulator`). With ideal links the re
 """
 
 from dpgossip.engine.agent import Agent, AgentSettings, AgentTrace, Outbox
+from dpgossip.engine.cape_engine import CapeEngineResult, run_cape_engine
 from dpgossip.engine.conditions import (
     CRASH_POLICIES,
     DISSEMINATIONS,
@@ -22,6 +23,7 @@ from dpgossip.engine.conditions import (
     NetworkConditions,
     Straggler,
 )
+from dpgossip.engine.floorfree_engine import FloorFreeEngineResult, run_floorfree_engine
 from dpgossip.engine.messages import HEADER_BYTES, Message, tag_kind
 from dpgossip.engine.outcome import (
     STATUSES,
@@ -40,5 +42,6 @@ __all__ = [
     "LATENCY_KINDS", "CRASH_POLICIES", "DISSEMINATIONS", "EngineOutcome", "EngineSummary", "Detection",
     "AgentProgress", "STATUSES", "Message", "HEADER_BYTES", "tag_kind", "TranscriptRecord",
     "load_transcript", "Agent", "AgentSettings", "AgentTrace", "Outbox", "run_ppm_engine",
-    "PpmEngineResult",
+    "PpmEngineResult", "run_cape_engine", "CapeEngineResult", "run_floorfree_engine",
+    "FloorFreeEngineResult",
 ]

@@ -1,0 +1,266 @@
+"""Run capePCA (004, Alg. 2) and capepca-gossip on the discrete-event engine (docs/engine.md, CAPE).
+
+:func:`run_cape_engine` runs ``capepca`` on a star and ``capepca-gossip`` on the given graph as simpy
+processes (:mod:`dpgossip.engine.cape_agents`) on the same :class:`~dpgossip.engine.links.Fabric` as the
+other kinds: latency, bandwidth, loss, retransmission, stragglers and crashes, and a transcript of every
+accepted message.
+
+Networks. ``capepca``: sites are nodes ``0..S-1`` (agent ``s`` of the data), the aggregator is node ``S``
+and the trusted noise generator node ``S + 1``; the links are ``s <-> S`` and ``s <-> S + 1``.
+``capepca-gossip`` runs on the given graph with its ``W``.
+
+Random streams: exactly those of the matrix backend, each drawn by the party that holds it.
+
+* ``capepca`` (:func:`~dpgossip.protocol.cape.run_cape`): ``generator, aggregator, sites =
+  SeedSequence(seed).spawn(3)``; the generator draws ``W`` (``(S, d, d)``, std ``tau``), the aggregator
+  ``F`` (std ``tau sqrt(1 - 1/S)``), site ``s`` its ``G_s`` from ``sites.spawn(S)[s]`` (std
+  ``tau / sqrt(S)``).
+* ``capepca-gossip`` (:func:`~dpgossip.protocol.cape_gossip.cape_gossip_noise`): site ``s``'s ``G_s``
+  from spawn key ``(0, s)``; edge ``(i, j)``'s ``D_ij`` from ``(1, i, j)`` (derived by both ends).
+* the network conditions from ``(4,)`` (:data:`~dpgossip.engine.ppm_engine.NETWORK_SPAWN_KEY`), so links
+  never touch the protocol's draws.
+
+With ideal links, and under latency, loss with retransmission and stragglers, every value equals the
+matrix backend's to rounding (tested to ``1e-10``). Every party waits for every message it needs, so a
+crash stops the run (status ``"stopped"``) and ``result`` is ``None`` then.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+import simpy
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.engine.agent import Outbox
+from dpgossip.engine.cape_agents import CapeAggregator, CapeGenerator, CapeGossipSite, CapeSite
+from dpgossip.engine.conditions import NetworkConditions, condition_fields
+from dpgossip.engine.links import Fabric
+from dpgossip.engine.outcome import EngineOutcome, EngineSummary
+from dpgossip.engine.ppm_agents import Party
+from dpgossip.engine.ppm_engine import (
+    NETWORK_SPAWN_KEY,
+    _child,
+    _delay,
+    _outcome,
+    _Setup,
+    _simulate,
+)
+from dpgossip.engine.simulator import _conditions, _engine_summary, _Monitor
+from dpgossip.engine.transcript import TranscriptRecord, TranscriptWriter
+from dpgossip.errors import ConfigError, check_choice, renamed_fields
+from dpgossip.protocol.cape import CapeNoise, CapeParams, CapeResult, symmetric_gaussian
+from dpgossip.protocol.cape_gossip import (
+    CapeGossipNoise,
+    CapeGossipParams,
+    CapeGossipResult,
+    second_moments,
+)
+from dpgossip.protocol.ppm_gossip import edge_list
+from dpgossip.rng import as_seed_sequence
+from dpgossip.topology.network import Network
+
+__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network", "named_outcome",
+           "run_cape_engine"]
+
+CAPE_ENGINE_KINDS = ("capepca", "capepca-gossip")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class CapeEngineResult:
+    """One engine run of a CAPE kind: the protocol's result (``None`` if the run stopped) and the engine's
+    records (every party's own ``values`` by node id, the transcript)."""
+
+    kind: str
+    result: CapeResult | CapeGossipResult | None
+    outcome: EngineOutcome
+    summary: EngineSummary
+    conditions: NetworkConditions
+    values: tuple[Mapping[str, np.ndarray], ...]
+    """Each party's own record (capepca: sites, aggregator ``S``, generator ``S + 1``)."""
+    transcript: tuple[TranscriptRecord, ...] | None = None
+
+    @property
+    def status(self) -> str:
+        """``outcome.status``."""
+        return self.outcome.status
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row: the protocol's row (if any), the engine status and the traffic summary."""
+        base = self.result.to_row() if self.result is not None else {}
+        return {**base, "kind": self.kind, **self.summary.to_row(), "status_reason": self.outcome.reason}
+
+
+def named_outcome(parties: list[Party], monitor: _Monitor, conditions: NetworkConditions,
+                  name: str) -> EngineOutcome:
+    """The ``ppm*`` kinds' outcome (every message needed, no re-weighting), its reason naming ``name``."""
+    outcome = _outcome(parties, monitor, conditions)
+    return replace(outcome, reason=outcome.reason.replace("a ppm protocol", name))
+
+
+def cape_star_network(sites: int) -> Network:
+    """Sites ``0..S-1``, the aggregator ``S`` and the noise generator ``S + 1``; ``W`` unused (identity)."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(sites + 2))
+    graph.add_edges_from((s, hub) for s in range(sites) for hub in (sites, sites + 1))
+    return Network(graph=graph, W=sp.identity(sites + 2, format="csr"), name=f"cape-star-{sites}",
+                   mixing="none")
+
+
+def _fresh(seed: int | np.random.SeedSequence) -> list[np.random.SeedSequence]:
+    root = as_seed_sequence(seed)
+    return np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key, pool_size=root.pool_size).spawn(3)
+
+
+def _cape_parties(data: PartitionedData, params: CapeParams, su: _Setup, seed: object) -> list[Party]:
+    """Sites with their ``A_s`` and ``G_s``, the aggregator with ``F``, the generator with ``W``."""
+    A = second_moments(data)
+    S, d = A.shape[0], A.shape[1]
+    tau = params.noise_std(min(data.sizes))
+    generator, aggregator, sites = _fresh(seed)
+
+    def box(i: int) -> Outbox:
+        return Outbox(i, su.env, su.fabric, su.monitor)
+
+    parties: list[Party] = [
+        CapeSite(s, box(s), _delay(su.conditions, s), A=A[s], aggregator=S, generator=S + 1,
+                 G=symmetric_gaussian(np.random.default_rng(seq), (), d, tau / math.sqrt(S)))
+        for s, seq in enumerate(sites.spawn(S))]
+    F = symmetric_gaussian(np.random.default_rng(aggregator), (S,), d, tau * math.sqrt(1 - 1 / S))
+    parties.append(CapeAggregator(S, box(S), _delay(su.conditions, S), F=F, k=params.k))
+    W = symmetric_gaussian(np.random.default_rng(generator), (S,), d, tau)
+    parties.append(CapeGenerator(S + 1, box(S + 1), _delay(su.conditions, S + 1), W=W))
+    return parties
+
+
+def _gossip_parties(data: PartitionedData, network: Network, params: CapeGossipParams, su: _Setup,
+                    seed: object) -> list[Party]:
+    """Each site with its ``A_s``, its ``G_s``, its edges' signed draws and its row of ``W``."""
+    A = second_moments(data)
+    d = A.shape[1]
+    tau_e, tau_g = params.stds(min(data.sizes))
+    root = as_seed_sequence(seed)
+
+    def draw(key: tuple[int, ...], std: float) -> np.ndarray:
+        return symmetric_gaussian(np.random.default_rng(_child(root, *key)), (), d, std)
+
+    W = sp.csr_array(network.W)
+    parties: list[Party] = []
+    for s in range(data.m):
+        nbrs = network.neighbours[s]
+        signed = {j: draw((1, s, j), tau_e) if s < j else -draw((1, j, s), tau_e) for j in nbrs}
+        lo, hi = W.indptr[s], W.indptr[s + 1]
+        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
+        parties.append(CapeGossipSite(
+            s, Outbox(s, su.env, su.fabric, su.monitor), _delay(su.conditions, s), A=A[s],
+            G=draw((0, s), tau_g), signed=signed, rounds=params.consensus_steps,
+            weights=(row.get(s, 0.0), {j: row.get(j, 0.0) for j in nbrs})))
+    return parties
+
+
+def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Party],
+                 seed: object) -> CapeResult:
+    """The aggregator's record as a :class:`CapeResult` (noise from every party's own draws)."""
+    S = data.m
+    agg, gen = parties[S].trace.values, parties[S + 1].trace.values
+    G = np.stack([p.trace.values["G"] for p in parties[:S]])
+    tau = params.noise_std(min(data.sizes))
+    ent = as_seed_sequence(seed).entropy
+    return CapeResult(protocol="capepca", released=agg["released"], aggregate=agg["aggregate"],
+                      target=second_moments(data).mean(axis=0), eigenvalues=agg["eigenvalues"],
+                      eigenvectors=agg["eigenvectors"], noise=CapeNoise(E=gen["E"], F=parties[S].F, G=G),
+                      site_noise_std=np.full(S, tau), aggregate_noise_std=tau / S, params=params,
+                      sizes=data.sizes, seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None)
+
+
+def _gossip_result(data: PartitionedData, network: Network, params: CapeGossipParams,
+                   parties: list[Party]) -> CapeGossipResult:
+    """Stack the sites' records into a :class:`CapeGossipResult` (edge draws from each edge's lower end)."""
+    v = [p.trace.values for p in parties]
+    edges = edge_list(network)
+    d = data.d
+    D = np.stack([parties[i].signed[j] for i, j in edges]) if len(edges) else np.zeros((0, d, d))
+    G = np.stack([p.G for p in parties])
+    A = second_moments(data)
+    return CapeGossipResult(
+        initial=np.stack([x["initial"] for x in v]), estimates=np.stack([x["estimate"] for x in v]),
+        eigenvalues=np.stack([x["eigenvalues"] for x in v]),
+        eigenvectors=np.stack([x["eigenvectors"] for x in v]), target=A.mean(axis=0),
+        limit=(A + G).mean(axis=0), noise=CapeGossipNoise(edges=edges, D=D, G=G), params=params,
+        states=np.stack([x["states"] for x in v], axis=1))
+
+
+def _check(kind: str, data: PartitionedData, network: Network | None, params: object) -> None:
+    check_choice(kind, "kind", CAPE_ENGINE_KINDS)
+    if not isinstance(data, PartitionedData):
+        raise ConfigError(f"data must be a PartitionedData, got {type(data).__name__}", field="data")
+    want = CapeParams if kind == "capepca" else CapeGossipParams
+    if not isinstance(params, want):
+        raise ConfigError(f"params must be a {want.__name__} for kind {kind!r}, got "
+                          f"{type(params).__name__}", field="params")
+    if params.k > data.d:
+        raise ConfigError(f"params.k must be <= d = {data.d}, got {params.k}", field="params.k")
+    if kind == "capepca-gossip" and (not isinstance(network, Network) or network.m != data.m):
+        raise ConfigError(f"network must be a Network with {data.m} agents (one per site), got "
+                          f"{getattr(network, 'm', network)!r}", field="network")
+
+
+def run_cape_engine(kind: str, data: PartitionedData, network: Network | None,
+                    params: CapeParams | CapeGossipParams, seed: int | np.random.SeedSequence, *,
+                    conditions: NetworkConditions | Mapping[str, object] | None = None,
+                    record_transcript: bool = True) -> CapeEngineResult:
+    """Simulate ``capepca`` or ``capepca-gossip`` message by message (module docstring).
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`CAPE_ENGINE_KINDS`.
+    data : PartitionedData
+        ``S = data.m`` sites; site ``s`` holds ``A_s = X_s^T X_s / N_s`` of ``data.block(s)``.
+    network : Network or None
+        ``capepca-gossip``: the graph and ``W``; ignored by ``capepca`` (its star is
+        :func:`cape_star_network`).
+    params : CapeParams or CapeGossipParams
+    seed : int or numpy.random.SeedSequence
+        The run's seed: the same draws as :func:`~dpgossip.protocol.cape.run_cape` /
+        :func:`~dpgossip.protocol.cape_gossip.run_cape_gossip`.
+    conditions : NetworkConditions or mapping, optional
+        Links, stragglers and crashes (ideal by default).
+    record_transcript : bool
+        Keep every accepted message in ``transcript``.
+
+    Returns
+    -------
+    CapeEngineResult
+    """
+    _check(kind, data, network, params)
+    with renamed_fields(condition_fields("conditions")):
+        conditions = _conditions(conditions)
+        net = network if kind == "capepca-gossip" else cape_star_network(data.m)
+        conditions.check_network(net)
+    root = as_seed_sequence(seed)
+    env = simpy.Environment()
+    crash_times = [conditions.crashes.get(i, math.inf) for i in range(net.m)]
+    writer = TranscriptWriter(keep=record_transcript, path=None)
+    fabric = Fabric(env, net, conditions, np.random.default_rng(_child(root, NETWORK_SPAWN_KEY)),
+                    crash_times, writer if writer.active else None)
+    monitor = _Monitor(env, net, conditions, fabric, crash_times)
+    su = _Setup(env=env, fabric=fabric, monitor=monitor, conditions=conditions, root=root, init_V=None,
+                noise_seq=None)
+    parties = (_cape_parties(data, params, su, seed) if kind == "capepca"
+               else _gossip_parties(data, net, params, su, seed))
+    wall = _simulate(su, parties, writer)
+    outcome = named_outcome(parties, monitor, conditions, kind)
+    result = None
+    if outcome.status != "stopped":
+        result = (_cape_result(data, params, parties, seed) if kind == "capepca"
+                  else _gossip_result(data, net, params, parties))
+    return CapeEngineResult(kind=kind, result=result, outcome=outcome,
+                            summary=_engine_summary(outcome.status, fabric, parties, wall),
+                            conditions=conditions, values=tuple(p.trace.values for p in parties),
+                            transcript=None if writer.records is None else tuple(writer.records))

@@ -1,0 +1,239 @@
+"""Run the floor-free D-DP-PM (docs/floorfree.md) on the discrete-event engine (docs/engine.md).
+
+Agent ``i`` is a simpy process holding its rows ``X_i``, the public start ``u^(0)``, its own noise
+``e_i^(1..T)`` and ``p_i``, and its row of ``W``. For ``t = 1..T`` it computes
+``z~_i^(t) = X_i^T (X_i u_i^(t-1)) + e_i^(t)``, gossips it for ``c`` rounds (tag ``(0, t, k)``, payload its
+state ``s_i^(t,k-1)``) and sets ``u_i^(t) = m s_i^(t,c) / ||m s_i^(t,c)||`` (kept when zero). With
+``disseminate`` it then floods ``q_i^(T) = X_i u_i^(T) + p_i`` to everyone: tag ``(1, T + 1, o)`` carries
+origin ``o``'s block; an agent forwards a block it sees for the first time to its other neighbours and
+finishes when it holds all ``m`` blocks.
+
+Random streams: those of :func:`~dpgossip.protocol.ddppm_floorfree.floorfree_noise`
+(``start, z_noise, q_noise = SeedSequence(seed).spawn(3)``; agent ``i`` draws from
+``z_noise.spawn(m)[i]`` and ``q_noise.spawn(m)[i]``), the network conditions from ``(4,)``. Every value
+equals :func:`~dpgossip.protocol.ddppm_floorfree.run_floorfree`'s to rounding, with ideal links and under
+latency and loss with retransmission. A crash stops the run (``result`` is ``None``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import simpy
+from simpy.events import Event
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.engine.agent import Outbox
+from dpgossip.engine.cape_agents import CapeTrace
+from dpgossip.engine.cape_engine import named_outcome
+from dpgossip.engine.conditions import NetworkConditions, condition_fields
+from dpgossip.engine.links import Fabric
+from dpgossip.engine.messages import Message
+from dpgossip.engine.outcome import EngineOutcome, EngineSummary
+from dpgossip.engine.ppm_agents import Party
+from dpgossip.engine.ppm_engine import (
+    NETWORK_SPAWN_KEY,
+    _child,
+    _delay,
+    _Setup,
+    _simulate,
+)
+from dpgossip.engine.simulator import _conditions, _engine_summary, _Monitor
+from dpgossip.engine.transcript import TranscriptRecord, TranscriptWriter
+from dpgossip.errors import ConfigError, renamed_fields
+from dpgossip.protocol.ddppm_floorfree import (
+    FloorFreeNoise,
+    FloorFreeParams,
+    FloorFreeResult,
+    floorfree_noise,
+)
+from dpgossip.rng import as_seed_sequence
+from dpgossip.topology.network import Network
+
+__all__ = ["FLOOD", "FloorFreeAgent", "FloorFreeEngineResult", "run_floorfree_engine"]
+
+FLOOD = 1
+"""First element of a flooded block's tag ``(1, T + 1, origin)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class FloorFreeDraws:
+    """Agent ``i``'s own randomness: the public start ``u0`` (``d``), ``e`` (``T x d``), ``p`` (``n_i``)."""
+
+    u0: np.ndarray
+    e: np.ndarray
+    p: np.ndarray
+
+
+class FloorFreeAgent(Party):
+    """Agent ``i`` of the floor-free D-DP-PM (module docstring)."""
+
+    def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, block: np.ndarray,
+                 draws: FloorFreeDraws, weights: tuple[float, Mapping[int, float]],
+                 params: FloorFreeParams, agents: int) -> None:
+        super().__init__(party_id, outbox, CapeTrace(), compute_delay)
+        self.X, self.draws, self.params, self.m = np.array(block, dtype=float), draws, params, agents
+        self.w_self, self.w_nbr = weights
+        self.neighbours = tuple(sorted(self.w_nbr))
+        self.blocks: dict[int, np.ndarray] = {}
+        self._flood_wake: Event | None = None
+
+    def _gossip(self, t: int, S: np.ndarray) -> Generator[Event, object, list[np.ndarray]]:
+        states = [S]
+        for k in range(1, self.params.consensus_steps + 1):
+            self.outbox.broadcast((0, t, k), S, self.neighbours)
+            got = yield from self._collect((0, t, k), len(self.neighbours))
+            S = self.w_self * S + sum(self.w_nbr[j] * got[j] for j in self.neighbours)
+            states.append(S)
+            yield from self._compute()
+        return states
+
+    def _protocol(self) -> Generator[Event, object, None]:
+        T, tr = self.params.iterations, self.trace.values
+        u, U, Z, states = self.draws.u0, [self.draws.u0], [], []
+        for t in range(1, T + 1):
+            yield from self._compute()
+            Z.append(self.X.T @ (self.X @ u) + self.draws.e[t - 1])
+            states.append((yield from self._gossip(t, Z[-1])))
+            zh = self.m * states[-1][-1]
+            norm = float(np.linalg.norm(zh))
+            u = zh / norm if norm > 0 else u
+            U.append(u)
+        tr["directions"], tr["z"], tr["states"] = np.stack(U), np.stack(Z), np.array(states)
+        tr["q_local"] = self.X @ u
+        if self.params.disseminate:
+            tr["q_released"] = tr["q_local"] + self.draws.p
+            yield from self._flood(tr["q_released"])
+
+    def _flood(self, own: np.ndarray) -> Generator[Event, object, None]:
+        """Send the own block to every neighbour; wait until every origin's block is held."""
+        self._on_block(self.id, None, own)
+        if len(self.blocks) < self.m:
+            self._want, self._flood_wake = (FLOOD, self.params.iterations + 1, -1), self.outbox.event()
+            yield self._flood_wake
+        self.trace.values["assembled"] = np.concatenate([self.blocks[o] for o in range(self.m)])
+
+    def _on_block(self, origin: int, src: int | None, block: np.ndarray) -> None:
+        if origin in self.blocks:
+            return
+        self.blocks[origin] = block
+        self.trace.steps += 1
+        self.outbox.broadcast((FLOOD, self.params.iterations + 1, origin), block,
+                              tuple(j for j in self.neighbours if j != src))
+        wake = self._flood_wake
+        if len(self.blocks) == self.m and wake is not None and not wake.triggered:
+            self._want = None
+            wake.succeed()
+
+    def receive(self, msg: Message, now: float) -> None:
+        """Flooded blocks are relayed at once (module docstring); other tags go to the inbox."""
+        if msg.tag[0] == FLOOD:
+            self._on_block(int(msg.tag[2]), msg.src, msg.payload)
+        else:
+            super().receive(msg, now)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class FloorFreeEngineResult:
+    """One engine run: the :class:`FloorFreeResult` (``None`` if the run stopped), each agent's own
+    record (``values``; ``"assembled"`` is the ``q^(T)`` it rebuilt from the flood) and the transcript."""
+
+    result: FloorFreeResult | None
+    outcome: EngineOutcome
+    summary: EngineSummary
+    conditions: NetworkConditions
+    values: tuple[Mapping[str, np.ndarray], ...]
+    transcript: tuple[TranscriptRecord, ...] | None = None
+
+    @property
+    def status(self) -> str:
+        """``outcome.status``."""
+        return self.outcome.status
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy row: the protocol's row (if any), the engine status and the traffic summary."""
+        base = self.result.to_row() if self.result is not None else {}
+        return {**base, **self.summary.to_row(), "status_reason": self.outcome.reason}
+
+
+def _agents(data: PartitionedData, network: Network, params: FloorFreeParams, su: _Setup,
+            noise: FloorFreeNoise) -> list[Party]:
+    """One agent per block, with its own slice of the run's draws and its row of ``W``."""
+    W = sp.csr_array(network.W)
+    out: list[Party] = []
+    for i in range(data.m):
+        lo, hi = W.indptr[i], W.indptr[i + 1]
+        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
+        nbrs = network.neighbours[i]
+        a, b = data.offsets[i], data.offsets[i + 1]
+        draws = FloorFreeDraws(u0=noise.u0, e=noise.e[:, i], p=noise.p[a:b])
+        out.append(FloorFreeAgent(i, Outbox(i, su.env, su.fabric, su.monitor), _delay(su.conditions, i),
+                                  block=data.block(i), draws=draws, params=params, agents=data.m,
+                                  weights=(row.get(i, 0.0), {j: row.get(j, 0.0) for j in nbrs})))
+    return out
+
+
+def _result(params: FloorFreeParams, agents: list[Party], noise: FloorFreeNoise) -> FloorFreeResult:
+    v = [a.trace.values for a in agents]
+    released = np.concatenate([x["q_released"] for x in v]) if params.disseminate else None
+    return FloorFreeResult(directions=np.stack([x["directions"] for x in v], axis=1),
+                           z=np.stack([x["z"] for x in v], axis=1),
+                           q_local=np.concatenate([x["q_local"] for x in v]), q_released=released,
+                           noise=noise, params=params, states=np.stack([x["states"] for x in v], axis=2))
+
+
+def run_floorfree_engine(data: PartitionedData, network: Network, params: FloorFreeParams,
+                         seed: int | np.random.SeedSequence, *,
+                         conditions: NetworkConditions | Mapping[str, object] | None = None,
+                         record_transcript: bool = True) -> FloorFreeEngineResult:
+    """Simulate the floor-free D-DP-PM message by message (module docstring).
+
+    Parameters
+    ----------
+    data : PartitionedData
+        Agent ``i`` gets a private copy of ``data.block(i)``.
+    network : Network
+        ``network.m == data.m``; its ``W``.
+    params : FloorFreeParams
+    seed : int or numpy.random.SeedSequence
+        The same draws as :func:`~dpgossip.protocol.ddppm_floorfree.run_floorfree` (each agent gets
+        only its own).
+    conditions : NetworkConditions or mapping, optional
+        Links, stragglers and crashes (ideal by default).
+    record_transcript : bool
+        Keep every accepted message in ``transcript``.
+
+    Returns
+    -------
+    FloorFreeEngineResult
+    """
+    if not isinstance(params, FloorFreeParams):
+        raise ConfigError(f"params must be a FloorFreeParams, got {type(params).__name__}", field="params")
+    if not isinstance(data, PartitionedData) or not isinstance(network, Network) or network.m != data.m:
+        raise ConfigError(f"network must be a Network with one agent per block of data ({data.m}), got "
+                          f"{getattr(network, 'm', network)!r}", field="network")
+    with renamed_fields(condition_fields("conditions")):
+        conditions = _conditions(conditions)
+        conditions.check_network(network)
+    root = as_seed_sequence(seed)
+    noise = floorfree_noise(data, params, seed)
+    env = simpy.Environment()
+    crash_times = [conditions.crashes.get(i, math.inf) for i in range(network.m)]
+    writer = TranscriptWriter(keep=record_transcript, path=None)
+    fabric = Fabric(env, network, conditions, np.random.default_rng(_child(root, NETWORK_SPAWN_KEY)),
+                    crash_times, writer if writer.active else None)
+    monitor = _Monitor(env, network, conditions, fabric, crash_times)
+    su = _Setup(env=env, fabric=fabric, monitor=monitor, conditions=conditions, root=root, init_V=None,
+                noise_seq=None)
+    agents = _agents(data, network, params, su, noise)
+    wall = _simulate(su, agents, writer)
+    outcome = named_outcome(agents, monitor, conditions, "the floor-free D-DP-PM")
+    result = None if outcome.status == "stopped" else _result(params, agents, noise)
+    return FloorFreeEngineResult(result=result, outcome=outcome,
+                                 summary=_engine_summary(outcome.status, fabric, agents, wall),
+                                 conditions=conditions, values=tuple(a.trace.values for a in agents),
+                                 transcript=None if writer.records is None else tuple(writer.records))
