@@ -9,10 +9,11 @@ disconnected). Synthetic data ``d = 20``, 5 rows per agent, ``T = 10``, ``c = 10
 
 Usage::
 
-    python benchmarks/bench_scale.py                       # 1e3 and 1e4 agents
-    python benchmarks/bench_scale.py --sizes 1000 10000 100000 --timeout 600
-    python benchmarks/bench_scale.py --million             # also a 1,000,000-agent ring
-    python benchmarks/bench_scale.py --plot scale.png
+    python benchmarks/bench_scale.py --sizes 1000 10000    # quick
+    python benchmarks/bench_scale.py --million --csv docs/numbers/scale.csv --plot docs/img/scale.png
+
+The second line is what produced ``docs/numbers/scale.csv`` and ``docs/img/scale.png`` (1e3, 1e4 and 1e5
+agents on the three topologies and a 1e6-agent ring, both stages; one table, one row per case).
 
 Each stage is a function ``stage_<name>(topology, m, workdir) -> list[str]`` returning the command line
 to time; add engine or audit stages to ``STAGES``. Prints one row per (stage, topology, size), then the
@@ -102,16 +103,22 @@ def exponent(ms: list[int], times: list[float]) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--topologies", nargs="+", default=list(TOPOLOGIES))
     ap.add_argument("--stages", nargs="+", default=list(STAGES))
     ap.add_argument("--million", action="store_true", help="also a 1,000,000-agent ring")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per measurement")
     ap.add_argument("--plot", default=None, metavar="PNG")
+    ap.add_argument("--csv", default=None, metavar="CSV", help="write the table here")
+    ap.add_argument("--table", default=None, metavar="CSV",
+                    help="only print the Markdown table of a stored CSV (docs/scale.md)")
     args = ap.parse_args()
+    if args.table:
+        print(markdown_table(read_csv(args.table)) + "\n\n" + target_table(read_csv(args.table)))
+        return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        cases = [(s, t, m) for s in args.stages for t in args.topologies for m in args.sizes]
+        cases = [(s, t, m) for m in args.sizes for t in args.topologies for s in args.stages]
         if args.million:
             cases += [(s, "ring", 1_000_000) for s in args.stages]
         print(f"{'stage':<9} {'topology':<17} {'agents':>8} {'time s':>8} {'peak MiB':>9}  status")
@@ -128,8 +135,64 @@ def main() -> None:
                    and r["rc"] == 0]
             k = exponent([r["agents"] for r in sel], [r["wall"] for r in sel])
             print(f"  {stage:<9} {topo:<17} {k:.2f}")
+    if args.csv:
+        write_csv(rows, args.csv)
     if args.plot:
         plot(rows, args.plot)
+
+
+def read_csv(path: str | Path) -> list[dict[str, str]]:
+    """The rows :func:`write_csv` wrote."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def markdown_table(rows: list[dict[str, str]]) -> str:
+    """The table docs/scale.md prints: one line per (agents, topology), both stages side by side
+    (wall s / peak MB, or the failure)."""
+    cases: dict[tuple[int, str], dict[str, str]] = {}
+    for r in rows:
+        cell = f"{r['wall_s']} s / {r['peak_mb']} MB" if r["status"] == "ok" else r["status"]
+        cases.setdefault((int(r["agents"]), r["topology"]), {})[r["stage"]] = cell
+    lines = ["| agents | topology | `dpgossip topology` | `dpgossip run` (matrix) |",
+             "|---:|---|---:|---:|"]
+    for (m, topo), cells in sorted(cases.items()):
+        lines.append(f"| {m:,} | {topo} | {cells.get('topology', '-')} | {cells.get('run', '-')} |")
+    return "\n".join(lines)
+
+
+TARGETS = {100_000: (60.0, 2000.0), 1_000_000: (300.0, 8000.0)}
+"""Issue 15's targets by agents: (wall s, peak MB); at 10^6 agents only the ring run is targeted."""
+
+
+def target_table(rows: list[dict[str, str]]) -> str:
+    """Each targeted case of the CSV against issue 15's limits (docs/scale.md)."""
+    lines = ["| case | limit | measured | met |", "|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (int(r["agents"]), r["topology"], r["stage"])):
+        m = int(r["agents"])
+        if m not in TARGETS or (m == 1_000_000 and r["stage"] != "run"):
+            continue
+        wall, peak = TARGETS[m]
+        ok = r["status"] == "ok"
+        met = ok and float(r["wall_s"]) <= wall and float(r["peak_mb"]) <= peak
+        got = f"{r['wall_s']} s, {r['peak_mb']} MB" if ok else r["status"]
+        lines.append(f"| `{r['stage']}` {r['topology']} {m:,} | {wall:.0f} s, {peak:.0f} MB | "
+                     f"{got} | {'yes' if met else '**no**'} |")
+    return "\n".join(lines)
+
+
+def write_csv(rows: list[dict], path: str) -> None:
+    """One row per case: agents, topology, stage, wall s, peak MB (10^6 bytes), status."""
+    lines = ["agents,topology,stage,wall_s,peak_mb,status"]
+    for r in rows:
+        ok = r["rc"] == 0
+        status = "ok" if ok else ("timeout" if r["rc"] == "timeout" else f"rc={r['rc']}")
+        wall = f"{r['wall']:.1f}" if ok else ""
+        peak = f"{r['peak'] / 1e6:.0f}" if ok else ""
+        lines.append(f"{r['agents']},{r['topology']},{r['stage']},{wall},{peak},{status}")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def plot(rows: list[dict], path: str) -> None:
@@ -139,15 +202,20 @@ def plot(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for key in sorted({(r["stage"], r["topology"]) for r in rows}):
         sel = [r for r in rows if (r["stage"], r["topology"]) == key and r["rc"] == 0]
         if sel:
-            ax.loglog([r["agents"] for r in sel], [r["wall"] for r in sel], "o-",
-                      label=" ".join(key))
-    ax.set_xlabel("agents")
-    ax.set_ylabel("wall time (s)")
-    ax.legend(fontsize="small")
+            style = "o-" if key[0] == "run" else "s--"
+            for ax, field, scale in ((axes[0], "wall", 1.0), (axes[1], "peak", 1e-6)):
+                ax.loglog([r["agents"] for r in sel], [r[field] * scale for r in sel], style,
+                          label=" ".join(key))
+    axes[0].axhline(60, color="grey", lw=0.8, ls=":")
+    axes[1].axhline(2000, color="grey", lw=0.8, ls=":")
+    for ax, label in ((axes[0], "wall time (s)"), (axes[1], "peak RSS (MB)")):
+        ax.set_xlabel("agents")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

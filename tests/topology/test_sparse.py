@@ -11,7 +11,7 @@ import dpgossip.topology.validate as validate_mod
 from dpgossip.errors import ConfigError
 from dpgossip.topology import Network, build_graph, make_network, validate_mixing
 from dpgossip.topology import spectral as spectral_mod
-from dpgossip.topology.mixing import _degrees, _edges, _from_edge_weights, _sparse_from_edge_weights
+from dpgossip.topology.mixing import _degrees_edges, _from_edge_weights, _sparse_from_edge_weights
 from dpgossip.topology.spectral import _dense_summary, _lanczos_summary
 
 GRAPHS = {
@@ -23,7 +23,7 @@ GRAPHS = {
 
 
 def metropolis_edges(g: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
-    d, e = _degrees(g), _edges(g)
+    d, e = _degrees_edges(g)
     return e, 1.0 / (1.0 + np.maximum(d[e[:, 0]], d[e[:, 1]]))
 
 

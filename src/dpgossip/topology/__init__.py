@@ -31,6 +31,7 @@ from dpgossip.topology.builders import (
     check_topology_name,
     edge_estimate,
 )
+from dpgossip.topology.edges import adjacency_csr
 from dpgossip.topology.io import FILE_FORMATS, LoadedGraph, load_graph, save_graph_json
 from dpgossip.topology.mixing import MIXING_RULES, check_rule_name, mixing_matrix
 from dpgossip.topology.network import Network
@@ -239,7 +240,7 @@ def diameter_text(graph: nx.Graph, *, exact: bool | None = None) -> str:
     m = graph.number_of_nodes()
     if exact or (exact is None and m <= DENSE_MAX_AGENTS):
         return str(nx.diameter(graph))
-    A = nx.to_scipy_sparse_array(graph, nodelist=range(m), weight=None, format="csr")
+    A = adjacency_csr(graph)
     d0 = csgraph.shortest_path(A, unweighted=True, indices=0, directed=False)
     u = int(np.argmax(d0))
     du = csgraph.shortest_path(A, unweighted=True, indices=u, directed=False)

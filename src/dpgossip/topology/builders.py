@@ -26,6 +26,15 @@ import numpy as np
 from dpgossip.errors import ConfigError, did_you_mean
 from dpgossip.resources import check_needs, graph_needs
 from dpgossip.rng import as_seed_sequence
+from dpgossip.topology.edges import (
+    LARGE_FROM,
+    connected,
+    geometric_edges,
+    geometric_points,
+    gnp_edges,
+    graph_from_edges,
+    ring_edges,
+)
 
 __all__ = [
     "TOPOLOGIES",
@@ -274,6 +283,8 @@ def _ring(m: int, params: Mapping[str, Any]) -> nx.Graph:
     if m < 3:
         raise ConfigError(f"agents: a ring needs at least 3 agents, got {m} "
                           "(with 2 agents use 'path' or 'complete')", field="agents")
+    if m > LARGE_FROM:
+        return graph_from_edges(m, ring_edges(m), name="ring")
     return nx.cycle_graph(m)
 
 
@@ -315,19 +326,44 @@ def _connected_sample(topology: str, params: Mapping[str, Any], rng: np.random.G
                       f"{advice}", field=failure.split(":", 1)[0])
 
 
-FAST_GNP_FROM = 1000
-"""Above this many agents ``erdos_renyi`` uses ``nx.fast_gnp_random_graph`` (``O(m + |E|)``)."""
+FAST_GNP_FROM = LARGE_FROM
+"""Above this many agents ``erdos_renyi`` samples edge arrays (:func:`~dpgossip.topology.edges.gnp_edges`,
+``O(m + |E|)``) and ``random_geometric`` builds its graph from ``cKDTree`` pairs without networkx loops."""
+
+
+def _connected_edges(topology: str, params: Mapping[str, Any], rng: np.random.Generator, m: int,
+                     draw: Callable[[int], tuple[np.ndarray, list[dict] | None]], failure: str,
+                     advice: str) -> nx.Graph:
+    """:func:`_connected_sample` on edge arrays: ``draw(seed_k)`` gives ``(edges, node attributes)``;
+    connectivity by ``csgraph``; the first connected sample becomes a canonical graph."""
+    tries = _int_param(params, "max_tries", topology, _DEFAULT_MAX_TRIES, minimum=1)
+    assert tries is not None
+    for _ in range(tries):
+        edges, attrs = draw(int(rng.integers(0, 2**32)))
+        edges = edges[edges[:, 0] != edges[:, 1]]
+        if connected(m, edges):
+            return graph_from_edges(m, edges, name=topology, node_attrs=attrs)
+    raise ConfigError(f"{failure} gave a disconnected graph in all {tries} samples "
+                      f"(params.max_tries = {tries}); the graph must be connected; "
+                      f"{advice}", field=failure.split(":", 1)[0])
 
 
 def _erdos_renyi(m: int, params: Mapping[str, Any], rng: np.random.Generator) -> nx.Graph:
     p = _float_param(params, "p", "erdos_renyi", min(1.0, 2.0 * math.log(m) / m), lo=0.0, hi=1.0)
     failure = f"params.p: erdos_renyi with m = {m} agents and p = {p:.6g}"
     advice = f"raise p above the connectivity threshold ln(m)/m = {math.log(m) / m:.4g}"
-    # gnp_random_graph tries all m(m-1)/2 pairs; above FAST_GNP_FROM agents the O(m + |E|) sampler
-    # (Batagelj & Brandes 2005) draws the same distribution, but other graphs for the same seed.
-    gnp = nx.fast_gnp_random_graph if m > FAST_GNP_FROM else nx.gnp_random_graph
+    if m > FAST_GNP_FROM:  # O(m + |E|), numpy (gnp_random_graph tries all m(m-1)/2 pairs)
+        return _connected_edges("erdos_renyi", params, rng, m,
+                                lambda s: (gnp_edges(m, p, np.random.default_rng(s)), None),
+                                failure, advice)
     return _connected_sample("erdos_renyi", params, rng,
-                             lambda s: gnp(m, p, seed=s), failure, advice)
+                             lambda s: nx.gnp_random_graph(m, p, seed=s), failure, advice)
+
+
+def _geometric_draw(m: int, radius: float, s: int) -> tuple[np.ndarray, list[dict]]:
+    """Edges and ``pos`` attributes of ``nx.random_geometric_graph(m, radius, seed=s)``, without networkx."""
+    pts = geometric_points(m, s)
+    return geometric_edges(pts, radius), [{"pos": xy} for xy in pts.tolist()]
 
 
 def _random_geometric(m: int, params: Mapping[str, Any], rng: np.random.Generator) -> nx.Graph:
@@ -340,6 +376,9 @@ def _random_geometric(m: int, params: Mapping[str, Any], rng: np.random.Generato
                f"radius = {radius:.6g}")
     advice = ("raise radius above the connectivity threshold sqrt(ln m / (pi m)) = "
               f"{math.sqrt(math.log(m) / (math.pi * m)):.4g}")
+    if m > FAST_GNP_FROM:
+        return _connected_edges("random_geometric", params, rng, m,
+                                lambda s: _geometric_draw(m, radius, s), failure, advice)
     return _connected_sample("random_geometric", params, rng,
                              lambda s: nx.random_geometric_graph(m, radius, seed=s), failure,
                              advice)
@@ -414,6 +453,10 @@ _RANDOM: dict[str, Callable[[int, Mapping[str, Any], np.random.Generator], nx.Gr
     "watts_strogatz": _watts_strogatz,
     "barabasi_albert": _barabasi_albert,
 }
+
+
+_EDGE_ARRAY = frozenset({"ring", "erdos_renyi", "random_geometric"})
+"""Builders that return a canonical graph built from an edge array above ``LARGE_FROM`` agents."""
 
 
 def edge_estimate(name: str, m: int, params: Mapping[str, Any] | None = None) -> float:
@@ -511,6 +554,8 @@ def build_graph(name: str, m: int | None, *, seed: SeedLike = None,
         raw = _RANDOM[name](m, params, _rng(seed))
     else:
         raw = _DETERMINISTIC[name](m, params)
+    if m > LARGE_FROM and name in _EDGE_ARRAY:  # already canonical and checked connected
+        return raw
     graph, _ = canonical_graph(raw, name=name)
     if graph.number_of_nodes() != m or not nx.is_connected(graph):  # pragma: no cover - safeguard
         raise AssertionError(f"builder {name!r} produced an invalid graph")

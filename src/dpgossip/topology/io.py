@@ -422,8 +422,11 @@ def _weights_into(graph: nx.Graph, nodes: list[Hashable], W: object, node_list: 
     diag = A.diagonal()
     for d in node_list:
         d["self_weight"] = float(diag[index[d["id"]]])
-    for d in edge_list:
-        d["weight"] = float(A[index[d["source"]], index[d["target"]]])
+    if edge_list:  # one vectorised lookup (element-wise W[i, j] cost minutes at 10^6 edges)
+        i = np.fromiter((index[d["source"]] for d in edge_list), dtype=np.int64, count=len(edge_list))
+        j = np.fromiter((index[d["target"]] for d in edge_list), dtype=np.int64, count=len(edge_list))
+        for d, w in zip(edge_list, np.asarray(A[i, j]).ravel().tolist(), strict=True):
+            d["weight"] = w
     return None
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.topology.edges import adjacency_csr, upper_edges
 from dpgossip.topology.network import as_csr
 from dpgossip.topology.spectral import DENSE_MAX_AGENTS, laplacian_extremes
 from dpgossip.topology.validate import check_graph
@@ -67,6 +68,10 @@ FMMC_SLEM_TOL = 1e-6
 
 
 def _edges(graph: nx.Graph) -> np.ndarray:
+    """Edges ``(min, max)`` in the graph's edge order (row-major from the adjacency above
+    ``DENSE_MAX_AGENTS`` agents, where the order does not change ``W``)."""
+    if graph.number_of_nodes() > DENSE_MAX_AGENTS:
+        return upper_edges(adjacency_csr(graph))
     e = np.array([(min(u, v), max(u, v)) for u, v in graph.edges()], dtype=np.int64)
     return e.reshape(-1, 2)
 
@@ -104,26 +109,31 @@ def _from_edge_weights(m: int, edges: np.ndarray, w: np.ndarray) -> sp.csr_array
     return as_csr(W)
 
 
-def _degrees(graph: nx.Graph) -> np.ndarray:
+def _degrees_edges(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
+    """Degrees ``d_i`` (float) and the edge array of :func:`_edges` (one adjacency read when large)."""
     m = graph.number_of_nodes()
-    return np.fromiter((graph.degree(i) for i in range(m)), dtype=float, count=m)
+    if m > DENSE_MAX_AGENTS:  # no self-loops (check_graph), so the row counts are the degrees
+        A = adjacency_csr(graph)
+        return np.diff(A.indptr).astype(float), upper_edges(A)
+    d = np.fromiter((graph.degree(i) for i in range(m)), dtype=float, count=m)
+    return d, _edges(graph)
 
 
 def metropolis_weights(graph: nx.Graph) -> sp.csr_array:
     """Metropolis-Hastings weights ``W_ij = 1 / (1 + max(d_i, d_j))`` on edges, diagonal fills."""
-    d, e = _degrees(graph), _edges(graph)
+    d, e = _degrees_edges(graph)
     return _from_edge_weights(len(d), e, 1.0 / (1.0 + np.maximum(d[e[:, 0]], d[e[:, 1]])))
 
 
 def lazy_metropolis_weights(graph: nx.Graph) -> sp.csr_array:
     """Lazy Metropolis weights ``(I + W_MH) / 2``."""
-    d, e = _degrees(graph), _edges(graph)
+    d, e = _degrees_edges(graph)
     return _from_edge_weights(len(d), e, 0.5 / (1.0 + np.maximum(d[e[:, 0]], d[e[:, 1]])))
 
 
 def max_degree_weights(graph: nx.Graph) -> sp.csr_array:
     """Maximum-degree weights ``W = I - L / (d_max + 1)`` (every edge weight ``1/(d_max + 1)``)."""
-    d, e = _degrees(graph), _edges(graph)
+    d, e = _degrees_edges(graph)
     return _from_edge_weights(len(d), e, np.full(len(e), 1.0 / (d.max() + 1.0)))
 
 

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError
 from dpgossip.resources import FLOAT, Need, check_needs, size_text
+from dpgossip.topology.edges import LARGE_FROM, adjacency_csr
 
 __all__ = ["DENSE_W_MAX_AGENTS", "Network", "as_csr"]
 
@@ -31,6 +32,25 @@ def as_csr(W: object) -> sp.csr_array:
     A.eliminate_zeros()
     A.sort_indices()
     return A
+
+
+def _neighbours(graph: nx.Graph, m: int) -> tuple[tuple[int, ...], ...]:
+    """Sorted neighbours of agents ``0..m-1`` other than themselves (from the CSR adjacency for a large
+    graph on exactly the nodes ``0..m-1``)."""
+    if m > LARGE_FROM and graph.number_of_nodes() == m:
+        A = adjacency_csr(graph)
+        A = A - sp.diags_array(A.diagonal())
+        A.eliminate_zeros()
+        return tuple(tuple(r) for r in _rows(A))
+    adj = graph.adj
+    return tuple(tuple(sorted(int(j) for j in adj[i] if j != i)) for i in range(m))
+
+
+def _rows(A: sp.csr_array) -> list[list[int]]:
+    """Column indices of each row of a CSR array, as Python lists."""
+    cols = A.indices.tolist()
+    ptr = A.indptr.tolist()
+    return [cols[ptr[i]:ptr[i + 1]] for i in range(A.shape[0])]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -63,9 +83,7 @@ class Network:
         for a in (W.data, W.indices, W.indptr):
             a.setflags(write=False)
         object.__setattr__(self, "W", W)
-        adj = self.graph.adj
-        nbrs = tuple(tuple(sorted(int(j) for j in adj[i] if j != i)) for i in range(W.shape[0]))
-        object.__setattr__(self, "neighbours", nbrs)
+        object.__setattr__(self, "neighbours", _neighbours(self.graph, W.shape[0]))
 
     @property
     def m(self) -> int:

@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.sparse import csgraph
 
 from dpgossip.errors import ConfigError
 
@@ -67,7 +68,8 @@ class ExtremeEigenvalues:
 
 
 def extreme_eigenvalues(A: sp.sparray | spla.LinearOperator, k: int, which: str, what: str, *,
-                        maxiter: int = LANCZOS_MAXITER) -> ExtremeEigenvalues:
+                        maxiter: int = LANCZOS_MAXITER, tol: float = LANCZOS_TOL,
+                        ncv: int | None = None) -> ExtremeEigenvalues:
     """``k`` extreme eigenvalues of a symmetric ``A`` by Lanczos (``eigsh(A, k, which)``).
 
     Uses :func:`start_vector`, relative tolerance :data:`LANCZOS_TOL` and at most ``maxiter``
@@ -78,12 +80,12 @@ def extreme_eigenvalues(A: sp.sparray | spla.LinearOperator, k: int, which: str,
     """
     n = A.shape[0]
     try:
-        theta, V = spla.eigsh(A, k=k, which=which, v0=start_vector(n), tol=LANCZOS_TOL,
-                              maxiter=maxiter, ncv=min(n, max(2 * k + 1, 32)))
+        theta, V = spla.eigsh(A, k=k, which=which, v0=start_vector(n), tol=tol,
+                              maxiter=maxiter, ncv=min(n, ncv or max(2 * k + 1, 32)))
     except spla.ArpackNoConvergence as exc:
         raise RuntimeError(f"Lanczos (eigsh, which={which!r}, k={k}) did not converge on {what} "
                            f"of size {n} within {maxiter} restarts at tolerance "
-                           f"{LANCZOS_TOL:g}") from exc
+                           f"{tol:g}") from exc
     resid = np.linalg.norm(A @ V - V * theta, axis=0)
     order = np.argsort(theta)
     return ExtremeEigenvalues(values=theta[order], error_bound=float(resid.max()))
@@ -144,6 +146,67 @@ def _end_of_spectrum(S: sp.csr_array, top: bool) -> ExtremeEigenvalues:
         return _shift_invert_end(S, 1.0 + 1e-12, -1.0, "the mixing matrix W")
     gersh = float(np.min(2.0 * S.diagonal() - abs(S).sum(axis=1))) - 1e-12
     return _shift_invert_end(S, gersh, 1.0, "the mixing matrix W")
+
+
+BANDED_LU_MAX = 64
+"""Largest bandwidth (after reverse Cuthill-McKee) for which the bottom of the spectrum is found by
+shift-invert (a sparse LU whose fill stays inside the band); wider graphs use :data:`LOOSE_TOL`."""
+LOOSE_TOL = 1e-6
+"""Relative tolerance of the last resort for ``lambda_m``: Lanczos with ``LOOSE_NCV`` vectors."""
+LOOSE_NCV = 64
+
+
+def anderson_morley_lower(S: sp.csr_array) -> float | None:
+    """Lower bound on ``lambda_m(S)`` for symmetric ``S`` with nonnegative off-diagonal entries.
+
+    With ``delta_i = sum_{j != i} S_ij`` and ``L = diag(delta) - offdiag(S)`` (a weighted Laplacian),
+    ``S = I + E - L`` with ``E = diag(S 1 - 1)``, so
+    ``lambda_m(S) >= 1 - ||E||_inf - lambda_max(L) >= 1 - max|S 1 - 1| - max_{S_ij > 0, i != j}
+    (delta_i + delta_j)`` (Anderson-Morley: ``L = B diag(w) B^T`` has the nonzero spectrum of
+    ``B^T B diag(w)``, whose Gershgorin row of edge ``{i, j}`` sums to ``delta_i + delta_j``).
+    ``None`` if an off-diagonal entry is negative (the bound needs ``w >= 0``) or there is no edge.
+    """
+    off = sp.csr_array(S - sp.diags_array(S.diagonal()))
+    off.eliminate_zeros()
+    if off.nnz == 0 or off.data.min() < 0:
+        return None
+    delta = np.asarray(off.sum(axis=1)).ravel()
+    coo = off.tocoo()
+    drift = float(np.max(np.abs(np.asarray(S.sum(axis=1)).ravel() - 1.0)))
+    return 1.0 - drift - float(np.max(delta[coo.row] + delta[coo.col]))
+
+
+def _bandwidth(S: sp.csr_array) -> int:
+    """Bandwidth ``max |p(i) - p(j)|`` over stored entries after reverse Cuthill-McKee."""
+    perm = csgraph.reverse_cuthill_mckee(sp.csr_matrix(S), symmetric_mode=True)
+    where = np.empty_like(perm)
+    where[perm] = np.arange(len(perm))
+    coo = S.tocoo()
+    return int(np.max(np.abs(where[coo.row] - where[coo.col]))) if coo.nnz else 0
+
+
+def _bottom(S: sp.csr_array, lam_2: float) -> tuple[ExtremeEigenvalues, bool]:
+    """``lambda_m`` of ``S`` and whether it is an eigenvalue (``True``) or a lower bound (``False``).
+
+    1. plain Lanczos (``PLAIN_MAXITER`` restarts, tolerance ``LANCZOS_TOL``);
+    2. if the Anderson-Morley bound ``b`` (:func:`anderson_morley_lower`) satisfies ``b >= -lam_2``, then
+       ``|lambda_m| <= lambda_2`` and the SLEM is ``lambda_2`` whatever ``lambda_m`` is: ``b`` is returned
+       as a bound (``lam_2`` is a Ritz value, a lower bound on ``lambda_2``, so this is safe);
+    3. shift-invert when the graph is banded (bandwidth <= ``BANDED_LU_MAX``: rings, paths);
+    4. Lanczos with ``LOOSE_NCV`` vectors at tolerance ``LOOSE_TOL`` (error reported).
+    """
+    try:
+        return extreme_eigenvalues(S, 1, "SA", "the mixing matrix W", maxiter=PLAIN_MAXITER), True
+    except RuntimeError:
+        pass
+    b = anderson_morley_lower(S)
+    if b is not None and b >= -lam_2:
+        return ExtremeEigenvalues(values=np.array([b]), error_bound=0.0), False
+    if _bandwidth(S) <= BANDED_LU_MAX:
+        gersh = float(np.min(2.0 * S.diagonal() - abs(S).sum(axis=1))) - 1e-12
+        return _shift_invert_end(S, gersh, 1.0, "the mixing matrix W"), True
+    return extreme_eigenvalues(S, 1, "SA", "the mixing matrix W", tol=LOOSE_TOL,
+                               ncv=LOOSE_NCV), True
 
 
 def laplacian_extremes(graph: nx.Graph) -> tuple[float, float]:
@@ -218,6 +281,9 @@ class SpectralSummary:
     """``'dense'`` (every eigenvalue by ``eigvalsh``) or ``'lanczos'`` (three extreme ones)."""
     error_bound: float = 0.0
     """Bound on the error of each eigenvalue reported (0 for ``'dense'``: exact to rounding)."""
+    lambda_min_exact: bool = True
+    """``False`` when :attr:`lambda_min` is only a lower bound (Anderson-Morley), enough to show
+    ``|lambda_min| <= lambda_2`` so that ``slem = lambda_2``."""
 
     def rounds_for(self, tol: float) -> int | float:
         """Smallest ``c`` with ``slem**c <= tol`` (0 if ``tol >= 1``, ``inf`` if ``slem >= 1``)."""
@@ -228,7 +294,8 @@ class SpectralSummary:
         return {"m": self.m, "lambda_1": self.lambda_1, "lambda_2": self.lambda_2,
                 "lambda_min": self.lambda_min, "slem": self.slem,
                 "spectral_gap": self.spectral_gap, "tol": self.tol, "rounds": self.rounds,
-                "method": self.method, "error_bound": self.error_bound}
+                "method": self.method, "error_bound": self.error_bound,
+                "lambda_min_exact": self.lambda_min_exact}
 
 
 def _check_square(W: np.ndarray | sp.sparray) -> None:
@@ -267,14 +334,15 @@ def _lanczos_summary(W: sp.csr_array, tol: float) -> SpectralSummary:
     if drift > 1e-9:
         raise ConfigError(f"W: rows do not sum to one (max |W 1 - 1| = {drift:.3g}); the "
                           f"spectral summary of a {m}-agent W (Lanczos) needs W 1 = 1")
-    hi, lo = _end_of_spectrum(S, top=True), _end_of_spectrum(S, top=False)
+    hi = _end_of_spectrum(S, top=True)
+    lo, exact = _bottom(S, float(hi.values[-1]))
     lam_1, lam_2, lam_min = 1.0, float(hi.values[-1]), float(lo.values[0])
     error = max(hi.error_bound, lo.error_bound)
     slem = max(abs(lam_2), abs(lam_min))
     return SpectralSummary(m=m, lambda_1=lam_1, lambda_2=lam_2, lambda_min=lam_min, slem=slem,
                            spectral_gap=1.0 - slem, tol=float(tol),
                            rounds=rounds_for(slem, tol), method="lanczos",
-                           error_bound=error + drift)
+                           error_bound=error + drift, lambda_min_exact=exact)
 
 
 def spectral_summary(W: np.ndarray | sp.sparray, tol: float = 1e-6) -> SpectralSummary:

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from dpgossip.errors import ConfigError
+from dpgossip.topology.edges import adjacency_csr
 from dpgossip.topology.network import as_csr
 from dpgossip.topology.spectral import DENSE_MAX_AGENTS
 
@@ -29,6 +30,12 @@ __all__ = ["check_graph", "validate_mixing"]
 
 
 def check_graph(graph: nx.Graph, *, field: str = "graph") -> None:
+    """Check that ``graph`` is a connected simple undirected graph on nodes ``0..m-1``, ``m >= 2``
+    (see :func:`_check_graph`)."""
+    _check_graph(graph, field=field)
+
+
+def _check_graph(graph: nx.Graph, *, field: str = "graph") -> sp.csr_array:
     """Check that ``graph`` is a connected simple undirected graph on nodes ``0..m-1``, ``m >= 2``.
 
     Parameters
@@ -70,11 +77,14 @@ def check_graph(graph: nx.Graph, *, field: str = "graph") -> None:
         u = loops[0][0]
         raise ConfigError(f"{field}: self-loop at node {u!r}; self-weights belong on the diagonal "
                           "of W, not in the graph", field=field)
-    if not nx.is_connected(graph):
-        comps = sorted((sorted(c) for c in nx.connected_components(graph)), key=lambda c: c[0])
-        raise ConfigError(f"{field}: the graph is disconnected: {len(comps)} components "
-                          f"(node 0 and node {comps[1][0]} are in different components); "
+    adjacency = adjacency_csr(graph)
+    n_comps, label = csgraph.connected_components(adjacency, directed=False)
+    if n_comps > 1:  # the smallest node outside node 0's component
+        other = int(np.argmax(label != label[0]))
+        raise ConfigError(f"{field}: the graph is disconnected: {n_comps} components "
+                          f"(node 0 and node {other} are in different components); "
                           "average consensus needs a connected graph", field=field)
+    return adjacency
 
 
 def _as_matrix(W: object, m: int, field: str) -> sp.csr_array:
@@ -116,7 +126,7 @@ def _check_symmetric(A: sp.csr_array, tol: float, field: str) -> None:
                           field=field)
 
 
-def _check_entries(A: sp.csr_array, graph: nx.Graph, tol: float, field: str) -> None:
+def _check_entries(A: sp.csr_array, adjacency: sp.csr_array, tol: float, field: str) -> None:
     """Nonnegative entries; rows and columns summing to one; nonzeros only on edges and the diagonal."""
     if A.nnz and A.data.min() < -tol:
         k = int(np.argmin(A.data))
@@ -131,9 +141,6 @@ def _check_entries(A: sp.csr_array, graph: nx.Graph, tol: float, field: str) -> 
             raise ConfigError(f"{field}: W is not doubly stochastic: {what} {k} sums to "
                               f"{float(sums[k])!r} (|sum - 1| = {err[k]:.3g} > tol {tol:g}); "
                               "every row and column must sum to 1", field=field)
-    m = A.shape[0]
-    adjacency = sp.csr_array(nx.to_scipy_sparse_array(graph, nodelist=range(m), weight=None,
-                                                      dtype=float, format="csr"))
     pattern = A.copy()
     pattern.data = np.ones_like(pattern.data)
     off = as_csr(pattern - pattern.multiply(adjacency) - sp.diags_array(pattern.diagonal()))
@@ -219,8 +226,8 @@ def validate_mixing(graph: nx.Graph, W: np.ndarray | sp.sparray, *, tol: float =
     ConfigError
         For the first violated condition, naming the worst entry, row or pair.
     """
-    check_graph(graph, field=field)
+    adjacency = _check_graph(graph, field=field)
     A = _as_matrix(W, graph.number_of_nodes(), field)
     _check_symmetric(A, tol, field)
-    _check_entries(A, graph, tol, field)
+    _check_entries(A, adjacency, tol, field)
     _check_spectrum(A, tol, field)
