@@ -25,3 +25,10 @@ def test_docs_scale_prints_the_stored_table():
     assert bench.markdown_table(rows) in doc
     assert bench.target_table(rows) in doc
     assert (ROOT / "docs" / "img" / "scale.png").is_file()
+
+
+def test_readme_prints_the_stored_targets():
+    bench = _bench()
+    rows = bench.read_csv(ROOT / "docs" / "numbers" / "scale.csv")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert bench.target_table(rows) in readme
