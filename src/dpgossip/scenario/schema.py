@@ -490,5 +490,6 @@ def setting_paths(config: Mapping[str, Any] | None = None) -> dict[str, bool]:
 
 
 # the sections this layer owns register themselves on import (after SCHEMA and register_section exist)
+from dpgossip.scenario import cape_section as _cape_section  # noqa: E402,F401
 from dpgossip.scenario import ppm_section as _ppm_section  # noqa: E402,F401
 from dpgossip.scenario import privacy_section as _privacy_section  # noqa: E402,F401
