@@ -252,9 +252,8 @@ class DdppmFloorFree:
     def __post_init__(self) -> None:
         """Refuse a rank other than 1 (the variant estimates the top component only)."""
         if self.rank != 1:
-            raise ConfigError(f"protocol.rank must be 1 for protocol.kind = 'ddppm-floorfree' (it "
-                              f"estimates the top component only), got {self.rank!r}",
-                              field="protocol.rank")
+            raise ConfigError(f"rank: must be 1 for the floor-free D-DP-PM (it estimates the top "
+                              f"component only), got {self.rank!r}", field="rank")
 
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:

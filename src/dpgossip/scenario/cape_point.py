@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.privacy.cape_gossip_audit import audit_cape_gossip
 from dpgossip.privacy.cape_guarantee import (
     calibrate_cape_noise,
@@ -99,9 +99,10 @@ def floorfree_protocol(spec: PointSpec) -> PrivateProtocol:
     s = ff.noise_multiplier
     if s is None:
         s = analytic_gaussian_sigma(ff.epsilon, ff.delta, math.sqrt(T + int(ff.disseminate)))
-    return DdppmFloorFree(FloorFreeParams(iterations=T, consensus_steps=spec.protocol.consensus_steps,
-                                          noise_multiplier=s, adjacency=ff.adjacency,
-                                          disseminate=ff.disseminate), rank=spec.protocol.rank)
+    params = FloorFreeParams(iterations=T, consensus_steps=spec.protocol.consensus_steps,
+                             noise_multiplier=s, adjacency=ff.adjacency, disseminate=ff.disseminate)
+    with renamed_fields({"rank": "protocol.rank"}):
+        return DdppmFloorFree(params, rank=spec.protocol.rank)
 
 
 def issue13_protocol(spec: PointSpec, problem: Problem) -> PrivateProtocol:

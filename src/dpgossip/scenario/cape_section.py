@@ -75,7 +75,7 @@ def _check(path: str, value: Any, fields: Mapping[str, Field]) -> dict[str, Any]
     out = {key: check_field(f"{path}.{key}", f, value[key]) if key in value else f.default
            for key, f in fields.items()}
     if (out["noise_multiplier"] is None) == (out["epsilon"] is None):
-        raise ConfigError(f"{path}: give exactly one of noise_multiplier and epsilon, got "
+        raise ConfigError(f"{path}: give exactly one of {path}.noise_multiplier and {path}.epsilon, got "
                           f"noise_multiplier = {out['noise_multiplier']!r}, epsilon = "
                           f"{out['epsilon']!r}", field=f"{path}.epsilon")
     return out

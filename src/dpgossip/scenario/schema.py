@@ -216,7 +216,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
             default="ddppm",
             choices=PROTOCOL_KINDS,
             doc="the protocol: ddppm (001), ppm, ppm-federated or ppm-gossip (000; settings in "
-            "[ppm])",
+            "[ppm]), capepca or capepca-gossip (004; [cape]), ddppm-floorfree ([floorfree])",
         ),
         "iterations": Field(kind=int, default=REQUIRED, low=1, doc="power iterations T"),
         "consensus_steps": Field(
