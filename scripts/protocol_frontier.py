@@ -108,9 +108,9 @@ def conclusion(rows: list[dict[str, str]], topology: str = "ring") -> str:
         f"own edge draws, learns {gos['audited_beyond']}.",
         f"The floor-free D-DP-PM is private by construction (audit {ff['audited_epsilon']} under its "
         f"guarantee {ff['guaranteed_epsilon']}) but its released left vector is drowned: error "
-        f"{ff['error']}. D-DP-PM's audited worst case stays at {dd[0]['audited_epsilon']} to "
-        f"{dd[-1]['audited_epsilon']} whatever the noise scale (error {dd[0]['error']} to "
-        f"{dd[-1]['error']}).",
+        f"{ff['error']}. D-DP-PM leaks without bound to an eavesdropper on every edge: its audited "
+        f"epsilon is {', '.join(sorted({r['audited_epsilon'] for r in dd}))} at every noise scale "
+        f"(error {dd[0]['error']} to {dd[-1]['error']}).",
     ])
 
 

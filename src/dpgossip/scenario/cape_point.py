@@ -12,11 +12,13 @@ of each kind (docs/protocol-frontier.md):
   with ``C`` the sites' noise covariance (:func:`~dpgossip.privacy.cape_guarantee.view_covariance`)
   solved numerically, worst site.
 * ``capepca-gossip`` (noise matched to capePCA at site level ``tau``: ``tau_g = tau/sqrt(S)``,
-  ``tau_e = tau sqrt((1 - 1/S)/deg)`` with ``deg`` the mean degree): ``guaranteed_epsilon`` is the
-  guarantee of the view 004's theorem covers, one site's release (its first message ``Y_s^(0)``)
-  alone, worst site in closed form (``std_s^2 = deg_s tau_e^2 + tau_g^2``); ``audited_epsilon`` the
-  exact audit of that view through :func:`dpgossip.privacy.linear_audit.whiten`;
-  ``audited_epsilon_beyond`` the worst neighbour (every round's messages, its own edge draws known:
+  ``tau_e = tau sqrt((1 - 1/S)/deg)`` with ``deg`` the smallest degree, so the least-connected
+  site's first message has capePCA's site variance ``tau^2`` and every other site more):
+  ``guaranteed_epsilon`` is the guarantee of the view 004's theorem covers, one site's release (its
+  first message ``Y_s^(0)``) alone, worst site in closed form (``std_s^2 = deg_s tau_e^2 +
+  tau_g^2``); ``audited_epsilon`` the exact audit of that view through
+  :func:`dpgossip.privacy.linear_audit.whiten`; ``audited_epsilon_beyond`` the worst neighbour
+  (every round's messages, its own edge draws known:
   :func:`dpgossip.privacy.cape_gossip_audit.audit_cape_gossip`).
 * ``ddppm-floorfree``: ``guaranteed_epsilon`` is the PLD accountant's epsilon of ``T + 1`` composed
   Gaussian mechanisms of multiplier ``s`` (:func:`dpgossip.privacy.floorfree_guarantee.floorfree_guarantee`;
@@ -80,10 +82,10 @@ def cape_protocol(spec: PointSpec, problem: Problem) -> PrivateProtocol:
     if not gossip:
         return CapePca(CapeParams(k=spec.protocol.rank, noise_multiplier=nm,
                                   sensitivity=cape.sensitivity))
-    mean_degree = 2 * problem.network.graph.number_of_edges() / S
+    min_degree = max(min(len(n) for n in problem.network.neighbours), 1)
     return CapePcaGossip(CapeGossipParams(
         k=spec.protocol.rank, consensus_steps=spec.protocol.consensus_steps,
-        edge_multiplier=nm * math.sqrt((1 - 1 / S) / mean_degree), own_multiplier=nm / math.sqrt(S),
+        edge_multiplier=nm * math.sqrt((1 - 1 / S) / min_degree), own_multiplier=nm / math.sqrt(S),
         sensitivity=cape.sensitivity))
 
 
