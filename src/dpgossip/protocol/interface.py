@@ -32,8 +32,11 @@ from typing import ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import check_choice
+from dpgossip.errors import ConfigError, check_choice
+from dpgossip.protocol.cape import CapeParams, run_cape
+from dpgossip.protocol.cape_gossip import CapeGossipParams, run_cape_gossip
 from dpgossip.protocol.ddppm import run_matrix
+from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
 from dpgossip.protocol.metrics import subspace_distance
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.ppm import PpmParams, PpmResult, run_ppm, run_ppm_federated
@@ -41,11 +44,14 @@ from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
 from dpgossip.topology.network import Network
 
 __all__ = ["ProtocolRun", "PrivateProtocol", "Ddppm", "Ppm", "PpmFederated", "PpmGossip",
-           "PROTOCOL_KINDS",
+           "CapePca", "CapePcaGossip", "DdppmFloorFree", "PROTOCOL_KINDS",
            "SIDES", "exact_subspace"]
 
-PROTOCOL_KINDS: tuple[str, ...] = ("ddppm", "ppm", "ppm-federated", "ppm-gossip")
-"""Every value of ``protocol.kind``; ``ddppm`` (001, Algorithm 1) is the default."""
+PROTOCOL_KINDS: tuple[str, ...] = ("ddppm", "ppm", "ppm-federated", "ppm-gossip", "capepca",
+                                   "capepca-gossip", "ddppm-floorfree")
+"""Every value of ``protocol.kind``; ``ddppm`` (001, Algorithm 1) is the default. ``capepca`` (004,
+Algorithm 2 on a star), ``capepca-gossip`` (its gossip form, docs/cape-gossip.md) and
+``ddppm-floorfree`` (docs/floorfree.md) are issue 13's."""
 
 SIDES: tuple[str, ...] = ("left", "right")
 """``left``: ``n``-dimensional left singular vectors of ``X``; ``right``: ``d``-dimensional right ones."""
@@ -185,3 +191,78 @@ class PpmGossip:
         return ProtocolRun(kind=self.kind, side=self.side,
                            trajectory=res.iterates[:, 0, :, :k].copy(),
                            agent_finals=res.iterates[-1, :, :, :k].copy(), result=res)
+
+
+@dataclass(frozen=True, slots=True)
+class CapePca:
+    """capePCA (004, Algorithm 2) on a star, every agent a site: :func:`~dpgossip.protocol.cape.run_cape`.
+
+    One-shot: ``trajectory`` has one entry, the top-``k`` eigenvectors ``V_K`` of the aggregate
+    ``(1/S) sum_s (A_s + G_s)``, ``A_s = X_s^T X_s / N_s`` (side ``right``: an estimate of the top
+    eigenvectors of ``X^T X / N`` when the sites have equal sizes). The graph is not used.
+    """
+
+    params: CapeParams
+    kind: ClassVar[str] = "capepca"
+    side: ClassVar[str] = "right"
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:func:`run_cape` in the common view (``network`` is not used)."""
+        res = run_cape(data, self.params, seed)
+        return ProtocolRun(kind=self.kind, side=self.side, trajectory=res.components[None].copy(),
+                           agent_finals=None, result=res)
+
+
+@dataclass(frozen=True, slots=True)
+class CapePcaGossip:
+    """capepca-gossip: :func:`~dpgossip.protocol.cape_gossip.run_cape_gossip` on the network.
+
+    Each agent ends with the top-``k`` eigenvectors of its own gossip estimate (``agent_finals``);
+    ``trajectory`` holds agent 0's (one entry: the protocol is one-shot).
+    """
+
+    params: CapeGossipParams
+    kind: ClassVar[str] = "capepca-gossip"
+    side: ClassVar[str] = "right"
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:func:`run_cape_gossip` in the common view."""
+        res = run_cape_gossip(data, network, self.params, seed)
+        finals = res.eigenvectors[:, :, : self.params.k].copy()
+        return ProtocolRun(kind=self.kind, side=self.side, trajectory=finals[:1].copy(),
+                           agent_finals=finals, result=res)
+
+
+@dataclass(frozen=True, slots=True)
+class DdppmFloorFree:
+    """The floor-free D-DP-PM (rank 1): :func:`~dpgossip.protocol.ddppm_floorfree.run_floorfree`.
+
+    Side ``left``, as D-DP-PM: ``trajectory[t]`` (``t < T``) is ``q^(t) = X_i u_i^(t)`` on each agent's
+    rows, normalised (internal, never sent); ``trajectory[T]`` is the released ``Q`` (the
+    disseminated ``q^(T)``, normalised).
+    """
+
+    params: FloorFreeParams
+    rank: int = 1
+    kind: ClassVar[str] = "ddppm-floorfree"
+    side: ClassVar[str] = "left"
+
+    def __post_init__(self) -> None:
+        """Refuse a rank other than 1 (the variant estimates the top component only)."""
+        if self.rank != 1:
+            raise ConfigError(f"rank: must be 1 for the floor-free D-DP-PM (it estimates the top "
+                              f"component only), got {self.rank!r}", field="rank")
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:func:`run_floorfree` in the common view."""
+        res = run_floorfree(data, network, self.params, seed)
+        owner = data.agent_of_row()
+        X = np.asarray(data.X, dtype=float)
+        traj = np.stack([_normalised_columns(np.einsum("nd,nd->n", X, U[owner])[:, None])
+                         for U in res.directions])
+        traj[-1] = res.Q
+        return ProtocolRun(kind=self.kind, side=self.side, trajectory=traj, agent_finals=None,
+                           result=res)

@@ -82,17 +82,38 @@ def _check_data(data: Mapping[str, Any]) -> None:
         )
 
 
+_KIND_SECTIONS = {"cape": (("capepca", "capepca-gossip"),
+                            "noise_multiplier = tau / Delta, or epsilon = the budget (docs/cape.md)"),
+                   "floorfree": (("ddppm-floorfree",),
+                                 "noise_multiplier = s, or epsilon = the budget (docs/floorfree.md)")}
+"""Sections read by issue 13's kinds: the kinds and what the section must give."""
+
+
 def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     kinds = _values(config["protocol"]["kind"])
-    ppm = [k for k in kinds if k != "ddppm"]
+    ppm = [k for k in kinds if k in ("ppm", "ppm-federated", "ppm-gossip")]
     if ppm and "ppm" not in config:
         raise ConfigError(
             f"protocol.kind = {ppm[0]!r} needs a [ppm] section with its noise: noise_multiplier = "
             "sigma, or epsilon = the budget to calibrate to (docs/ppm.md)", field="ppm")
     if "ppm" in raw and not ppm:
         raise ConfigError(
-            "ppm: [ppm] is given but protocol.kind is 'ddppm', which ignores it; set protocol.kind "
-            "(e.g. \"ppm\") or remove [ppm]", field="ppm")
+            f"ppm: [ppm] is given but protocol.kind is {kinds[0]!r}, which ignores it; set "
+            "protocol.kind (e.g. \"ppm\") or remove [ppm]", field="ppm")
+    for name, (readers, noise) in _KIND_SECTIONS.items():
+        used = [k for k in kinds if k in readers]
+        if used and name not in config:
+            raise ConfigError(f"protocol.kind = {used[0]!r} needs a [{name}] section with its noise: "
+                              f"{noise}", field=name)
+        if name in raw and not used:
+            raise ConfigError(f"{name}: [{name}] is given but no protocol.kind reads it (it is read "
+                              f"by {', '.join(readers)}); set protocol.kind or remove [{name}]",
+                              field=name)
+    rank = config["protocol"]["rank"]   # a swept rank is checked per point (DdppmFloorFree)
+    if "ddppm-floorfree" in kinds and not isinstance(rank, list) and rank != 1:
+        raise ConfigError(f"protocol.rank must be 1 for protocol.kind = 'ddppm-floorfree' (it "
+                          f"estimates the top component only), got {rank!r}",
+                          field="protocol.rank")
     block = config.get("ppm", {}).get("block_rank")
     for p in _values(block):
         for r in _values(config["protocol"]["rank"]):

@@ -20,6 +20,7 @@ from typing import Any
 
 from dpgossip.errors import renamed_fields
 from dpgossip.protocol import NoiseSchedule
+from dpgossip.scenario.cape_section import CapeSpec, FloorFreeSpec
 from dpgossip.scenario.ppm_section import PpmSpec
 
 __all__ = [
@@ -209,8 +210,8 @@ class PointSpec:
         Root seed, repeats, ``"matrix"`` or ``"engine"``.
     data, network, protocol, baseline
         The sections' specs.
-    privacy, ppm
-        ``None`` when the scenario has no ``[privacy]`` (``[ppm]``).
+    privacy, ppm, cape, floorfree
+        ``None`` when the scenario has no ``[privacy]`` (``[ppm]``, ``[cape]``, ``[floorfree]``).
     engine
         The ``[engine]`` table (network conditions; :meth:`dpgossip.engine.NetworkConditions.from_mapping`
         checks it), empty when absent.
@@ -226,6 +227,8 @@ class PointSpec:
     privacy: PrivacySpec | None
     engine: Mapping[str, Any]
     ppm: PpmSpec | None = None
+    cape: CapeSpec | None = None
+    floorfree: FloorFreeSpec | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> PointSpec:
@@ -238,4 +241,7 @@ class PointSpec:
                    baseline=BaselineSpec.from_config(config.get("baseline")),
                    privacy=PrivacySpec.from_config(priv) if priv else None,
                    engine=MappingProxyType(dict(config.get("engine") or {})),
-                   ppm=PpmSpec.from_config(config["ppm"]) if config.get("ppm") else None)
+                   ppm=PpmSpec.from_config(config["ppm"]) if config.get("ppm") else None,
+                   cape=CapeSpec.from_config(config["cape"]) if config.get("cape") else None,
+                   floorfree=(FloorFreeSpec.from_config(config["floorfree"])
+                              if config.get("floorfree") else None))

@@ -66,6 +66,9 @@ from dpgossip.scenario.problem import Problem
 
 __all__ = ["ppm_params", "make_protocol", "run_protocol_point", "AUDIT_NEIGHBOURS"]
 
+ISSUE13_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
+"""Kinds run by :mod:`dpgossip.scenario.cape_point` (issue 13; ``[cape]``, ``[floorfree]``)."""
+
 AUDIT_NEIGHBOURS: dict[str, str] = {"row-replacement": "replace-one",
                                     "bounded-row-replacement": "bounded", "element": "element"}
 """The auditor's neighbour kind for each adjacency (the one its guarantee covers)."""
@@ -196,6 +199,24 @@ def _agent_errors(run: ProtocolRun, truth: np.ndarray) -> np.ndarray:
     return np.array([subspace_distance(truth, V) if np.isfinite(V).all() else math.nan for V in finals])
 
 
+def _protocol(spec: PointSpec, problem: Problem) -> tuple[PrivateProtocol, Any]:
+    """The point's protocol and ``columns(result, repeat)``: its guarantee and audit columns."""
+    if spec.protocol.kind in ISSUE13_KINDS:
+        from dpgossip.scenario.cape_point import issue13_columns, issue13_protocol
+
+        protocol = issue13_protocol(spec, problem)
+        return protocol, lambda result, k: issue13_columns(protocol, result, problem, spec)
+    params = ppm_params(spec)
+    if params.p > problem.data.d:
+        raise ConfigError(f"ppm.block_rank = {params.p} must be <= d = {problem.data.d} (the data's "
+                          "columns)", field="ppm.block_rank")
+    protocol = make_protocol(spec, params)
+    if isinstance(protocol, PpmGossip):
+        gossip = _GossipAudit(problem, protocol.params, spec.ppm)
+        return protocol, lambda result, k: gossip.columns(result)
+    return protocol, lambda result, k: _central_columns(problem, result, spec.ppm, k)
+
+
 def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every repeat of a ``ppm*`` point: ``runs`` rows (final error, guarantee, audit) and
@@ -210,13 +231,8 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
     from dpgossip.scenario.runner import ldp_row, repeat_seed  # the runner dispatches here
 
     data, network = problem.data, problem.network
-    params = ppm_params(spec)
-    if params.p > data.d:
-        raise ConfigError(f"ppm.block_rank = {params.p} must be <= d = {data.d} (the data's "
-                          "columns)", field="ppm.block_rank")
-    protocol = make_protocol(spec, params)
-    gossip = _GossipAudit(problem, protocol.params, spec.ppm) if isinstance(protocol, PpmGossip) else None
-    truth = exact_subspace(data.X, params.k, protocol.side)
+    protocol, columns = _protocol(spec, problem)
+    truth = exact_subspace(data.X, spec.protocol.rank, protocol.side)
     ldp_u = top_singular(data.X, problem.params.rank).U if spec.baseline.ldp else None
     base = {**{k.replace(".", "_"): v for k, v in axes.items()}, **network.to_row(),
             **data.to_row(), "kind": protocol.kind, **protocol.params.to_row(),
@@ -237,8 +253,7 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
         if extra is not None:
             row.update(extra)
         if row["status"] != "stopped":
-            row.update(gossip.columns(run.result) if gossip is not None
-                       else _central_columns(problem, run.result, spec.ppm, k))
+            row.update(columns(run.result, k))
         if ldp_u is not None:
             row.update(ldp_row(spec, k, data, problem.params, spec_u=ldp_u))
         runs.append(row)

@@ -216,7 +216,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
             default="ddppm",
             choices=PROTOCOL_KINDS,
             doc="the protocol: ddppm (001), ppm, ppm-federated or ppm-gossip (000; settings in "
-            "[ppm])",
+            "[ppm]), capepca or capepca-gossip (004; [cape]), ddppm-floorfree ([floorfree])",
         ),
         "iterations": Field(kind=int, default=REQUIRED, low=1, doc="power iterations T"),
         "consensus_steps": Field(
@@ -490,5 +490,6 @@ def setting_paths(config: Mapping[str, Any] | None = None) -> dict[str, bool]:
 
 
 # the sections this layer owns register themselves on import (after SCHEMA and register_section exist)
+from dpgossip.scenario import cape_section as _cape_section  # noqa: E402,F401
 from dpgossip.scenario import ppm_section as _ppm_section  # noqa: E402,F401
 from dpgossip.scenario import privacy_section as _privacy_section  # noqa: E402,F401
