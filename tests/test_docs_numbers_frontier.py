@@ -73,3 +73,8 @@ def test_the_stored_capepca_row_is_what_the_code_computes():
     assert (row["error"], row["guaranteed_epsilon"], row["claimed"]) == (
         frontier._fmt(float(np.mean(err))), frontier._fmt(g.epsilon_aggregator),
         frontier._fmt(g.epsilon_paper))
+
+
+def test_the_readme_prints_the_ring_reading():
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert _script().conclusion(_script().stored(), "ring") in readme
