@@ -48,6 +48,7 @@ from simpy.events import Event
 
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
+from dpgossip.engine.simulator import _conditions
 from dpgossip.engine.transcript import TranscriptRecord, TranscriptWriter
 from dpgossip.errors import ConfigError, check_number, renamed_fields
 from dpgossip.protocol.decor import EDGE, MASK, GossipNoise, edge_list, pair_stream
@@ -304,15 +305,6 @@ def _crash(proc: simpy.Process, _event: object) -> None:
         proc.interrupt("crash")
 
 
-def _conditions(value: object) -> NetworkConditions:
-    if value is None:
-        return NetworkConditions()
-    if isinstance(value, NetworkConditions):
-        return value
-    if isinstance(value, Mapping):
-        return NetworkConditions.from_mapping(value)
-    raise ConfigError(f"conditions must be a NetworkConditions or a table, got {value!r}",
-                      field="conditions")
 
 
 def _result(spec: LinearGossip, agents: list[_Agent], secrets: np.ndarray, fabric: Fabric,
