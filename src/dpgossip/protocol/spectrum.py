@@ -14,7 +14,7 @@ import scipy.sparse.linalg as spla
 from dpgossip.data.partition import PartitionedData
 from dpgossip.topology.spectral import extreme_eigenvalues
 
-__all__ = ["xi_matrix", "xi_apply", "xi_eigenvalues"]
+__all__ = ["XI_TOL", "xi_apply", "xi_eigenvalues", "xi_matrix", "xi_start_vector"]
 
 _DENSE_LIMIT = 2500
 
@@ -43,27 +43,50 @@ def xi_apply(
     return data.m * np.einsum("nd,nd->n", X, Z[data.agent_of_row()])
 
 
+XI_TOL = 1e-6
+"""Relative tolerance of the Lanczos moduli of ``Xi`` above :data:`_DENSE_LIMIT` rows (``eigsh``'s ``tol``:
+each Ritz value ``theta`` is within ``XI_TOL |theta|`` of an eigenvalue of ``Xi``; docs/scale.md)."""
+XI_NCV = 32
+"""Krylov subspace size of that Lanczos run."""
+
+
+def xi_start_vector(data: PartitionedData, k: int, X: np.ndarray | None = None) -> np.ndarray:
+    """Lanczos start vector ``X (v_1 + ... + v_k)`` for the top ``k`` right singular vectors ``v_j`` of ``X``.
+
+    ``Xi -> X X^T`` as ``c`` grows (Eq. (14) of 001), whose leading eigenvectors are ``X v_j / s_j``; the
+    ``d x d`` eigenproblem of ``X^T X`` costs ``O(n d^2)``. Deterministic (no random state).
+    """
+    X = data.X if X is None else X
+    _, V = np.linalg.eigh(X.T @ X)
+    v0 = X @ V[:, ::-1][:, :k].sum(axis=1)
+    return v0 if np.linalg.norm(v0) > 0 else np.ones(data.n)
+
+
 def xi_eigenvalues(
-    data: PartitionedData, W: np.ndarray, c: int, k: int = 2, X: np.ndarray | None = None
+    data: PartitionedData, W: np.ndarray, c: int, k: int = 2, X: np.ndarray | None = None,
+    *, dense_limit: int = _DENSE_LIMIT,
 ) -> np.ndarray:
     """The ``k`` eigenvalues of ``Xi`` of largest modulus, ordered by decreasing modulus.
 
     ``Xi`` is symmetric (``W`` is), but may be indefinite when ``W^c`` has negative eigenvalues; the power
     method's rate is set by moduli, so ``mu_1 = |lambda|_max`` and ``mu_2`` the next modulus.
 
-    Up to ``n = 2500`` rows: dense ``eigvalsh`` of :func:`xi_matrix`. Above: Lanczos on the operator
-    :func:`xi_apply` (``c`` sparse products with ``W`` per application, ``O(c |E| d + n d)``), the ``k + 2``
-    eigenvalues of largest modulus with the fixed start vector and tolerance of
-    :func:`dpgossip.topology.spectral.extreme_eigenvalues` (``RuntimeError`` if it does not converge).
+    Up to ``n = dense_limit`` rows (default 2500): dense ``eigvalsh`` of :func:`xi_matrix`. Above: Lanczos
+    (``eigsh``, ``'LM'``) on the operator :func:`xi_apply` (``c`` sparse products with ``W`` per application,
+    ``O(c |E| d + n d)``) for the ``k + 2`` eigenvalues of largest modulus, relative tolerance
+    :data:`XI_TOL`, :data:`XI_NCV` Lanczos vectors and the start vector :func:`xi_start_vector`
+    (``RuntimeError`` if it does not converge).
     """
     n = data.n
     k = min(k, n)
-    if n <= _DENSE_LIMIT:
+    if n <= dense_limit:
         ev = np.linalg.eigvalsh(xi_matrix(data, W, c, X))
     else:
         op = spla.LinearOperator(
             (n, n), matvec=lambda v: xi_apply(data, W, c, np.ravel(v), X), dtype=float
         )
-        ev = extreme_eigenvalues(op, min(k + 2, n - 1), "LM", "the consensus matrix Xi").values
+        kk = min(k + 2, n - 1)
+        ev = extreme_eigenvalues(op, kk, "LM", "the consensus matrix Xi", tol=XI_TOL, ncv=XI_NCV,
+                                 v0=xi_start_vector(data, kk, X)).values
     ev = ev[np.argsort(-np.abs(ev))]
     return np.abs(ev[:k])

@@ -69,10 +69,11 @@ class ExtremeEigenvalues:
 
 def extreme_eigenvalues(A: sp.sparray | spla.LinearOperator, k: int, which: str, what: str, *,
                         maxiter: int = LANCZOS_MAXITER, tol: float = LANCZOS_TOL,
-                        ncv: int | None = None) -> ExtremeEigenvalues:
+                        ncv: int | None = None,
+                        v0: np.ndarray | None = None) -> ExtremeEigenvalues:
     """``k`` extreme eigenvalues of a symmetric ``A`` by Lanczos (``eigsh(A, k, which)``).
 
-    Uses :func:`start_vector`, relative tolerance :data:`LANCZOS_TOL` and at most ``maxiter``
+    Uses ``v0`` (default :func:`start_vector`), relative tolerance :data:`LANCZOS_TOL` and at most ``maxiter``
     restarts; ``what`` names the matrix in the error raised on non-convergence
     (``RuntimeError``, chained to :class:`scipy.sparse.linalg.ArpackNoConvergence`). The residual
     norms ``||A v - theta v||`` of the Ritz pairs bound the distance of each ``theta`` to the
@@ -80,7 +81,8 @@ def extreme_eigenvalues(A: sp.sparray | spla.LinearOperator, k: int, which: str,
     """
     n = A.shape[0]
     try:
-        theta, V = spla.eigsh(A, k=k, which=which, v0=start_vector(n), tol=tol,
+        theta, V = spla.eigsh(A, k=k, which=which,
+                              v0=start_vector(n) if v0 is None else v0, tol=tol,
                               maxiter=maxiter, ncv=min(n, ncv or max(2 * k + 1, 32)))
     except spla.ArpackNoConvergence as exc:
         raise RuntimeError(f"Lanczos (eigsh, which={which!r}, k={k}) did not converge on {what} "

@@ -1,0 +1,24 @@
+"""The Lanczos path of ``xi_eigenvalues`` against dense ``eigvalsh`` of ``xi_matrix`` (small n, forced)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpgossip.protocol.spectrum import XI_TOL, xi_eigenvalues, xi_matrix
+from dpgossip.topology import make_network
+from tests.conftest import spiked_data
+
+
+@pytest.mark.parametrize("topology", ["ring", "random_geometric"])
+@pytest.mark.parametrize("c", [1, 5])
+def test_lanczos_moduli_match_dense(topology: str, c: int) -> None:
+    m = 60
+    net = make_network(topology, agents=m, seed=3)
+    data = spiked_data(5 * m, 8, [3.0, 2.0, 1.5, 1.0], m, seed=1)
+    k = 3
+    got = xi_eigenvalues(data, net.W, c, k=k, dense_limit=0)
+    ev = np.linalg.eigvalsh(xi_matrix(data, net.W, c))
+    want = np.sort(np.abs(ev))[::-1][:k]
+    assert np.all(np.abs(got - want) <= 2 * XI_TOL * want)
+    assert np.array_equal(xi_eigenvalues(data, net.W, c, k=k, dense_limit=0), got)
