@@ -64,14 +64,15 @@ def xi_start_vector(data: PartitionedData, k: int, X: np.ndarray | None = None) 
 
 def xi_eigenvalues(
     data: PartitionedData, W: np.ndarray, c: int, k: int = 2, X: np.ndarray | None = None,
-    *, dense_limit: int = _DENSE_LIMIT,
+    *, dense_limit: int | None = None,
 ) -> np.ndarray:
     """The ``k`` eigenvalues of ``Xi`` of largest modulus, ordered by decreasing modulus.
 
     ``Xi`` is symmetric (``W`` is), but may be indefinite when ``W^c`` has negative eigenvalues; the power
     method's rate is set by moduli, so ``mu_1 = |lambda|_max`` and ``mu_2`` the next modulus.
 
-    Up to ``n = dense_limit`` rows (default 2500): dense ``eigvalsh`` of :func:`xi_matrix`. Above: Lanczos
+    Up to ``n = dense_limit`` rows (default ``_DENSE_LIMIT = 2500``, read at call time): dense ``eigvalsh`` of
+    :func:`xi_matrix`. Above: Lanczos
     (``eigsh``, ``'LM'``) on the operator :func:`xi_apply` (``c`` sparse products with ``W`` per application,
     ``O(c |E| d + n d)``) for the ``k + 2`` eigenvalues of largest modulus, relative tolerance
     :data:`XI_TOL`, :data:`XI_NCV` Lanczos vectors and the start vector :func:`xi_start_vector`
@@ -79,7 +80,7 @@ def xi_eigenvalues(
     """
     n = data.n
     k = min(k, n)
-    if n <= dense_limit:
+    if n <= (_DENSE_LIMIT if dense_limit is None else dense_limit):
         ev = np.linalg.eigvalsh(xi_matrix(data, W, c, X))
     else:
         op = spla.LinearOperator(
