@@ -20,6 +20,7 @@ stays blocked and the run's monitor stops the run (:mod:`dpgossip.engine.ppm_eng
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 
@@ -104,8 +105,10 @@ class PartyTrace:
         self.crashed_at: float | None = None
 
 
-class Party:
-    """What every party shares: an inbox by tag, waiting for a tag's messages, crash and progress."""
+class Party(ABC):
+    """What every party shares: an inbox by tag, waiting for a tag's messages, crash and progress.
+
+    A subclass gives :meth:`_protocol`, the party's own steps."""
 
     def __init__(self, party_id: int, outbox: Outbox, trace: PartyTrace, compute_delay: float) -> None:
         self.id = party_id
@@ -149,9 +152,9 @@ class Party:
         self._done = True
         self.trace.finished_at = self.outbox.now
 
+    @abstractmethod
     def _protocol(self) -> Generator[Event, object, None]:
-        raise NotImplementedError
-        yield  # pragma: no cover
+        """The party's steps: send, :meth:`_collect` a tag's messages, compute, until it is done."""
 
     def receive(self, msg: Message, now: float) -> None:
         """Keep a message under its tag (called by the network at delivery time)."""
