@@ -61,3 +61,26 @@ def test_bad_workers(tmp_path, workers, match):
 def test_workers_and_scheduler_are_exclusive(tmp_path):
     with pytest.raises(ConfigError, match="cannot be combined"):
         run_scenario(small(), tmp_path, quiet=True, workers=2, scheduler="tcp://127.0.0.1:9")
+
+
+def test_inline_run_builds_each_structure_once(tmp_path, inline, monkeypatch):
+    """The preflight's network and data are reused by the in-process run (same bytes as before)."""
+    import dpgossip.scenario.problem as problem
+
+    calls = []
+    real = problem.make_structure
+
+    def counting(spec, base=None):
+        calls.append(spec.seed)
+        return real(spec, base)
+
+    monkeypatch.setattr(problem, "make_structure", counting)
+    run_scenario(sweep(), tmp_path, quiet=True)
+    assert len(calls) == 2  # two networks (ring, path), three points each
+    assert read_bytes(tmp_path, *TABLES) == read_bytes(inline, *TABLES)
+    calls.clear()
+    # nothing kept: built per point (the package exports a function of the module's name)
+    monkeypatch.setattr(sys.modules["dpgossip.scenario.preflight"], "KEEP_BYTES", 0)
+    run_scenario(sweep(), tmp_path / "again", quiet=True)
+    assert len(calls) == 2 + 6
+    assert read_bytes(tmp_path / "again", *TABLES) == read_bytes(inline, *TABLES)

@@ -29,7 +29,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +85,7 @@ def _label(task: PointTask) -> str:
     return f"point {task.index} ({axes_label(task.axes)})" if task.axes else ""
 
 
-def run_task(task: PointTask) -> PointResult:
+def run_task(task: PointTask, structure: Any = None) -> PointResult:
     """Run every repeat of one point (top-level function: picklable for process pools and Dask).
 
     The point is computed with every BLAS library on one thread, whatever the executor or the
@@ -107,7 +107,8 @@ def run_task(task: PointTask) -> PointResult:
     t0 = time.perf_counter()
     try:
         with single_blas_thread():
-            structure = make_structure(PointSpec.from_config(task.config), base)  # one per point
+            if structure is None:  # else built by the preflight from the same seed
+                structure = make_structure(PointSpec.from_config(task.config), base)
             config, extra = prepare_point(task.config, structure)  # e.g. a calibrated noise scale
             spec = PointSpec.from_config(config)  # the settings the point runs with
             problem = make_problem(spec.protocol, structure)  # one per point
@@ -248,10 +249,16 @@ def resolve_workers(workers: int | None) -> int:
     return workers or (os.cpu_count() or 1)
 
 
-def run_inline(tasks: Iterable[PointTask]) -> Iterator[PointResult]:
-    """Run the tasks one after the other in this process."""
+def run_inline(tasks: Iterable[PointTask],
+               built: Mapping[int, Any] | None = None) -> Iterator[PointResult]:
+    """Run the tasks one after the other in this process.
+
+    ``built`` maps a point index to the network and data already built for it (by the preflight, on one
+    BLAS thread, from the same seed), which the point then uses instead of building them again.
+    """
+    built = built or {}
     for task in tasks:
-        yield run_task(task)
+        yield run_task(task, built.get(task.index))
 
 
 PARENT_POLL = 0.5

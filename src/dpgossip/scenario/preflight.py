@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from dpgossip.errors import ConfigError
 from dpgossip.scenario.expand import Point, point_hash
 from dpgossip.scenario.progress import axes_label
 
-__all__ = ["Structures", "preflight", "structure_key", "input_file", "input_digests"]
+__all__ = ["KEEP_BYTES", "Structures", "preflight", "structure_key", "input_file", "input_digests"]
 
 
 def structure_key(config: dict[str, Any]) -> str:
@@ -50,11 +50,17 @@ class Structures:
         Point index -> the key its results are stored under: ``point_hash`` of its configuration, with
         the SHA-256 of every user file it reads (``data.source``, ``network.topology``) mixed in, so
         that editing such a file invalidates the stored points.
+    built
+        Point index -> the network and data preflight built for it, kept (shared by the points with
+        the same structure) while their data total at most :data:`KEEP_BYTES`, so that a run in this
+        process does not build them a second time. Built on one BLAS thread, as a point's run builds
+        them (:func:`~dpgossip.scenario.execute.run_task`), so they are the same bits.
     """
 
     stems: dict[int, str]
     networks: dict[str, tuple[Any, dict[str, Any], int]]
     keys: dict[int, str]
+    built: dict[int, Any] = field(default_factory=dict)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write every network to ``out_dir/networks/<stem>.json`` (atomically); returns the paths."""
@@ -89,6 +95,10 @@ class Structures:
         return paths
 
 
+KEEP_BYTES = 2**30
+"""Data bytes of the structures :func:`preflight` keeps for the run (beyond it they are built again)."""
+
+
 def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     """Build the network and data of every distinct structure among ``points``.
 
@@ -109,6 +119,7 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     ConfigError
         From building a network or dataset, prefixed with the first point that uses it.
     """
+    from dpgossip._threads import single_blas_thread
     from dpgossip.scenario.problem import build_structure
 
     built: dict[str, str] = {}
@@ -116,21 +127,29 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     networks: dict[str, tuple[Any, dict[str, Any], int]] = {}
     keys: dict[int, str] = {}
     digests: dict[Path, str] = {}
+    kept: dict[str, Any] = {}
+    kept_bytes = 0
     for p in points:
         inputs = input_digests(p.config, base, digests)
         keys[p.index] = point_hash({**p.config, "inputs": inputs}) if inputs else p.key
         skey = structure_key(p.config)
         if skey not in built:
             try:
-                network = build_structure(p.config, base).network
+                with single_blas_thread():
+                    structure = build_structure(p.config, base)
             except ConfigError as exc:
                 prefix = f"point {p.index} ({axes_label(p.axes)}): " if p.axes else ""
                 raise ConfigError(f"{prefix}{exc}") from None
+            network = structure.network
             stem = f"{_safe(network.name)}-{_network_key(p.config)}"
             built[skey] = stem
             networks.setdefault(stem, (network, p.config["network"], p.config["seed"]))
+            if kept_bytes + structure.data.X.nbytes <= KEEP_BYTES:
+                kept[skey] = structure
+                kept_bytes += structure.data.X.nbytes
         stems[p.index] = built[skey]
-    return Structures(stems=stems, networks=networks, keys=keys)
+    by_point = {p.index: kept[k] for p in points if (k := structure_key(p.config)) in kept}
+    return Structures(stems=stems, networks=networks, keys=keys, built=by_point)
 
 
 def input_digests(config: Mapping[str, Any], base: Path | None,
