@@ -233,3 +233,41 @@ def test_unknown_extension_and_missing_file(tmp_path):
     with pytest.raises(ConfigError, match=r"^path: no such file '.*missing\.json'; "
                                           r"allowed formats"):
         load_graph(tmp_path / "missing.json")
+
+
+def test_fast_edge_lines_are_what_json_writes(tmp_path):
+    """Edges written by the direct formatter are, line for line, ``json.dumps`` of the same dicts."""
+    import json
+
+    import numpy as np
+
+    from dpgossip.topology import make_network, save_graph_json
+
+    net = make_network("random_geometric", agents=40, seed=3)
+    path = save_graph_json(net.graph, net.W, tmp_path / "g.json")
+    text = path.read_text(encoding="utf-8")
+    block = text[text.index('"edges": [') + len('"edges": ['):text.index("\n  ]", text.index('"edges"'))]
+    lines = [ln.strip().rstrip(",") for ln in block.strip().splitlines()]
+    assert len(lines) == net.graph.number_of_edges()
+    for ln in lines:
+        assert json.dumps(json.loads(ln), allow_nan=False, ensure_ascii=False) == ln
+    W = net.W.toarray()
+    for ln in lines:
+        d = json.loads(ln)
+        assert d["weight"] == W[d["source"], d["target"]]  # repr round-trips exactly
+    assert np.array_equal(load_graph(path).W.toarray(), W)
+
+
+def test_weight_off_the_edges_keeps_the_dense_form(tmp_path):
+    """The vectorised pattern check still sends a W with weight off the edges to the dense form."""
+    import json
+
+    import networkx as nx
+    import numpy as np
+
+    from dpgossip.topology import save_graph_json
+
+    g = nx.path_graph(5)
+    W = np.full((5, 5), 0.2)  # weight between every pair, the path has 4 edges
+    path = save_graph_json(g, W, tmp_path / "dense.json")
+    assert "W" in json.loads(path.read_text(encoding="utf-8"))
