@@ -22,7 +22,9 @@ Random streams: exactly those of the matrix backend, each drawn by the party tha
 
 With ideal links, and under latency, loss with retransmission and stragglers, every value equals the
 matrix backend's to rounding (tested to ``1e-10``). Every party waits for every message it needs, so a
-crash stops the run (status ``"stopped"``) and ``result`` is ``None`` then.
+crash that anyone waits on stops the run (status ``"stopped"``) and ``result`` is ``None`` then. A crash
+after a party's last needed message lets the others finish (``"completed_with_crash"``): the crashed
+party's missing records are NaN (:func:`recorded`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ Random streams: those of :func:`~dpgossip.protocol.ddppm_floorfree.floorfree_noi
 (``start, z_noise, q_noise = SeedSequence(seed).spawn(3)``; agent ``i`` draws from
 ``z_noise.spawn(m)[i]`` and ``q_noise.spawn(m)[i]``), the network conditions from ``(4,)``. Every value
 equals :func:`~dpgossip.protocol.ddppm_floorfree.run_floorfree`'s to rounding, with ideal links and under
-latency and loss with retransmission. A crash stops the run (``result`` is ``None``).
+latency and loss with retransmission. A crash that anyone waits on stops the run (``result`` is
+``None``); a crash after the agent's last needed message lets the others finish
+(``"completed_with_crash"``), and the crashed agent's records keep what it computed, NaN for the rest.
 """
 
 from __future__ import annotations
