@@ -22,7 +22,9 @@ Random streams: exactly those of the matrix backend, each drawn by the party tha
 
 With ideal links, and under latency, loss with retransmission and stragglers, every value equals the
 matrix backend's to rounding (tested to ``1e-10``). Every party waits for every message it needs, so a
-crash stops the run (status ``"stopped"``) and ``result`` is ``None`` then.
+crash that anyone waits on stops the run (status ``"stopped"``) and ``result`` is ``None`` then. A crash
+after a party's last needed message lets the others finish (``"completed_with_crash"``): the crashed
+party's missing records are NaN (:func:`recorded`).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from dpgossip.protocol.ppm_gossip import edge_list
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
-__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network", "named_outcome",
+__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network", "named_outcome", "recorded",
            "run_cape_engine"]
 
 CAPE_ENGINE_KINDS = ("capepca", "capepca-gossip")
@@ -168,7 +170,7 @@ def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Party]
     """The aggregator's record as a :class:`CapeResult` (noise from every party's own draws)."""
     S = data.m
     agg, gen = parties[S].trace.values, parties[S + 1].trace.values
-    G = np.stack([p.trace.values["G"] for p in parties[:S]])
+    G = np.stack([p.G for p in parties[:S]])
     tau = params.noise_std(min(data.sizes))
     ent = as_seed_sequence(seed).entropy
     return CapeResult(protocol="capepca", released=agg["released"], aggregate=agg["aggregate"],
@@ -178,12 +180,22 @@ def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Party]
                       sizes=data.sizes, seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None)
 
 
+def recorded(values: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``values[name]``, or NaN of ``shape`` when the party crashed before recording it (a run that
+    completed with a crash: the survivors finished without it)."""
+    got = values.get(name)
+    return np.full(shape, np.nan) if got is None else got
+
+
 def _gossip_result(data: PartitionedData, network: Network, params: CapeGossipParams,
                    parties: list[Party]) -> CapeGossipResult:
-    """Stack the sites' records into a :class:`CapeGossipResult` (edge draws from each edge's lower end)."""
-    v = [p.trace.values for p in parties]
-    edges = edge_list(network)
+    """Stack the sites' records into a :class:`CapeGossipResult` (edge draws from each edge's lower end;
+    NaN for what a crashed site never computed)."""
     d = data.d
+    shapes = {"initial": (d, d), "estimate": (d, d), "eigenvalues": (d,), "eigenvectors": (d, d),
+              "states": (params.consensus_steps + 1, d, d)}
+    v = [{n: recorded(p.trace.values, n, shape) for n, shape in shapes.items()} for p in parties]
+    edges = edge_list(network)
     D = np.stack([parties[i].signed[j] for i, j in edges]) if len(edges) else np.zeros((0, d, d))
     G = np.stack([p.G for p in parties])
     A = second_moments(data)

@@ -12,7 +12,9 @@ Random streams: those of :func:`~dpgossip.protocol.ddppm_floorfree.floorfree_noi
 (``start, z_noise, q_noise = SeedSequence(seed).spawn(3)``; agent ``i`` draws from
 ``z_noise.spawn(m)[i]`` and ``q_noise.spawn(m)[i]``), the network conditions from ``(4,)``. Every value
 equals :func:`~dpgossip.protocol.ddppm_floorfree.run_floorfree`'s to rounding, with ideal links and under
-latency and loss with retransmission. A crash stops the run (``result`` is ``None``).
+latency and loss with retransmission. A crash that anyone waits on stops the run (``result`` is
+``None``); a crash after the agent's last needed message lets the others finish
+(``"completed_with_crash"``), and the crashed agent's records keep what it computed, NaN for the rest.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from simpy.events import Event
 from dpgossip.data.partition import PartitionedData
 from dpgossip.engine.agent import Outbox
 from dpgossip.engine.cape_agents import CapeTrace
-from dpgossip.engine.cape_engine import named_outcome
+from dpgossip.engine.cape_engine import named_outcome, recorded
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.messages import Message
@@ -82,28 +84,32 @@ class FloorFreeAgent(Party):
         self.blocks: dict[int, np.ndarray] = {}
         self._flood_wake: Event | None = None
 
-    def _gossip(self, t: int, S: np.ndarray) -> Generator[Event, object, list[np.ndarray]]:
-        states = [S]
+    def _gossip(self, t: int, S: np.ndarray) -> Generator[Event, object, np.ndarray]:
+        """``c`` rounds of iteration ``t`` from ``S = z~_i^(t)``; every state recorded as computed."""
+        states = self.trace.values["states"][t - 1]
+        states[0] = S
         for k in range(1, self.params.consensus_steps + 1):
             self.outbox.broadcast((0, t, k), S, self.neighbours)
             got = yield from self._collect((0, t, k), len(self.neighbours))
             S = self.w_self * S + sum(self.w_nbr[j] * got[j] for j in self.neighbours)
-            states.append(S)
+            states[k] = S
             yield from self._compute()
-        return states
+        return S
 
     def _protocol(self) -> Generator[Event, object, None]:
-        T, tr = self.params.iterations, self.trace.values
-        u, U, Z, states = self.draws.u0, [self.draws.u0], [], []
+        """The ``T`` iterations, then (``disseminate``) the flood. The records are allocated as NaN
+        and filled as they are computed, so an agent that crashes keeps what it computed before."""
+        T, c, tr, u = self.params.iterations, self.params.consensus_steps, self.trace.values, self.draws.u0
+        d = u.shape[0]
+        tr["directions"], tr["z"] = np.full((T + 1, d), np.nan), np.full((T, d), np.nan)
+        tr["states"], tr["directions"][0] = np.full((T, c + 1, d), np.nan), u
         for t in range(1, T + 1):
             yield from self._compute()
-            Z.append(self.X.T @ (self.X @ u) + self.draws.e[t - 1])
-            states.append((yield from self._gossip(t, Z[-1])))
-            zh = self.m * states[-1][-1]
+            tr["z"][t - 1] = self.X.T @ (self.X @ u) + self.draws.e[t - 1]
+            zh = self.m * (yield from self._gossip(t, tr["z"][t - 1]))
             norm = float(np.linalg.norm(zh))
             u = zh / norm if norm > 0 else u
-            U.append(u)
-        tr["directions"], tr["z"], tr["states"] = np.stack(U), np.stack(Z), np.array(states)
+            tr["directions"][t] = u
         tr["q_local"] = self.X @ u
         if self.params.disseminate:
             tr["q_released"] = tr["q_local"] + self.draws.p
@@ -178,7 +184,15 @@ def _agents(data: PartitionedData, network: Network, params: FloorFreeParams, su
 
 
 def _result(params: FloorFreeParams, agents: list[Party], noise: FloorFreeNoise) -> FloorFreeResult:
-    v = [a.trace.values for a in agents]
+    """Stack the agents' records (NaN for what an agent that crashed, in a run the others completed
+    without it, never computed: at least its final ``q``)."""
+    T, c, d = params.iterations, params.consensus_steps, noise.u0.shape[0]
+    v = []
+    for a in agents:
+        n_i = a.X.shape[0]
+        shapes = {"directions": (T + 1, d), "z": (T, d), "states": (T, c + 1, d), "q_local": (n_i,),
+                  "q_released": (n_i,)}
+        v.append({n: recorded(a.trace.values, n, shape) for n, shape in shapes.items()})
     released = np.concatenate([x["q_released"] for x in v]) if params.disseminate else None
     return FloorFreeResult(directions=np.stack([x["directions"] for x in v], axis=1),
                            z=np.stack([x["z"] for x in v], axis=1),

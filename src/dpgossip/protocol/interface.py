@@ -33,10 +33,10 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice
-from dpgossip.protocol.cape import CapeParams, run_cape
-from dpgossip.protocol.cape_gossip import CapeGossipParams, run_cape_gossip
+from dpgossip.protocol.cape import CapeParams, CapeResult, run_cape
+from dpgossip.protocol.cape_gossip import CapeGossipParams, CapeGossipResult, run_cape_gossip
 from dpgossip.protocol.ddppm import run_matrix
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, FloorFreeResult, run_floorfree
 from dpgossip.protocol.metrics import subspace_distance
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.ppm import PpmParams, PpmResult, run_ppm, run_ppm_federated
@@ -209,7 +209,11 @@ class CapePca:
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:
         """:func:`run_cape` in the common view (``network`` is not used)."""
-        res = run_cape(data, self.params, seed)
+        return self.view(run_cape(data, self.params, seed), data)
+
+    def view(self, res: CapeResult, data: PartitionedData) -> ProtocolRun:
+        """A :class:`CapeResult` (of either backend) in the common view: ``trajectory = [V_K]``
+        (``data`` unused)."""
         return ProtocolRun(kind=self.kind, side=self.side, trajectory=res.components[None].copy(),
                            agent_finals=None, result=res)
 
@@ -229,7 +233,11 @@ class CapePcaGossip:
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:
         """:func:`run_cape_gossip` in the common view."""
-        res = run_cape_gossip(data, network, self.params, seed)
+        return self.view(run_cape_gossip(data, network, self.params, seed), data)
+
+    def view(self, res: CapeGossipResult, data: PartitionedData) -> ProtocolRun:
+        """A :class:`CapeGossipResult` (of either backend) in the common view: every agent's top-``k``
+        eigenvectors, agent 0's as the trajectory (``data`` unused)."""
         finals = res.eigenvectors[:, :, : self.params.k].copy()
         return ProtocolRun(kind=self.kind, side=self.side, trajectory=finals[:1].copy(),
                            agent_finals=finals, result=res)
@@ -258,7 +266,11 @@ class DdppmFloorFree:
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:
         """:func:`run_floorfree` in the common view."""
-        res = run_floorfree(data, network, self.params, seed)
+        return self.view(run_floorfree(data, network, self.params, seed), data)
+
+    def view(self, res: FloorFreeResult, data: PartitionedData) -> ProtocolRun:
+        """A :class:`FloorFreeResult` (of either backend) in the common view: ``trajectory[t]`` the
+        normalised ``X_i u_i^(t)`` on each agent's rows (``t < T``), ``trajectory[T] = Q``."""
         owner = data.agent_of_row()
         X = np.asarray(data.X, dtype=float)
         traj = np.stack([_normalised_columns(np.einsum("nd,nd->n", X, U[owner])[:, None])

@@ -108,10 +108,9 @@ def floorfree_protocol(spec: PointSpec) -> PrivateProtocol:
 
 
 def issue13_protocol(spec: PointSpec, problem: Problem) -> PrivateProtocol:
-    """The protocol object of a point of issue 13's kinds."""
-    if spec.backend != "matrix":
-        raise ConfigError(f"backend = {spec.backend!r} is not available for protocol.kind = "
-                          f"{spec.protocol.kind!r}; use backend = \"matrix\"", field="backend")
+    """The protocol object of a point of issue 13's kinds (either backend: with ``backend = "engine"``
+    :mod:`dpgossip.scenario.protocol_point` runs it through
+    :class:`~dpgossip.engine.issue13_protocol.Issue13EngineProtocol`)."""
     if spec.protocol.kind == "ddppm-floorfree":
         return floorfree_protocol(spec)
     return cape_protocol(spec, problem)

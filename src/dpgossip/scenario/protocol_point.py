@@ -1,9 +1,14 @@
-"""Run the repeats of a point whose ``protocol.kind`` is a ``ppm*`` kind (``[ppm]``, docs/ppm.md).
+"""Run the repeats of a point whose ``protocol.kind`` is a ``ppm*`` kind (``[ppm]``, docs/ppm.md) or
+one of issue 13's (:mod:`dpgossip.scenario.cape_point`).
 
 With ``backend = "engine"`` each repeat runs message by message on the engine under ``[engine]``
 (:class:`dpgossip.engine.ppm_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
 backend's plus the engine's status and traffic columns; a run the engine stopped (a crash, a lost
-message) has ``status = "stopped"``, its reason, NaN errors and no guarantee or audit columns.
+message) has ``status = "stopped"``, its reason, NaN errors and no guarantee or audit columns; a run
+the parties that did not crash completed without the crashed ones (``engine_status =
+"completed_with_crash"``) has ``status = "partial"``, the reason, and ``max_agent_error`` over the
+agents that hold an estimate. Issue 13's kinds run on the engine through
+:class:`dpgossip.engine.issue13_protocol.Issue13EngineProtocol`.
 
 Each repeat ``k`` runs the protocol with ``SeedSequence(seed, spawn_key=(k,))`` (the repeat seed of
 every kind, :func:`~dpgossip.scenario.runner.repeat_seed`), measures the subspace distance of its
@@ -72,6 +77,10 @@ ISSUE13_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
 AUDIT_NEIGHBOURS: dict[str, str] = {"row-replacement": "replace-one",
                                     "bounded-row-replacement": "bounded", "element": "element"}
 """The auditor's neighbour kind for each adjacency (the one its guarantee covers)."""
+
+PARTIAL = {"stopped": "stopped", "completed_with_crash": "partial"}
+"""The row ``status`` of an engine run that did not complete cleanly (:mod:`dpgossip.scenario.status`):
+halted, or finished by the parties that did not crash."""
 
 BEYOND = {"element": ("replace-one", "row replacement (not covered by the element guarantee)")}
 """Adjacencies whose guarantee leaves out a change worth auditing: the auditor's kind and a label."""
@@ -165,27 +174,33 @@ def _engine(spec: PointSpec, protocol: PrivateProtocol) -> Any:
         return None
     from dpgossip.engine import NetworkConditions
     from dpgossip.engine.conditions import condition_fields
+    from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
     from dpgossip.engine.ppm_protocol import EngineProtocol
 
     with renamed_fields(condition_fields("engine")):
         conditions = NetworkConditions.from_mapping(dict(spec.engine))
+    if spec.protocol.kind in ISSUE13_KINDS:
+        return Issue13EngineProtocol(protocol, conditions)
     return EngineProtocol(protocol, conditions)
 
 
 def _engine_run(engine: Any, data: Any, network: Any, seed: Any) -> tuple[ProtocolRun, dict[str, Any]]:
     """One engine run in the common view, and its columns: the engine status (a stopped run is
     ``status = "stopped"``), crashed agents and traffic (as D-DP-PM's engine rows, timings left out)."""
+    from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
     from dpgossip.engine.ppm_protocol import engine_protocol_run
     from dpgossip.scenario.runner import TIMING_COLUMNS
 
     with renamed_fields({"conditions": "engine"}):
         res = engine.run_engine(data, network, seed)
+    run = (engine.protocol_run(res, data) if isinstance(engine, Issue13EngineProtocol)
+           else engine_protocol_run(res))
     extra: dict[str, Any] = {"crashed_agents": list(res.outcome.crashed)}
     extra.update({"engine_status" if n == "status" else n: v for n, v in res.summary.to_row().items()
                   if n not in TIMING_COLUMNS})
-    if res.status == "stopped":
-        extra.update({"status": "stopped", "status_reason": res.outcome.reason})
-    return engine_protocol_run(res), extra
+    if res.status in PARTIAL:
+        extra.update({"status": PARTIAL[res.status], "status_reason": res.outcome.reason})
+    return run, extra
 
 
 def _errors(run: ProtocolRun, truth: np.ndarray) -> np.ndarray:
@@ -194,9 +209,14 @@ def _errors(run: ProtocolRun, truth: np.ndarray) -> np.ndarray:
                      for V in run.trajectory])
 
 
-def _agent_errors(run: ProtocolRun, truth: np.ndarray) -> np.ndarray:
+def _max_agent_error(run: ProtocolRun, truth: np.ndarray, partial: bool) -> float:
+    """Largest subspace distance of an agent's final estimate; in a ``partial`` run (agents crashed,
+    the others finished) over the agents that hold one (NaN if none does)."""
     finals = [run.final] if run.agent_finals is None else list(run.agent_finals)
-    return np.array([subspace_distance(truth, V) if np.isfinite(V).all() else math.nan for V in finals])
+    errors = np.array([subspace_distance(truth, V) if np.isfinite(V).all() else math.nan for V in finals])
+    if partial:
+        errors = errors[np.isfinite(errors)]
+    return float(errors.max()) if errors.size else math.nan
 
 
 def _protocol(spec: PointSpec, problem: Problem) -> tuple[PrivateProtocol, Any]:
@@ -246,12 +266,10 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
             run, extra = _engine_run(engine, data, network, repeat_seed(spec.seed, k))
         errors = _errors(run, truth)
         row = {**base, "repeat": k, "error": float(errors[-1]),
-               "subspace_distance": float(errors[-1]),
-               "max_agent_error": float(_agent_errors(run, truth).max()),
+               "subspace_distance": float(errors[-1]), "max_agent_error": math.nan,
                "status": "ok" if all(math.isfinite(e) for e in errors) else "non-finite",
-               "status_reason": ""}
-        if extra is not None:
-            row.update(extra)
+               "status_reason": "", **(extra or {})}
+        row["max_agent_error"] = _max_agent_error(run, truth, row["status"] == "partial")
         if row["status"] != "stopped":
             row.update(columns(run.result, k))
         if ldp_u is not None:

@@ -1,0 +1,99 @@
+"""Issue 13's protocols (``capepca``, ``capepca-gossip``, ``ddppm-floorfree``) on the engine backend.
+
+:class:`Issue13EngineProtocol` wraps a :class:`~dpgossip.protocol.interface.CapePca`,
+:class:`~dpgossip.protocol.interface.CapePcaGossip` or
+:class:`~dpgossip.protocol.interface.DdppmFloorFree` (same ``kind``, ``side`` and ``params``) and runs it
+with :func:`~dpgossip.engine.cape_engine.run_cape_engine` or
+:func:`~dpgossip.engine.floorfree_engine.run_floorfree_engine` under the given network conditions, as
+:class:`~dpgossip.engine.ppm_protocol.EngineProtocol` does for the ``ppm*`` kinds (the protocol layer
+cannot import the engine, so the wrapper lives here).
+
+The common view (:class:`~dpgossip.protocol.interface.ProtocolRun`) of an engine run is the wrapped
+protocol's own ``view`` of the engine's result, the very code the matrix backend uses, so both
+backends' views agree whenever their results do. A stopped run has no result (``None``); its view
+has the matrix view's shapes filled with NaN:
+
+* ``capepca``: ``trajectory`` ``(1, d, k)``;
+* ``capepca-gossip``: ``trajectory`` ``(1, d, k)`` and ``agent_finals`` ``(m, d, k)``;
+* ``ddppm-floorfree``: ``trajectory`` ``(T + 1, n, 1)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.engine.cape_engine import CapeEngineResult, run_cape_engine
+from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.engine.floorfree_engine import FloorFreeEngineResult, run_floorfree_engine
+from dpgossip.errors import ConfigError
+from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, ProtocolRun
+from dpgossip.topology.network import Network
+
+__all__ = ["Issue13EngineProtocol", "ISSUE13_ENGINE_KINDS"]
+
+ISSUE13_ENGINE_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
+
+Issue13Result = CapeEngineResult | FloorFreeEngineResult
+
+
+@dataclass(frozen=True, slots=True)
+class Issue13EngineProtocol:
+    """A ``capepca``, ``capepca-gossip`` or ``ddppm-floorfree`` protocol object run on the engine under
+    ``conditions`` (ideal links by default)."""
+
+    protocol: CapePca | CapePcaGossip | DdppmFloorFree
+    conditions: NetworkConditions | Mapping[str, object] | None = None
+    record_transcript: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse a protocol these engines do not run."""
+        if not isinstance(self.protocol, (CapePca, CapePcaGossip, DdppmFloorFree)):
+            raise ConfigError(f"protocol must be a CapePca, CapePcaGossip or DdppmFloorFree, got "
+                              f"{type(self.protocol).__name__}", field="protocol")
+
+    @property
+    def kind(self) -> str:
+        """The wrapped protocol's ``kind``."""
+        return self.protocol.kind
+
+    @property
+    def side(self) -> str:
+        """The wrapped protocol's ``side``."""
+        return self.protocol.side
+
+    @property
+    def params(self) -> object:
+        """The wrapped protocol's parameters."""
+        return self.protocol.params
+
+    def run_engine(self, data: PartitionedData, network: Network,
+                   seed: int | np.random.SeedSequence) -> Issue13Result:
+        """One engine run (status, traffic, the protocol's result or ``None`` when it stopped)."""
+        if isinstance(self.protocol, DdppmFloorFree):
+            return run_floorfree_engine(data, network, self.protocol.params, seed,
+                                        conditions=self.conditions,
+                                        record_transcript=self.record_transcript)
+        return run_cape_engine(self.kind, data, network, self.protocol.params, seed,
+                               conditions=self.conditions, record_transcript=self.record_transcript)
+
+    def protocol_run(self, res: Issue13Result, data: PartitionedData) -> ProtocolRun:
+        """The common view of an engine run (module docstring; NaN when the run stopped)."""
+        if res.result is not None:
+            return self.protocol.view(res.result, data)
+        if isinstance(self.protocol, DdppmFloorFree):
+            T = self.protocol.params.iterations
+            return ProtocolRun(kind=self.kind, side=self.side, trajectory=np.full((T + 1, data.n, 1), np.nan),
+                               agent_finals=None, result=None)
+        k = self.protocol.params.k
+        finals = np.full((data.m, data.d, k), np.nan) if isinstance(self.protocol, CapePcaGossip) else None
+        return ProtocolRun(kind=self.kind, side=self.side, trajectory=np.full((1, data.d, k), np.nan),
+                           agent_finals=finals, result=None)
+
+    def run(self, data: PartitionedData, network: Network,
+            seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """:meth:`run_engine` in the common view."""
+        return self.protocol_run(self.run_engine(data, network, seed), data)
