@@ -106,7 +106,7 @@ def xi_operator(data: PartitionedData, W: np.ndarray, c: int, X: np.ndarray | No
 XI_TOL = 1e-6
 """Relative tolerance of the Lanczos moduli of ``Xi`` above :data:`_DENSE_LIMIT` rows (``eigsh``'s ``tol``:
 each Ritz value ``theta`` is within ``XI_TOL |theta|`` of an eigenvalue of ``Xi``; docs/scale.md)."""
-XI_NCV = 16
+XI_NCV = 20
 """Krylov subspace size of that Lanczos run."""
 
 
@@ -134,7 +134,7 @@ def xi_eigenvalues(
     Up to ``n = dense_limit`` rows (default ``_DENSE_LIMIT = 2500``, read at call time): dense ``eigvalsh`` of
     :func:`xi_matrix`. Above: Lanczos
     (``eigsh``, ``'LM'``) on the operator :class:`XiOperator` (``c`` sparse products with the relabelled ``W``
-    per application, ``O(c |E| d + n d)``) for the ``k + 2`` eigenvalues of largest modulus, relative
+    per application, ``O(c |E| d + n d)``) for the ``k + 1`` eigenvalues of largest modulus, relative
     tolerance :data:`XI_TOL`, :data:`XI_NCV` Lanczos vectors and the start vector :func:`xi_start_vector`
     (``RuntimeError`` if it does not converge).
     """
@@ -145,7 +145,7 @@ def xi_eigenvalues(
     else:
         xop = xi_operator(data, W, c, X)
         op = spla.LinearOperator((n, n), matvec=xop.apply, dtype=float)
-        kk = min(k + 2, n - 1)
+        kk = min(k + 1, n - 1)
         ev = extreme_eigenvalues(op, kk, "LM", "the consensus matrix Xi", tol=XI_TOL, ncv=XI_NCV,
                                  v0=xi_start_vector(data, kk, X)).values
     ev = ev[np.argsort(-np.abs(ev))]
