@@ -3,31 +3,48 @@
     dpgossip run scenarios/protocol-frontier.toml --out /tmp/frontier
     python scripts/protocol_frontier.py /tmp/frontier
         # writes docs/numbers/protocol-frontier.csv, copies plots/privacy_utility.png to
-        # docs/img/protocol-frontier.png and prints the table and its reading
+        # docs/img/protocol-frontier.png and prints the tables and the reading
 
-    python scripts/protocol_frontier.py --print     # the table and sentences of the stored numbers
+    python scripts/protocol_frontier.py --print     # the tables and the reading of the stored numbers
 
 Every number is a mean over the scenario's repeats, computed by dpgossip.report.frontier.frontier_table
 (the function that draws plots/privacy_utility.png); ``claimed`` is capePCA's claimed_epsilon (004's own
-per-site claim) from runs.csv. tests/test_docs_numbers_frontier.py checks the stored CSV and re-runs one
-capepca point.
+per-site claim) from runs.csv. The column ``audit`` says what the audited epsilon is (:data:`AUDIT`):
+``lower estimate`` where a search over neighbours finds it (D-DP-PM, its floor-free variant, ppm and
+ppm-federated), ``exact`` where the view is a data-independent Gaussian audited in closed form
+(capePCA, capePCA-gossip; ppm-gossip given its realised iterates). tests/test_docs_numbers_frontier.py
+checks the stored CSV, that README.md and docs/protocol-frontier.md print these tables and this
+reading, and re-runs one capepca point.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
+import re
 import shutil
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "protocol-frontier.toml"
 NUMBERS = ROOT / "docs" / "numbers" / "protocol-frontier.csv"
 IMAGE = ROOT / "docs" / "img" / "protocol-frontier.png"
-COLUMNS = ("topology", "series", "budget", "noise_scale", "error", "guaranteed_epsilon", "claimed",
-           "audited_epsilon", "audited_beyond")
-HEADER = ("| graph | protocol | budget epsilon | error | guaranteed epsilon | audited epsilon (what the "
-          "guarantee covers) | audited beyond its scope |\n|---|---|---|---|---|---|---|")
+RUN = ROOT / "docs" / "numbers" / "protocol-frontier-run.json"
+COLUMNS = ("dataset", "topology", "series", "budget", "noise_scale", "error", "guaranteed_epsilon",
+           "claimed", "audited_epsilon", "audited_beyond", "audit")
+AUDIT = {"D-DP-PM": "lower estimate", "ddppm-floorfree": "lower estimate",
+         "ppm (improved, row-replacement)": "lower estimate", "ppm-federated": "lower estimate",
+         "ppm-gossip": "exact", "capepca": "exact", "capepca-gossip": "exact", "LDP": "not audited"}
+"""What each series' audited epsilon is (docs/protocol-frontier.md, Section 4)."""
+ORDER = ("D-DP-PM", "ddppm-floorfree", "ppm (improved, row-replacement)", "ppm-federated", "ppm-gossip",
+         "capepca", "capepca-gossip", "LDP")
+NAMES = {"wine": "Wine", "breast_cancer": "Breast Cancer", "diabetes": "Diabetes"}
+HEADER = ("| data | protocol | budget epsilon (D-DP-PM: noise scale) | error | guaranteed epsilon "
+          "| audited epsilon (what the guarantee covers) | audited beyond its scope | audit |\n"
+          "|---|---|---|---|---|---|---|---|")
 
 
 def _fmt(v: float, digits: int = 3) -> str:
@@ -45,7 +62,7 @@ def _claimed(res, point: int) -> float:
 
 
 def frontier_rows(folder: Path) -> list[dict[str, str]]:
-    """One row per point (and per LDP budget and graph): the numbers of the privacy-utility plot."""
+    """One row per point (and per LDP budget, graph and dataset): the numbers of the plot."""
     from dpgossip.report.frontier import frontier_table
     from dpgossip.report.tables import ResultsFolder
 
@@ -56,61 +73,105 @@ def frontier_rows(folder: Path) -> list[dict[str, str]]:
         noise = axes.get("protocol.noise") or {}
         budget = axes.get("ppm.epsilon") if f.series != "LDP" else f.guaranteed_epsilon
         dd = f.series == "D-DP-PM"
-        rows.append({"topology": f.topology, "series": f.series,
+        rows.append({"dataset": f.dataset, "topology": f.topology, "series": f.series,
                      "budget": "" if dd else _fmt(float(budget)),
                      "noise_scale": _fmt(float(noise.get("scale", math.nan))) if dd else "",
                      "error": _fmt(f.error), "guaranteed_epsilon": _fmt(f.guaranteed_epsilon),
                      "claimed": _fmt(_claimed(res, f.point)) if f.point >= 0 else "",
                      "audited_epsilon": _fmt(f.audited_epsilon),
-                     "audited_beyond": _fmt(f.audited_beyond)})
+                     "audited_beyond": _fmt(f.audited_beyond), "audit": AUDIT[f.series]})
     return rows
 
 
-def table(rows: list[dict[str, str]]) -> str:
-    """The markdown table (D-DP-PM's budget cell names its noise scale; capePCA's guarantee cell adds
-    004's own claim)."""
+def _cells(rows: list[dict[str, str]], key: str) -> str:
+    vals = [r[key] for r in rows]
+    return " / ".join(vals) if any(vals) else ""
+
+
+def _line(data: str, series: str, pts: list[dict[str, str]]) -> str:
+    budget = (f"({_cells(pts, 'noise_scale')})" if series == "D-DP-PM" else _cells(pts, "budget"))
+    guar = _cells(pts, "guaranteed_epsilon") or "none"
+    if any(r["claimed"] for r in pts):
+        guar += f" (004 claims {_cells(pts, 'claimed')})"
+    return (f"| {NAMES.get(data, data)} | {series} | {budget} | {_cells(pts, 'error')} | {guar} "
+            f"| {_cells(pts, 'audited_epsilon') or 'not audited'} | {_cells(pts, 'audited_beyond')} "
+            f"| {pts[0]['audit']} |")
+
+
+def table(rows: list[dict[str, str]], topology: str = "ring") -> str:
+    """The markdown table of one graph: a line per dataset and protocol, its four budgets (D-DP-PM: its
+    four noise scales) as ``a / b / c / d`` in each cell; capePCA's guarantee cell adds 004's claim."""
     lines = [HEADER]
-    for r in rows:
-        budget = r["budget"] or f"(noise scale {r['noise_scale']})"
-        guar = r["guaranteed_epsilon"] or "none"
-        if r["claimed"]:
-            guar += f" (004 claims {r['claimed']})"
-        lines.append(f"| {r['topology']} | {r['series']} | {budget} | {r['error']} | {guar} "
-                     f"| {r['audited_epsilon'] or 'not audited'} | {r['audited_beyond']} |")
+    for data in dict.fromkeys(r["dataset"] for r in rows):
+        for series in ORDER:
+            pts = [r for r in rows if r["dataset"] == data and r["topology"] == topology
+                   and r["series"] == series]
+            if pts:
+                lines.append(_line(data, series, pts))
     return "\n".join(lines)
 
 
-def _pick(rows: list[dict[str, str]], topology: str, series: str, budget: str) -> dict[str, str]:
-    (row,) = [r for r in rows if r["topology"] == topology and r["series"] == series
-              and r["budget"] == budget]
+def _pick(rows: list[dict[str, str]], data: str, topology: str, series: str,
+          budget: str) -> dict[str, str]:
+    (row,) = [r for r in rows if r["dataset"] == data and r["topology"] == topology
+              and r["series"] == series and r["budget"] == budget]
     return row
+
+
+def _each(rows: list[dict[str, str]], topology: str, series: str, budget: str, key: str) -> str:
+    """``a (Wine), b (Breast Cancer) and c (Diabetes)``: one value per dataset (``a on every dataset``
+    when they agree)."""
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    values = [_pick(rows, d, topology, series, budget)[key] for d in datasets]
+    if len(set(values)) == 1 and len(values) > 1:
+        return f"{values[0]} on every dataset"
+    parts = [f"{v} ({NAMES.get(d, d)})" for v, d in zip(values, datasets, strict=True)]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def _dd_floor(rows: list[dict[str, str]], topology: str) -> tuple[str, str, str]:
+    """D-DP-PM on one graph: the smallest audited epsilon of each dataset over its noise scales, and
+    the range of its errors."""
+    dd = [r for r in rows if r["topology"] == topology and r["series"] == "D-DP-PM"]
+    parts = []
+    for d in dict.fromkeys(r["dataset"] for r in dd):
+        low = min((r for r in dd if r["dataset"] == d), key=lambda r: float(r["audited_epsilon"]))
+        value = low["audited_epsilon"]
+        parts.append(f"{value} on {NAMES.get(d, d)}" if value == "inf"
+                     else f"at least {value} on {NAMES.get(d, d)}")
+    errs = sorted(float(r["error"]) for r in dd)
+    return ", ".join(parts[:-1]) + " and " + parts[-1], _fmt(errs[0]), _fmt(errs[-1])
 
 
 def conclusion(rows: list[dict[str, str]], topology: str = "ring") -> str:
     """A reading of the table on one graph, every number taken from ``rows``."""
-    hi = [r["budget"] for r in rows if r["series"] == "LDP"][-1]
-    lo = [r["budget"] for r in rows if r["series"] == "LDP"][0]
-    cape, gos = _pick(rows, topology, "capepca", hi), _pick(rows, topology, "capepca-gossip", hi)
-    ff, ppm = _pick(rows, topology, "ddppm-floorfree", hi), _pick(rows, topology, "ppm-federated", hi)
-    ldp = _pick(rows, topology, "LDP", hi)
-    dd = [r for r in rows if r["topology"] == topology and r["series"] == "D-DP-PM"]
-    cape_lo = _pick(rows, topology, "capepca", lo)
+    budgets = [r["budget"] for r in rows if r["series"] == "LDP"]
+    lo, hi = budgets[0], max(budgets, key=float)
+    first = rows[0]["dataset"]
+    cape_lo = _pick(rows, first, topology, "capepca", lo)
+    floors, e_lo, e_hi = _dd_floor(rows, topology)
     return " ".join([
-        f"On the {topology} at budget {hi}, capePCA's one-shot release reaches error {cape['error']} "
-        f"and the power methods of 000 {ppm['error']} (ppm-federated), against {ldp['error']} for "
-        f"LDP.",
-        f"capePCA's guarantee here is the aggregator's joint view: at the same noise 004's own per-site "
-        f"claim would print {cape_lo['claimed']} for budget {lo}, but the aggregator, which sees "
-        f"every release and knows its own noise, gets {cape_lo['guaranteed_epsilon']} (audited "
-        f"{cape_lo['audited_epsilon']}).",
-        f"capePCA on the gossip graph keeps 004's per-site guarantee ({gos['guaranteed_epsilon']}; "
-        f"agent 0's error {gos['error']}), but a neighbour, which hears every round and knows its "
-        f"own edge draws, learns {gos['audited_beyond']}.",
-        f"The floor-free D-DP-PM is private by construction (audit {ff['audited_epsilon']} under its "
-        f"guarantee {ff['guaranteed_epsilon']}) but its released left vector is drowned: error "
-        f"{ff['error']}. D-DP-PM leaks without bound to an eavesdropper on every edge: its audited "
-        f"epsilon is {', '.join(sorted({r['audited_epsilon'] for r in dd}))} at every noise scale "
-        f"(error {dd[0]['error']} to {dd[-1]['error']}).",
+        f"On the {topology} at budget {hi}, capePCA's one-shot release reaches error "
+        f"{_each(rows, topology, 'capepca', hi, 'error')}; the power method of 000 (ppm-federated) "
+        f"{_each(rows, topology, 'ppm-federated', hi, 'error')}; LDP "
+        f"{_each(rows, topology, 'LDP', hi, 'error')}.",
+        f"capePCA's guarantee here is the aggregator's joint view: at budget {lo} 004's own per-site "
+        f"claim would print {cape_lo['claimed']} on {NAMES.get(first, first)}, but the aggregator, "
+        f"which sees every release and knows its own noise, gets {cape_lo['guaranteed_epsilon']} "
+        f"(audited {cape_lo['audited_epsilon']}).",
+        f"capePCA on the gossip graph keeps 004's per-site guarantee "
+        f"({_pick(rows, first, topology, 'capepca-gossip', hi)['guaranteed_epsilon']} at budget "
+        f"{hi}; agent 0's error {_each(rows, topology, 'capepca-gossip', hi, 'error')}), but a "
+        f"neighbour, which hears every round and knows its own edge draws, learns "
+        f"{_each(rows, topology, 'capepca-gossip', hi, 'audited_beyond')}.",
+        f"The floor-free D-DP-PM stays under its guarantee "
+        f"{_pick(rows, first, topology, 'ddppm-floorfree', hi)['guaranteed_epsilon']} (audited "
+        f"{_each(rows, topology, 'ddppm-floorfree', hi, 'audited_epsilon')}, lower estimates) but "
+        f"its released left vector is drowned: error "
+        f"{_each(rows, topology, 'ddppm-floorfree', hi, 'error')}.",
+        f"D-DP-PM, with no guarantee, leaks to an eavesdropper on every edge far beyond every budget "
+        f"here at all four noise scales: its audited epsilon (a lower estimate) is {floors} (error "
+        f"{e_lo} to {e_hi}).",
     ])
 
 
@@ -120,10 +181,50 @@ def stored() -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def scenario() -> dict:
+    """The shipped scenario."""
+    return tomllib.loads(SCENARIO.read_text(encoding="utf-8"))
+
+
+def page(rows: list[dict[str, str]]) -> str:
+    """Every graph's table, headed by its name, then the ring's reading."""
+    parts = [f"**{t}**\n\n{table(rows, t)}" for t in scenario()["network"]["topology"]]
+    return "\n\n".join(parts) + "\n\n" + conclusion(rows)
+
+
+def read_time_log(path: Path, load_before: str, load_after: str) -> dict[str, object]:
+    """Wall time and peak memory from the output of ``/usr/bin/time -v``, with the load averages
+    (``uptime``'s 1-minute figure) taken just before and after the run."""
+    text = path.read_text(encoding="utf-8")
+    clock = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", text).group(1)
+    seconds = sum(float(x) * 60**i for i, x in enumerate(reversed(clock.split(":"))))
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
+    return {"wall_seconds": seconds, "max_rss_mb": round(rss / 1024), "load_before": load_before,
+            "load_after": load_after, "command": "dpgossip run scenarios/protocol-frontier.toml --out DIR"}
+
+
+def run_time() -> dict[str, object]:
+    """The stored measurement of the run the numbers come from."""
+    return json.loads(RUN.read_text(encoding="utf-8"))
+
+
+def time_sentence(run: dict[str, object]) -> str:
+    """The run time as the README and the page print it."""
+    minutes, seconds = divmod(round(float(run["wall_seconds"])), 60)
+    return (f"The whole scenario ran in {minutes} min {seconds} s wall time (`{run['command']}`, one "
+            f"worker, measured by `/usr/bin/time -v`; peak memory {run['max_rss_mb']} MB) on this "
+            f"shared 2-core machine, with a 1-minute load average of {run['load_before']} when it "
+            f"started and {run['load_after']} when it ended.")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", nargs="?", type=Path, help="a protocol-frontier results folder")
-    ap.add_argument("--print", action="store_true", help="print the table of the stored numbers")
+    ap.add_argument("--print", action="store_true", help="print the tables of the stored numbers")
+    ap.add_argument("--time-log", type=Path, help="the run's /usr/bin/time -v output (stored with "
+                    "--load-before and --load-after)")
+    ap.add_argument("--load-before", default="", help="uptime's 1-minute load average before the run")
+    ap.add_argument("--load-after", default="", help="and after it")
     args = ap.parse_args()
     if args.folder is None and not args.print:
         ap.error("give a results folder or --print")
@@ -138,7 +239,10 @@ def main() -> int:
         if plot.exists():
             IMAGE.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(plot, IMAGE)
-    print(table(stored()) + "\n\n" + conclusion(stored()))
+    if args.time_log is not None:
+        RUN.write_text(json.dumps(read_time_log(args.time_log, args.load_before, args.load_after),
+                                  indent=1) + "\n", encoding="utf-8")
+    print(page(stored()) + "\n\n" + time_sentence(run_time()))
     return 0
 
 

@@ -165,3 +165,32 @@ def test_bad_audit_requests_name_their_field(paper_ring):
                                                              noise_multiplier=0.0), seed=0)
     with pytest.raises(ConfigError):
         audit_floorfree(data, paper_ring, silent)
+
+
+def test_screened_rows_are_the_best_pulled_in_start_and_the_screened_audit_is_attained():
+    """screen_rows against conditional_mu2 at worst_neighbour's own starts; the screened audit with
+    every row climbed equals the full search, and with fewer rows stays between screen and full."""
+    from dpgossip.privacy.floorfree_audit import _pull_in, screen_rows
+
+    data = spiked_data(24, 4, [3, 2, 1, 0.5], 4, seed=3)
+    net = net_from_graph(nx.cycle_graph(4))
+    res = run_floorfree(data, net, FloorFreeParams(iterations=3, consensus_steps=2,
+                                                   noise_multiplier=2.0), seed=1)
+    p = res.params
+    for bounded in (True, False):
+        U = res.directions[:, 1]
+        rows = data.X[data.offsets[1]:data.offsets[2]]
+        got = screen_rows(rows, U, kappa=0.7, sigma_z=p.sigma_z, sigma_p=p.sigma_p, bounded=bounded)
+        for x, value in zip(rows, got, strict=True):
+            starts = [s * u for u in U for s in (1.0, -1.0)] + [-x]
+            want = max(conditional_mu2(x, _pull_in(x, y / np.linalg.norm(y), bounded), U, kappa=0.7,
+                                       sigma_z=p.sigma_z, sigma_p=p.sigma_p) for y in starts)
+            assert value == pytest.approx(want, rel=1e-9)
+    full = audit_floorfree(data, net, res, view="eavesdropper", restarts=1)
+    every = audit_floorfree(data, net, res, view="eavesdropper", restarts=1, rows=data.n)
+    few = audit_floorfree(data, net, res, view="eavesdropper", restarts=1, rows=2)
+    for a, b, c in zip(full, every, few, strict=True):
+        assert b.mu == pytest.approx(a.mu, rel=1e-9) and c.mu <= a.mu * (1 + 1e-9)
+        assert c.mu <= c.mu_upper
+        lo, hi = data.offsets[c.target], data.offsets[c.target + 1]
+        assert lo <= c.row < hi

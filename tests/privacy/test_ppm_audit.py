@@ -130,3 +130,32 @@ def test_element_audit_is_the_exact_supremum_and_below_the_guarantee(wine, sensi
     assert brute <= audit.mu**2 * (1 + 1e-9)
     assert 0 < audit.mu <= audit.guarantee_mu * (1 + 1e-9)
     assert audit.neighbours == "element" and "exact" in audit.meaning
+
+
+@pytest.mark.parametrize("kind", ["bounded", "replace-one"])
+def test_batched_projection_and_climb_follow_the_scalar_functions(kind, wine):
+    """The vectorised search of audit_ppm against the scalar project / replacement_mu2 / _climb."""
+    from dpgossip.privacy.ppm_audit import (
+        _climb,
+        _climb_batch,
+        project_batch,
+        replacement_mu2_batch,
+    )
+
+    rng = np.random.default_rng(11)
+    res = run_ppm(wine, PpmParams(p=1, k=1, iterations=5, noise_multiplier=2.0), seed=1)
+    P = trajectory_metric(res)
+    X = wine[rng.choice(len(wine), 12, replace=False)]
+    Y = rng.standard_normal(X.shape) * rng.uniform(0.2, 3.0, (12, 1))
+    Y[0] = -3.0 * X[0]                                       # on the axis through 0 and x
+    proj = project_batch(X, Y, kind)
+    for x, y, p in zip(X, Y, proj, strict=True):
+        np.testing.assert_allclose(p, project(x, y, kind), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(replacement_mu2_batch(P, X, proj),
+                               [replacement_mu2(P, x, p) for x, p in zip(X, proj, strict=True)],
+                               rtol=1e-12)
+    F, Yc = _climb_batch(P, X, Y, kind, 25)
+    for s in range(len(X)):
+        f, y = _climb(P, X[s], Y[s], kind, 25)
+        assert F[s] == pytest.approx(f, rel=1e-9)
+        np.testing.assert_allclose(Yc[s], y, atol=1e-7)

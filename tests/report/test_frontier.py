@@ -65,3 +65,27 @@ def test_the_report_draws_the_plot(folder):
     names = {p.name for p in make_report(folder)}
     assert "privacy_utility.png" in names
     assert (folder / "plots" / "privacy_utility.png").stat().st_size > 10_000
+
+
+def test_each_dataset_has_its_own_points_ldp_and_row_of_panels(tmp_path):
+    """A sweep over data.source: every point and every LDP budget is labelled with its dataset (the
+    LDP means are per dataset: the pooled rows of one dataset, checked against runs.csv)."""
+    sc = small(
+        repeats=1, data={"source": ["wine", "diabetes"]},
+        protocol={"kind": ["ppm"], "iterations": 2, "consensus_steps": 1, "rank": 1},
+        ppm={"epsilon": [1.0, 4.0], "sensitivity": "improved", "audit": False},
+        baseline={"ldp": True, "epsilon": [1.0, 4.0], "delta": 1e-5},
+        sweep={"zip": [["ppm.epsilon", "baseline.epsilon"]]}, output={"plots": True},
+    )
+    folder = run_scenario(sc, tmp_path / "out", quiet=True)
+    res = ResultsFolder.load(folder)
+    table = frontier_table(res)
+    assert {(f.dataset, f.series) for f in table} == {
+        (d, s) for d in ("wine", "diabetes") for s in ("ppm (improved, row-replacement)", "LDP")}
+    for f in table:
+        rows = [r for r in res.runs if r["dataset"] == f.dataset and (
+            int(r["point"]) == f.point if f.point >= 0 else float(r["epsilon"]) == f.guaranteed_epsilon)]
+        assert len(rows) == 1
+        assert f.error == pytest.approx(rows[0]["ldp_error" if f.series == "LDP" else "subspace_distance"])
+    assert "privacy_utility.png" in {p.name for p in make_report(folder)}
+    assert (folder / "plots" / "privacy_utility.png").stat().st_size > 10_000

@@ -122,6 +122,88 @@ def _climb(P: np.ndarray, x: np.ndarray, y: np.ndarray, kind: str, steps: int) -
     return f, y
 
 
+def _ball(c: np.ndarray | float, V: np.ndarray) -> np.ndarray:
+    """Rows of ``V`` projected onto unit balls centred at the rows of ``c``."""
+    R = V - c
+    nr = np.linalg.norm(R, axis=-1, keepdims=True)
+    return np.where(nr <= 1.0, V, c + R / np.where(nr <= 1.0, 1.0, nr))
+
+
+def project_batch(X: np.ndarray, Y: np.ndarray, kind: str) -> np.ndarray:
+    """:func:`~dpgossip.privacy.neighbours.project` of every row of ``Y`` for the row of ``X`` beside
+    it (same formulas, vectorised; the degenerate rim case ``y`` on the axis through ``0`` and ``x``
+    falls back to the scalar function)."""
+    P0 = _ball(0.0, Y)
+    if kind != "bounded":
+        return P0
+    P1 = _ball(X, Y)
+    xx = np.einsum("sd,sd->s", X, X)[:, None]
+    H = Y - X / 2
+    H = H - np.where(xx > 0, np.einsum("sd,sd->s", H, X)[:, None] / np.where(xx > 0, xx, 1.0), 0.0) * X
+    nh = np.linalg.norm(H, axis=1, keepdims=True)
+    rim = X / 2 + np.sqrt(np.maximum(1.0 - xx / 4.0, 0.0)) * H / np.where(nh == 0.0, 1.0, nh)
+    in0 = np.linalg.norm(P0 - X, axis=1) <= 1.0 + 1e-12
+    in1 = np.linalg.norm(P1, axis=1) <= 1.0 + 1e-12
+    out = np.where(in0[:, None], P0, np.where(in1[:, None], P1, rim))
+    for i in np.flatnonzero(~in0 & ~in1 & (nh[:, 0] == 0.0)):  # y on the axis: measure zero
+        out[i] = project(X[i], Y[i], kind)
+    return out
+
+
+def replacement_mu2_batch(P: np.ndarray, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """:func:`replacement_mu2` of every pair of rows ``(X[s], Y[s])``."""
+    PY, PX = Y @ P, X @ P
+    return (np.einsum("sd,sd->s", Y, Y) * np.einsum("sd,sd->s", Y, PY)
+            + np.einsum("sd,sd->s", X, X) * np.einsum("sd,sd->s", X, PX)
+            - 2.0 * np.einsum("sd,sd->s", X, Y) * np.einsum("sd,sd->s", Y, PX))
+
+
+def _gradient_batch(P: np.ndarray, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    PY, PX = Y @ P, X @ P
+    dot = lambda A, B: np.einsum("sd,sd->s", A, B)[:, None]  # noqa: E731
+    return 2.0 * Y * dot(Y, PY) + 2.0 * dot(Y, Y) * PY - 2.0 * X * dot(Y, PX) - 2.0 * dot(X, Y) * PX
+
+
+def _climb_batch(P: np.ndarray, X: np.ndarray, Y: np.ndarray, kind: str,
+                 steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_climb` of every start ``Y[s]`` (for the row ``X[s]``) in lockstep.
+
+    Each start keeps its own state (point, value, step, gradients taken) and follows the scalar
+    rule: at most ``steps`` gradients; after a gradient, trial points ``project(y + step g/|g|)``
+    with ``step`` divided by 4 until one improves (then ``step *= 1.5`` and a new gradient) or
+    ``step <= 1e-8`` (then the start stops); a zero gradient stops it too.
+    """
+    Y = project_batch(X, Y, kind)
+    F = replacement_mu2_batch(P, X, Y)
+    n = Y.shape[0]
+    step, taken = np.full(n, 0.5), np.zeros(n, dtype=int)
+    active, fresh = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+    D = np.zeros_like(Y)
+    while active.any():
+        g_idx = np.flatnonzero(active & fresh)
+        if g_idx.size:
+            out = taken[g_idx] >= steps
+            G = _gradient_batch(P, X[g_idx], Y[g_idx])
+            ng = np.linalg.norm(G, axis=1)
+            stop = out | (ng == 0.0)
+            active[g_idx[stop]] = False
+            keep = g_idx[~stop]
+            D[keep] = G[~stop] / ng[~stop, None]
+            taken[keep] += 1
+            fresh[g_idx] = False
+        t_idx = np.flatnonzero(active & (step > 1e-8))
+        active[np.flatnonzero(active & (step <= 1e-8))] = False
+        if not t_idx.size:
+            continue
+        Z = project_batch(X[t_idx], Y[t_idx] + step[t_idx, None] * D[t_idx], kind)
+        FZ = replacement_mu2_batch(P, X[t_idx], Z)
+        up = FZ > F[t_idx]
+        win, lose = t_idx[up], t_idx[~up]
+        Y[win], F[win], step[win], fresh[win] = Z[up], FZ[up], step[win] * 1.5, True
+        step[lose] /= 4.0
+    return F, Y
+
+
 def _element_audit(result: PpmResult, delta: float) -> PpmAudit:
     """The exact worst element neighbour (module docstring): ``mu^2 = max_j P_jj``."""
     P = trajectory_metric(result)
@@ -175,19 +257,18 @@ def audit_ppm(data_or_X: PartitionedData | np.ndarray, result: PpmResult, *, del
     steps = check_int(steps, "steps", 1)
     P = trajectory_metric(result)
     _, E = np.linalg.eigh(P)
-    rng = np.random.default_rng(seed)
-    screened = []  # every row: its starts, projected, and the best of them
-    for r, x in enumerate(X):
-        starts = [project(x, np.asarray(y0, dtype=float), neighbours)
-                  for y0 in (-x, *E.T, *(-E.T), *rng.standard_normal((random, X.shape[1])))]
-        values = [replacement_mu2(P, x, y) for y in starts]
-        screened.append((max(values), r, starts))
-    best = (-math.inf, 0, X[0])
-    for _, r, starts in sorted(screened, key=lambda t: -t[0])[:rows]:
-        for y0 in starts:
-            f, y = _climb(P, X[r], y0, neighbours, steps)
-            if f > best[0]:
-                best = (f, r, y)
+    n, d = X.shape
+    draws = np.random.default_rng(seed).standard_normal((n, random, d))  # the draws row by row
+    raw = np.concatenate([-X[:, None, :], np.broadcast_to(np.concatenate([E.T, -E.T]), (n, 2 * d, d)),
+                          draws], axis=1)                      # every row: its starts
+    k = raw.shape[1]
+    starts = project_batch(np.repeat(X, k, axis=0), raw.reshape(n * k, d), neighbours)
+    screen = replacement_mu2_batch(P, np.repeat(X, k, axis=0), starts).reshape(n, k).max(axis=1)
+    chosen = np.argsort(-screen, kind="stable")[:rows]         # the rows climbed, best first
+    Xc = np.repeat(X[chosen], k, axis=0)
+    F, Y = _climb_batch(P, Xc, starts.reshape(n, k, d)[chosen].reshape(-1, d), neighbours, steps)
+    i = int(np.argmax(F))                                      # the first of equal maxima, as before
+    best = (float(F[i]), int(chosen[i // k]), Y[i])
     mu = math.sqrt(max(best[0], 0.0))
     guarantee = float(math.sqrt(np.sum((result.sensitivities / result.noise_std) ** 2)))
     return PpmAudit(mu=mu, epsilon=gaussian_mechanism_epsilon(mu, delta), delta=delta, row=best[1],

@@ -51,13 +51,16 @@ class FrontierPoint:
     """Audit of a change or view the guarantee does not cover (``nan`` where there is none)."""
     topology: str = ""
     """The point's network (``topology`` column); the plot has one panel per topology."""
+    dataset: str = ""
+    """The point's data (``dataset`` column); the plot has one row of panels per dataset."""
 
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
         return {"series": self.series, "point": self.point, "error": self.error,
                 "guaranteed_epsilon": self.guaranteed_epsilon,
                 "audited_epsilon": self.audited_epsilon, "delta": self.delta,
-                "audited_beyond": self.audited_beyond, "topology": self.topology}
+                "audited_beyond": self.audited_beyond, "topology": self.topology,
+                "dataset": self.dataset}
 
 
 def _series(row: Mapping[str, Any]) -> str:
@@ -102,32 +105,36 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
         by_point.setdefault(int(r["point"]), []).append(r)
     ddppm, dd_delta = _ddppm_audit(res)
     out: list[FrontierPoint] = []
-    ldp: dict[tuple[str, float], list[float]] = {}
+    ldp: dict[tuple[str, str, float], list[float]] = {}
     ldp_delta = math.nan
+    order: dict[str, int] = {}                                 # datasets in the order of the points
     for p, rows in sorted(by_point.items()):
         first = rows[0]
         series, topo = _series(first), str(first.get("topology") or "")
+        data = str(first.get("dataset") or "")
+        order.setdefault(data, len(order))
         err = _mean([r.get(metric, r.get("error")) for r in rows])
         if series == "D-DP-PM":
             if p in ddppm:
                 out.append(FrontierPoint(series=series, point=p, error=err,
                                          guaranteed_epsilon=math.nan, audited_epsilon=ddppm[p],
-                                         delta=dd_delta, topology=topo))
+                                         delta=dd_delta, topology=topo, dataset=data))
         else:
             out.append(FrontierPoint(
                 series=series, point=p, error=err,
                 guaranteed_epsilon=_mean([r.get("guaranteed_epsilon") for r in rows]),
                 audited_epsilon=_mean([r.get("audited_epsilon") for r in rows]),
                 delta=float(first.get("guarantee_delta") or math.nan),
-                audited_beyond=_mean([r.get("audited_epsilon_beyond") for r in rows]), topology=topo))
+                audited_beyond=_mean([r.get("audited_epsilon_beyond") for r in rows]), topology=topo,
+                dataset=data))
         if first.get("ldp_error") is not None and first.get("epsilon") is not None:
-            ldp.setdefault((topo, float(first["epsilon"])), []).extend(float(r["ldp_error"])
-                                                                      for r in rows)
+            ldp.setdefault((data, topo, float(first["epsilon"])), []).extend(
+                float(r["ldp_error"]) for r in rows)
             ldp_delta = float(first.get("delta") or math.nan)
-    for (topo, eps), errs in sorted(ldp.items()):
+    for (data, topo, eps), errs in sorted(ldp.items(), key=lambda kv: (order[kv[0][0]], kv[0][1:])):
         out.append(FrontierPoint(series="LDP", point=-1, error=mean_ci(errs)["mean"],
                                  guaranteed_epsilon=eps, audited_epsilon=math.nan, delta=ldp_delta,
-                                 topology=topo))
+                                 topology=topo, dataset=data))
     return out
 
 
@@ -169,20 +176,25 @@ def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
     names = list(dict.fromkeys(f.series for f in table))
     colour = dict(zip(names, colours(len(names), ordered=False), strict=True))
     topologies = list(dict.fromkeys(f.topology for f in table))
-    fig = new_figure(12.5 + 4.5 * (len(topologies) - 1), 5.5)
-    axes = fig.subplots(1, len(topologies), sharey=True, squeeze=False)[0]
-    for ax, topo in zip(axes, topologies, strict=True):
-        for name in names:
-            pts = [f for f in table if f.series == name and f.topology == topo]
-            if pts:
-                _draw_series(ax, pts, colour[name], name, right)
-        _style(ax, table, f"{topo}: " if len(topologies) > 1 else "")
-    axes[0].set_ylabel(r"subspace distance $\|\sin\Theta\|_2$ (mean over repeats)")
+    datasets = list(dict.fromkeys(f.dataset for f in table))
+    fig = new_figure(12.5 + 4.5 * (len(topologies) - 1), 5.5 * len(datasets))
+    grid = fig.subplots(len(datasets), len(topologies), sharey=True, squeeze=False)
+    for row, data in zip(grid, datasets, strict=True):
+        for ax, topo in zip(row, topologies, strict=True):
+            for name in names:
+                pts = [f for f in table if f.series == name and f.topology == topo and f.dataset == data]
+                if pts:
+                    _draw_series(ax, pts, colour[name], name, right)
+            label = ", ".join(x for x in (data if len(datasets) > 1 else "",
+                                          topo if len(topologies) > 1 else "") if x)
+            _style(ax, table, f"{label}: " if label else "")
+        row[0].set_ylabel(r"subspace distance $\|\sin\Theta\|_2$ (mean over repeats)")
+    axes = grid.ravel()
     handles = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
-    axes[-1].legend(list(handles.values()), list(handles), fontsize="x-small", loc="upper left",
-                    bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    grid[0, -1].legend(list(handles.values()), list(handles), fontsize="x-small", loc="upper left",
+                       bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     axes[0].set_title(f"{res.config.get('name', '')}: utility against privacy; filled = guarantee, "
-                 "hollow = audit, cross = audit beyond its scope", fontsize="small")
+                      "hollow = audit, cross = audit beyond its scope", fontsize="small")
     return save(fig, path)
 
 

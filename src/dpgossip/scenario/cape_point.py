@@ -195,7 +195,7 @@ def _floorfree_columns(result: Any, problem: Problem, spec: PointSpec) -> dict[s
     if ff.audit:
         targets = None if ff.audit_targets is None else range(min(ff.audit_targets, problem.data.m))
         pairs = audit_floorfree(problem.data, problem.network, result, delta=ff.delta,
-                                view="eavesdropper", targets=targets)
+                                view="eavesdropper", targets=targets, rows=ff.audit_rows)
         audited = max(p.epsilon for p in pairs)
         row.update({"audited_epsilon": audited, "audit_view": "eavesdropper (every release)",
                     "audit_exceeds_guarantee": _exceeds(audited, g.epsilon_pld)})

@@ -13,7 +13,8 @@ take the noise as a multiplier of the sensitivity, or a budget to calibrate it t
 * ``[floorfree]``: ``noise_multiplier`` (``s``) or ``epsilon`` (the ``s`` at which the run, ``T + 1``
   composed Gaussian mechanisms of multiplier ``s``, is exactly ``(epsilon, delta)`` as
   ``sqrt(T + 1)/s``-GDP); ``delta``; ``adjacency`` (``bounded`` | ``replace-one``); ``disseminate``;
-  ``audit`` and ``audit_targets`` (how many agents, from agent 0, the audit takes as targets).
+  ``audit``, ``audit_targets`` (how many agents, from agent 0, the audit takes as targets) and
+  ``audit_rows`` (climb only that many rows, the best of a closed-form screening of every row).
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ FLOORFREE_FIELDS: dict[str, Field] = {
     "disseminate": Field(kind=bool, default=True, doc="send the noisy q^(T) to everyone"),
     "audit_targets": Field(kind=int, default=None, low=1, sweep=False,
                            doc="audit agents 0..audit_targets-1 as targets (default every agent)"),
+    "audit_rows": Field(kind=int, default=None, low=1, sweep=False,
+                        doc="screen every row in closed form and climb only the audit_rows best "
+                        "(default: climb every row)"),
 }
 
 
@@ -122,6 +126,7 @@ class FloorFreeSpec:
     adjacency: str
     disseminate: bool
     audit_targets: int | None
+    audit_rows: int | None
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> FloorFreeSpec:
@@ -131,7 +136,7 @@ class FloorFreeSpec:
     def to_row(self) -> dict[str, object]:
         """Tidy columns (prefixed ``floorfree_``)."""
         return {f"floorfree_{k}": getattr(self, k) for k in FLOORFREE_FIELDS
-                if k not in ("audit", "audit_targets")}
+                if k not in ("audit", "audit_targets", "audit_rows")}
 
 
 register_section("cape", check_cape, sweepable=tuple(k for k, f in CAPE_FIELDS.items() if f.sweep),
