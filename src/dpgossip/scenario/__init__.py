@@ -234,7 +234,7 @@ def _run(
     elif n_workers > 1 and len(tasks) > 1:
         stream = run_pool(tasks, n_workers)
     else:
-        stream = run_inline(tasks)
+        stream = run_inline(tasks, structures.reusable)
     _save_all(stream, BatchWriter(out_dir), results, progress)
     assemble(
         out_dir,

@@ -29,7 +29,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,12 +85,14 @@ def _label(task: PointTask) -> str:
     return f"point {task.index} ({axes_label(task.axes)})" if task.axes else ""
 
 
-def run_task(task: PointTask) -> PointResult:
+def run_task(task: PointTask, structure: Any = None) -> PointResult:
     """Run every repeat of one point (top-level function: picklable for process pools and Dask).
 
     The point is computed with every BLAS library on one thread, whatever the executor or the
     environment (``OPENBLAS_NUM_THREADS``, ``DPGOSSIP_BLAS_THREADS``): threaded BLAS sums in another
-    order, and the rows would differ in the last bits between executors.
+    order, and the rows would differ in the last bits between executors. ``structure`` is the point's
+    :class:`~dpgossip.scenario.problem.Structure` when the caller already built it from the same
+    configuration (the in-process run reuses the preflight's); else it is built here.
 
     Raises
     ------
@@ -107,7 +109,8 @@ def run_task(task: PointTask) -> PointResult:
     t0 = time.perf_counter()
     try:
         with single_blas_thread():
-            structure = make_structure(PointSpec.from_config(task.config), base)  # one per point
+            if structure is None:
+                structure = make_structure(PointSpec.from_config(task.config), base)  # one per point
             config, extra = prepare_point(task.config, structure)  # e.g. a calibrated noise scale
             spec = PointSpec.from_config(config)  # the settings the point runs with
             problem = make_problem(spec.protocol, structure)  # one per point
@@ -248,10 +251,15 @@ def resolve_workers(workers: int | None) -> int:
     return workers or (os.cpu_count() or 1)
 
 
-def run_inline(tasks: Iterable[PointTask]) -> Iterator[PointResult]:
-    """Run the tasks one after the other in this process."""
+def run_inline(tasks: Iterable[PointTask],
+               built: Mapping[str, Any] | None = None) -> Iterator[PointResult]:
+    """Run the tasks one after the other in this process; ``built`` maps a
+    :func:`~dpgossip.scenario.preflight.structure_key` to a structure already built from it, which
+    the points with that key reuse (the same network and data, so the same results)."""
+    from dpgossip.scenario.preflight import structure_key
+
     for task in tasks:
-        yield run_task(task)
+        yield run_task(task, (built or {}).get(structure_key(task.config)))
 
 
 PARENT_POLL = 0.5

@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +50,16 @@ class Structures:
         Point index -> the key its results are stored under: ``point_hash`` of its configuration, with
         the SHA-256 of every user file it reads (``data.source``, ``network.topology``) mixed in, so
         that editing such a file invalidates the stored points.
+    reusable
+        :func:`structure_key` -> the structure (network and data) built here, when the sweep has a single
+        distinct structure: the in-process run uses it instead of building it again (at 10^6 agents the
+        synthetic data and the graph take about a minute, and two copies would be held at once).
     """
 
     stems: dict[int, str]
     networks: dict[str, tuple[Any, dict[str, Any], int]]
     keys: dict[int, str]
+    reusable: dict[str, Any] = field(default_factory=dict)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write every network to ``out_dir/networks/<stem>.json`` (atomically); returns the paths."""
@@ -116,21 +121,24 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     networks: dict[str, tuple[Any, dict[str, Any], int]] = {}
     keys: dict[int, str] = {}
     digests: dict[Path, str] = {}
+    reusable: dict[str, Any] = {}
     for p in points:
         inputs = input_digests(p.config, base, digests)
         keys[p.index] = point_hash({**p.config, "inputs": inputs}) if inputs else p.key
         skey = structure_key(p.config)
         if skey not in built:
             try:
-                network = build_structure(p.config, base).network
+                structure = build_structure(p.config, base)
             except ConfigError as exc:
                 prefix = f"point {p.index} ({axes_label(p.axes)}): " if p.axes else ""
                 raise ConfigError(f"{prefix}{exc}") from None
+            reusable = {skey: structure} if not built else {}  # only a sweep's single structure
+            network = structure.network
             stem = f"{_safe(network.name)}-{_network_key(p.config)}"
             built[skey] = stem
             networks.setdefault(stem, (network, p.config["network"], p.config["seed"]))
         stems[p.index] = built[skey]
-    return Structures(stems=stems, networks=networks, keys=keys)
+    return Structures(stems=stems, networks=networks, keys=keys, reusable=reusable)
 
 
 def input_digests(config: Mapping[str, Any], base: Path | None,
