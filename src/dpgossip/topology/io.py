@@ -38,6 +38,7 @@ import math
 import re
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -385,9 +386,13 @@ def _edge_form(A: sp.csr_array, graph: nx.Graph, index: dict[Hashable, int]) -> 
         return False
     coo = A.tocoo()
     off = coo.row != coo.col
-    edges = {(index[u], index[v]) for u, v in graph.edges()}
-    return all((i, j) in edges or (j, i) in edges
-               for i, j in zip(coo.row[off].tolist(), coo.col[off].tolist(), strict=True))
+    m = np.int64(A.shape[0])
+    ends = np.fromiter(chain.from_iterable((index[u], index[v]) for u, v in graph.edges()),
+                       dtype=np.int64, count=2 * graph.number_of_edges()).reshape(-1, 2)
+    r, c = coo.row[off].astype(np.int64), coo.col[off].astype(np.int64)
+    # an unordered pair {i, j} as the number min * m + max: every stored (i, j) must be an edge
+    return bool(np.isin(np.minimum(r, c) * m + np.maximum(r, c),
+                        ends.min(axis=1) * m + ends.max(axis=1)).all())
 
 
 def _weights_into(graph: nx.Graph, nodes: list[Hashable], W: object, node_list: list[dict],
@@ -471,8 +476,7 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
     if W is not None:
         rows = _weights_into(graph, nodes, W, node_list, edge_list)
 
-    def dump(obj: Any) -> str:
-        return json.dumps(obj, default=_jsonable, allow_nan=False, ensure_ascii=False)
+    dump = json.JSONEncoder(default=_jsonable, allow_nan=False, ensure_ascii=False).encode  # made once
 
     parts = [f"  {dump(k)}: {dump(v)}" for k, v in head.items()]
     parts.append('  "nodes": [\n' + ",\n".join(f"    {dump(d)}" for d in node_list) + "\n  ]")
