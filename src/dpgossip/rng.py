@@ -189,8 +189,10 @@ def draw_run_noise(seed: int | np.random.SeedSequence, sizes: tuple[int, ...] | 
     _fill_agent_normals(flat, agent_seed_words(seed, m).tolist(), (sizes * (r * K)).tolist())
     scale = np.concatenate((np.full((r, 1), sigma_q), sigma_p), axis=1).reshape(r * K, 1)
     if m and (sizes == sizes[0]).all():                         # agent-major -> (r K, n) by a transpose
-        g = flat.reshape(m, r * K, int(sizes[0])).transpose(1, 0, 2).reshape(r * K, n)
-        return (g * scale).reshape(r, K, n)
+        out = np.empty((r * K, m, int(sizes[0])))               # scaled as it is transposed: one copy
+        np.multiply(flat.reshape(m, r * K, int(sizes[0])).transpose(1, 0, 2), scale[:, :, None],
+                    out=out)
+        return out.reshape(r, K, n)
     offsets = np.concatenate(([0], np.cumsum(sizes)))
     owner = np.repeat(np.arange(m), sizes)
     pos = np.arange(n) - offsets[owner]

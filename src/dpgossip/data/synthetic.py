@@ -29,6 +29,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from dpgossip.data.raw import RawData
+from dpgossip.data.tall import tall_qr, use_tall
 from dpgossip.errors import ConfigError, check_number, did_you_mean, show
 
 __all__ = ["SPECTRUM_KINDS", "spectrum_values", "synthetic_data"]
@@ -185,8 +186,11 @@ def _positive_int(value: object, field: str) -> int:
 
 
 def _haar_stiefel(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
-    """Haar-distributed ``rows x cols`` matrix with orthonormal columns (``cols <= rows``)."""
-    Q, R = np.linalg.qr(rng.standard_normal((rows, cols)))
+    """Haar-distributed ``rows x cols`` matrix with orthonormal columns (``cols <= rows``): the Q factor of
+    a Gaussian matrix, signs fixed by ``R``'s diagonal (blocked QR from ``TALL_FROM`` rows, equal to
+    LAPACK's to rounding; :mod:`dpgossip.data.tall`)."""
+    G = rng.standard_normal((rows, cols))
+    Q, R = tall_qr(G) if use_tall(G) else np.linalg.qr(G)
     signs = np.sign(np.diag(R))
     signs[signs == 0] = 1.0
     return Q * signs

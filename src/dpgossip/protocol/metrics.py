@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpgossip.data.tall import singular_values
+
 __all__ = ["sin_angle", "subspace_distance", "captured_energy", "error_per_iteration"]
 
 
@@ -41,7 +43,7 @@ def captured_energy(X: np.ndarray, U_hat: np.ndarray, r: int | None = None) -> f
     """
     Qh = _orth(U_hat)
     r = Qh.shape[1] if r is None else r
-    s = np.linalg.svd(np.asarray(X, dtype=float), compute_uv=False)
+    s = singular_values(X)  # LAPACK, or blocked for a tall X (dpgossip.data.tall)
     best = float(np.sum(s[:r] ** 2))
     return float(np.linalg.norm(X.T @ Qh) ** 2 / best) if best > 0 else 0.0
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpgossip.data.tall import tall_r, use_tall
 from dpgossip.errors import ConfigError
 
 __all__ = ["centralized_power_method", "top_singular", "Spectrum"]
@@ -24,11 +25,28 @@ class Spectrum:
         return self.singular_values**2
 
 
+TALL_GAP = 1e-8
+"""Smallest ``s_r / s_1`` for which a tall ``X`` gets ``u_j = X v_j / s_j`` (error about
+``eps s_1 / s_j``)."""
+
+
 def top_singular(X: np.ndarray, r: int) -> Spectrum:
     """The ``r`` leading left singular vectors of ``X`` (eigenvectors of ``X X^T``), signs fixed so that
-    the largest-modulus entry of each is positive."""
-    U, s, _ = np.linalg.svd(np.asarray(X, dtype=float), full_matrices=False)
-    U = U[:, :r].copy()
+    the largest-modulus entry of each is positive.
+
+    Exact SVD (LAPACK); for a tall ``X`` (:func:`~dpgossip.data.tall.use_tall`: 131,072 rows or more) the
+    singular values and right vectors ``v_j`` come from the SVD of its blocked R factor and
+    ``u_j = X v_j / s_j``, unless ``s_r < TALL_GAP s_1`` (docs/scale.md).
+    """
+    X = np.asarray(X, dtype=float)
+    U = None
+    if use_tall(X):
+        _, s, Vt = np.linalg.svd(tall_r(X))
+        if s[r - 1] > TALL_GAP * s[0]:
+            U = (X @ Vt[:r].T) / s[:r]
+    if U is None:
+        U, s, _ = np.linalg.svd(X, full_matrices=False)
+        U = U[:, :r].copy()
     idx = np.argmax(np.abs(U), axis=0)
     U *= np.sign(U[idx, np.arange(U.shape[1])])
     return Spectrum(U=U, singular_values=s.copy())

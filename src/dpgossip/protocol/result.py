@@ -22,10 +22,11 @@ class RunResult:
     """``(n, r)`` final estimates, column ``l`` is ``q_l^(T) / ||q_l^(T)||`` (Algorithm 1, line 9)."""
     iterates: np.ndarray
     """``(r, T + 1, n)`` unnormalised ``q^(t)``, ``t = 0..T``."""
-    z: np.ndarray
-    """``(r, T, m, d)`` local projections ``z_i^(t) = X_i^T q_i^(t-1)``, ``t = 1..T``."""
-    z_half: np.ndarray
-    """``(r, T, m, d)`` consensus results ``z_i^(t+1/2) = m (W^c z^(t))_i``."""
+    z: np.ndarray | None
+    """``(r, T, m, d)`` local projections ``z_i^(t) = X_i^T q_i^(t-1)``, ``t = 1..T`` (``None`` when not kept:
+    ``run_matrix(..., keep_messages=False)``)."""
+    z_half: np.ndarray | None
+    """``(r, T, m, d)`` consensus results ``z_i^(t+1/2) = m (W^c z^(t))_i`` (``None`` when not kept)."""
     noise: np.ndarray
     """``(r, T + 1, n)`` realised latent noise: ``[q^(0); p^(1); ...; p^(T)]`` of each component."""
     data: tuple[np.ndarray, ...]

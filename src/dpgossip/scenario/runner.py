@@ -86,7 +86,7 @@ def run_point(
                                      record_transcript=False)
                 outcome = res.outcome
             else:
-                res = run_matrix(data, network, params, seq)
+                res = run_matrix(data, network, params, seq, keep_messages=False)
         measured = measure_run(res, data, top)
         err = measured.errors
         row = {**base_row, "repeat": k, **measured.to_row()}

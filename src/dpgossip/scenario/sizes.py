@@ -12,8 +12,9 @@ Estimates per point (``m`` agents, ``n x d`` data, ``T`` iterations, ``c`` gossi
 * network: the graph and the dense ``m x m`` mixing matrix with its working copies;
 * data: the matrix and its preprocessed, partitioned and deflated copies, ``Xi`` (``n x n``) when
   ``n <= 2500`` (larger ``n`` uses an iterative eigensolver), the SVD factor ``n x min(n, d)``;
-* run: the iterates and noise (``2 r (T + 1) n``), the gossip messages (``2 r T m d``) and the states of
-  one gossip (``(c + 1) m d``);
+* run: the iterates and noise (``2 r (T + 1) n``), the gossip messages (``2 r T m d``; only kept by the
+  engine and the privacy audit, the matrix backend's runs keep one iteration's) and the states of one
+  gossip (``(c + 1) m d``);
 * results: ``R r (T + 1)`` rows of ``iterations.csv`` at about 2 KiB each while they are held;
 * privacy audit (``privacy.audit``, ``privacy.calibrate``, ``dpgossip audit``/``calibrate``): at least a
   dense ``N x K`` factor with ``N = n (T + 1)`` latent coordinates and ``K >= T d + n`` observed ones.
@@ -125,9 +126,10 @@ def point_needs(config: Mapping[str, Any], base: Path | None = None, *,
             needs.append(Need(f"the {n} x {n} consensus matrix Xi", 2 * FLOAT * n * n))
         needs.append(Need(f"protocol.iterations = {T} keeps every iterate and its noise: "
                           f"2 x {r} x {T + 1} x {n} numbers", 2 * FLOAT * r * (T + 1) * n))
-        if m is not None:
+        if m is not None and (audit or _audited(config) or config.get("backend") == "engine"):
             needs.append(Need(f"protocol.iterations = {T} keeps every gossip message: "
                               f"2 x {r} x {T} x {m} x {d} numbers", 2 * FLOAT * r * T * m * d))
+        if m is not None:
             needs.append(Need(f"protocol.consensus_steps = {c} keeps every gossip round: "
                               f"{c + 1} x {m} x {d} numbers", FLOAT * (c + 1) * m * d))
         if audit or _audited(config):

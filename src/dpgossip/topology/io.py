@@ -38,6 +38,7 @@ import math
 import re
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,6 @@ import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError
 from dpgossip.topology.builders import canonical_graph
-from dpgossip.topology.edges import adjacency_csr
 from dpgossip.topology.network import DENSE_W_MAX_AGENTS, as_csr
 from dpgossip.topology.spectral import DENSE_MAX_AGENTS
 
@@ -397,17 +397,15 @@ def _edge_form(A: sp.csr_array, graph: nx.Graph, index: dict[Hashable, int]) -> 
     """Whether ``W`` fits the edge form: symmetric and nonzero only on the graph's edges and diagonal."""
     if (A != A.T).nnz:
         return False
-    m = A.shape[0]
-    if all(index.get(k) == k for k in range(m)):  # nodes 0..m-1 in order: compare sparsity patterns
-        off = sp.csr_array(A - sp.diags_array(A.diagonal()))
-        off.eliminate_zeros()
-        pattern = sp.csr_array((np.ones(off.nnz), off.indices, off.indptr), shape=A.shape)
-        return (pattern - pattern * adjacency_csr(graph)).nnz == 0
     coo = A.tocoo()
     off = coo.row != coo.col
-    edges = {(index[u], index[v]) for u, v in graph.edges()}
-    return all((i, j) in edges or (j, i) in edges
-               for i, j in zip(coo.row[off].tolist(), coo.col[off].tolist(), strict=True))
+    m = np.int64(A.shape[0])
+    ends = np.fromiter(chain.from_iterable((index[u], index[v]) for u, v in graph.edges()),
+                       dtype=np.int64, count=2 * graph.number_of_edges()).reshape(-1, 2)
+    r, c = coo.row[off].astype(np.int64), coo.col[off].astype(np.int64)
+    # an unordered pair {i, j} as the number min * m + max: every stored (i, j) must be an edge
+    return bool(np.isin(np.minimum(r, c) * m + np.maximum(r, c),
+                        ends.min(axis=1) * m + ends.max(axis=1)).all())
 
 
 def _weights_into(graph: nx.Graph, nodes: list[Hashable], W: object, node_list: list[dict],
@@ -491,7 +489,7 @@ def save_graph_json(graph: nx.Graph, W: np.ndarray | None, path: str | Path, *,
     if W is not None:
         rows = _weights_into(graph, nodes, W, node_list, edge_list)
 
-    dump = json.JSONEncoder(default=_jsonable, allow_nan=False, ensure_ascii=False).encode
+    dump = json.JSONEncoder(default=_jsonable, allow_nan=False, ensure_ascii=False).encode  # made once
 
     parts = [f"  {dump(k)}: {dump(v)}" for k, v in head.items()]
     parts.append('  "nodes": [\n' + ",\n".join(f"    {dump(d)}" for d in node_list) + "\n  ]")
