@@ -20,16 +20,15 @@ has the matrix view's shapes filled with NaN:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.engine.cape_engine import CapeEngineResult, run_cape_engine
-from dpgossip.engine.conditions import NetworkConditions
 from dpgossip.engine.floorfree_engine import FloorFreeEngineResult, run_floorfree_engine
-from dpgossip.errors import ConfigError
+from dpgossip.engine.wrapped import WrappedProtocol
 from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, ProtocolRun
 from dpgossip.topology.network import Network
 
@@ -41,34 +40,12 @@ Issue13Result = CapeEngineResult | FloorFreeEngineResult
 
 
 @dataclass(frozen=True, slots=True)
-class Issue13EngineProtocol:
+class Issue13EngineProtocol(WrappedProtocol):
     """A ``capepca``, ``capepca-gossip`` or ``ddppm-floorfree`` protocol object run on the engine under
     ``conditions`` (ideal links by default)."""
 
     protocol: CapePca | CapePcaGossip | DdppmFloorFree
-    conditions: NetworkConditions | Mapping[str, object] | None = None
-    record_transcript: bool = False
-
-    def __post_init__(self) -> None:
-        """Refuse a protocol these engines do not run."""
-        if not isinstance(self.protocol, (CapePca, CapePcaGossip, DdppmFloorFree)):
-            raise ConfigError(f"protocol must be a CapePca, CapePcaGossip or DdppmFloorFree, got "
-                              f"{type(self.protocol).__name__}", field="protocol")
-
-    @property
-    def kind(self) -> str:
-        """The wrapped protocol's ``kind``."""
-        return self.protocol.kind
-
-    @property
-    def side(self) -> str:
-        """The wrapped protocol's ``side``."""
-        return self.protocol.side
-
-    @property
-    def params(self) -> object:
-        """The wrapped protocol's parameters."""
-        return self.protocol.params
+    ACCEPTS: ClassVar[tuple[type, ...]] = (CapePca, CapePcaGossip, DdppmFloorFree)
 
     def run_engine(self, data: PartitionedData, network: Network,
                    seed: int | np.random.SeedSequence) -> Issue13Result:

@@ -10,15 +10,14 @@ protocol layer cannot import the engine, so the wrapper lives here).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.conditions import NetworkConditions
 from dpgossip.engine.ppm_engine import PpmEngineResult, run_ppm_engine
-from dpgossip.errors import ConfigError
+from dpgossip.engine.wrapped import WrappedProtocol
 from dpgossip.protocol.interface import Ppm, PpmFederated, PpmGossip, ProtocolRun
 from dpgossip.protocol.ppm_gossip import PpmGossipResult
 from dpgossip.topology.network import Network
@@ -40,33 +39,11 @@ def engine_protocol_run(res: PpmEngineResult) -> ProtocolRun:
 
 
 @dataclass(frozen=True, slots=True)
-class EngineProtocol:
+class EngineProtocol(WrappedProtocol):
     """A ``ppm*`` protocol object run on the engine under ``conditions`` (ideal links by default)."""
 
     protocol: Ppm | PpmFederated | PpmGossip
-    conditions: NetworkConditions | Mapping[str, object] | None = None
-    record_transcript: bool = False
-
-    def __post_init__(self) -> None:
-        """Refuse a protocol the engine does not run."""
-        if not isinstance(self.protocol, (Ppm, PpmFederated, PpmGossip)):
-            raise ConfigError(f"protocol must be a Ppm, PpmFederated or PpmGossip, got "
-                              f"{type(self.protocol).__name__}", field="protocol")
-
-    @property
-    def kind(self) -> str:
-        """The wrapped protocol's ``kind``."""
-        return self.protocol.kind
-
-    @property
-    def side(self) -> str:
-        """``"right"``."""
-        return self.protocol.side
-
-    @property
-    def params(self) -> object:
-        """The wrapped protocol's parameters."""
-        return self.protocol.params
+    ACCEPTS: ClassVar[tuple[type, ...]] = (Ppm, PpmFederated, PpmGossip)
 
     def run_engine(self, data: PartitionedData, network: Network,
                    seed: int | np.random.SeedSequence) -> PpmEngineResult:
