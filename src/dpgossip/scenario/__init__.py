@@ -229,6 +229,8 @@ def _run(
         stored = results.get(structures.keys[p.index])
         if stored is not None and stored.index == p.index:
             progress.warn(stored)
+    if client is not None or (n_workers > 1 and len(tasks) > 1):
+        structures.built.clear()  # workers build their own; do not hold the preflight's data meanwhile
     if client is not None:
         stream = run_dask(tasks, client)
     elif n_workers > 1 and len(tasks) > 1:
