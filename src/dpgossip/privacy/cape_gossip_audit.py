@@ -33,7 +33,7 @@ import numpy as np
 from dpgossip.errors import ConfigError, check_choice, check_int
 from dpgossip.privacy.linear_audit import whiten
 from dpgossip.protocol.cape import SENSITIVITIES, second_moment_sensitivity
-from dpgossip.protocol.cape_gossip import CapeGossipParams, incidence
+from dpgossip.protocol.cape_gossip import CapeGossipParams
 from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
 from dpgossip.protocol.ppm_gossip import edge_list
 from dpgossip.topology.network import Network
@@ -56,10 +56,12 @@ class EntryView:
 
 
 def _message_rows(W: np.ndarray, senders: list[int], c: int) -> np.ndarray:
-    rows, Wk = [], np.eye(W.shape[0])
+    """Rows ``e_l^T W^k`` for the senders ``l`` and ``k < c``, stacked by round: ``R_0 = I[senders]``,
+    ``R_{k+1} = R_k W`` (``O(c |senders| m^2)``, not the ``O(c m^3)`` of the powers of ``W``)."""
+    rows, R = [], np.eye(W.shape[0])[senders]
     for _ in range(c):
-        rows.append(Wk[senders])
-        Wk = Wk @ W
+        rows.append(R)
+        R = R @ W
     return np.vstack(rows) if rows else np.zeros((0, W.shape[0]))
 
 
@@ -95,10 +97,12 @@ def entry_view(network: Network, params: CapeGossipParams, min_rows: int, *, vie
     K = _message_rows(network.dense_W(), _senders(network, view, own, tuple(edges)),
                       params.consensus_steps)
     tau_e, tau_g = params.stds(min_rows)
-    noise = np.hstack([tau_e * incidence(E, m), tau_g * np.eye(m)])
-    known_edges = [e for e, (i, j) in enumerate(E) if i in own or j in own]
-    unknown = np.setdiff1d(np.arange(noise.shape[1]), known_edges + [len(E) + s for s in own])
-    B = K @ noise[:, unknown]
+    owned = np.isin(E, own).any(axis=1) if own else np.zeros(len(E), dtype=bool)
+    free_edges, free_sites = E[~owned], np.setdiff1d(np.arange(m), own)
+    # K [tau_e M | tau_g I] on the unknown columns, without the m x (|E| + m) noise matrix: the column of
+    # edge (i, j) is tau_e (K e_i - K e_j), the column of site s is tau_g K e_s
+    B = np.hstack([K[:, free_edges[:, 0]] * tau_e - K[:, free_edges[:, 1]] * tau_e,
+                   K[:, free_sites] * tau_g])
     J = K.copy()
     J[:, list(own)] = 0.0
     return EntryView(J=J, B=B, own=own, label=view if view == "eavesdropper" else
