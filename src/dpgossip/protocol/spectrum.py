@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from dpgossip.data.blocks import block_products, block_projections
 from dpgossip.data.partition import PartitionedData
 from dpgossip.topology.locality import LocalMixing, local_mixing
 from dpgossip.topology.spectral import extreme_eigenvalues
@@ -52,13 +53,10 @@ class XiOperator:
     """``q -> Xi q`` for fixed data, ``W`` and ``c``, prepared once for many products.
 
     Computes the same product as :func:`xi_apply`, ``Xi q = m D (W^c (x) I_d) D^T q``, with two changes that
-    leave the value unchanged up to rounding and make a product cheaper at large ``m``:
-
-    * the ``c`` gossip rounds run on ``W`` relabelled for locality
-      (:class:`~dpgossip.topology.locality.LocalMixing`: ``W^c Z = P^T (P W P^T)^c P Z``);
-    * with equal block sizes ``s`` the segment sums ``z_i = X_i^T q_i`` and the products ``X_i z_i`` are
-      batched ``(1 x s)(s x d)`` and ``(s x d)(d x 1)`` products on the ``(m, s, d)`` view of ``X``, with no
-      ``n x d`` temporary.
+    leave the value unchanged up to rounding and make a product cheaper at large ``m``: the ``c`` gossip
+    rounds run on ``W`` relabelled for locality (:class:`~dpgossip.topology.locality.LocalMixing`:
+    ``W^c Z = P^T (P W P^T)^c P Z``), and ``D^T q`` and ``D Z`` are the chunked block products of
+    :mod:`dpgossip.data.blocks` (no ``n x d`` temporary).
 
     Attributes
     ----------
@@ -70,8 +68,6 @@ class XiOperator:
         Gossip rounds and agents.
     offsets : ndarray of int
         Block offsets of the partition.
-    block : int
-        The common block size ``s``, or 0 when the blocks differ in size.
     """
 
     X: np.ndarray
@@ -79,29 +75,18 @@ class XiOperator:
     c: int
     m: int
     offsets: np.ndarray
-    block: int
 
     def apply(self, q: np.ndarray) -> np.ndarray:
         """``Xi q`` (Eq. (13) of 001) for ``q`` of length ``n``."""
-        q = np.ravel(q)
-        d = self.X.shape[1]
-        if self.block:
-            X3 = self.X.reshape(self.m, self.block, d)
-            Z = (q.reshape(self.m, 1, self.block) @ X3)[:, 0, :]
-            return self.m * (X3 @ self.mixing.power(Z, self.c)[:, :, None]).ravel()
-        Z = np.add.reduceat(self.X * q[:, None], self.offsets[:-1], axis=0)
-        Z = self.mixing.power(Z, self.c)
-        owner = np.repeat(np.arange(self.m), np.diff(self.offsets))
-        return self.m * np.einsum("nd,nd->n", self.X, Z[owner])
+        Z = block_projections(self.X, np.ravel(q), self.offsets)
+        return self.m * block_products(self.X, self.mixing.power(Z, self.c), self.offsets)
 
 
 def xi_operator(data: PartitionedData, W: np.ndarray, c: int, X: np.ndarray | None = None) -> XiOperator:
     """Prepare :class:`XiOperator` for ``data``, ``W`` (dense or sparse) and ``c`` rounds."""
     X = data.X if X is None else X
-    sizes = np.diff(data.offsets)
-    block = int(sizes[0]) if np.all(sizes == sizes[0]) else 0
     return XiOperator(X=np.asarray(X, dtype=float), mixing=local_mixing(W), c=int(c), m=data.m,
-                      offsets=np.asarray(data.offsets), block=block)
+                      offsets=np.asarray(data.offsets))
 
 XI_TOL = 1e-6
 """Relative tolerance of the Lanczos moduli of ``Xi`` above :data:`_DENSE_LIMIT` rows (``eigsh``'s ``tol``:
