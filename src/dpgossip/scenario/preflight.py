@@ -128,6 +128,7 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     keys: dict[int, str] = {}
     digests: dict[Path, str] = {}
     kept: dict[str, Any] = {}
+    by_point: dict[int, Any] = {}
     kept_bytes = 0
     for p in points:
         inputs = input_digests(p.config, base, digests)
@@ -148,7 +149,8 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
                 kept[skey] = structure
                 kept_bytes += structure.data.X.nbytes
         stems[p.index] = built[skey]
-    by_point = {p.index: kept[k] for p in points if (k := structure_key(p.config)) in kept}
+        if skey in kept:
+            by_point[p.index] = kept[skey]
     return Structures(stems=stems, networks=networks, keys=keys, built=by_point)
 
 
