@@ -43,7 +43,7 @@ from dpgossip.engine.agent import Outbox
 from dpgossip.engine.cape_agents import CapeAggregator, CapeGenerator, CapeGossipSite, CapeSite
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
-from dpgossip.engine.outcome import EngineOutcome, EngineSummary
+from dpgossip.engine.outcome import EngineOutcome
 from dpgossip.engine.ppm_agents import Party
 from dpgossip.engine.ppm_engine import (
     NETWORK_SPAWN_KEY,
@@ -53,8 +53,9 @@ from dpgossip.engine.ppm_engine import (
     _Setup,
     _simulate,
 )
+from dpgossip.engine.record import EngineRecord
 from dpgossip.engine.simulator import _conditions, _engine_summary, _Monitor
-from dpgossip.engine.transcript import TranscriptRecord, TranscriptWriter
+from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.errors import ConfigError, check_choice, renamed_fields
 from dpgossip.protocol.cape import CapeNoise, CapeParams, CapeResult, symmetric_gaussian
 from dpgossip.protocol.cape_gossip import (
@@ -74,28 +75,18 @@ CAPE_ENGINE_KINDS = ("capepca", "capepca-gossip")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class CapeEngineResult:
+class CapeEngineResult(EngineRecord):
     """One engine run of a CAPE kind: the protocol's result (``None`` if the run stopped) and the engine's
     records (every party's own ``values`` by node id, the transcript)."""
 
     kind: str
     result: CapeResult | CapeGossipResult | None
-    outcome: EngineOutcome
-    summary: EngineSummary
-    conditions: NetworkConditions
     values: tuple[Mapping[str, np.ndarray], ...]
     """Each party's own record (capepca: sites, aggregator ``S``, generator ``S + 1``)."""
-    transcript: tuple[TranscriptRecord, ...] | None = None
-
-    @property
-    def status(self) -> str:
-        """``outcome.status``."""
-        return self.outcome.status
 
     def to_row(self) -> dict[str, object]:
         """Tidy row: the protocol's row (if any), the engine status and the traffic summary."""
-        base = self.result.to_row() if self.result is not None else {}
-        return {**base, "kind": self.kind, **self.summary.to_row(), "status_reason": self.outcome.reason}
+        return self.engine_row(self.result.to_row() if self.result is not None else {}, kind=self.kind)
 
 
 def named_outcome(parties: list[Party], monitor: _Monitor, conditions: NetworkConditions,

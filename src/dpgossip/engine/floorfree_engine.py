@@ -35,7 +35,6 @@ from dpgossip.engine.cape_engine import named_outcome, recorded
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
 from dpgossip.engine.messages import Message
-from dpgossip.engine.outcome import EngineOutcome, EngineSummary
 from dpgossip.engine.ppm_agents import Party
 from dpgossip.engine.ppm_engine import (
     NETWORK_SPAWN_KEY,
@@ -44,8 +43,9 @@ from dpgossip.engine.ppm_engine import (
     _Setup,
     _simulate,
 )
+from dpgossip.engine.record import EngineRecord
 from dpgossip.engine.simulator import _conditions, _engine_summary, _Monitor
-from dpgossip.engine.transcript import TranscriptRecord, TranscriptWriter
+from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocol.ddppm_floorfree import (
     FloorFreeNoise,
@@ -144,26 +144,16 @@ class FloorFreeAgent(Party):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class FloorFreeEngineResult:
+class FloorFreeEngineResult(EngineRecord):
     """One engine run: the :class:`FloorFreeResult` (``None`` if the run stopped), each agent's own
     record (``values``; ``"assembled"`` is the ``q^(T)`` it rebuilt from the flood) and the transcript."""
 
     result: FloorFreeResult | None
-    outcome: EngineOutcome
-    summary: EngineSummary
-    conditions: NetworkConditions
     values: tuple[Mapping[str, np.ndarray], ...]
-    transcript: tuple[TranscriptRecord, ...] | None = None
-
-    @property
-    def status(self) -> str:
-        """``outcome.status``."""
-        return self.outcome.status
 
     def to_row(self) -> dict[str, object]:
         """Tidy row: the protocol's row (if any), the engine status and the traffic summary."""
-        base = self.result.to_row() if self.result is not None else {}
-        return {**base, **self.summary.to_row(), "status_reason": self.outcome.reason}
+        return self.engine_row(self.result.to_row() if self.result is not None else {})
 
 
 def _agents(data: PartitionedData, network: Network, params: FloorFreeParams, su: _Setup,

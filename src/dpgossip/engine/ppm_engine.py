@@ -50,7 +50,7 @@ from dpgossip.data.partition import PartitionedData
 from dpgossip.engine.agent import Outbox
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.links import Fabric
-from dpgossip.engine.outcome import AgentProgress, EngineOutcome, EngineSummary
+from dpgossip.engine.outcome import AgentProgress, EngineOutcome
 from dpgossip.engine.ppm_agents import (
     ClientNoise,
     GossipParty,
@@ -60,6 +60,7 @@ from dpgossip.engine.ppm_agents import (
     StarClient,
     StarServer,
 )
+from dpgossip.engine.record import EngineRecord
 from dpgossip.engine.simulator import (
     _conditions,
     _decide_status,
@@ -67,7 +68,7 @@ from dpgossip.engine.simulator import (
     _gc_paused,
     _Monitor,
 )
-from dpgossip.engine.transcript import TranscriptRecord, TranscriptWriter
+from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.errors import ConfigError, check_choice, check_number, renamed_fields
 from dpgossip.protocol.ppm import PpmParams, PpmResult, _check_dims, _entropy, orthonormalise
 from dpgossip.protocol.ppm_gossip import (
@@ -92,7 +93,7 @@ NETWORK_SPAWN_KEY = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class PpmEngineResult:
+class PpmEngineResult(EngineRecord):
     """One engine run of a ``ppm*`` kind: the protocol's own result plus what only the engine knows.
 
     ``result`` is a :class:`~dpgossip.protocol.ppm.PpmResult` (star kinds, the server's record; the
@@ -102,25 +103,15 @@ class PpmEngineResult:
 
     kind: str
     result: PpmResult | PpmGossipResult
-    outcome: EngineOutcome
-    summary: EngineSummary
-    conditions: NetworkConditions
     traces: tuple[PartyTrace, ...]
     """Every party's own record, by node id (star kinds: clients ``0..s-1``, then the server)."""
     server: int | None
     """Node id of the server or curator (star kinds), ``None`` for ppm-gossip."""
-    transcript: tuple[TranscriptRecord, ...] | None = None
     transcript_path: str | None = None
-
-    @property
-    def status(self) -> str:
-        """``"completed"``, ``"completed_with_crash"`` or ``"stopped"`` (``outcome.status``)."""
-        return self.outcome.status
 
     def to_row(self) -> dict[str, object]:
         """Tidy row: the protocol's row, the engine status and the traffic summary."""
-        return {**self.result.to_row(), "kind": self.kind, **self.summary.to_row(),
-                "status_reason": self.outcome.reason}
+        return self.engine_row(self.result.to_row(), kind=self.kind)
 
 
 def star_network(clients: int) -> Network:
