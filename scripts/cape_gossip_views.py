@@ -15,10 +15,7 @@ beside them.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from pathlib import Path
 
 from dpgossip.privacy.cape_gossip_audit import audit_cape_gossip
@@ -72,20 +69,9 @@ def table(numbers: dict[str, object]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with the stored numbers")
-    args = ap.parse_args()
-    numbers = json.loads(json.dumps(compute()))
-    if args.check:
-        if json.loads(OUT.read_text(encoding="utf-8")) != numbers:
-            print("docs/numbers/cape-gossip-views.json is stale: rerun without --check", file=sys.stderr)
-            return 1
-        print("docs/numbers/cape-gossip-views.json matches the code")
-        return 0
-    OUT.write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
-    print(table(numbers))
-    return 0
+    from _numbers import store_or_check  # scripts/ is on sys.path when a script runs
 
+    return store_or_check(__doc__.splitlines()[0], compute, OUT, table)[0]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -18,9 +18,6 @@ disseminated, bounded neighbours, delta = 1e-5. For each noise multiplier s:
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -90,22 +87,9 @@ def table(numbers: dict[str, object]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with the stored numbers")
-    args = ap.parse_args()
-    numbers = json.loads(json.dumps(compute()))
-    if args.check:
-        stored = json.loads(OUT.read_text(encoding="utf-8"))
-        if stored != numbers:
-            print("docs/numbers/floorfree-wine.json is stale: rerun without --check", file=sys.stderr)
-            return 1
-        print("docs/numbers/floorfree-wine.json matches the code")
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
-    print(table(numbers))
-    return 0
+    from _numbers import store_or_check  # scripts/ is on sys.path when a script runs
 
+    return store_or_check(__doc__.splitlines()[0], compute, OUT, table)[0]
 
 if __name__ == "__main__":
     raise SystemExit(main())

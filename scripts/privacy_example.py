@@ -11,10 +11,7 @@ the stored numbers.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from pathlib import Path
 
 from dpgossip.data import load_dataset
@@ -74,24 +71,13 @@ def table(numbers: dict[str, object]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with the stored numbers")
-    args = ap.parse_args()
-    numbers = json.loads(json.dumps(compute()))
-    if args.check:
-        stored = json.loads(OUT.read_text(encoding="utf-8"))
-        if stored != numbers:
-            print("docs/numbers/privacy-example.json is stale: rerun without --check", file=sys.stderr)
-            return 1
-        print("docs/numbers/privacy-example.json matches the code")
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
-    print(table(numbers))
-    paper = [r for r in numbers["rows"] if r["view"] == "paper"][0]
-    print(f"paper view at constant 1: exact epsilon {paper['epsilon_exact']:.4g}")
-    return 0
+    from _numbers import store_or_check  # scripts/ is on sys.path when a script runs
 
+    rc, numbers = store_or_check(__doc__.splitlines()[0], compute, OUT, table)
+    if numbers is not None:
+        paper = [r for r in numbers["rows"] if r["view"] == "paper"][0]
+        print(f"paper view at constant 1: exact epsilon {paper['epsilon_exact']:.4g}")
+    return rc
 
 if __name__ == "__main__":
     raise SystemExit(main())
