@@ -623,6 +623,8 @@ class Agent:
                      known: list[np.ndarray] | None = None) -> None:
         """Concatenate ``chunks`` (``(l, from, origins, starts, payload)``) into one batch,
         leaving out the origins in ``known`` (the receiver sent them to us)."""
+        if not chunks:                                  # e.g. all that was queued came from dst
+            return
         if known:
             mark = self._seen[chunks[0][0]]             # scratch: flip the known origins off
             drop = np.concatenate(known)
