@@ -50,3 +50,28 @@ def test_rows_render_type_default_range_and_sweep():
     assert rows["`sigma_q`"][3] == "> 0"
     baseline = dict((r[0], r) for r in field_rows(SCHEMA["baseline"]))
     assert baseline["`delta`"][3] == "(0, 1)"
+
+
+def test_network_dp_keys_are_the_parsers_and_its_defaults_are_the_ones_it_fills():
+    from dpgossip.scenario import network_dp_config as ndp
+    from dpgossip.scenario.reference import NETWORK_DP_KEYS
+
+    assert set(NETWORK_DP_KEYS) == set(ndp.SECTION_KEYS) | set(ndp.GRAPH_KEYS)
+    text = scenario_reference()
+    assert "## [network_dp]" in text and "### [[network_dp.graphs]]" in text
+    for key in NETWORK_DP_KEYS:
+        assert f"| `{key}` |" in text, key
+    # what the parser fills when a key is left out (the oracle) against the documented default
+    config = ndp.parse_network_dp({"name": "m", "network_dp": {
+        "graphs": [{"topology": "ring", "agents": 4}, {"topology": "ring", "agents": 4,
+                                                       "label": "noisy", "protocol": "gossip-noisy"}]}})
+    plain, noisy = config.graphs
+    filled = {"alpha": config.alpha, "delta": config.delta, "sensitivity": config.sensitivity,
+              "protocol": plain.protocol, "sigma": plain.sigma, "rounds": plain.rounds,
+              "target": plain.target, "seed": plain.seed, "mixing": plain.mixing,
+              "setting": plain.setting}
+    for key, value in filled.items():
+        documented = NETWORK_DP_KEYS[key][1].strip('"')
+        assert documented == (f"{value!r}" if not isinstance(value, str) else value), key
+    assert (plain.label, plain.params, plain.observer, plain.observers.kind) == ("ring", (), None, "all")
+    assert (plain.inputs, noisy.inputs) == ("once", "fixed")  # the documented default of inputs

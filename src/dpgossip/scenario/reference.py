@@ -21,11 +21,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.protocol.linear_gossip import INPUTS, PROTOCOLS
+from dpgossip.scenario import network_dp_config as ndp
 from dpgossip.scenario.fields import REQUIRED, Field
 from dpgossip.scenario.schema import EXTRA_SECTIONS, SCHEMA
 from dpgossip.scenario.sweep import SWEEP_KEYS
+from dpgossip.topology.builders import TOPOLOGIES
+from dpgossip.topology.mixing import MIXING_RULES
 
-__all__ = ["scenario_reference", "field_rows"]
+__all__ = ["scenario_reference", "field_rows", "NETWORK_DP_KEYS", "network_dp_rows"]
 
 _INTRO = """\
 # Scenario keys
@@ -133,6 +137,97 @@ def _engine_rows() -> list[tuple[str, ...]]:
     return rows
 
 
+def _choices(values: tuple[str, ...]) -> str:
+    return " \\| ".join(_value(v) for v in values)
+
+
+_CASE = {f.name: f.default for f in dataclasses.fields(ndp.GraphCase)
+         if f.default is not dataclasses.MISSING}
+_CONFIG = {f.name: f.default for f in dataclasses.fields(ndp.NetworkDpConfig)
+           if f.default is not dataclasses.MISSING}
+
+NETWORK_DP_KEYS: dict[str, tuple[str, str, str, str]] = {
+    # key: (type, default, allowed, meaning); defaults are read from the parsed dataclasses
+    "alpha": ("number", _value(_CONFIG["alpha"]), "> 1",
+              "Renyi order of the exact divergence (column rdp) and of the published bounds"),
+    "delta": ("number", _value(_CONFIG["delta"]), "(0, 1)",
+              "delta at which the exact Gaussian-mechanism epsilon is reported"),
+    "sensitivity": ("number", _value(_CONFIG["sensitivity"]), "> 0",
+                    "Delta: how far the target's input may move (per round for per-round inputs)"),
+    "graphs": ("array of tables", "*required*", "nonempty",
+               "the graphs to audit, one [[network_dp.graphs]] table each (below)"),
+    "protocol": ("string", _value(_CASE["protocol"]), _choices(PROTOCOLS),
+                 "the gossip protocol audited (dpgossip.protocol.linear_gossip, docs/network-dp.md): "
+                 "gossip-average adds noise once, gossip-noisy every round, gossip-decor is DECOR's"),
+    "inputs": ("string", '"once" for gossip-average, else "fixed"', _choices(INPUTS),
+               "how the private input enters: once, the same every round, or a new one every round "
+               "(gossip-average takes it once)"),
+    "sigma": ("number", _value(_CASE["sigma"]), "> 0", "noise standard deviation of every agent"),
+    "rounds": ("integer or string", _value(_CASE["rounds"]), f'>= 1 \\| "{ndp.MIXING_TIME}"',
+               "T, the gossip rounds; mixing-time: Muffliato's rule for the graph"),
+    "target": ("integer", _value(_CASE["target"]), ">= 0",
+               "the fixed target whose leakage the observers of `observers` see"),
+    "observer": ("integer", "-", ">= 0",
+                 "instead of target: one observer, every other agent a target"),
+    "observers": ("string, list or table", '"all"',
+                  '"all" \\| [agents] \\| { per_distance, distances, seed }',
+                  "observers of the fixed target: every other agent, a list, or at most per_distance "
+                  "(default 1) drawn by numpy.random.default_rng(seed) (default seed 0) at each of "
+                  "distances graph distances spread evenly over 1..max (default every distance)"),
+    "label": ("string", "the topology", "letters, digits, -, _, .",
+              "names the graph's curve, rows and stored file; distinct across graphs"),
+    "topology": ("string", "*required*", _choices(TOPOLOGIES), "the graph builder (dpgossip.topology)"),
+    "agents": ("integer", "*required*", ">= 2", "number of agents (nodes)"),
+    "seed": ("integer", _value(_CASE["seed"]), ">= 0", "seed of a random topology"),
+    "params": ("table", "{}", "", "the builder's parameters (p, radius, rows, cols, ...)"),
+    "mixing": ("string", _value(_CASE["mixing"]), _choices(MIXING_RULES), "the mixing rule of W"),
+    "setting": ("string", _value(_CASE["setting"]), _choices(ndp.SETTINGS),
+                "dpgossip: the project's builders; mfdl (erdos_renyi only): MFDL's sampler and "
+                "W = (A + I) / rowsum"),
+}
+"""Every key of ``[network_dp]`` and ``[[network_dp.graphs]]``: type, default, allowed values, meaning.
+
+The parser (:mod:`dpgossip.scenario.network_dp_config`) validates by hand rather than from
+:class:`~dpgossip.scenario.fields.Field` entries; ``tests/scenario/test_reference.py`` checks that
+these keys are exactly the parser's and that the defaults are the ones it fills."""
+
+
+def network_dp_rows(keys: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """``(key, type, default, allowed, sweep, meaning)`` of the given network-DP keys, in order.
+
+    Raises
+    ------
+    KeyError
+        For a key the parser accepts but :data:`NETWORK_DP_KEYS` does not document.
+    """
+    rows = []
+    for key in keys:
+        kind, default, allowed, meaning = NETWORK_DP_KEYS[key]
+        rows.append((f"`{key}`", kind, default, allowed, "no", _cell(meaning)))
+    return rows
+
+
+def _network_dp_lines() -> list[str]:
+    section = tuple(k for k in ndp.SECTION_KEYS if k not in ndp.CASE_KEYS)
+    graph = tuple(k for k in ndp.GRAPH_KEYS if k not in ndp.CASE_KEYS)
+    return [
+        f"## [{ndp.SECTION}]", "",
+        "A scenario file with a `[network_dp]` table is a network-DP scenario "
+        "(docs/network-dp-scenario.md): it audits the exact pairwise leakage of noisy gossip "
+        "averaging on a list of graphs, beside the published bounds, and has no [data], [network], "
+        "[protocol], [baseline], [privacy] or [sweep] table and no sweep axes. Its top level holds "
+        "`name`, `description`, `[output]` (`dir`, `plots`) and `[network_dp]`, whose keys are:", "",
+        *_table(network_dp_rows(section), _HEADER), "",
+        "and the defaults of every graph, which a graph may override:", "",
+        *_table(network_dp_rows(ndp.CASE_KEYS), _HEADER), "",
+        "Exactly one of `target` and `observer` applies to a graph: a graph that sets `observer` "
+        "audits one observer against every target.", "",
+        f"### [[{ndp.SECTION}.graphs]]", "",
+        "One table per graph: its own keys below, and any of the defaults above.", "",
+        *_table(network_dp_rows(graph), _HEADER), "",
+    ]
+
+
 def scenario_reference() -> str:
     """The Markdown key reference: every section, every key.
 
@@ -165,6 +260,7 @@ def scenario_reference() -> str:
                         "each inner list names sweep axes of equal length that advance together, "
                         'e.g. [["baseline.epsilon", "privacy.calibrate.epsilon"]]')
                        for k in SWEEP_KEYS], _HEADER), ""]
+    lines += _network_dp_lines()
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
