@@ -15,7 +15,7 @@ law of ``L`` under ``Q`` is the law of ``-L'`` under ``P'``, where ``(P', Q') = 
 swapped pair, whose whitened data are ``(1/lam, b/sqrt(lam))``.
 
 The tail is computed by Gil-Pelaez / Imhof inversion of the characteristic function
-``phi(t) = E exp(itX)``:
+``phi(t) = E exp(itX)``::
 
     Pr(X > x) = 1/2 + (1/pi) int_0^inf sin(theta(t)) / (t rho(t)) dt,
     theta(t)  = sum_j [ atan(2 alpha_j t)/2 - alpha_j beta_j^2 t^3 / (1 + 4 alpha_j^2 t^2) ]

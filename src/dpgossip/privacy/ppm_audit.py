@@ -5,7 +5,7 @@ What the curator (or the federated server, which sees the same sums) releases at
 and ``G_l ~ N(0, s_l^2 I)``, ``s_l = Delta_l sigma``. **Given the released trajectory**
 ``V_0, ..., V_{L-1}``, the releases of ``X`` and of a neighbour ``X'`` (row ``x`` replaced by ``x'``) are
 Gaussians with the same covariance and means ``A V_{l-1}`` and ``A' V_{l-1}``: a Gaussian mechanism
-with
+with ::
 
     mu^2(x, x') = sum_l ||C V_{l-1}||_F^2 / s_l^2,        C = x' x'^T - x x^T,
                 = ||x'||^2 x'^T P x' + ||x||^2 x^T P x - 2 (x . x') (x'^T P x),

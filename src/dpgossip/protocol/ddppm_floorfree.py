@@ -3,7 +3,7 @@
 D-DP-PM's first gossip message ``z_j = X_j^T q_j^(0)`` multiplies the data by a private Gaussian, so the
 views' covariance moves with the data and no noise level removes the leak (docs/privacy.md, "floor").
 This variant sends only Gaussian mechanisms of bounded sensitivity. Agent ``i`` holds a unit direction
-``u_i^(t)`` (all start from a public ``u^(0)``) and, for ``t = 1..T``:
+``u_i^(t)`` (all start from a public ``u^(0)``) and, for ``t = 1..T``::
 
     q_i^(t-1)   = X_i u_i^(t-1)                          (internal, never sent: |q_r| <= ||x_r|| <= 1)
     z~_i^(t)    = X_i^T q_i^(t-1) + e_i^(t),   e_i^(t) ~ N(0, sigma_z^2 I_d)      (the gossip input)

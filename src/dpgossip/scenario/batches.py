@@ -4,7 +4,7 @@ A sweep of small points spends more time making each point durable (write a file
 rename it: a few milliseconds) than computing it. :class:`BatchWriter` collects finished points and
 writes them together as ``DIR/points/batch-<id>.json``:
 
-.. code-block:: json
+.. code-block:: text
 
     {"format": "dpgossip-batch/1", "points": [<point file content>, ...]}
 

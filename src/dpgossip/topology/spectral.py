@@ -2,11 +2,11 @@
 
 For symmetric ``W`` with ``W 1 = 1`` and eigenvalues ``1 = lambda_1 >= lambda_2 >= ... >=
 lambda_m``, the matrix ``W - 11^T/m`` has eigenvalues ``0, lambda_2, ..., lambda_m`` (the
-eigenvector ``1`` is sent to 0), hence
+eigenvector ``1`` is sent to 0), hence ::
 
     SLEM = max(|lambda_2|, |lambda_m|) = ||W - 11^T/m||_2,
 
-and, because ``W^c - 11^T/m = (W - 11^T/m)^c``,
+and, because ``W^c - 11^T/m = (W - 11^T/m)^c`` ::
 
     ||W^c - 11^T/m||_2 = SLEM^c     for every c >= 0 (c >= 1 when SLEM = 0).
 
