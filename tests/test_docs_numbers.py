@@ -26,7 +26,7 @@ def test_readme_prints_the_stored_paper_fig2_tables():
     tables = _script("readme_tables")
     stored = tables.stored()
     assert set(stored) == {"paper-fig2-wine", "paper-fig2-diabetes", "paper-fig2-breast_cancer"}
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "paper.md").read_text(encoding="utf-8")
     for name, rows in stored.items():
         assert len(rows) == 7, name
         text = tables.table(rows)
@@ -75,7 +75,7 @@ def test_readme_and_docs_print_the_stored_pairwise_leakage():
     assert [int(r["hops"]) for r in rows] == list(range(1, 9))  # the 16-ring: hops 1..8
     assert sum(int(r["pairs"]) for r in rows) == 16 * 15
     sentence = tables.leakage_sentence(rows, 3)
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
     assert sentence in readme
     doc = " ".join((ROOT / "docs" / "privacy.md").read_text(encoding="utf-8").split())
     assert sentence.replace(" for observers within c = 3 hops of the target", " within 3 hops") in doc
@@ -89,7 +89,7 @@ QUICKSTART_AUDIT = ("`dpgossip audit scenarios/quickstart.toml` (standard search
 
 
 def test_readme_prints_the_quickstart_audit_sentence():
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
     assert QUICKSTART_AUDIT.format(rdp="1.5e+08") in readme
 
 
@@ -106,7 +106,7 @@ def test_the_quickstart_audit_sentence_is_what_the_cli_computes(tmp_path, capsys
     exact = [r for r in rows if r["method"] == "exact"]
     assert len(exact) == 12 and all(r["epsilon"] == "inf" for r in exact)
     rdp = max(float(r["epsilon"]) for r in rows if r["method"] == "rdp")
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
     assert QUICKSTART_AUDIT.format(rdp=f"{rdp:.2g}") in readme
 
 
@@ -121,8 +121,9 @@ def test_readme_prints_the_stored_paper_fig3_numbers():
         (ds, t) for ds in scenario["data"]["source"] for t in ts]
     assert scenario["privacy"]["search"] == "standard"  # the numbers rest on the default search
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    page = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
     deltas, errors = tables.fig3_sentences(rows)
-    assert deltas in readme and errors in readme
+    assert deltas in page and errors in page
     assert ("| `paper-fig3.toml` | 001 Fig. 3: worst delta at epsilon = 5 and the error against the "
             "number of iterations T, three datasets (standard search) |") in readme
 
@@ -131,7 +132,7 @@ def test_readme_sentence_on_breast_cancer_epsilons_matches_the_table():
     rows = {r["epsilon"]: r for r in _script("readme_tables").stored()["paper-fig2-breast_cancer"]}
     at_2e4, at_1e4 = rows["10"], rows["40"]
     assert (at_2e4["paper_delta"], at_1e4["paper_delta"]) == ("0.0002", "0.0001")
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
     a, b = at_2e4["epsilon_at_paper_delta"], at_1e4["epsilon_at_paper_delta"]
     assert float(a) > float(b)  # the non-monotone pair the sentence explains
     assert (f"{a} at delta = 0.0002 but {b} at 0.0001, although a smaller delta needs a larger epsilon "
@@ -156,7 +157,7 @@ def test_readme_prints_the_stored_protocol_comparison():
         assert [r["budget"] for r in rows if r["series"] == name] == budgets, name
     scales = [f"{n['scale']:.3g}" for n in sc["protocol"]["noise"]]
     assert [r["noise_scale"] for r in rows if r["series"] == "D-DP-PM"] == scales
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert comparison.table(rows) in readme
     assert comparison.conclusion(rows) in " ".join(readme.split())
     # what the reading states

@@ -90,7 +90,7 @@ def test_the_stored_capepca_row_is_what_the_code_computes():
 
 
 def test_the_readme_prints_the_ring_table_and_reading_and_the_page_every_graph():
-    readme = _flat((ROOT / "README.md").read_text(encoding="utf-8"))
+    readme = _flat((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
     rows = FRONTIER.stored()
     assert _flat(FRONTIER.table(rows, "ring")) in readme
     assert _flat(FRONTIER.conclusion(rows, "ring")) in readme

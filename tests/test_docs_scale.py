@@ -30,5 +30,5 @@ def test_docs_scale_prints_the_stored_table():
 def test_readme_prints_the_stored_targets():
     bench = _bench()
     rows = bench.read_csv(ROOT / "docs" / "numbers" / "scale.csv")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert bench.target_table(rows) in readme

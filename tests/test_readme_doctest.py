@@ -1,18 +1,26 @@
-"""The ``>>>`` examples of README.md (section "Python API") run and print what the README shows."""
+"""The ``>>>`` examples of README.md (section "Python API") and of the docs pages that hold examples run
+and print what the pages show."""
 
 from __future__ import annotations
 
 import doctest
+import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+# docs pages whose every >>> line is a doctest (the README's other examples moved there)
+DOCS_PAGES = [ROOT / "docs" / "python-api.md"]
 
 
-def test_readme_examples_run():
-    result = doctest.testfile(str(README), module_relative=False, report=True,
+@pytest.mark.parametrize("page", [README, *DOCS_PAGES], ids=lambda p: p.name)
+def test_examples_run(page):
+    result = doctest.testfile(str(page), module_relative=False, report=True,
                               optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0, "README.md has no >>> examples"
-    assert result.failed == 0, f"{result.failed} of {result.attempted} README examples failed"
+    assert result.attempted > 0, f"{page.name} has no >>> examples"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} {page.name} examples failed"
 
 
 def test_only_the_python_api_section_has_examples():
@@ -23,3 +31,26 @@ def test_only_the_python_api_section_has_examples():
             section = line
         elif line.lstrip().startswith(">>>"):
             assert section == "## Python API", f"a >>> example outside 'Python API': {line!r}"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_relative_links_of_readme_and_docs_resolve():
+    # a page moved or renamed leaves no dead link in README.md or docs/*.md (files and #anchors)
+    dead = []
+    for page in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):
+                continue  # http:, https:, mailto:
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path) if path else page
+            if not linked.exists():
+                dead.append(f"{page.name}: {target}")
+            elif anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.MULTILINE)
+                if anchor not in {_anchor(h) for h in headings}:
+                    dead.append(f"{page.name}: {target} (no such heading)")
+    assert not dead, dead
