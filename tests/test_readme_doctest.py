@@ -54,3 +54,13 @@ def test_relative_links_of_readme_and_docs_resolve():
                 if anchor not in {_anchor(h) for h in headings}:
                     dead.append(f"{page.name}: {target} (no such heading)")
     assert not dead, dead
+
+
+def test_readme_is_short_and_its_first_shell_block_is_the_two_ci_commands():
+    # .ci/run runs exactly the two lines of the README's first shell block: the main job, then the tests
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; the rest belongs in docs/"
+    start = next(i for i, line in enumerate(lines) if re.fullmatch(r"```(bash|sh|shell)", line))
+    block = lines[start + 1:lines.index("```", start + 1)]
+    assert block == ["python -m pip install . && dpgossip run scenarios/quickstart.toml",
+                     'python -m pip install ".[test]" && python -m pytest -q'], block
