@@ -44,7 +44,7 @@ same defaults).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dpgossip.errors import (
@@ -61,6 +61,7 @@ from dpgossip.privacy.calibrate import (
     AuditSettings,
     Calibration,
     FixedProtocol,
+    LevelEvent,
     calibrate_noise,
 )
 from dpgossip.privacy.gaussian_pair import METHODS
@@ -78,6 +79,8 @@ __all__ = [
     "PRIVACY_FIELDS",
     "PRIVACY_KEYS",
     "CALIBRATE_KEYS",
+    "CANDIDATE_KEYS",
+    "check_candidate_keys",
     "AUDIT_METHODS",
     "PER_INSTANCE",
     "check_privacy",
@@ -240,8 +243,12 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
     return out
 
 
-def check_privacy(path: str, value: Any) -> dict[str, Any]:
+def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str, Any]:
     """Validate the raw ``[privacy]`` table and fill defaults.
+
+    The candidate search's keys are refused unless ``search = "candidates"``
+    (:func:`check_candidate_keys`); ``unused_ok`` skips that check (a table of overrides, checked
+    against the scenario's search by its caller).
 
     Returns
     -------
@@ -295,7 +302,35 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     out["rank_by"] = _choice(f"{path}.rank_by", value.get("rank_by", _D["rank_by"]), ("epsilon", "delta"))
     cal = value.get("calibrate")
     out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
+    if not unused_ok:
+        check_candidate_keys(path, value, out["search"])
     return out
+
+
+CANDIDATE_KEYS: tuple[str, ...] = ("candidates", "refine", "ascent_steps")
+"""Keys of ``[privacy]`` read by the candidate search only (``search = "candidates"``)."""
+
+
+def check_candidate_keys(path: str, value: Mapping[str, Any], search: Any) -> None:
+    """Refuse the candidate search's settings (``candidates``, ``refine``, ``ascent_steps``,
+    ``calibrate.candidates``) when ``search`` is not ``"candidates"``: no search would read them.
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, its value and the search in use.
+    """
+    if search == CANDIDATE_SEARCH:
+        return
+    given = [(f"{path}.{k}", value[k]) for k in CANDIDATE_KEYS if k in value]
+    cal = value.get("calibrate")
+    if isinstance(cal, Mapping) and cal.get("candidates") is not None:
+        given.append((f"{path}.calibrate.candidates", cal["candidates"]))
+    if given:
+        key, v = given[0]
+        raise ConfigError(f"{key} = {v!r} is only read by the candidate search, but {path}.search is "
+                          f"{search!r}; set {path}.search = \"{CANDIDATE_SEARCH}\" to use it, or "
+                          "remove it", field=key)
 
 
 # --- per point ------------------------------------------------------------------------------------
@@ -310,10 +345,12 @@ def rank_note(rank: int) -> str | None:
             "of the product of the conditional components")
 
 
-def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibration:
+def calibrate_point(config: Mapping[str, Any], structure: Structure,
+                    on_level: Callable[[LevelEvent], None] | None = None) -> Calibration:
     """Calibrate the noise scale of one point from its ``privacy.calibrate`` table, on the point's
     network and data (built once by the caller). The calibration's ``RuntimeWarning`` notes are not
-    raised: the returned :class:`~dpgossip.privacy.calibrate.Calibration` carries the same text."""
+    raised: the returned :class:`~dpgossip.privacy.calibrate.Calibration` carries the same text.
+    ``on_level`` hears of every candidate noise scale and its targets (progress only)."""
     spec = PointSpec.from_config(config)
     priv, proto = spec.privacy, spec.protocol
     assert priv is not None and priv.calibrate is not None
@@ -339,7 +376,7 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibrat
             audit=AuditSettings(view=priv.view, neighbours=priv.neighbours, method=cal.method,
                                 candidates=cal.candidates or priv.candidates, refine=priv.refine,
                                 ascent_steps=priv.ascent_steps, seed=spec.seed,
-                                search=priv.search),
+                                search=priv.search, on_level=on_level),
             protocol=FixedProtocol(alpha=alpha, sigma_q=proto.sigma_q),
             scale_search=ScaleSearchOptions(rel_tol=cal.rel_tol),
         )
@@ -402,8 +439,10 @@ AUDITED_REPEAT = 0
 """The recorded repeat whose run a rank ``r > 1`` audit is conditional on (``runs.csv``, ``repeat = 0``)."""
 
 
-def audit_config(config: Mapping[str, Any], problem: Problem) -> PairAudit:
-    """Audit one point's problem as its ``[privacy]`` section says.
+def audit_config(config: Mapping[str, Any], problem: Problem,
+                 on_target: Callable[[int, int, int], None] | None = None) -> PairAudit:
+    """Audit one point's problem as its ``[privacy]`` section says (``on_target(target, done, total)``
+    is called after each target: progress only).
 
     For rank ``r > 1`` the audit is conditional on the realised earlier components of the point's
     recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
@@ -422,7 +461,7 @@ def audit_config(config: Mapping[str, Any], problem: Problem) -> PairAudit:
                            seed=spec.seed, methods=priv.methods,
                            options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
                                                 ascent_steps=priv.ascent_steps, run=run,
-                                                rank_by=priv.rank_by))
+                                                rank_by=priv.rank_by, on_target=on_target))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
