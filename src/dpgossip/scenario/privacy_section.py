@@ -328,9 +328,9 @@ def check_candidate_keys(path: str, value: Mapping[str, Any], search: Any) -> No
         given.append((f"{path}.calibrate.candidates", cal["candidates"]))
     if given:
         key, v = given[0]
-        raise ConfigError(f"{key} = {v!r} is only read by the candidate search, but {path}.search is "
+        raise ConfigError(f"{key} = {v!r} is only read by the candidate search, but the search is "
                           f"{search!r}; set {path}.search = \"{CANDIDATE_SEARCH}\" to use it, or "
-                          "remove it", field=key)
+                          f"remove {key}", field=key)
 
 
 # --- per point ------------------------------------------------------------------------------------
