@@ -119,11 +119,14 @@ PRIVACY_FIELDS: dict[str, Field] = {
                     "1..8 (dpgossip.privacy.search); or candidates, the older candidate search, "
                     "which can miss far worse neighbours"),
     "candidates": Field(kind=int, default=20, low=1, sweep=False,
-                        doc="search = \"candidates\" only: candidate neighbours per target"),
+                        doc="search = \"candidates\" only (refused with another search): candidate "
+                        "neighbours per target"),
     "refine": Field(kind=int, default=2, low=1, sweep=False,
-                    doc="search = \"candidates\" only: best candidates per pair given exact values"),
+                    doc="search = \"candidates\" only (refused with another search): best "
+                    "candidates per pair given exact values"),
     "ascent_steps": Field(kind=int, default=4, low=0, sweep=False,
-                          doc="search = \"candidates\" only: rounds of local ascent"),
+                          doc="search = \"candidates\" only (refused with another search): rounds of "
+                          "local ascent"),
     "methods": Field(kind="list", default=list(AUDIT_METHODS), sweep=False,
                      doc="conversions reported, from exact, rdp, chernoff; the first ranks the pairs"),
     "audit": Field(kind=bool, default=False, sweep=False,
@@ -146,7 +149,8 @@ PRIVACY_FIELDS: dict[str, Field] = {
                               doc="how each pair's delta is computed: exact hockey-stick, or the RDP "
                               "bound (larger: a conservative scale, much faster)"),
     "calibrate.candidates": Field(kind=int, default=None, low=1, sweep=False,
-                                  doc="search = \"candidates\" only; default privacy.candidates"),
+                                  doc="search = \"candidates\" only (refused with another "
+                                  "search); default privacy.candidates"),
     "calibrate.rel_tol": Field(kind=float, default=0.02, low=0, low_open=True, high=1,
                                high_open=True, sweep=False,
                                doc="relative width of the final scale bracket"),
@@ -537,4 +541,7 @@ register_section("privacy", check_privacy,
                  doc="The per-instance privacy audit of every (observer, target) pair and the noise "
                  "calibration (dpgossip.privacy). Every audited number is a lower estimate of the "
                  "worst case over neighbours of this X: the exact value of a neighbour the search "
-                 "found. Keys calibrate.* belong to the inline table calibrate = { ... }.")
+                 "found. Keys calibrate.* belong to the inline table calibrate = { ... }. Read by "
+                 "protocol.kind = \"ddppm\" only: [privacy] in a scenario without a ddppm point is "
+                 "refused (the other kinds audit and calibrate through their own section: [ppm], "
+                 "[cape], [floorfree]).")
