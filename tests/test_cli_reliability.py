@@ -465,7 +465,8 @@ def test_audit_and_calibrate_messages_name_flags(tmp_path, capsys):
     assert line == (f"--out {str(tmp_path / 'afile' / 'c.json')!r}: {str(tmp_path / 'afile')!r} is a "
                     "file, so no folder can be created under it; choose another path")
     assert error_line(capsys, ["report", tmp_path / "afile"]) == (
-        f"results folder {str(tmp_path / 'afile')!r} is a file; give the folder written by dpgossip run")
+        f"results folder {str(tmp_path / 'afile')!r} is a file; give the folder written by dpgossip run "
+        "or dpgossip audit")
 
 
 # --- 9. audit of a scenario with [engine] ------------------------------------------------------------

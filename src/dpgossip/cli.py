@@ -305,9 +305,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         plan = plan_calibration(sc, target=target, overrides=overrides)
     _engine_note(plan.engine)
     if plan.points > 1:
+        every = ("[privacy] calibrate in the scenario" if plan.pair_audit else
+                 "epsilon = E in the kind's section ([ppm], [cape] or [floorfree])")
         print(f"# the scenario has {plan.points} points; calibrating its first point "
               f"({axes_label(plan.point.axes)}). Other points need their own calibration (or use "
-              "[privacy] calibrate in the scenario, which calibrates every point)", file=sys.stderr)
+              f"{every}, which calibrates every point)", file=sys.stderr)
     if not plan.pair_audit:
         return _calibrate_kind(args, plan)
     priv, target = plan.config["privacy"], plan.target

@@ -126,7 +126,7 @@ class ResultsFolder:
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise ConfigError(f"results folder {str(path)!r} is a file; give the folder written by "
-                              "dpgossip run")
+                              "dpgossip run or dpgossip audit")
         if not path.is_dir():
             raise ConfigError(f"results folder {str(path)!r} does not exist")
         summary_path = path / "summary.json"
