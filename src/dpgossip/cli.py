@@ -206,6 +206,16 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
         print(f"  {point.method} {point.quantity} by hop distance (worst / mean): {hops}", flush=True)
 
 
+def _no_network_dp(args: argparse.Namespace) -> None:
+    """A network-DP scenario is itself an audit, run by ``dpgossip run``: refuse it here."""
+    from dpgossip.scenario.network_dp_config import is_network_dp_file
+
+    if is_network_dp_file(args.scenario):
+        raise ConfigError(f"{args.scenario}: a network-DP scenario ([network_dp]) is an audit of its "
+                          f"own graphs: run it with `dpgossip run {args.scenario}`; dpgossip "
+                          f"{args.command} reads protocol scenarios (protocol.kind)")
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     """Audit every point (resumably), write the tables, draw the plots, list the files."""
     from dpgossip.report.audit import make_audit_report
@@ -213,6 +223,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from dpgossip.scenario.audit_command import plan_audit, run_audit
     from dpgossip.scenario.privacy_section import PER_INSTANCE
 
+    _no_network_dp(args)
     sc = load_scenario(args.scenario)
     overrides = _overrides(args)
     with _flags({f"privacy.{k}": f"--{k}" for k in ("candidates", "view", "search")}):
@@ -297,6 +308,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     target = _target(args)
     if args.out:
         check_out_file(args.out)
+    _no_network_dp(args)
     sc = load_scenario(args.scenario)
     overrides = _overrides(args)
     renames = {f"privacy.calibrate.{k}": f"--{k}" for k in target.given()}

@@ -260,3 +260,12 @@ def test_calibrate_says_every_candidate_noise_scale(tmp_path, capsys):
     assert results and any("meets" in line for line in results)
     assert any("1/4 targets" in line for line in levels)
     assert np.isfinite(tomllib.loads(out)["protocol"]["noise"]["scale"])
+
+
+@pytest.mark.parametrize("command", [["audit"], ["calibrate", "--epsilon", "1"]])
+def test_network_dp_scenarios_are_sent_to_run(capsys, command):
+    shipped = Path(__file__).resolve().parents[2] / "scenarios" / "network-dp-gossip.toml"
+    assert main([command[0], str(shipped), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert "a network-DP scenario ([network_dp])" in err and "dpgossip run" in err
+    assert "unknown key" not in err
