@@ -16,9 +16,9 @@ guarantee does not cover.
 :func:`~dpgossip.privacy.accountant.calibrate_ppm_noise` for ``ppm*``,
 :func:`~dpgossip.privacy.cape_guarantee.calibrate_cape_noise` for capePCA (the aggregator's view) and
 capePCA-gossip (one site's view), the analytic Gaussian mechanism at sensitivity ``sqrt(T + 1)`` for the
-floor-free variant), rounded **up** to 6 significant digits (more noise), and checked by the kind's
-guarantee at the rounded value: the ``noise_multiplier`` line printed is the one whose guarantee is
-printed.
+floor-free variant; ``sqrt(T)`` without ``floorfree.disseminate``), rounded **up** to 6 significant
+digits (more noise), and checked by the kind's guarantee at the rounded value: the
+``noise_multiplier`` line printed is the one whose guarantee is printed.
 """
 
 from __future__ import annotations
@@ -211,8 +211,9 @@ _CALIBRATORS: dict[str, tuple[Callable[[PointSpec, Problem], float],
     "capepca-gossip": (_cape_multiplier, _cape_guarantee, "exact Gaussian, one site's release",
                        "exact Gaussian (004's claim: one site's release)"),
     "ddppm-floorfree": (_floorfree_multiplier, _floorfree_guarantee,
-                        "analytic Gaussian mechanism at sensitivity sqrt(T + 1)",
-                        "PLD accountant of the T + 1 releases"),
+                        "analytic Gaussian mechanism at sensitivity sqrt(releases): T + 1, or T "
+                        "without floorfree.disseminate",
+                        "PLD accountant of the releases"),
 }
 """Per kind: the run's calibration, its guarantee, and both in words (``ppm`` serves the three
 ``ppm*`` kinds; ppm-gossip's guarantee is 000's claim for a party that sees only the sum)."""
