@@ -249,7 +249,9 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     assert 0 < w["exact_for_worst_neighbour"]["epsilon"] <= w["epsilon"]["rdp"]
     matrix = list(csv.DictReader(open(out / "epsilon_matrix.csv")))
     assert len(matrix) == 4 and matrix[0]["target_0"] == "nan" and matrix[0]["method"] == "rdp"
-    assert (out / "leakage_heatmap.png").is_file() and (out / "leakage_vs_hops.png").is_file()
+    plots = out / "plots"  # one plots folder, as dpgossip run
+    assert (plots / "leakage_heatmap.png").is_file() and (plots / "leakage_vs_hops.png").is_file()
+    assert not list(out.glob("*.png"))
 
 
 def test_audit_of_a_sweep_and_rank_two(tmp_path, capsys):

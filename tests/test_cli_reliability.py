@@ -375,7 +375,7 @@ def test_infinite_epsilon_is_strict_json_and_drawn_as_inf(tmp_path, capsys):
     record = json.loads(text, parse_constant=refuse)
     assert record["points"][0]["epsilon"] == {"rdp": "inf"}
     assert read_json(out / "worst.json")["points"][0]["epsilon"]["rdp"] == float("inf")
-    heat, hops = out / "leakage_heatmap.png", out / "leakage_vs_hops.png"
+    heat, hops = out / "plots" / "leakage_heatmap.png", out / "plots" / "leakage_vs_hops.png"
     assert _has_colour(heat, INF_COLOUR) and _has_colour(hops, INF_COLOUR)
     assert _png_text(heat)["Title"] == "epsilon (rdp) at delta 1e-05, view observer"
     assert _png_text(hops)["Description"].endswith(r"y: $\varepsilon$ (rdp) at $\delta$ = 1e-05")
@@ -386,7 +386,7 @@ def test_finite_epsilon_is_not_drawn_in_the_inf_colour(tmp_path, capsys):
 
     out = tmp_path / "a"
     assert main(["audit", str(write(tmp_path, TINY_PRIVATE)), "--out", str(out)]) == 0
-    assert not _has_colour(out / "leakage_heatmap.png", INF_COLOUR)
+    assert not _has_colour(out / "plots" / "leakage_heatmap.png", INF_COLOUR)
     worst = json.loads((out / "worst.json").read_text())["points"][0]
     assert isinstance(worst["epsilon"]["rdp"], float) and worst["epsilon"]["rdp"] < 1e3
 
@@ -465,7 +465,8 @@ def test_audit_and_calibrate_messages_name_flags(tmp_path, capsys):
     assert line == (f"--out {str(tmp_path / 'afile' / 'c.json')!r}: {str(tmp_path / 'afile')!r} is a "
                     "file, so no folder can be created under it; choose another path")
     assert error_line(capsys, ["report", tmp_path / "afile"]) == (
-        f"results folder {str(tmp_path / 'afile')!r} is a file; give the folder written by dpgossip run")
+        f"results folder {str(tmp_path / 'afile')!r} is a file; give the folder written by dpgossip run "
+        "or dpgossip audit")
 
 
 # --- 9. audit of a scenario with [engine] ------------------------------------------------------------

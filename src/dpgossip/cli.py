@@ -16,7 +16,7 @@ from dpgossip.errors import ConfigError, renamed_error
 
 if TYPE_CHECKING:
     from dpgossip.privacy.calibrate import Calibration
-    from dpgossip.scenario.audit_point import AuditPoint
+    from dpgossip.scenario.audit_point import AuditPoint, KindAuditPoint
     from dpgossip.scenario.calibrate_command import CalibrationTarget
     from dpgossip.scenario.privacy_overrides import PrivacyOverrides
 
@@ -149,8 +149,33 @@ def _num(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.4g}"
 
 
-def _print_audit_point(point: AuditPoint) -> None:
+def _print_kind_point(point: KindAuditPoint) -> None:
+    """What ``audit`` prints of a point of a kind with its own accountant and auditor."""
+    c, size = point.columns, point.size
+    head = f"point {point.index}" + (f" ({point.label})" if point.label else "")
+    print(f"{head}: {point.kind}, {size['agents']} agents, n = {size['rows']}, d = "
+          f"{size['columns']}, T = {size['iterations']}")
+    print(f"  guaranteed epsilon {_num(float(c['guaranteed_epsilon']))} at delta "
+          f"{float(c['guarantee_delta']):g} ({c['guarantee_accountant']}; adjacency {c['adjacency']})")
+    if "audited_epsilon" in c:
+        view = c.get("audit_view") or c.get("audit_neighbours", "")
+        print(f"  audited epsilon {_num(float(c['audited_epsilon']))} ({view}; repeat 0); exceeds "
+              f"the guarantee: {'YES' if c['audit_exceeds_guarantee'] else 'no'}")
+    if "audited_epsilon_beyond" in c:
+        print(f"  beyond the guarantee: audited epsilon {_num(float(c['audited_epsilon_beyond']))} "
+              f"({c['audit_beyond']})")
+    others = [k for k in ("claimed_epsilon", "site_epsilon", "gdp_epsilon") if k in c]
+    if others:
+        print("  also: " + ", ".join(f"{k} {_num(float(c[k]))}" for k in others), flush=True)
+
+
+def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
     """What ``audit`` prints of one point (audited now or read back from its file)."""
+    from dpgossip.scenario.audit_point import KindAuditPoint
+
+    if isinstance(point, KindAuditPoint):
+        _print_kind_point(point)
+        return
     pr, w = point.problem, point.worst
     head = f"point {point.index}" + (f" ({point.label})" if point.label else "")
     print(f"{head}: {pr.agents} agents, n = {pr.rows}, d = {pr.columns}, T = {pr.iterations}, "
@@ -167,37 +192,55 @@ def _print_audit_point(point: AuditPoint) -> None:
         values = ", ".join(f"{m} {_num(v[e])}" for m, v in w.delta_at_epsilon.items())
     else:
         values = ", ".join(f"{m} {_num(v)}" for m, v in w.epsilon.items())
-    print(f"  worst pair: observer {w.observer} -> target {w.target} ({w.hops} hop"
-          f"{'s' if w.hops != 1 else ''}), row {w.row} ({w.direction}): "
-          f"{point.quantity}: {values}")
+    who = (f"worst pair: observer {w.observer} -> target {w.target} ({w.hops} hop"
+           f"{'s' if w.hops != 1 else ''})" if point.per_observer
+           else f"worst target: {w.target} (view {w.view}: no single observer)")
+    print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}: {values}")
     if w.exact is not None:
         exact = (w.exact.delta_at_epsilon[f"{point.rank_epsilon:g}"] if point.rank_by == "delta"
                  else w.exact.epsilon)
         print(f"  exact {point.quantity.split()[0]} of that neighbour: {_num(exact)} (the "
               f"{point.method} value above is an upper bound)")
-    hops = "; ".join(f"{h.hops}: {_num(h.worst)} / {_num(h.mean)}" for h in point.by_hops)
-    print(f"  {point.method} {point.quantity} by hop distance (worst / mean): {hops}", flush=True)
+    if point.by_hops:
+        hops = "; ".join(f"{h.hops}: {_num(h.worst)} / {_num(h.mean)}" for h in point.by_hops)
+        print(f"  {point.method} {point.quantity} by hop distance (worst / mean): {hops}", flush=True)
+
+
+def _no_network_dp(args: argparse.Namespace) -> None:
+    """A network-DP scenario is itself an audit, run by ``dpgossip run``: refuse it here."""
+    from dpgossip.scenario.network_dp_config import is_network_dp_file
+
+    if is_network_dp_file(args.scenario):
+        raise ConfigError(f"{args.scenario}: a network-DP scenario ([network_dp]) is an audit of its "
+                          f"own graphs: run it with `dpgossip run {args.scenario}`; dpgossip "
+                          f"{args.command} reads protocol scenarios (protocol.kind)")
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     """Audit every point (resumably), write the tables, draw the plots, list the files."""
-    from dpgossip.report import plot_audit
+    from dpgossip.report.audit import make_audit_report
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.audit_command import plan_audit, run_audit
     from dpgossip.scenario.privacy_section import PER_INSTANCE
 
+    _no_network_dp(args)
     sc = load_scenario(args.scenario)
     overrides = _overrides(args)
-    plan = plan_audit(sc, args.out, overrides=overrides, force=args.force)
+    with _flags({f"privacy.{k}": f"--{k}" for k in ("candidates", "view", "search")}):
+        plan = plan_audit(sc, args.out, overrides=overrides, force=args.force)
     _engine_note(plan.engine)
     priv = plan.privacy
-    print(f"dpgossip audit: {PER_INSTANCE}.")
-    print(f"view {priv['view']!r}, neighbours {priv['neighbours']!r}, {plan.effort()}, methods "
-          f"{', '.join(priv['methods'])}; {len(plan.tasks)} point(s)", flush=True)
+    print(f"dpgossip audit: {len(plan.tasks)} point(s) of protocol.kind {', '.join(plan.kinds)}")
+    if priv:
+        print(f"ddppm: {PER_INSTANCE}; view {priv['view']!r}, neighbours {priv['neighbours']!r}, "
+              f"{plan.effort()}, methods {', '.join(priv['methods'])}")
+    if len(plan.pair_tasks) < len(plan.tasks):
+        print("other kinds: their own accountant (guaranteed_epsilon) and auditor (audited_epsilon) "
+              "on repeat 0, as dpgossip run reports them", flush=True)
     run = run_audit(plan, on_point=_print_audit_point, quiet=args.quiet)
     files = list(run.files)
     if not args.no_plots:
-        files.extend(_plots(lambda: plot_audit(run.out, run.leakage_rows(), len(run.points) > 1)))
+        files.extend(_plots(lambda: make_audit_report(run.out)))
     for f in files:
         print(f)
     return 0
@@ -238,8 +281,14 @@ def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
     print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
           + ", ".join(f"{v:.4g}" for v in cal.params.sigma_p[0])
           + f"; {len(cal.history)} audits, monotone in s: {'yes' if cal.monotone_ok else 'NO'}")
-    print(f"# worst pair: observer {cal.worst['observer']} -> target {cal.worst['target']} "
-          f"({cal.worst['hops']} hops), row {cal.worst['row']}")
+    from dpgossip.scenario.audit_point import OBSERVER_VIEWS
+
+    if cal.view in OBSERVER_VIEWS:
+        print(f"# worst pair: observer {cal.worst['observer']} -> target {cal.worst['target']} "
+              f"({cal.worst['hops']} hops), row {cal.worst['row']}")
+    else:
+        print(f"# worst target: {cal.worst['target']} (view {cal.view}: no single observer), row "
+              f"{cal.worst['row']}")
     for note in cal.notes:
         print(f"# note: {note}")
 
@@ -259,16 +308,22 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     target = _target(args)
     if args.out:
         check_out_file(args.out)
+    _no_network_dp(args)
     sc = load_scenario(args.scenario)
     overrides = _overrides(args)
     renames = {f"privacy.calibrate.{k}": f"--{k}" for k in target.given()}
+    renames.update({f"privacy.{k}": f"--{k}" for k in ("candidates", "view", "search")})
     with _flags(renames):
         plan = plan_calibration(sc, target=target, overrides=overrides)
     _engine_note(plan.engine)
     if plan.points > 1:
+        every = ("[privacy] calibrate in the scenario" if plan.pair_audit else
+                 "epsilon = E in the kind's section ([ppm], [cape] or [floorfree])")
         print(f"# the scenario has {plan.points} points; calibrating its first point "
               f"({axes_label(plan.point.axes)}). Other points need their own calibration (or use "
-              "[privacy] calibrate in the scenario, which calibrates every point)", file=sys.stderr)
+              f"{every}, which calibrates every point)", file=sys.stderr)
+    if not plan.pair_audit:
+        return _calibrate_kind(args, plan)
     priv, target = plan.config["privacy"], plan.target
     epsilon, delta = target.epsilon, target.delta
     print(f"# dpgossip calibrate {sc.path}: the smallest {target.family} noise scale whose audited "
@@ -296,13 +351,38 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate_kind(args: argparse.Namespace, plan: Any) -> int:
+    """``calibrate`` of a kind with its own accountant: the section's noise line, its guarantee."""
+    from dpgossip.scenario.calibrate_command import calibrate_plan, write_calibration
+
+    print(f"# dpgossip calibrate {plan.file}: the {plan.kind} noise multiplier for epsilon = "
+          f"{plan.epsilon:g} at delta = {plan.delta:g}, by the kind's own calibration (a DP "
+          "guarantee, not a per-instance audit)", flush=True)
+    say = None if args.quiet else (lambda text: print(f"# {text}", flush=True))
+    cal = calibrate_plan(plan, say).calibration
+    print(f"# in [{cal.section}], in place of its epsilon or noise_multiplier:")
+    print(cal.to_toml())
+    print(f"# calibration: {cal.calibration}; rounded up to 6 significant digits")
+    print(f"# guarantee at that multiplier: epsilon = {_num(cal.guaranteed_epsilon)} at delta = "
+          f"{cal.delta:g} ({cal.accountant})")
+    if args.out:
+        write_calibration(args.out, plan, cal)
+        print(f"# written to {args.out}")
+    if not cal.met:
+        print(f"dpgossip: the target epsilon = {cal.epsilon:g} is not met: the guarantee is "
+              f"{cal.guaranteed_epsilon:g}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (sub-commands run, report, topology, audit, calibrate)."""
     p = argparse.ArgumentParser(prog="dpgossip", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     _add_run(sub)
     rep = sub.add_parser("report", help="redraw the plots of a results folder (no recomputation)")
-    rep.add_argument("results", help="results folder written by `dpgossip run`")
+    rep.add_argument("results", help="results folder written by `dpgossip run`, `dpgossip audit` or "
+                     "a network-DP scenario")
     rep.set_defaults(func=_cmd_report)
     t = sub.add_parser("topology", help="summarise a topology: nodes, edges, SLEM, rounds")
     t.add_argument("name", help="builder name (ring, grid, ...), shipped file name or path")

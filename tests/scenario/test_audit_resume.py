@@ -46,11 +46,11 @@ class CountingAudit:
         self.stop_at = stop_at
         self.real = privacy_section.audit_config
 
-    def __call__(self, config, problem):
+    def __call__(self, config, problem, **kwargs):
         self.calls.append(config["protocol"]["consensus_steps"])
         if self.stop_at is not None and len(self.calls) == self.stop_at:
             raise KeyboardInterrupt
-        return self.real(config, problem)
+        return self.real(config, problem, **kwargs)
 
 
 def audit(sc, out, **kwargs):
@@ -132,7 +132,11 @@ def test_progress_names_each_step_and_the_eta(tmp_path):
     err = io.StringIO()
     run_audit(plan_audit(tiny(), tmp_path), stream=err)
     lines = err.getvalue().splitlines()
-    assert lines[0] == "[1/3] point 0 (c=1): auditing every (observer, target) pair of 4 agents"
+    assert lines[0] == ("[1/3] point 0 (c=1): auditing every (observer, target) pair of 4 agents "
+                        "(view observer)")
+    # per target, the first and the last always, with an ETA while targets remain
+    assert lines[1].startswith("[1/3] point 0 (c=1): target 0 done (1/4 targets, ") and "ETA" in lines[1]
+    assert any(line.startswith("[1/3] point 0 (c=1): target 3 done (4/4 targets, ") for line in lines)
     assert any(line.startswith("[1/3] c=1: worst epsilon (rdp) ") and "ETA" in line for line in lines)
     assert lines[-1].startswith("[3/3] c=3: worst epsilon (rdp) ")
     err = io.StringIO()

@@ -26,7 +26,7 @@ Chernoff values are those of the product of the conditional components.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import networkx as nx
@@ -377,6 +377,9 @@ class AuditOptions:
     workers: int = 1
     """Optimising search only: targets searched in parallel on this many processes (``spawn``); the
     result is the same for any number (each target's search reseeds its random streams)."""
+    on_target: Callable[[int, int, int], None] | None = None
+    """Called as ``on_target(target, done, total)`` after each target's search (progress only; it
+    does not change the result)."""
 
 
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
@@ -438,6 +441,12 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
                             neighbours=neighbours, methods=methods, seed=seed, options=opts)
 
 
+def _report_target(options: AuditOptions, target: int, done: int, total: int) -> None:
+    """Call ``options.on_target`` (progress) when given."""
+    if options.on_target is not None:
+        options.on_target(int(target), done, total)
+
+
 def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                  delta: float, epsilons: Sequence[float], view: str, neighbours: str,
                  methods: Sequence[str], seed: int, options: AuditOptions) -> PairAudit:
@@ -453,7 +462,8 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
     auditor = RunAuditor(data, network, params, views, seed=seed, run=options.run)
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
     results: dict[tuple[int, int], PairResult] = {}
-    for _j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys):
+    by_target = list(_by_target(data, targets, observers, keys))
+    for done, (_j, rows, pairs_j, my_keys) in enumerate(by_target, 1):
         scored: dict[Hashable, list[tuple[float, Neighbour, GaussianPair]]] = {k: [] for k in my_keys}
         with renamed_fields({"kind": "neighbours", "per_target": "options.candidates"}):
             found = candidate_neighbours(data.X, rows, kind=neighbours, per_target=candidates,
@@ -498,6 +508,7 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
                                           neighbour=nb, epsilon=eps, delta=dl,
                                           renyi2=float(pair.renyi(2.0)))
             results[(o, jj)] = best_res
+        _report_target(options, _j, done, len(by_target))
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results, candidates=candidates, m=m,
                      components=auditor.components, note=auditor.note, run=auditor.run,
@@ -570,13 +581,15 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(_search_target, data, network, params, run, keys, hops, task,
                                    common) for task in tasks]
-            for fut in futures:
+            for done, (fut, task) in enumerate(zip(futures, tasks, strict=True), 1):
                 results.update(fut.result())
+                _report_target(options, task.target, done, len(tasks))
     else:
         auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
-        for task in tasks:
+        for done, task in enumerate(tasks, 1):
             results.update(_search_target(data, network, params, run, keys, hops, task, common,
                                           auditor=auditor))
+            _report_target(options, task.target, done, len(tasks))
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results,
                      candidates=0 if settings is not None else max(

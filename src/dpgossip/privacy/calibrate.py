@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -101,6 +101,7 @@ from dpgossip.topology.network import Network
 
 __all__ = [
     "AuditSettings",
+    "LevelEvent",
     "Calibration",
     "FixedProtocol",
     "calibrate_noise",
@@ -326,6 +327,27 @@ class AuditSettings:
     """Observers audited (default: all)."""
     seed: int = 0
     """Seed of the search and the range finders, the same at every scale."""
+    on_level: Callable[[LevelEvent], None] | None = None
+    """Progress only (it does not change the result): called when an audit at a noise scale starts,
+    after each of its targets, and when it ends (:class:`LevelEvent`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelEvent:
+    """Progress of a calibration at one candidate noise scale (:attr:`AuditSettings.on_level`)."""
+
+    level: int
+    """Audits started so far (1 for the first scale tried)."""
+    scale: float
+    """The noise scale ``s`` audited."""
+    effort: str
+    """What is run at it: ``"20 candidates"``, ``"search:standard"``, ``"pool:12"``."""
+    done: int
+    """Targets finished at this scale."""
+    total: int
+    """Targets of the audit (0 before the first finishes)."""
+    worst_delta: float | None = None
+    """The worst delta at the target epsilon once the audit at this scale ended, else ``None``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -453,8 +475,16 @@ class _Calibrator:
         a = self.audit
         common = dict(delta=self.delta, epsilons=(self.epsilon,), view=a.view, methods=(a.method,),
                       seed=a.seed)
+        event = LevelEvent(level=len(previous) + 1, scale=float(s), done=0, total=0,
+                           effort=(f"{effort} candidates" if isinstance(effort, int) else
+                                   f"search:{self.search_name}" if effort == "full" else
+                                   f"pool:{sum(len(v) for v in pool.values())}"))
+        on_level = a.on_level if a.on_level is not None else (lambda _event: None)
+        on_level(event)
         opts = AuditOptions(targets=a.targets, observers=a.observers, rank_by="delta",
-                            delta_resolution=1e-3 * self.delta)  # far below the target: no refinement
+                            delta_resolution=1e-3 * self.delta,  # far below the target: no refinement
+                            on_target=lambda _j, done, total: on_level(
+                                replace(event, done=done, total=total)))
         label: int | str
         if effort == "pool":
             res = audit_neighbours(self.data, self.network, self.params_at(s), pool, options=opts,
@@ -472,7 +502,9 @@ class _Calibrator:
             label = int(effort)
         if not res.results:
             raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
-        return Worst(value=_worst_delta(res, a.method),
+        value = _worst_delta(res, a.method)
+        on_level(replace(event, done=event.total, worst_delta=value))
+        return Worst(value=value,
                      payload=_Audited(audit=res, key=key, label=label, full=effort == "full"))
 
 

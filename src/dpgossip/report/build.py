@@ -15,7 +15,13 @@ Plots (PNG, in ``DIR/plots/``):
     Each distinct network with its weights.
 ``leakage_heatmap[_p<point>].png``, ``leakage_vs_hops.png``
     When the folder has a ``leakage.csv`` with columns ``observer``, ``target``, ``hops`` and
-    ``epsilon`` or ``value`` (written by the privacy auditor).
+    ``epsilon`` or ``value`` (written by the privacy auditor). A view without an observer
+    (``all-but-one``, ``eavesdropper``) has one number per target: ``leakage_by_target[_p<point>].png``
+    instead, and no hops plot.
+
+The folder of ``dpgossip audit`` gets its own plots (:func:`~dpgossip.report.audit.make_audit_report`)
+and a network-DP folder its ``network-dp.png`` (:func:`network_dp_report`). Every file read is checked
+(:mod:`dpgossip.report.checked`): a damaged one is an error naming it.
 
 ``plots/plots.json`` lists the files drawn; a new report first removes the files of the previous one.
 """
@@ -26,6 +32,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dpgossip.errors import ConfigError
+from dpgossip.report.audit import plot_by_target
+from dpgossip.report.checked import RERUN, read_record, read_table
 from dpgossip.report.curves import (
     plot_error_vs_c,
     plot_error_vs_epsilon,
@@ -40,9 +49,12 @@ from dpgossip.report.leakage import (
     plot_pair_heatmap,
 )
 from dpgossip.report.network import plot_network_file
+from dpgossip.report.network_dp import PLOT_NAME, plot_network_dp
 from dpgossip.report.tables import ResultsFolder
+from dpgossip.scenario.audit_point import OBSERVER_VIEWS, per_target
 
-__all__ = ["make_report", "MANIFEST", "MAX_HEATMAPS"]
+__all__ = ["make_report", "folder_kind", "network_dp_report", "clear_previous", "write_manifest",
+           "MANIFEST", "MAX_HEATMAPS"]
 
 MANIFEST = "plots.json"
 """Name of the list of drawn files in ``plots/``."""
@@ -51,7 +63,14 @@ MAX_HEATMAPS = 12
 """At most this many per-point leakage heatmaps are drawn."""
 
 
-def _clear_previous(plots: Path) -> None:
+def write_manifest(plots: Path, written: list[Path]) -> None:
+    """Write ``plots/plots.json``: the names of the files drawn (removed by the next report)."""
+    (plots / MANIFEST).write_text(json.dumps([p.name for p in written], indent=1) + "\n",
+                                  encoding="utf-8")
+
+
+def clear_previous(plots: Path) -> None:
+    """Remove the PNG files listed in ``plots/plots.json`` (the previous report's)."""
     manifest = plots / MANIFEST
     try:
         names = json.loads(manifest.read_text(encoding="utf-8"))
@@ -63,8 +82,54 @@ def _clear_previous(plots: Path) -> None:
             target.unlink(missing_ok=True)
 
 
+def folder_kind(path: Path) -> str:
+    """What wrote the folder: ``"audit"`` (``dpgossip audit``: ``worst.json``, no ``summary.json``),
+    ``"network_dp"`` (a network-DP scenario: ``summary.json`` with ``kind = "network_dp"``) or
+    ``"run"`` (anything else, checked by :meth:`ResultsFolder.load`)."""
+    summary = path / "summary.json"
+    if not summary.is_file():
+        return "audit" if (path / "worst.json").is_file() else "run"
+    return "network_dp" if read_record(summary).get("kind") == "network_dp" else "run"
+
+
+_NETWORK_DP_COLUMNS = ("topology", "distance", "rdp", *(f"{b}_{c}" for b in ("muffliato", "mfdl")
+                                                        for c in ("bound", "ratio", "below_exact")))
+
+
+def network_dp_report(path: Path) -> list[Path]:
+    """Redraw ``plots/network-dp.png`` of a network-DP folder from ``leakage.csv`` (at the folder's
+    Renyi order ``alpha``)."""
+    summary = read_record(path / "summary.json", ("alpha",))
+    alpha = summary["alpha"]
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not alpha > 1:
+        raise ConfigError(f"{path / 'summary.json'}: 'alpha' must be a number > 1, got {alpha!r}; "
+                          f"{RERUN}")
+    leakage = path / "leakage.csv"
+    if not leakage.is_file():
+        raise ConfigError(f"{path}: leakage.csv is missing; {RERUN}")
+    rows = read_table(leakage)
+    missing = [c for c in _NETWORK_DP_COLUMNS if rows and c not in rows[0]]
+    if missing or not rows:
+        what = f"the column {missing[0]!r} is missing" if missing else "it has no rows"
+        raise ConfigError(f"{leakage}: {what}; {RERUN}")
+    for line, r in enumerate(rows, start=2):
+        try:
+            int(r["distance"]), float(r["rdp"])
+        except ValueError:
+            raise ConfigError(f"{leakage}: line {line}: distance {r['distance']!r} and rdp "
+                              f"{r['rdp']!r} must be numbers; {RERUN}") from None
+    plots = path / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    clear_previous(plots)
+    written = [plot_network_dp(rows, plots / PLOT_NAME, alpha=float(alpha))]
+    write_manifest(plots, written)
+    return written
+
+
 def make_report(results_dir: str | Path) -> list[Path]:
-    """Draw every plot of a finished results folder into ``results_dir/plots``.
+    """Draw every plot of a finished results folder into ``results_dir/plots``: the folder of
+    ``dpgossip run``, of ``dpgossip audit`` (:func:`~dpgossip.report.audit.make_audit_report`) or of a
+    network-DP scenario (:func:`network_dp_report`), told apart by :func:`folder_kind`.
 
     Returns
     -------
@@ -76,13 +141,22 @@ def make_report(results_dir: str | Path) -> list[Path]:
     PlotsUnavailable
         Without matplotlib (a ``ConfigError`` naming ``pip install "dpgossip[plot]"``).
     ConfigError
-        When ``results_dir`` is not a finished results folder.
+        When ``results_dir`` is not a finished results folder, or one of its files is damaged (naming
+        the file and what is wrong: :mod:`dpgossip.report.checked`).
     """
+    from dpgossip.report.audit import make_audit_report
+
     require_matplotlib()
+    path = Path(results_dir)
+    kind = folder_kind(path) if path.is_dir() else "run"
+    if kind == "audit":
+        return make_audit_report(path)
+    if kind == "network_dp":
+        return network_dp_report(path)
     res = ResultsFolder.load(results_dir)
     plots = res.path / "plots"
     plots.mkdir(parents=True, exist_ok=True)
-    _clear_previous(plots)
+    clear_previous(plots)
     out: list[Path | None] = []
     ranks = {int(r.get("component") or 1) for r in res.iterations}
     for comp in sorted(ranks):
@@ -97,8 +171,7 @@ def make_report(results_dir: str | Path) -> list[Path]:
     out.extend(_leakage(res, plots))
     out.append(plot_leakage_vs_iterations(res, plots / "delta_vs_iterations.png"))
     written = [p for p in out if p is not None]
-    (plots / MANIFEST).write_text(json.dumps([p.name for p in written], indent=1) + "\n",
-                                  encoding="utf-8")
+    write_manifest(plots, written)
     return written
 
 
@@ -117,16 +190,25 @@ def _leakage(res: ResultsFolder, plots: Path) -> list[Path]:
         by_point.setdefault(r.get("point"), []).append(r)
     out = []
     points = list(by_point)[:MAX_HEATMAPS]
+    paired = []
     for p in points:
-        name = "leakage_heatmap.png" if len(by_point) == 1 else f"leakage_heatmap_p{p}.png"
+        suffix = "" if len(by_point) == 1 else f"_p{p}"
         label_p = res.group_label(int(p), res.axes) if p is not None and res.axes else ""
-        out.append(plot_pair_heatmap(by_point[p], plots / name, value_key=key, value_label=label,
+        if str(by_point[p][0].get("view", "observer")) not in OBSERVER_VIEWS:
+            # no observer: one number per target, no hop distance
+            out.append(plot_by_target(per_target(by_point[p]), plots / f"leakage_by_target{suffix}.png",
+                                      value_key=key, title=f"{label}: per target {label_p}".strip()))
+            continue
+        paired.append(p)
+        out.append(plot_pair_heatmap(by_point[p], plots / f"leakage_heatmap{suffix}.png",
+                                     value_key=key, value_label=label,
                                      title=f"pairwise leakage {label_p}".strip()))
     series = [
         {**r, "series": res.group_label(int(r["point"]), res.axes) if res.axes else ""}
         for r in rows
-        if r.get("point") in points
+        if r.get("point") in paired
     ]
-    out.append(plot_leakage_vs_hops(series, plots / "leakage_vs_hops.png", value_key=key,
-                                    value_label=label))
+    if series:
+        out.append(plot_leakage_vs_hops(series, plots / "leakage_vs_hops.png", value_key=key,
+                                        value_label=label))
     return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.scenario.store import read_csv
+from dpgossip.report.checked import RERUN, check_complete, read_record, read_table
 from dpgossip.scenario.summary import mean_ci
 from dpgossip.scenario.sweep import axis_groups
 
@@ -54,8 +54,9 @@ def parse_cell(text: str | None) -> Any:
 
 
 def typed_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows of a tidy CSV with :func:`parse_cell` applied to every cell."""
-    return [{k: parse_cell(v) for k, v in row.items()} for row in read_csv(path)]
+    """Rows of a tidy CSV with :func:`parse_cell` applied to every cell, checked by
+    :func:`~dpgossip.report.checked.read_table` (a file cut mid-row is an error naming it)."""
+    return [{k: parse_cell(v) for k, v in row.items()} for row in read_table(path)]
 
 
 def aggregate(
@@ -71,6 +72,15 @@ def aggregate(
             continue
         groups.setdefault(key(r), []).append(float(v))
     return {k: mean_ci(v) for k, v in groups.items()}
+
+
+def _repeats(config: Mapping[str, Any], where: Path) -> int:
+    """``repeats`` of the resolved configuration (an integer >= 1)."""
+    value = config.get("repeats", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where.parent / 'config.resolved.json'}: 'repeats' must be an integer "
+                          f">= 1, got {value!r}; the file was edited; {RERUN}")
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -116,7 +126,7 @@ class ResultsFolder:
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise ConfigError(f"results folder {str(path)!r} is a file; give the folder written by "
-                              "dpgossip run")
+                              "dpgossip run or dpgossip audit")
         if not path.is_dir():
             raise ConfigError(f"results folder {str(path)!r} does not exist")
         summary_path = path / "summary.json"
@@ -125,23 +135,30 @@ class ResultsFolder:
                 "the run did not finish; run the scenario again to finish it (finished points are "
                 "kept)"
                 if (path / "config.resolved.json").is_file()
-                else "not a dpgossip results folder (run `dpgossip run SCENARIO.toml` first)"
+                else "not a dpgossip results folder (dpgossip report reads the folder of `dpgossip "
+                "run`, `dpgossip audit` or a network-DP scenario)"
             )
             raise ConfigError(f"{path}: no summary.json: {what}")
         for name in ("config.resolved.json", "points.csv", "runs.csv", "iterations.csv"):
             if not (path / name).is_file():
                 raise ConfigError(f"{path}: {name} is missing; run the scenario again")
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        config = json.loads((path / "config.resolved.json").read_text(encoding="utf-8"))
-        axes = list(summary.get("axes", []))
+        summary = read_record(summary_path, ("axes",))
+        config = read_record(path / "config.resolved.json")
+        axes = summary["axes"]
+        if not isinstance(axes, list) or not all(isinstance(a, str) for a in axes):
+            raise ConfigError(f"{summary_path}: 'axes' must be a list of setting paths, got {axes!r}; "
+                              f"the file was edited; {RERUN}")
+        points, runs = typed_rows(path / "points.csv"), typed_rows(path / "runs.csv")
+        iterations = typed_rows(path / "iterations.csv")
+        check_complete(path, points, runs, iterations, _repeats(config, summary_path))
         return cls(
             path=path,
             config=config,
             summary=summary,
-            points=typed_rows(path / "points.csv"),
-            runs=typed_rows(path / "runs.csv"),
-            iterations=typed_rows(path / "iterations.csv"),
-            axes=axes,
+            points=points,
+            runs=runs,
+            iterations=iterations,
+            axes=list(axes),
             groups=axis_groups(axes, summary.get("zip", [])),
         )
 

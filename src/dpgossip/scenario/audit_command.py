@@ -12,10 +12,17 @@ instead of audited again, so an interrupted audit (Ctrl-C, kill) run again audit
 not finished and ends with the same tables. A configuration that occurs twice in a sweep is audited
 once.
 
+Each point is audited by its ``protocol.kind``'s own audit
+(:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`): ``ddppm`` pair by pair as ``[privacy]`` says
+(:func:`audit_task`, with progress per target and an ETA), the kinds with their own accountant and
+auditor by them (:func:`~dpgossip.scenario.kind_audit.audit_kind_point`: the guarantee and audit
+columns ``dpgossip run`` writes for repeat 0). ``--view``, ``--search`` and ``--candidates`` are refused
+on a scenario without a ``ddppm`` point.
+
 Files (each written atomically):
 
 ``pairs.csv``
-    One row per point, pair and method: ``point``, the axis columns, the calibration columns of a
+    One row per ``ddppm`` point, pair and method: ``point``, the axis columns, the calibration columns of a
     calibrated point, then the audit's (:meth:`~dpgossip.privacy.audit.PairAudit.rows`).
 ``worst.json``
     Per point, the worst pair, its neighbour (the row replaced and its replacement) and its numbers
@@ -23,7 +30,14 @@ Files (each written atomically):
 ``epsilon_matrix.csv`` (one point) or ``epsilon_matrix_p<point>.csv``
     The observer x target epsilon matrix of each point (``exact`` when audited); with
     ``privacy.rank_by = "delta"``, ``delta_matrix*.csv``: delta at the first epsilon of the grid (no
-    epsilon is solved then).
+    epsilon is solved then). A view without an observer (``all-but-one``, ``eavesdropper``) has one
+    number per target: ``epsilon_by_target*.csv`` (``delta_by_target*.csv``) instead, and its
+    ``pairs.csv`` rows and ``worst.json`` entry have no observer and no hops.
+``guarantees.csv``
+    One row per point of a kind with its own accountant and auditor: ``point``, the axis columns,
+    ``kind``, the size, and the guarantee and audit columns of ``runs.csv``.
+``plots/``
+    The plots (:func:`~dpgossip.report.audit.plot_audit`).
 """
 
 from __future__ import annotations
@@ -34,13 +48,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
+from dpgossip.errors import ConfigError
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.audit_point import (
+    OBSERVER_VIEWS,
     AuditPoint,
     HopLeakage,
+    KindAuditPoint,
     ProblemSummary,
     WorstPair,
     read_audit_point,
+    read_kind_point,
     write_audit_point,
 )
 from dpgossip.scenario.expand import point_hash
@@ -55,6 +73,7 @@ from dpgossip.scenario.privacy_overrides import (
 from dpgossip.scenario.problem import build_structure, resolve_problem
 from dpgossip.scenario.progress import Progress, axes_label
 from dpgossip.scenario.results import jsonable
+from dpgossip.scenario.step_progress import TargetProgress
 from dpgossip.scenario.store import json_safe, write_csv, write_json
 
 __all__ = ["AuditTask", "AuditPlan", "AuditRun", "plan_audit", "audit_key", "audit_task", "run_audit",
@@ -76,6 +95,11 @@ class AuditTask:
         """``"point 1 (c=2)"``, or ``"point 0"`` without axes."""
         label = axes_label(self.axes)
         return f"point {self.index}" + (f" ({label})" if label else "")
+
+    @property
+    def kind(self) -> str:
+        """``protocol.kind`` of the point."""
+        return str(self.config["protocol"]["kind"])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -103,9 +127,23 @@ class AuditPlan:
     engine: bool
 
     @property
+    def pair_tasks(self) -> tuple[AuditTask, ...]:
+        """The points audited pair by pair as ``[privacy]`` says (``protocol.kind = "ddppm"``)."""
+        from dpgossip.scenario.kind_commands import commands_for
+
+        return tuple(t for t in self.tasks if commands_for(t.kind).pair_audit)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of the points, in first-seen order."""
+        return tuple(dict.fromkeys(t.kind for t in self.tasks))
+
+    @property
     def privacy(self) -> dict[str, Any]:
-        """The resolved ``[privacy]`` table of the first point (the settings the audit announces)."""
-        return self.tasks[0].config["privacy"]
+        """The resolved ``[privacy]`` table of the first point audited pair by pair (the settings the
+        audit announces; empty when no point is)."""
+        pair = self.pair_tasks
+        return pair[0].config["privacy"] if pair else {}
 
     def effort(self) -> str:
         """The search effort in words: ``"standard worst-case search"`` or ``"20 candidate neighbours
@@ -122,14 +160,19 @@ class AuditRun:
     audited in this run or read back from their files."""
 
     out: Path
-    points: tuple[AuditPoint, ...]
+    points: tuple[AuditPoint | KindAuditPoint, ...]
     files: tuple[Path, ...]
     computed: int
     resumed: int
 
     def leakage_rows(self) -> list[dict[str, Any]]:
-        """One row per point and pair, for the leakage plots (:mod:`dpgossip.report.audit`)."""
-        return [row for p in self.points for row in p.leakage_rows()]
+        """One row per pair-audited point and pair (per target for a view without an observer), for
+        the leakage plots (:mod:`dpgossip.report.audit`)."""
+        return [row for p in self.points if isinstance(p, AuditPoint) for row in p.leakage_rows()]
+
+    def guarantee_rows(self) -> list[dict[str, Any]]:
+        """The rows of ``guarantees.csv``: one per point of a kind with its own auditor."""
+        return [p.table_row() for p in self.points if isinstance(p, KindAuditPoint)]
 
 
 def audit_key(config: dict[str, Any], base: Path | None = None,
@@ -167,12 +210,23 @@ def plan_audit(scenario: Any, out: str | Path | None = None, *,
         The folder cannot be written or holds another scenario's results (without ``force``); the
         sweep or a point is too large for the memory.
     """
+    from dpgossip.scenario.kind_commands import commands_for
+
     out_dir = Path(out or Path("results") / f"{scenario.name}-audit")
     check_out_dir(out_dir, scenario.name, flag="--out" if out else "the audit folder", force=force)
+    points = audited_points(scenario)
+    kinds = list(dict.fromkeys(p.config["protocol"]["kind"] for p in points))
+    pair_kinds = [k for k in kinds if commands_for(k).pair_audit]  # refuses an unsupported kind
+    given = overrides.given() if overrides is not None else {}
+    if given and not pair_kinds:
+        raise ConfigError(f"{', '.join(f'privacy.{k}' for k in given)}: the pair audit's settings do "
+                          f"not apply to protocol.kind = {', '.join(map(repr, kinds))}, audited by "
+                          "its own auditor ([ppm], [cape] or [floorfree] sets it); leave them out")
     tasks = []
     digests: dict[Path, str] = {}  # each user file is read once for the whole sweep
-    for p in audited_points(scenario):
-        cfg = privacy_config(p.config, overrides)
+    for p in points:
+        pair = commands_for(p.config["protocol"]["kind"]).pair_audit
+        cfg = privacy_config(p.config, overrides) if pair else dict(p.config)
         tasks.append(AuditTask(index=p.index, key=audit_key(cfg, scenario.base, digests),
                                axes=dict(p.axes), config=cfg))
     return AuditPlan(scenario=scenario.name, out=out_dir, base=scenario.base, tasks=tuple(tasks),
@@ -211,8 +265,11 @@ def audit_task(task: AuditTask, base: Path | None = None,
         say(f"{task.name}: calibrating the noise scale (every step audits every pair)")
     cfg, calibrated = privacy_section.prepare_point(task.config, structure)
     problem = resolve_problem(cfg, structure)
-    say(f"{task.name}: auditing every (observer, target) pair of {problem.data.m} agents")
-    audit = privacy_section.audit_config(cfg, problem)
+    per_observer = cfg["privacy"]["view"] in OBSERVER_VIEWS
+    say(f"{task.name}: auditing every " + ("(observer, target) pair" if per_observer else "target")
+        + f" of {problem.data.m} agents (view {cfg['privacy']['view']})")
+    on_target = None if stage is None else TargetProgress(stage, task.name)
+    audit = privacy_section.audit_config(cfg, problem, on_target=on_target)
     method = audit.methods[0]
     w = audit.worst(method, by="delta" if audit.rank_by == "delta" else "epsilon")
     exact = None
@@ -221,8 +278,8 @@ def audit_task(task: AuditTask, base: Path | None = None,
         exact = jsonable(privacy_section.exact_for_pair(problem.data, problem.network,
                                                         problem.params, audit, w.observer, w.target))
     by_delta = audit.rank_by == "delta"
-    groups: dict[int, list[float]] = {}
-    for r in audit.results.values():
+    groups: dict[int, list[float]] = {}  # hop distances mean nothing without an observer
+    for r in audit.results.values() if per_observer else ():
         value = r.delta[method][0] if by_delta else r.epsilon[method]
         groups.setdefault(int(r.hops), []).append(float(value))
     mat_method = "exact" if "exact" in audit.methods else method
@@ -282,27 +339,29 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
     KeyboardInterrupt
         Propagated; every point finished before it is stored.
     """
+    from dpgossip.scenario.kind_commands import commands_for
+
     first: dict[str, AuditTask] = {}
     for t in plan.tasks:
         first.setdefault(t.key, t)
-    done: dict[str, AuditPoint] = {}
+    done: dict[str, AuditPoint | KindAuditPoint] = {}
     for t in first.values():
-        stored = read_audit_point(plan.out, t.key, t.index, t.axes)
+        read = read_audit_point if commands_for(t.kind).pair_audit else read_kind_point
+        stored = read(plan.out, t.key, t.index, t.axes)
         if stored is not None:
             done[t.key] = stored
     resumed = len(done)
     progress = Progress(len(first), quiet=quiet, stream=stream)
     progress.skipped(resumed, str(plan.out / "points"))
-    points: list[AuditPoint] = []
+    points: list[AuditPoint | KindAuditPoint] = []
     try:
         for t in plan.tasks:
             point = done.get(t.key)
             if point is None:
-                point = audit_task(t, plan.base, progress.stage)
+                point = commands_for(t.kind).audit(t, plan.base, None if quiet else progress.stage)
                 write_audit_point(plan.out, point)
                 done[t.key] = point
-                what = point.quantity if point.rank_by == "delta" else "epsilon"
-                progress.update(point, f"worst {what} ({point.method}) {point.worst_value:.4g}")
+                progress.update(point, _summary(point))
             elif point.index != t.index:  # the same configuration at another point of the sweep
                 point = replace(point, index=t.index, axes=dict(t.axes))
             points.append(point)
@@ -315,20 +374,30 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
                     computed=len(first) - resumed, resumed=resumed)
 
 
+def _summary(point: AuditPoint | KindAuditPoint) -> str:
+    """What the progress line says of a finished point."""
+    if isinstance(point, KindAuditPoint):
+        return point.summary()
+    what = point.quantity if point.rank_by == "delta" else "epsilon"
+    return f"worst {what} ({point.method}) {point.worst_value:.4g}"
+
+
 def matrix_names(points: Sequence[AuditPoint]) -> list[str]:
     """File name of each point's matrix: ``epsilon_matrix.csv`` for a single point, else
-    ``epsilon_matrix_p<point>.csv``; ``delta_matrix*`` when the point ranks by delta."""
+    ``epsilon_matrix_p<point>.csv``; ``delta_matrix*`` when the point ranks by delta;
+    ``epsilon_by_target*`` (``delta_by_target*``) for a view without an observer."""
     def stem(p: AuditPoint) -> str:
-        return "delta_matrix" if p.rank_by == "delta" else "epsilon_matrix"
+        what = "delta" if p.rank_by == "delta" else "epsilon"
+        return f"{what}_matrix" if p.per_observer else f"{what}_by_target"
 
     if len(points) == 1:
         return [f"{stem(points[0])}.csv"]
     return [f"{stem(p)}_p{p.index}.csv" for p in points]
 
 
-def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint]) -> list[Path]:
-    """Write ``pairs.csv``, ``worst.json`` and the matrices from the points (module docstring);
-    matrices of an earlier audit in the folder that this one does not write are removed.
+def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint | KindAuditPoint]) -> list[Path]:
+    """Write ``pairs.csv``, ``guarantees.csv``, ``worst.json`` and the matrices from the points (module
+    docstring); tables of an earlier audit in the folder that this one does not write are removed.
 
     Returns
     -------
@@ -336,19 +405,28 @@ def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint]) -> list[Pa
         The files written.
     """
     out = plan.out
-    write_csv(out / "pairs.csv", [row for p in points for row in p.pair_rows()])
+    pair_points = [p for p in points if isinstance(p, AuditPoint)]
+    kind_points = [p for p in points if isinstance(p, KindAuditPoint)]
+    files = [out / "worst.json"]
+    for name, rows in (("pairs.csv", [row for p in pair_points for row in p.pair_rows()]),
+                       ("guarantees.csv", [p.table_row() for p in kind_points])):
+        if rows:
+            write_csv(out / name, rows)
+            files.append(out / name)
+        else:
+            (out / name).unlink(missing_ok=True)
     write_json(out / "worst.json", json_safe({
         "scenario": plan.scenario, "audit": privacy_section.PER_INSTANCE,
         "non_finite": 'infinite values are written as "inf" (JSON has no infinity)',
         **({"engine": "not modelled: the audit is of the ideal synchronous protocol"}
            if plan.engine else {}),
         "points": [p.worst_record() for p in points]}))
-    files = [out / "pairs.csv", out / "worst.json"]
-    names = matrix_names(points)
-    for stale in [*out.glob("epsilon_matrix*.csv"), *out.glob("delta_matrix*.csv")]:
+    names = matrix_names(pair_points) if pair_points else []
+    for stale in [*out.glob("epsilon_matrix*.csv"), *out.glob("delta_matrix*.csv"),
+                  *out.glob("epsilon_by_target*.csv"), *out.glob("delta_by_target*.csv")]:
         if stale.name not in names:
             stale.unlink(missing_ok=True)
-    for p, name in zip(points, names, strict=True):
-        write_csv(out / name, p.matrix_rows())
+    for p, name in zip(pair_points, names, strict=True):
+        write_csv(out / name, p.matrix_rows() if p.per_observer else p.target_rows())
         files.append(out / name)
     return files

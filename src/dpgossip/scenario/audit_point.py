@@ -20,11 +20,33 @@ from dpgossip.scenario.assemble import axis_column
 from dpgossip.scenario.progress import axes_label
 from dpgossip.scenario.results import read_point_json, write_point_json
 
-__all__ = ["AUDIT_POINT_FORMAT", "ProblemSummary", "ExactValue", "WorstPair", "HopLeakage",
-           "AuditPoint", "write_audit_point", "read_audit_point"]
+__all__ = ["AUDIT_POINT_FORMAT", "KIND_POINT_FORMAT", "OBSERVER_VIEWS", "per_target", "ProblemSummary",
+           "ExactValue", "WorstPair", "HopLeakage", "AuditPoint", "KindAuditPoint", "write_audit_point",
+           "read_audit_point", "read_kind_point"]
 
 AUDIT_POINT_FORMAT = "dpgossip-audit-point/2"
 """Value of the ``format`` key of an audit point file."""
+
+OBSERVER_VIEWS: tuple[str, ...] = ("observer", "paper")
+"""Views of one observer: the audit's numbers are per (observer, target) pair, with a hop distance.
+The other views (``all-but-one``, ``eavesdropper``) have no observer: their numbers are per target."""
+
+
+def per_target(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of a view without an observer, one per target (and method, when rows carry one): the
+    first row of each, without ``observer`` and ``hops`` (every observer's row is the same)."""
+    seen: set[tuple[Any, Any]] = set()
+    out = []
+    for row in rows:
+        key = (row.get("target"), row.get("method"))
+        if key not in seen:
+            seen.add(key)
+            out.append({k: v for k, v in row.items() if k not in ("observer", "hops")})
+    return sorted(out, key=lambda r: (r.get("target") or 0))
+
+
+KIND_POINT_FORMAT = "dpgossip-kind-audit-point/1"
+"""Value of the ``format`` key of the point file of a kind with its own accountant and auditor."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,20 +206,42 @@ class AuditPoint:
         """The axis values as a short label (``"c=2"``; empty for a single point)."""
         return axes_label(self.axes)
 
+    @property
+    def per_observer(self) -> bool:
+        """The view has an observer (:data:`OBSERVER_VIEWS`): numbers per pair, with hops; else per
+        target."""
+        return self.worst.view in OBSERVER_VIEWS
+
     def pair_rows(self) -> list[dict[str, Any]]:
-        """Rows of ``pairs.csv``: ``point``, the axis columns and calibration columns, then the audit's."""
+        """Rows of ``pairs.csv``: ``point``, the axis columns and calibration columns, then the audit's
+        (one per target, without ``observer`` and ``hops``, for a view without an observer)."""
         extra = {"point": self.index, **{axis_column(a): v for a, v in self.axes.items()},
                  **self.calibration}
-        return [{**extra, **row} for row in self.pairs]
+        rows = self.pairs if self.per_observer else per_target(self.pairs)
+        return [{**extra, **row} for row in rows]
 
     def leakage_rows(self) -> list[dict[str, Any]]:
-        """Rows for the leakage plots: one per pair, with ``point`` and ``series`` (the label)."""
-        return [{**row, "point": self.index, "series": self.label} for row in self.leakage]
+        """Rows for the leakage plots: one per pair (per target for a view without an observer), with
+        ``point`` and ``series`` (the label)."""
+        rows = self.leakage if self.per_observer else per_target(self.leakage)
+        return [{**row, "point": self.index, "series": self.label} for row in rows]
+
+    def target_rows(self) -> list[dict[str, Any]]:
+        """Rows of ``epsilon_by_target.csv`` of a view without an observer: ``target``, ``value``
+        (the ranked quantity of :attr:`matrix_method`), ``method``, ``quantity``."""
+        m = len(self.matrix)
+        return [{"target": j, "value": float(next((self.matrix[o][j] for o in range(m) if o != j),
+                                                  float("nan"))),
+                 "method": self.matrix_method, "quantity": self.quantity} for j in range(m)]
 
     def worst_record(self) -> dict[str, Any]:
-        """The point's entry of ``worst.json``."""
+        """The point's entry of ``worst.json`` (no ``observer`` and ``hops`` for a view without an
+        observer)."""
+        pair = self.worst.to_row()
+        if not self.per_observer:
+            pair = {k: v for k, v in pair.items() if k not in ("observer", "hops")}
         return {
-            "point": self.index, "axes": dict(self.axes), **self.worst.to_row(),
+            "point": self.index, "axes": dict(self.axes), **pair,
             **({"note": self.note} if self.note else {}),
             **({"calibration": dict(self.calibration)} if self.calibration else {}),
             **({"exact_for_worst_neighbour": self.worst.exact.to_row()}
@@ -261,7 +305,88 @@ class AuditPoint:
         )
 
 
-def write_audit_point(out_dir: Path, point: AuditPoint) -> Path:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class KindAuditPoint:
+    """The audit of one point of a kind with its own accountant and auditor (``ppm``, ``capepca``,
+    ...): its guarantee and audit columns, as ``dpgossip run`` writes them for repeat 0
+    (:mod:`dpgossip.scenario.kind_audit`).
+
+    Attributes
+    ----------
+    index, key, axes
+        Position in the sweep, the key of its point file, its axis values (dotted paths).
+    kind
+        ``protocol.kind`` of the point.
+    size
+        ``agents``, ``rows``, ``columns``, ``iterations`` of the point's problem.
+    columns
+        The guarantee and audit columns (``guaranteed_epsilon``, ``guarantee_delta``,
+        ``guarantee_accountant``, ``audited_epsilon``, ``audit_view``, ...), JSON-native.
+    seconds, resumed
+        Wall-clock time; read back from its file rather than audited in this run.
+    """
+
+    index: int
+    key: str
+    axes: dict[str, Any]
+    kind: str
+    size: dict[str, int]
+    columns: dict[str, Any]
+    seconds: float = 0.0
+    resumed: bool = False
+
+    @property
+    def label(self) -> str:
+        """The axis values as a short label (``"c=2"``; empty for a single point)."""
+        return axes_label(self.axes)
+
+    def summary(self) -> str:
+        """What the progress line says of the point."""
+        audited = self.columns.get("audited_epsilon")
+        tail = "" if audited is None else f", audited {float(audited):.4g}"
+        return (f"{self.kind}: guaranteed epsilon {float(self.columns['guaranteed_epsilon']):.4g}"
+                f"{tail}")
+
+    def table_row(self) -> dict[str, Any]:
+        """The point's row of ``guarantees.csv``."""
+        return {"point": self.index, **{axis_column(a): v for a, v in self.axes.items()},
+                "kind": self.kind, **self.size, **self.columns}
+
+    def worst_record(self) -> dict[str, Any]:
+        """The point's entry of ``worst.json``."""
+        return {"point": self.index, "axes": dict(self.axes), "kind": self.kind, **self.columns}
+
+    def to_json(self) -> dict[str, Any]:
+        """Content of the point file."""
+        return {"format": KIND_POINT_FORMAT, "hash": self.key, "index": self.index,
+                "axes": self.axes, "seconds": self.seconds, "kind": self.kind, "size": self.size,
+                "columns": self.columns}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, index: int, axes: Mapping[str, Any]
+                  ) -> KindAuditPoint:
+        """Inverse of :meth:`to_json` (``resumed``); raises ``KeyError``, ``TypeError`` or
+        ``ValueError`` on a malformed file."""
+        columns = dict(data["columns"])
+        float(columns["guaranteed_epsilon"])
+        return cls(index=index, key=str(data["hash"]), axes=dict(axes), kind=str(data["kind"]),
+                   size={k: int(v) for k, v in dict(data["size"]).items()}, columns=columns,
+                   seconds=float(data["seconds"]), resumed=True)
+
+
+def read_kind_point(out_dir: Path, key: str, index: int, axes: Mapping[str, Any]
+                    ) -> KindAuditPoint | None:
+    """The stored kind audit of the point with key ``key``, or ``None`` (as :func:`read_audit_point`)."""
+    data = read_point_json(out_dir, key, KIND_POINT_FORMAT)
+    if data is None:
+        return None
+    try:
+        return KindAuditPoint.from_json(data, index=index, axes=axes)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def write_audit_point(out_dir: Path, point: AuditPoint | KindAuditPoint) -> Path:
     """Write ``out_dir/points/<key>.json`` atomically; returns its path."""
     return write_point_json(out_dir, point.key, point.to_json())
 

@@ -25,8 +25,9 @@ def check_combinations(raw: Mapping[str, Any], config: Mapping[str, Any]) -> Non
     """Raise ``ConfigError`` for incompatible settings of a resolved configuration.
 
     Checked: the LDP baseline and its budget; ``data.sizes`` and ``data.partition``; ``data.synthetic``
-    and ``data.source``; ``protocol.kind``, ``[ppm]`` and ``backend``; ``[engine]`` conditions and
-    ``backend``.
+    and ``data.source``; ``protocol.kind`` and the sections it reads (``[ppm]``, ``[cape]``,
+    ``[floorfree]``, ``[privacy]``: a section no point's kind reads is refused); ``[engine]``
+    conditions and ``backend``.
     """
     _check_baseline(config["baseline"])
     _check_data(config["data"])
@@ -109,6 +110,11 @@ def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
             raise ConfigError(f"{name}: [{name}] is given but no protocol.kind reads it (it is read "
                               f"by {', '.join(readers)}); set protocol.kind or remove [{name}]",
                               field=name)
+    if "privacy" in raw and "ddppm" not in kinds:
+        raise ConfigError(f"privacy: [privacy] is given but protocol.kind is {kinds[0]!r}, which "
+                          "ignores it ([privacy] sets the pair audit and calibration of protocol.kind "
+                          "= 'ddppm'; this kind's noise, budget and audit are in its own section); "
+                          "remove [privacy] or set protocol.kind = \"ddppm\"", field="privacy")
     rank = config["protocol"]["rank"]   # a swept rank is checked per point (DdppmFloorFree)
     if "ddppm-floorfree" in kinds and not isinstance(rank, list) and rank != 1:
         raise ConfigError(f"protocol.rank must be 1 for protocol.kind = 'ddppm-floorfree' (it "

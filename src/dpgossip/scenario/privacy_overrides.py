@@ -3,7 +3,10 @@ points they work on.
 
 ``--view``, ``--search`` and ``--candidates`` replace ``privacy.view``, ``privacy.search`` and
 ``privacy.candidates`` of every point; they are checked like the scenario's keys (messages name
-``privacy.view``; the command line renames them to its flags).
+``privacy.view``; the command line renames them to its flags). ``--candidates`` is refused unless the
+search is the candidate search (``--search candidates`` or ``privacy.search = "candidates"``). They
+apply to the pair audit of ``protocol.kind = "ddppm"`` only: on a scenario without a ``ddppm`` point
+they are refused (:func:`check_overrides_used`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgossip.scenario.expand import Point
-from dpgossip.scenario.privacy_section import check_privacy
+from dpgossip.scenario.privacy_section import check_candidate_keys, check_privacy
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 
 __all__ = ["PrivacyOverrides", "privacy_config", "audited_points", "uses_engine"]
@@ -59,7 +62,7 @@ class PrivacyOverrides:
             A value ``[privacy]`` would refuse, naming its key.
         """
         given = self.given()
-        resolved = check_privacy("privacy", given)
+        resolved = check_privacy("privacy", given, unused_ok=True)
         return {k: resolved[k] for k in given}
 
 
@@ -83,6 +86,8 @@ def privacy_config(config: Mapping[str, Any], overrides: PrivacyOverrides | None
     priv = dict(config.get("privacy") or check_privacy("privacy", {}))
     if overrides is not None:
         priv.update(overrides.checked())
+        if overrides.candidates is not None:  # read by the candidate search only
+            check_candidate_keys("privacy", {"candidates": overrides.candidates}, priv["search"])
     return {**config, "privacy": priv}
 
 

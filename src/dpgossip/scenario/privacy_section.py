@@ -44,7 +44,7 @@ same defaults).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dpgossip.errors import (
@@ -61,6 +61,7 @@ from dpgossip.privacy.calibrate import (
     AuditSettings,
     Calibration,
     FixedProtocol,
+    LevelEvent,
     calibrate_noise,
 )
 from dpgossip.privacy.gaussian_pair import METHODS
@@ -78,6 +79,8 @@ __all__ = [
     "PRIVACY_FIELDS",
     "PRIVACY_KEYS",
     "CALIBRATE_KEYS",
+    "CANDIDATE_KEYS",
+    "check_candidate_keys",
     "AUDIT_METHODS",
     "PER_INSTANCE",
     "check_privacy",
@@ -116,11 +119,14 @@ PRIVACY_FIELDS: dict[str, Field] = {
                     "1..8 (dpgossip.privacy.search); or candidates, the older candidate search, "
                     "which can miss far worse neighbours"),
     "candidates": Field(kind=int, default=20, low=1, sweep=False,
-                        doc="search = \"candidates\" only: candidate neighbours per target"),
+                        doc="search = \"candidates\" only (refused with another search): candidate "
+                        "neighbours per target"),
     "refine": Field(kind=int, default=2, low=1, sweep=False,
-                    doc="search = \"candidates\" only: best candidates per pair given exact values"),
+                    doc="search = \"candidates\" only (refused with another search): best "
+                    "candidates per pair given exact values"),
     "ascent_steps": Field(kind=int, default=4, low=0, sweep=False,
-                          doc="search = \"candidates\" only: rounds of local ascent"),
+                          doc="search = \"candidates\" only (refused with another search): rounds of "
+                          "local ascent"),
     "methods": Field(kind="list", default=list(AUDIT_METHODS), sweep=False,
                      doc="conversions reported, from exact, rdp, chernoff; the first ranks the pairs"),
     "audit": Field(kind=bool, default=False, sweep=False,
@@ -143,7 +149,8 @@ PRIVACY_FIELDS: dict[str, Field] = {
                               doc="how each pair's delta is computed: exact hockey-stick, or the RDP "
                               "bound (larger: a conservative scale, much faster)"),
     "calibrate.candidates": Field(kind=int, default=None, low=1, sweep=False,
-                                  doc="search = \"candidates\" only; default privacy.candidates"),
+                                  doc="search = \"candidates\" only (refused with another "
+                                  "search); default privacy.candidates"),
     "calibrate.rel_tol": Field(kind=float, default=0.02, low=0, low_open=True, high=1,
                                high_open=True, sweep=False,
                                doc="relative width of the final scale bracket"),
@@ -240,8 +247,12 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
     return out
 
 
-def check_privacy(path: str, value: Any) -> dict[str, Any]:
+def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str, Any]:
     """Validate the raw ``[privacy]`` table and fill defaults.
+
+    The candidate search's keys are refused unless ``search = "candidates"``
+    (:func:`check_candidate_keys`); ``unused_ok`` skips that check (a table of overrides, checked
+    against the scenario's search by its caller).
 
     Returns
     -------
@@ -295,7 +306,35 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     out["rank_by"] = _choice(f"{path}.rank_by", value.get("rank_by", _D["rank_by"]), ("epsilon", "delta"))
     cal = value.get("calibrate")
     out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
+    if not unused_ok:
+        check_candidate_keys(path, value, out["search"])
     return out
+
+
+CANDIDATE_KEYS: tuple[str, ...] = ("candidates", "refine", "ascent_steps")
+"""Keys of ``[privacy]`` read by the candidate search only (``search = "candidates"``)."""
+
+
+def check_candidate_keys(path: str, value: Mapping[str, Any], search: Any) -> None:
+    """Refuse the candidate search's settings (``candidates``, ``refine``, ``ascent_steps``,
+    ``calibrate.candidates``) when ``search`` is not ``"candidates"``: no search would read them.
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, its value and the search in use.
+    """
+    if search == CANDIDATE_SEARCH:
+        return
+    given = [(f"{path}.{k}", value[k]) for k in CANDIDATE_KEYS if k in value]
+    cal = value.get("calibrate")
+    if isinstance(cal, Mapping) and cal.get("candidates") is not None:
+        given.append((f"{path}.calibrate.candidates", cal["candidates"]))
+    if given:
+        key, v = given[0]
+        raise ConfigError(f"{key} = {v!r} is only read by the candidate search, but the search is "
+                          f"{search!r}; set {path}.search = \"{CANDIDATE_SEARCH}\" to use it, or "
+                          f"remove {key}", field=key)
 
 
 # --- per point ------------------------------------------------------------------------------------
@@ -310,10 +349,12 @@ def rank_note(rank: int) -> str | None:
             "of the product of the conditional components")
 
 
-def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibration:
+def calibrate_point(config: Mapping[str, Any], structure: Structure,
+                    on_level: Callable[[LevelEvent], None] | None = None) -> Calibration:
     """Calibrate the noise scale of one point from its ``privacy.calibrate`` table, on the point's
     network and data (built once by the caller). The calibration's ``RuntimeWarning`` notes are not
-    raised: the returned :class:`~dpgossip.privacy.calibrate.Calibration` carries the same text."""
+    raised: the returned :class:`~dpgossip.privacy.calibrate.Calibration` carries the same text.
+    ``on_level`` hears of every candidate noise scale and its targets (progress only)."""
     spec = PointSpec.from_config(config)
     priv, proto = spec.privacy, spec.protocol
     assert priv is not None and priv.calibrate is not None
@@ -339,7 +380,7 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure) -> Calibrat
             audit=AuditSettings(view=priv.view, neighbours=priv.neighbours, method=cal.method,
                                 candidates=cal.candidates or priv.candidates, refine=priv.refine,
                                 ascent_steps=priv.ascent_steps, seed=spec.seed,
-                                search=priv.search),
+                                search=priv.search, on_level=on_level),
             protocol=FixedProtocol(alpha=alpha, sigma_q=proto.sigma_q),
             scale_search=ScaleSearchOptions(rel_tol=cal.rel_tol),
         )
@@ -402,8 +443,10 @@ AUDITED_REPEAT = 0
 """The recorded repeat whose run a rank ``r > 1`` audit is conditional on (``runs.csv``, ``repeat = 0``)."""
 
 
-def audit_config(config: Mapping[str, Any], problem: Problem) -> PairAudit:
-    """Audit one point's problem as its ``[privacy]`` section says.
+def audit_config(config: Mapping[str, Any], problem: Problem,
+                 on_target: Callable[[int, int, int], None] | None = None) -> PairAudit:
+    """Audit one point's problem as its ``[privacy]`` section says (``on_target(target, done, total)``
+    is called after each target: progress only).
 
     For rank ``r > 1`` the audit is conditional on the realised earlier components of the point's
     recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
@@ -422,7 +465,7 @@ def audit_config(config: Mapping[str, Any], problem: Problem) -> PairAudit:
                            seed=spec.seed, methods=priv.methods,
                            options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
                                                 ascent_steps=priv.ascent_steps, run=run,
-                                                rank_by=priv.rank_by))
+                                                rank_by=priv.rank_by, on_target=on_target))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
@@ -498,4 +541,7 @@ register_section("privacy", check_privacy,
                  doc="The per-instance privacy audit of every (observer, target) pair and the noise "
                  "calibration (dpgossip.privacy). Every audited number is a lower estimate of the "
                  "worst case over neighbours of this X: the exact value of a neighbour the search "
-                 "found. Keys calibrate.* belong to the inline table calibrate = { ... }.")
+                 "found. Keys calibrate.* belong to the inline table calibrate = { ... }. Read by "
+                 "protocol.kind = \"ddppm\" only: [privacy] in a scenario without a ddppm point is "
+                 "refused (the other kinds audit and calibrate through their own section: [ppm], "
+                 "[cape], [floorfree]).")

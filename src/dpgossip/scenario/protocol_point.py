@@ -69,7 +69,7 @@ from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.ppm_section import PpmSpec
 from dpgossip.scenario.problem import Problem
 
-__all__ = ["ppm_params", "make_protocol", "run_protocol_point", "AUDIT_NEIGHBOURS"]
+__all__ = ["ppm_params", "make_protocol", "run_protocol_point", "protocol_columns", "AUDIT_NEIGHBOURS"]
 
 ISSUE13_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
 """Kinds run by :mod:`dpgossip.scenario.cape_point` (issue 13; ``[cape]``, ``[floorfree]``)."""
@@ -235,6 +235,12 @@ def _protocol(spec: PointSpec, problem: Problem) -> tuple[PrivateProtocol, Any]:
         gossip = _GossipAudit(problem, protocol.params, spec.ppm)
         return protocol, lambda result, k: gossip.columns(result)
     return protocol, lambda result, k: _central_columns(problem, result, spec.ppm, k)
+
+
+def protocol_columns(spec: PointSpec, problem: Problem) -> tuple[PrivateProtocol, Any]:
+    """The point's protocol and ``columns(result, repeat)``, its guarantee and audit columns as
+    :func:`run_protocol_point` writes them (``dpgossip audit`` of these kinds uses them)."""
+    return _protocol(spec, problem)
 
 
 def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]

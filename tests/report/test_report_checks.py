@@ -1,0 +1,153 @@
+"""``dpgossip report`` checks what it reads (a damaged file is an error naming it, exit 2) and redraws
+the folders of ``dpgossip audit`` and of a network-DP scenario."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dpgossip.cli import main
+from dpgossip.scenario import run_scenario
+from tests.scenario.helpers import small
+
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished run folder: 2 points (c = 1, 2), 2 repeats, T = 6."""
+    out = tmp_path_factory.mktemp("run") / "r"
+    run_scenario(small(repeats=2, protocol={"consensus_steps": [1, 2]}), out, quiet=True)
+    return out
+
+
+@pytest.fixture()
+def folder(finished, tmp_path) -> Path:
+    copy = tmp_path / "r"
+    shutil.copytree(finished, copy)
+    return copy
+
+
+def report(path: Path, capsys) -> tuple[int, str]:
+    code = main(["report", str(path)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+def test_a_whole_folder_reports(folder, capsys):
+    assert report(folder, capsys) == (0, "")
+
+
+@pytest.mark.parametrize("text, what", [('{"scenario": ', "not valid JSON (Expecting value at line 1"),
+                                        ("[1, 2]", "expected a JSON table, got list"),
+                                        ('{"scenario": "small"}', "the key 'axes' is missing")])
+def test_a_damaged_summary_is_named(folder, capsys, text, what):
+    (folder / "summary.json").write_text(text)
+    code, err = report(folder, capsys)
+    assert code == 2 and f"{folder / 'summary.json'}: {what}" in err
+
+
+def test_iterations_cut_mid_row_is_named(folder, capsys):
+    path = folder / "iterations.csv"
+    text = path.read_text()
+    path.write_text(text[: len(text) - 20])  # the last row loses its end
+    code, err = report(folder, capsys)
+    assert code == 2 and f"{path}: the last line has no end" in err
+
+
+def test_iterations_missing_rows_of_a_repeat_is_named(folder, capsys):
+    path = folder / "iterations.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-3]))  # cut at a row boundary: repeat 1 of point 1 is short
+    code, err = report(folder, capsys)
+    assert code == 2 and "iterations.csv: point 1, component 1 has unequal or missing repeats" in err
+    assert "repeat 0: 7, repeat 1: 4" in err
+
+
+def test_a_row_with_a_missing_field_is_named(folder, capsys):
+    path = folder / "runs.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].split(",", 1)[1]  # one field less on line 3
+    path.write_text("".join(lines))
+    code, err = report(folder, capsys)
+    assert code == 2 and f"{path}: line 3 has " in err and "the header has" in err
+
+
+def test_runs_missing_a_repeat_is_named(folder, capsys):
+    path = folder / "runs.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]))
+    code, err = report(folder, capsys)
+    assert code == 2 and "runs.csv: point 1 has the repeats [0], expected 0..1" in err
+
+
+TINY_AUDIT = """name = "tiny"
+seed = 1
+[data]
+source = "synthetic"
+standardize = false
+synthetic = { n = 16, d = 2, spectrum = [1.0, 0.8] }
+[network]
+topology = "ring"
+agents = 4
+[protocol]
+iterations = 2
+consensus_steps = [1, 2]
+noise = { schedule = "constant", scale = 1.0 }
+[privacy]
+search = "candidates"
+candidates = 1
+refine = 1
+ascent_steps = 0
+methods = ["rdp"]
+epsilon = [50.0]
+"""
+
+
+def test_report_redraws_an_audit_folder_in_plots(tmp_path, capsys):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(TINY_AUDIT)
+    out = tmp_path / "a"
+    assert main(["audit", str(scenario), "--out", str(out), "-q", "--no-plots"]) == 0
+    (out / "leakage_vs_hops.png").write_bytes(b"old layout")  # an older version drew here
+    capsys.readouterr()
+    code = main(["report", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0 and "3 plots written to" in printed
+    names = sorted(p.name for p in (out / "plots").glob("*.png"))
+    assert names == ["leakage_heatmap_p0.png", "leakage_heatmap_p1.png", "leakage_vs_hops.png"]
+    assert not list(out.glob("*.png"))
+    (out / "worst.json").write_text("{")
+    code, err = report(out, capsys)
+    assert code == 2 and "worst.json: not valid JSON" in err
+
+
+def _network_dp_folder(path: Path, columns: dict[str, str]) -> Path:
+    path.mkdir()
+    (path / "summary.json").write_text(json.dumps({"scenario": "n", "kind": "network_dp",
+                                                   "alpha": 2.0}))
+    rows = [{**columns, "distance": str(d), "rdp": str(0.5 / d)} for d in (1, 2, 3)]
+    header = list(rows[0])
+    (path / "leakage.csv").write_text(",".join(header) + "\n" + "".join(
+        ",".join(r[h] for h in header) + "\n" for r in rows))
+    return path
+
+
+BOUNDS = {"topology": "ring", "muffliato_bound": "1.0", "muffliato_ratio": "0.5",
+          "muffliato_below_exact": "False", "mfdl_bound": "", "mfdl_ratio": "",
+          "mfdl_below_exact": ""}
+
+
+def test_report_redraws_a_network_dp_folder(tmp_path, capsys):
+    folder = _network_dp_folder(tmp_path / "n", BOUNDS)
+    assert main(["report", str(folder)]) == 0
+    assert (folder / "plots" / "network-dp.png").stat().st_size > 1000
+    broken = _network_dp_folder(tmp_path / "m", {k: v for k, v in BOUNDS.items()
+                                                 if k != "mfdl_bound"})
+    code, err = report(broken, capsys)
+    assert code == 2 and "leakage.csv: the column 'mfdl_bound' is missing" in err
+    assert "dpgossip run first" not in err
