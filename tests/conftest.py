@@ -7,15 +7,16 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-# The property tests draw their examples from a fixed seed, so that the test command passes or fails the same way
-# on every run (a random draw that finds a new corner is a bug to fix, but never a coin flip in CI). Run them with
-# fresh random examples by `python -m pytest --hypothesis-profile=explore`.
+from dpgossip.data.partition import PartitionedData
+from dpgossip.topology.network import Network
+
+# The property tests draw their examples from a fixed seed, so that the test command passes or fails
+# the same way on every run (a random draw that finds a new corner is a bug to fix, never a coin flip
+# in CI). Fresh random examples: `python -m pytest --hypothesis-profile=explore`.
 settings.register_profile("deterministic", derandomize=True, database=None)
 settings.register_profile("explore", max_examples=200)
 settings.load_profile("deterministic")
 
-from dpgossip.data.partition import PartitionedData
-from dpgossip.topology.network import Network
 
 PAPER_W = np.array(
     [[0.5, 0.25, 0, 0.25], [0.25, 0.5, 0.25, 0], [0, 0.25, 0.5, 0.25], [0.25, 0, 0.25, 0.5]]
