@@ -233,6 +233,10 @@ def test_target_and_level_progress_say_the_eta():
     # first and last always; the middle two within 5 s of the first: left out
     assert lines == ["point 0: target 0 done (1/4 targets, 2.0 s, ETA 6.0 s)",
                      "point 0: target 3 done (4/4 targets, 8.0 s)"]
+    now[0] = 13.5
+    tp.stage(0, "search level 1/2")  # 5.5 s after the last line: said
+    tp.stage(0, "search level 2/2")  # at once: left out
+    assert lines[2:] == ["point 0: target 0: search level 1/2 (13.5 s)"]
     lines.clear()
     now[0] = 0.0
     lp = LevelProgress(lines.append, target_epsilon=1.0, target_delta=1e-5, clock=lambda: now[0])
@@ -269,3 +273,18 @@ def test_network_dp_scenarios_are_sent_to_run(capsys, command):
     err = capsys.readouterr().err
     assert "a network-DP scenario ([network_dp])" in err and "dpgossip run" in err
     assert "unknown key" not in err
+
+
+
+def test_the_search_says_its_stages_inside_a_target(tmp_path):
+    from dpgossip.privacy.audit import AuditOptions, audit_pairs
+    from dpgossip.scenario.problem import build_problem
+
+    text = DDPPM.replace('search = "candidates"\ncandidates = 1\nrefine = 1\nascent_steps = 0\n', "")
+    problem = build_problem(load_scenario(write(tmp_path, text)).points()[0].config)
+    said: list[tuple[int, str]] = []
+    done: list[tuple[int, int, int]] = []
+    audit_pairs(problem.data, problem.network, problem.params, search=1, methods=["rdp"],
+                options=AuditOptions(targets=[2], observers=[0], on_stage=lambda j, t: said.append((j, t)),
+                                     on_target=lambda *a: done.append(a)))
+    assert said == [(2, "screening 4 rows"), (2, "search level 1/1")] and done == [(2, 1, 1)]

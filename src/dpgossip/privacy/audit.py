@@ -380,6 +380,9 @@ class AuditOptions:
     on_target: Callable[[int, int, int], None] | None = None
     """Called as ``on_target(target, done, total)`` after each target's search (progress only; it
     does not change the result)."""
+    on_stage: Callable[[int, str], None] | None = None
+    """Optimising search in this process only: called as ``on_stage(target, text)`` at each stage of
+    a target's search (progress only)."""
 
 
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
@@ -587,8 +590,10 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     else:
         auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
         for done, task in enumerate(tasks, 1):
+            stage = (None if options.on_stage is None else
+                     lambda text, j=task.target: options.on_stage(int(j), text))
             results.update(_search_target(data, network, params, run, keys, hops, task, common,
-                                          auditor=auditor))
+                                          auditor=auditor, on_stage=stage))
             _report_target(options, task.target, done, len(tasks))
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results,
@@ -627,9 +632,11 @@ class _TargetJob:
 
 def _search_target(data: PartitionedData, network: Network, params: ProtocolParams,
                    run: RunResult | None, keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec,
-                   *, auditor: RunAuditor | None = None) -> dict[tuple[int, int], PairResult]:
+                   *, auditor: RunAuditor | None = None,
+                   on_stage: Callable[[str], None] | None = None) -> dict[tuple[int, int], PairResult]:
     """The search of one target (all its observers' views) and its pairs' results; in a worker
-    process (``auditor=None``) the auditor of the target's views is built here."""
+    process (``auditor=None``) the auditor of the target's views is built here. ``on_stage`` hears of
+    the search's stages (progress only)."""
     j, settings, methods = job.target, spec.settings, spec.methods
     with blas_threads(1):
         if auditor is None:
@@ -647,7 +654,7 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
         if settings is None:
             ts.check()
         else:
-            ts.run(settings)
+            ts.run(settings, on_stage)
         out: dict[tuple[int, int], PairResult] = {}
         for o, jj in job.pairs:
             k = keys[(o, jj)]

@@ -348,6 +348,8 @@ class LevelEvent:
     """Targets of the audit (0 before the first finishes)."""
     worst_delta: float | None = None
     """The worst delta at the target epsilon once the audit at this scale ended, else ``None``."""
+    stage: str = ""
+    """A stage inside a target's search (``"target 2: search level 1/2"``), else empty."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -484,7 +486,9 @@ class _Calibrator:
         opts = AuditOptions(targets=a.targets, observers=a.observers, rank_by="delta",
                             delta_resolution=1e-3 * self.delta,  # far below the target: no refinement
                             on_target=lambda _j, done, total: on_level(
-                                replace(event, done=done, total=total)))
+                                replace(event, done=done, total=total)),
+                            on_stage=lambda j, text: on_level(
+                                replace(event, stage=f"target {j}: {text}")))
         label: int | str
         if effort == "pool":
             res = audit_neighbours(self.data, self.network, self.params_at(s), pool, options=opts,

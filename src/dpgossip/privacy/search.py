@@ -595,10 +595,13 @@ class TargetSearch:
         if self.warm:
             self._record(level, "warm")
 
-    def run(self, settings: SearchSettings) -> None:
-        """All stages at every level of ``settings``."""
+    def run(self, settings: SearchSettings, on_stage: Callable[[str], None] | None = None) -> None:
+        """All stages at every level of ``settings``; ``on_stage`` hears of each (progress only)."""
+        say = on_stage if on_stage is not None else (lambda _text: None)
+        say(f"screening {len(self.rows)} rows")
         self.screen()
         for level in range(settings.levels):
+            say(f"search level {level + 1}/{settings.levels}")
             self.starts(level, settings)
             self.ascent(level, settings)
             self.exact(level, settings)

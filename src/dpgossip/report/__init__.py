@@ -3,10 +3,11 @@
 :func:`make_report` draws every plot of a finished results folder (``dpgossip report DIR``); the
 plotting functions can be called on their own. :func:`plot_pair_heatmap` and
 :func:`plot_leakage_vs_hops` take a tidy table of ``{observer, target, hops, value}`` rows (see
-:mod:`dpgossip.report.leakage`). :func:`plot_audit` draws the plots of ``dpgossip audit``.
+:mod:`dpgossip.report.leakage`). :func:`plot_audit` draws the plots of ``dpgossip audit``
+(:func:`make_audit_report` from an audit folder's files).
 """
 
-from dpgossip.report.audit import plot_audit
+from dpgossip.report.audit import make_audit_report, plot_audit
 from dpgossip.report.build import make_report
 from dpgossip.report.curves import plot_error_vs_c, plot_error_vs_epsilon, plot_error_vs_iteration
 from dpgossip.report.figures import PlotsUnavailable
@@ -26,4 +27,5 @@ __all__ = [
     "plot_pair_heatmap",
     "plot_leakage_vs_hops",
     "plot_audit",
+    "make_audit_report",
 ]

@@ -26,13 +26,14 @@ their own accountant and auditor):
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from dpgossip.report.figures import new_figure, save
 from dpgossip.report.leakage import plot_leakage_vs_hops, plot_pair_heatmap
-from dpgossip.scenario.audit_point import OBSERVER_VIEWS
+from dpgossip.scenario.audit_point import OBSERVER_VIEWS, per_target
 
 __all__ = ["plot_audit", "plot_by_target", "plot_guarantees", "make_audit_report",
            "audit_leakage_rows"]
@@ -60,7 +61,7 @@ def plot_by_target(rows: Sequence[Mapping[str, Any]], path: str | Path, *, value
     values = [float(r[value_key]) for r in rows]
     finite = [v for v in values if math.isfinite(v)]
     top = max(finite, default=1.0) * 1.15 or 1.0
-    fig = new_figure(max(4.0, 0.35 * len(rows) + 2.0), 3.8)
+    fig = new_figure(max(5.5, 0.35 * len(rows) + 2.0), 3.8)
     ax = fig.add_subplot()
     ax.bar(targets, [v if math.isfinite(v) else top for v in values], color="tab:blue")
     for t, v in zip(targets, values, strict=True):
@@ -69,7 +70,7 @@ def plot_by_target(rows: Sequence[Mapping[str, Any]], path: str | Path, *, value
     ax.set_xlabel("target agent")
     ax.set_ylabel(value_key.replace("_", " "))
     ax.set_xticks(targets)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 70), fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
     return save(fig, path)
 
@@ -87,6 +88,7 @@ def plot_guarantees(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path
         ys = [float(r[key]) if r.get(key) not in (None, "") else math.nan for r in rows]
         if any(math.isfinite(y) for y in ys):
             ax.bar([x + shift for x in xs], ys, width=0.26, label=label, hatch=hatch)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
     ax.set_xticks(xs)
     ax.set_xticklabels([f"p{r['point']}\n{r['kind']}" for r in rows], fontsize=7)
     ax.set_ylabel("epsilon")
@@ -140,7 +142,8 @@ def plot_audit(out: str | Path, rows: Sequence[Mapping[str, Any]], several: bool
                 written.append(plot_pair_heatmap(rs, out / f"leakage_heatmap{suffix}.png",
                                                  value_key=key, title=title, log=_log_scale(rs, key)))
             else:
-                written.append(plot_by_target(rs, out / f"leakage_by_target{suffix}.png",
+                written.append(plot_by_target(per_target(list(rs)),  # older folders: every pair
+                                              out / f"leakage_by_target{suffix}.png",
                                               value_key=key, title=f"{title}: per target"))
         paired = [r for r in rows if str(r["view"]) in OBSERVER_VIEWS]
         if paired:

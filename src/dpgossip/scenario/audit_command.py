@@ -268,8 +268,9 @@ def audit_task(task: AuditTask, base: Path | None = None,
     per_observer = cfg["privacy"]["view"] in OBSERVER_VIEWS
     say(f"{task.name}: auditing every " + ("(observer, target) pair" if per_observer else "target")
         + f" of {problem.data.m} agents (view {cfg['privacy']['view']})")
-    on_target = None if stage is None else TargetProgress(stage, task.name)
-    audit = privacy_section.audit_config(cfg, problem, on_target=on_target)
+    targets = None if stage is None else TargetProgress(stage, task.name)
+    audit = privacy_section.audit_config(cfg, problem, on_target=targets,
+                                         on_stage=None if targets is None else targets.stage)
     method = audit.methods[0]
     w = audit.worst(method, by="delta" if audit.rank_by == "delta" else "epsilon")
     exact = None

@@ -444,9 +444,11 @@ AUDITED_REPEAT = 0
 
 
 def audit_config(config: Mapping[str, Any], problem: Problem,
-                 on_target: Callable[[int, int, int], None] | None = None) -> PairAudit:
+                 on_target: Callable[[int, int, int], None] | None = None,
+                 on_stage: Callable[[int, str], None] | None = None) -> PairAudit:
     """Audit one point's problem as its ``[privacy]`` section says (``on_target(target, done, total)``
-    is called after each target: progress only).
+    is called after each target and ``on_stage(target, text)`` at each stage of its search:
+    progress only).
 
     For rank ``r > 1`` the audit is conditional on the realised earlier components of the point's
     recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
@@ -465,7 +467,8 @@ def audit_config(config: Mapping[str, Any], problem: Problem,
                            seed=spec.seed, methods=priv.methods,
                            options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
                                                 ascent_steps=priv.ascent_steps, run=run,
-                                                rank_by=priv.rank_by, on_target=on_target))
+                                                rank_by=priv.rank_by, on_target=on_target,
+                                                on_stage=on_stage))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,

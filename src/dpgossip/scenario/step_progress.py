@@ -3,7 +3,8 @@ audit, with an ETA, and per candidate noise scale of a calibration.
 
 Both turn the privacy layer's callbacks (:attr:`~dpgossip.privacy.audit.AuditOptions.on_target`,
 :attr:`~dpgossip.privacy.calibrate.AuditSettings.on_level`) into sentences for a ``say`` function (the
-``stage`` of :class:`~dpgossip.scenario.progress.Progress`, or the calibrate command's comment lines).
+``stage`` of :class:`~dpgossip.scenario.progress.Progress`, or the calibrate command's comment lines),
+and the stages inside one target's search (:attr:`~dpgossip.privacy.audit.AuditOptions.on_stage`).
 The ETA of a step is ``elapsed / done * (total - done)`` over its finished targets. Lines are throttled:
 the first and last target of a step are always said, the others at most every ``every`` seconds.
 """
@@ -68,6 +69,10 @@ class TargetProgress:
         text = eta_text(self.clock() - self.t0, done, total)
         self._say(f"{self.prefix}: target {target} done ({text})", force=done in (1, total))
 
+    def stage(self, target: int, text: str) -> None:
+        """A stage inside one target's search (``"search level 1/2"``), throttled like the rest."""
+        self._say(f"{self.prefix}: target {target}: {text} ({self.clock() - self.t0:.1f} s)")
+
 
 class LevelProgress:
     """``on_level(event)`` of a calibration: a line when the audit at a candidate noise scale starts,
@@ -99,6 +104,9 @@ class LevelProgress:
             self._plain(f"{head}: worst delta at epsilon {self.epsilon:g} = {event.worst_delta:.4g} "
                         f"({meets} {self.delta:g}; {now - self.start:.1f} s, "
                         f"{now - self.t0:.1f} s in all)")
+            return
+        if event.stage:
+            self._say(f"{head}: {event.stage} ({now - self.start:.1f} s)")
             return
         if event.total == 0:
             self.start = now
