@@ -197,8 +197,64 @@ def cape_factors() -> str:
             f"and towards `2` for many sites.")
 
 
+def _cape_paper_params(eps: float):
+    from dpgossip.protocol.cape import CapeParams
+
+    return CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
+                      sensitivity="paper")
+
+
+def cape_nominal_limit(eps: float) -> float:
+    """The aggregator's exact epsilon as ``S`` grows (joint factor ``2S/(S+1) -> 2``), at 004's ``1/N``
+    sensitivity and 004's classical calibration for ``eps``."""
+    from dpgossip.privacy.cape_guarantee import cape_guarantee, gaussian_epsilon
+
+    site = cape_guarantee((CAPE_ROWS_PER_SITE,) * 2, _cape_paper_params(eps), CAPE_DELTA,
+                          adjacency="paper").mu_site
+    return gaussian_epsilon(math.sqrt(2.0) * site, CAPE_DELTA)
+
+
+def cape_nominal_sites(eps: float) -> int | None:
+    """The smallest number of sites ``S`` at which the aggregator's exact epsilon (004's sensitivity and
+    calibration) exceeds ``eps``, or None when it never does.
+
+    The joint factor ``2S/(S+1)`` grows with ``S`` towards 2, so the aggregator's epsilon grows too: it
+    passes ``eps`` at some ``S`` exactly when its limit :func:`cape_nominal_limit` is above ``eps``, and
+    stays above from there on.
+    """
+    from dpgossip.privacy.cape_guarantee import cape_guarantee
+
+    if cape_nominal_limit(eps) <= eps:
+        return None
+    S = 2
+    while cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA,
+                         adjacency="paper").epsilon_aggregator <= eps:
+        S += 1
+    return S
+
+
+def cape_nominal() -> str:
+    """docs/cape.md, Section 5: where the aggregator's exact epsilon passes the nominal one (004's
+    sensitivity), for each ``eps`` of the table."""
+    from dpgossip.privacy.cape_guarantee import cape_guarantee
+
+    below, above = [], []
+    for eps in dict.fromkeys(e for e, _ in CAPE_ROWS):
+        first = cape_nominal_sites(eps)
+        if first is None:
+            below.append(f"at `eps = {eps:g}` it stays below `{eps:g}` for every `S` (it tends to "
+                         f"`{cape_nominal_limit(eps):.4f}` as `S` grows)")
+        else:
+            above.append(f"`eps = {eps:g}` from `S = {first}`")
+    eps, S = CAPE_ROWS[-1]
+    last = cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA, adjacency="paper")
+    return (f"At 004's own sensitivity that slack absorbs the joint factor only for few sites: "
+            f"{'; '.join(below)}; but it exceeds the nominal epsilon at {' and at '.join(above)} on "
+            f"({last.epsilon_aggregator:.4f} against {eps:g} at `S = {S}` in the table).")
+
+
 def cape_texts() -> list[str]:
-    return [cape_table(), cape_factors()]
+    return [cape_table(), cape_factors(), cape_nominal()]
 
 
 # -------------------------------------------------------------------------------------- network-dp.md
