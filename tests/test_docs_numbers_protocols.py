@@ -37,7 +37,8 @@ PAGES = {
             "ppm_gossip_table", "ppm_gossip_limits"),
     "cape": ("cape_table", "cape_factors", "cape_nominal"),
     "network-dp": ("network_grid", "network_erdos_renyi", "network_cycle", "hypercube_table",
-                   "hypercube_closed_form", "hypercube_antipode"),
+                   "hypercube_closed_form", "hypercube_antipode", "muffliato_forms_table",
+                   "muffliato_forms_reading"),
 }
 
 
@@ -97,3 +98,16 @@ def test_the_cape_aggregator_passes_the_nominal_epsilon_where_the_page_says():
     assert NUMBERS.cape_nominal_sites(0.1) is None
     assert agg(0.1, 10_000).epsilon_aggregator < NUMBERS.cape_nominal_limit(0.1) < 0.1
     assert agg(0.9, 100).epsilon_aggregator > 0.9  # the table's last row
+
+
+def test_the_muffliato_forms_reading_holds_in_its_rows():
+    """docs/network-dp.md, Section 4, MFDL's graph: the NeurIPS sum falls below the exact value at some
+    targets, the corrected form (both powers) and MFDL's bound never, and the clip binds."""
+    rows = NUMBERS.muffliato_forms_rows()
+    assert len(rows) == 99
+    assert any(r["neurips"] < r["exact_once"] * (1 - 1e-9) for r in rows)
+    for r in rows:
+        for key in ("corrected", "corrected_p2", "mfdl"):
+            assert r[key] >= r["exact_every"] * (1 - 1e-9), (key, r)
+        assert r["corrected"] == pytest.approx(min(r["corrected_unclipped"], 10.0), rel=1e-12)
+        assert r["corrected_p2"] <= r["corrected"] * (1 + 1e-12)  # p = 2 is the smaller
