@@ -166,6 +166,33 @@ def findings(rows: list[dict[str, str]]) -> str:
             f"{_at(rows, 'grid', '1')['exact_max']} over the grid's audited observers.")
 
 
+DECOR = ROOT / "scenarios" / "network-dp-decor.toml"
+
+
+def decor_table(scenario: Path = DECOR) -> str:
+    """docs/network-dp-scenario.md, Section 4: the DECOR scenario's mean exact Renyi value by distance
+    from the observer, one column per graph (runs the scenario, about a second)."""
+    import tempfile
+
+    from dpgossip.report.network_dp import distance_summary
+    from dpgossip.scenario.network_dp import run_network_dp
+    from dpgossip.scenario.network_dp_config import load_network_dp
+    from dpgossip.scenario.store import read_csv
+
+    config = load_network_dp(scenario)
+    with tempfile.TemporaryDirectory(prefix="network-dp-decor-") as tmp:
+        folder = run_network_dp(config, Path(tmp) / "run", quiet=True)
+        points = distance_summary(read_csv(folder / "leakage.csv"))
+    labels = [g.label for g in config.graphs]
+    head = " | ".join(f"{g.label} (`sigma_cor = {g.sigma_cor:g}`)" for g in config.graphs)
+    lines = [f"| distance | pairs | {head} |", "|---:|---:|" + "---|" * len(labels)]
+    for d in sorted({p.distance for p in points}):
+        at = {p.topology: p for p in points if p.distance == d}
+        lines.append(f"| {d} | {at[labels[0]].pairs} | "
+                     + " | ".join(_fmt(at[label].exact) for label in labels) + " |")
+    return "\n".join(lines)
+
+
 def run_time(path: Path = RUN) -> dict[str, object]:
     """The stored measurement of the run the numbers come from."""
     return json.loads(path.read_text(encoding="utf-8"))
@@ -244,10 +271,15 @@ def main() -> int:
     parser.add_argument("--print", action="store_true", help="print the table of the stored CSV")
     parser.add_argument("--check", action="store_true",
                         help="rerun the scenario with the current code (minutes) and compare with the CSV")
+    parser.add_argument("--decor", action="store_true",
+                        help="run scenarios/network-dp-decor.toml (a second) and print its table")
     parser.add_argument("--time-log", type=Path, help="the run's /usr/bin/time -v output")
     parser.add_argument("--load-before", default="", help="1-minute load average when the run started")
     parser.add_argument("--load-after", default="", help="1-minute load average when the run ended")
     args = parser.parse_args()
+    if args.decor:
+        print(decor_table())
+        return 0
     if args.check:
         if compute() != read_numbers():
             print("docs/numbers/network-dp.csv is stale: rerun the scenario and this script",

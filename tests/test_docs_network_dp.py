@@ -155,6 +155,17 @@ def test_the_readme_quotes_the_stored_run_time():
     assert line.endswith(f"| {NUMBERS.readme_time(NUMBERS.run_time())} |")
 
 
+def test_the_page_prints_the_decor_scenario_as_it_runs_now():
+    """docs/network-dp-scenario.md, Section 4: the whole DECOR scenario rerun (about a second), and what
+    the page says of it: the leakage falls with sigma_cor at every distance."""
+    text = NUMBERS.decor_table()
+    page = _flat((ROOT / "docs" / "network-dp-scenario.md").read_text(encoding="utf-8"))
+    assert _flat(text) in page
+    for line in text.splitlines()[2:]:
+        noisy, decor1, decor10 = (float(c) for c in line.strip("|").split("|")[2:])
+        assert noisy > decor1 > decor10, line
+
+
 @pytest.mark.slow
 def test_the_whole_scenario_is_what_the_code_computes():
     """Reruns scenarios/network-dp-gossip.toml (5 to 16 minutes on a shared 2-core machine) and compares
