@@ -86,3 +86,16 @@ def _assert_close(got: object, want: object, rel: float = 1e-9, where: str = "")
         assert got == pytest.approx(want, rel=rel, abs=1e-300), where
     else:
         assert got == want, where
+
+
+def test_cape_gossip_reading_quotes_the_stored_numbers():
+    """docs/cape-gossip.md, "What it shows": the numbers of items 2-4 are the stored table's."""
+    rows = {(r["sites"], r["c"]): r for r in _stored("cape-gossip-views")["rows"]}
+    page = " ".join((ROOT / "docs" / "cape-gossip.md").read_text(encoding="utf-8").split())
+    assert (f"On the 16-ring a neighbour goes from {rows[(16, 1)]['neighbour']:.3g} (`c = 1`) to "
+            f"{rows[(16, 10)]['neighbour']:.3g} (`c = 10`), beyond capePCA's aggregator") in page
+    assert rows[(16, 10)]["neighbour"] > rows[(16, 10)]["cape_aggregator"]
+    assert (f"whatever `c` is: {rows[(4, 1)]['coalition']:.3g} for 4 sites and "
+            f"{rows[(16, 1)]['coalition']:.3g} for 16") in page
+    assert (f"{rows[(4, 5)]['all_edges']:.3g} on the paper ring, {rows[(16, 10)]['all_edges']:.3g} on the "
+            f"16-ring") in page
