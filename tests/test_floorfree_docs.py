@@ -99,3 +99,17 @@ def test_cape_gossip_reading_quotes_the_stored_numbers():
             f"{rows[(16, 1)]['coalition']:.3g} for 16") in page
     assert (f"{rows[(4, 5)]['all_edges']:.3g} on the paper ring, {rows[(16, 10)]['all_edges']:.3g} on the "
             f"16-ring") in page
+
+
+def test_floorfree_page_quotes_the_privacy_example():
+    """docs/floorfree.md quotes the D-DP-PM floor of docs/privacy.md's example (stored in
+    docs/numbers/privacy-example.json, recomputed by tests/test_docs_numbers.py's slow test)."""
+    example = _stored("privacy-example")
+    (row,) = [r for r in example["rows"] if r["view"] == "observer" and r["schedule"] == "constant"
+              and r["scale"] == 1.0]
+    value = f"{row['epsilon_exact']:.4g}"
+    page = " ".join((ROOT / "docs" / "floorfree.md").read_text(encoding="utf-8").split())
+    assert f"{value} at delta = 1e-5 on Wine, observer 0 against agent 1" in page
+    assert f"{value} or more at every noise level tried" in page
+    floor = min(r["epsilon_exact"] for r in example["rows"] if r["view"] == "observer")
+    assert f"{floor:.4g}" == value  # "or more at every noise level": constant 1 is the smallest
