@@ -113,3 +113,28 @@ def test_floorfree_page_quotes_the_privacy_example():
     assert f"{value} or more at every noise level tried" in page
     floor = min(r["epsilon_exact"] for r in example["rows"] if r["view"] == "observer")
     assert f"{floor:.4g}" == value  # "or more at every noise level": constant 1 is the smallest
+
+
+def test_floorfree_wine_row_at_seven_recomputed_but_its_audit():
+    """The default suite's part of the Wine table (the slow test above reruns all of it, audits included):
+    the row at s = 7, the level the page's reading quotes: its guarantees (GDP, PLD, RDP) and its two
+    errors (20 seeds), and the top eigenvalue. About a second."""
+    import numpy as np
+
+    from dpgossip.data import load_dataset
+    from dpgossip.privacy.floorfree_guarantee import floorfree_guarantee
+    from dpgossip.protocol.ddppm_floorfree import FloorFreeParams
+    from dpgossip.topology import make_network
+
+    wine = _script("floorfree_wine")
+    numbers = _stored("floorfree-wine")
+    data = load_dataset("wine", agents=4)
+    assert float(np.linalg.svd(data.X, compute_uv=False)[0] ** 2) == pytest.approx(
+        numbers["top_eigenvalue"], rel=1e-9)
+    (r,) = [r for r in numbers["rows"] if r["noise_multiplier"] == 7.0]
+    params = FloorFreeParams(iterations=wine.T, consensus_steps=wine.C, noise_multiplier=7.0)
+    g = floorfree_guarantee(params, wine.DELTA)
+    assert (g.epsilon_gdp, g.epsilon_pld, g.epsilon_rdp) == pytest.approx(
+        (r["guarantee_gdp"], r["guarantee_pld"], r["guarantee_rdp"]), rel=1e-9)
+    errors = wine._errors(data, make_network("paper-ring4"), params)
+    assert errors == pytest.approx((r["error_q"], r["error_u"]), rel=1e-9)
