@@ -200,7 +200,8 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
             pairs = audit_gossip(network, spec, v, settings, targets=[case.target])
             rows.extend(_rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha))
     info = {**network.to_row(), "label": case.label, "rounds": rounds, "observers": len(observers),
-            "pairs": len(rows), "protocol": case.protocol, "inputs": case.inputs}
+            "pairs": len(rows), "protocol": case.protocol, "inputs": case.inputs,
+            "sigma_cor": case.sigma_cor}
     return rows, info
 
 
