@@ -10,7 +10,11 @@ message of its neighbours.
 Stage ``allpairs`` (default 10,000 agents): :func:`dpgossip.privacy.allpairs_run.run_all_pairs` of every
 observer, rows written to ``--out`` (a temporary directory by default), with the progress bar; prints the
 wall time, the number of pairs in reach (the others have ``mu = 0`` exactly), a summary of ``mu`` by hop
-distance and the peak resident memory of the process (``ru_maxrss``).
+distance and the peak resident memory of the process (``ru_maxrss``) twice: at the end of the audit
+(graph build and audit: the stage whose time is reported) and at the end (the rows read back for the
+summary as well).  ``--record FILE`` stores these numbers as JSON (the README's all-pairs sentence is
+:func:`allpairs_sentence` of docs/numbers/network-dp-allpairs.json, checked by
+tests/test_docs_allpairs.py).
 
 Stage ``ratio`` (default 1,000 agents, same rule): side by side in one process, one BLAS thread, the
 all-pairs fast path (every observer, rows and epsilon included) against
@@ -31,17 +35,20 @@ side, the fast path against ``linear_audit`` and against ``pinv(B B^T)`` of the 
 8 GB at 10,000 agents), with the all-observer times they extrapolate to (estimates, not measurements).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_network_dp.py [--stage all|allpairs|ratio]
-        [--agents 10000] [--dense-agents 1000] [--rounds 10] [--degree 10] [--out DIR]
+        [--agents 10000] [--dense-agents 1000] [--rounds 10] [--degree 10] [--out DIR] [--record FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import resource
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -67,28 +74,55 @@ def settings(chunk: int) -> AllPairsSettings:
     return AllPairsSettings(audit=LinearAuditSettings(orders=(2.0,), delta=1e-5), chunk=chunk)
 
 
-def allpairs(args: argparse.Namespace) -> None:
+def _peak_mib() -> int:
+    """Peak resident memory of this process so far (``ru_maxrss``, KiB on Linux), in MiB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def allpairs(args: argparse.Namespace) -> dict[str, object]:
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     net = network(args.agents, args.degree, args.seed)
     built = time.perf_counter() - t0
+    degree = 2 * net.graph.number_of_edges() / net.m
     spec = LinearGossip(protocol="gossip-noisy", rounds=args.rounds, sigma=1.0, inputs="fixed")
     out = args.out or tempfile.mkdtemp(prefix="allpairs-")
-    print(f"allpairs: m = {net.m}, mean degree {2 * net.graph.number_of_edges() / net.m:.2f}, "
+    print(f"allpairs: m = {net.m}, mean degree {degree:.2f}, "
           f"T = {args.rounds}, network built in {built:.1f} s; rows to {out}", flush=True)
     run = run_all_pairs(net, spec, out, settings(args.chunk), progress=True)
+    audit_peak = _peak_mib()
     print(f"allpairs: {run.chunks} chunks ({run.skipped} resumed), {run.pairs} pairs in reach written "
           f"in {run.seconds:.1f} s ({net.m} observers x {net.m - 1} targets = "
-          f"{net.m * (net.m - 1)} pairs; the others have mu = 0 exactly); peak RSS so far "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (before reading the "
-          f"rows back)", flush=True)
+          f"{net.m * (net.m - 1)} pairs; the others have mu = 0 exactly); peak RSS up to the end of the "
+          f"audit {audit_peak} MiB", flush=True)
     table = read_all_pairs(out).columns
     for h in range(1, args.rounds + 1):
         mu = table["mu"][table["hops"] == h]
         eps = table["epsilon"][table["hops"] == h]
         print(f"  hops {h:2d}: {mu.size:8d} pairs, mu mean {mu.mean():.4g} max {mu.max():.4g}, "
               f"epsilon(1e-5) mean {eps.mean():.4g} max {eps.max():.4g}")
-    print(f"allpairs: total wall {time.perf_counter() - t0:.1f} s, peak RSS with the rows read back "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB", flush=True)
+    record = {"agents": net.m, "mean_degree": degree, "rounds": args.rounds, "chunks": run.chunks,
+              "resumed_chunks": run.skipped, "pairs": run.pairs, "audit_seconds": run.seconds,
+              "audit_peak_mib": audit_peak, "total_seconds": time.perf_counter() - t0,
+              "total_peak_mib": _peak_mib(), "load_before": load_before,
+              "load_after": os.getloadavg()[0]}
+    print(f"allpairs: total wall {record['total_seconds']:.1f} s, peak RSS with the rows read back "
+          f"{record['total_peak_mib']} MiB", flush=True)
+    print(allpairs_sentence(record), flush=True)
+    if args.record:
+        Path(args.record).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+def allpairs_sentence(record: dict[str, object]) -> str:
+    """The README's all-pairs numbers: the audit stage's time beside the audit stage's peak memory."""
+    return (f"on a {record['agents']:,}-node random geometric graph (mean degree "
+            f"{record['mean_degree']:.1f}): {record['pairs'] / 1e6:.1f} million pairs within T hops (every "
+            f"other pair has mu = 0 exactly) in {record['audit_seconds']:.1f} s, with a peak resident memory "
+            f"of {record['audit_peak_mib']} MiB up to the end of the audit (graph build included; the "
+            f"benchmark's process, which then reads the rows back for its summary, peaks at "
+            f"{record['total_peak_mib']} MiB), one BLAS thread, 1-minute load average "
+            f"{record['load_before']:.2f} at the start and {record['load_after']:.2f} at the end")
 
 
 def dense_powers(W: np.ndarray, rounds: int) -> list[np.ndarray]:
@@ -202,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chunk", type=int, default=64)
     p.add_argument("--out", default=None)
+    p.add_argument("--record", default=None, help="store the allpairs stage's numbers as JSON here")
     args = p.parse_args(argv)
     if args.stage in ("all", "ratio"):
         ratio(args)

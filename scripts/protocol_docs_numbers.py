@@ -197,8 +197,64 @@ def cape_factors() -> str:
             f"and towards `2` for many sites.")
 
 
+def _cape_paper_params(eps: float):
+    from dpgossip.protocol.cape import CapeParams
+
+    return CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
+                      sensitivity="paper")
+
+
+def cape_nominal_limit(eps: float) -> float:
+    """The aggregator's exact epsilon as ``S`` grows (joint factor ``2S/(S+1) -> 2``), at 004's ``1/N``
+    sensitivity and 004's classical calibration for ``eps``."""
+    from dpgossip.privacy.cape_guarantee import cape_guarantee, gaussian_epsilon
+
+    site = cape_guarantee((CAPE_ROWS_PER_SITE,) * 2, _cape_paper_params(eps), CAPE_DELTA,
+                          adjacency="paper").mu_site
+    return gaussian_epsilon(math.sqrt(2.0) * site, CAPE_DELTA)
+
+
+def cape_nominal_sites(eps: float) -> int | None:
+    """The smallest number of sites ``S`` at which the aggregator's exact epsilon (004's sensitivity and
+    calibration) exceeds ``eps``, or None when it never does.
+
+    The joint factor ``2S/(S+1)`` grows with ``S`` towards 2, so the aggregator's epsilon grows too: it
+    passes ``eps`` at some ``S`` exactly when its limit :func:`cape_nominal_limit` is above ``eps``, and
+    stays above from there on.
+    """
+    from dpgossip.privacy.cape_guarantee import cape_guarantee
+
+    if cape_nominal_limit(eps) <= eps:
+        return None
+    S = 2
+    while cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA,
+                         adjacency="paper").epsilon_aggregator <= eps:
+        S += 1
+    return S
+
+
+def cape_nominal() -> str:
+    """docs/cape.md, Section 5: where the aggregator's exact epsilon passes the nominal one (004's
+    sensitivity), for each ``eps`` of the table."""
+    from dpgossip.privacy.cape_guarantee import cape_guarantee
+
+    below, above = [], []
+    for eps in dict.fromkeys(e for e, _ in CAPE_ROWS):
+        first = cape_nominal_sites(eps)
+        if first is None:
+            below.append(f"at `eps = {eps:g}` it stays below `{eps:g}` for every `S` (it tends to "
+                         f"`{cape_nominal_limit(eps):.4f}` as `S` grows)")
+        else:
+            above.append(f"`eps = {eps:g}` from `S = {first}`")
+    eps, S = CAPE_ROWS[-1]
+    last = cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA, adjacency="paper")
+    return (f"At 004's own sensitivity that slack absorbs the joint factor only for few sites: "
+            f"{'; '.join(below)}; but it exceeds the nominal epsilon at {' and at '.join(above)} on "
+            f"({last.epsilon_aggregator:.4f} against {eps:g} at `S = {S}` in the table).")
+
+
 def cape_texts() -> list[str]:
-    return [cape_table(), cape_factors()]
+    return [cape_table(), cape_factors(), cape_nominal()]
 
 
 # -------------------------------------------------------------------------------------- network-dp.md
@@ -312,9 +368,79 @@ def hypercube_antipode() -> str:
             f"`{ours:.3g}`.")
 
 
+def _bound_cell(bound: np.ndarray, exact: np.ndarray) -> str:
+    """Mean of a bound over the pairs at one distance; bold, with the count, where some pair's bound is
+    below its exact value (relative tolerance ``1e-9``, as ``compare_to_bound``)."""
+    below = int(np.sum(bound < exact * (1 - 1e-9)))
+    text = f"{float(np.mean(bound)):.4g}"
+    return f"**{text}** ({below} of {exact.size} below)" if below else text
+
+
+def muffliato_forms_rows() -> list[dict[str, object]]:
+    """Per graph distance on MFDL's graph (Erdos-Renyi n = 100, seed 42, attacker 0, ``T = 10``,
+    ``sigma = 1``, ``alpha = 2``): exact Renyi values and the published bounds, per target."""
+    from dpgossip.privacy.gossip_bounds import (
+        mfdl_abs_sum,
+        muffliato_corrected,
+        muffliato_per_message,
+    )
+    from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+    from dpgossip.protocol.linear_gossip import LinearGossip
+    from dpgossip.topology.published import mfdl_erdos_renyi
+
+    network, settings = mfdl_erdos_renyi(100, 42), LinearAuditSettings(orders=(2.0,))
+    once = LinearGossip(protocol="gossip-average", rounds=10, sigma=1.0)
+    every = LinearGossip(protocol="gossip-noisy", rounds=10, sigma=1.0, inputs="per-round")
+    exact_once = {r.target: (r.hops, r.rdp[0]) for r in audit_gossip(network, once, 0, settings)}
+    exact_every = {r.target: r.rdp[0] for r in audit_gossip(network, every, 0, settings)}
+    bounds = {"neurips": muffliato_per_message(network, once, 0),
+              "corrected": muffliato_corrected(network, every, 0),
+              "corrected_p2": muffliato_corrected(network, every, 0, entry_power=2),
+              "corrected_unclipped": muffliato_corrected(network, every, 0, clip=False),
+              "mfdl": mfdl_abs_sum(network, every, 0)}
+    return [{"target": u, "hops": h, "exact_once": e, "exact_every": exact_every[u],
+             **{k: float(b[u]) for k, b in bounds.items()}} for u, (h, e) in sorted(exact_once.items())]
+
+
+def muffliato_forms_table(rows: list[dict[str, object]] | None = None) -> str:
+    """docs/network-dp.md, Section 4: Muffliato's NeurIPS and corrected forms beside the exact values."""
+    rows = muffliato_forms_rows() if rows is None else rows
+    lines = ["| distance | pairs | noise once: exact | NeurIPS per-message sum | new input and noise every "
+             "round: exact | corrected (Thm 11), `p = 1`, clipped | corrected, `p = 2`, clipped | MFDL's "
+             "absolute-value bound |", "|---:|---:|---|---|---|---|---|---|"]
+    for h in sorted({r["hops"] for r in rows}):
+        at = [r for r in rows if r["hops"] == h]
+        col = {k: np.array([r[k] for r in at]) for k in at[0] if k not in ("target", "hops")}
+        lines.append(f"| {h} | {len(at)} | {float(np.mean(col['exact_once'])):.4g} "
+                     f"| {_bound_cell(col['neurips'], col['exact_once'])} "
+                     f"| {float(np.mean(col['exact_every'])):.4g} "
+                     f"| {_bound_cell(col['corrected'], col['exact_every'])} "
+                     f"| {_bound_cell(col['corrected_p2'], col['exact_every'])} "
+                     f"| {_bound_cell(col['mfdl'], col['exact_every'])} |")
+    return "\n".join(lines)
+
+
+def muffliato_forms_reading(rows: list[dict[str, object]] | None = None) -> str:
+    """docs/network-dp.md, Section 4: what the table of the two forms shows, every number computed."""
+    rows = muffliato_forms_rows() if rows is None else rows
+    below = sum(r["neurips"] < r["exact_once"] * (1 - 1e-9) for r in rows)
+    sound = all(r[k] >= r["exact_every"] * (1 - 1e-9) for r in rows
+                for k in ("corrected", "corrected_p2", "mfdl"))
+    clipped = sum(r["corrected_unclipped"] > 10 for r in rows)
+    ratio = max(r["corrected_p2"] / r["exact_every"] for r in rows)
+    return (f"The NeurIPS sum is below the exact value for {below} of the {len(rows)} targets; the "
+            f"corrected form (`p = 1` and `p = 2`) and MFDL's bound are {'never' if sound else 'sometimes'} "
+            f"below it. The corrected form is loose: with `p = 1` the sum exceeds `T` for {clipped} of "
+            f"the {len(rows)} targets, which the clip then sets to the local-DP level "
+            f"`T alpha Delta^2 / (2 sigma^2) = 10`, and even with `p = 2` it is up to {ratio:.3g} times the "
+            f"exact value.")
+
+
 def network_texts() -> list[str]:
+    rows = muffliato_forms_rows()
     return [network_grid(), network_erdos_renyi(), network_cycle(), hypercube_table(),
-            hypercube_closed_form(), hypercube_antipode()]
+            hypercube_closed_form(), hypercube_antipode(), muffliato_forms_table(rows),
+            muffliato_forms_reading(rows)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,3 +86,55 @@ def _assert_close(got: object, want: object, rel: float = 1e-9, where: str = "")
         assert got == pytest.approx(want, rel=rel, abs=1e-300), where
     else:
         assert got == want, where
+
+
+def test_cape_gossip_reading_quotes_the_stored_numbers():
+    """docs/cape-gossip.md, "What it shows": the numbers of items 2-4 are the stored table's."""
+    rows = {(r["sites"], r["c"]): r for r in _stored("cape-gossip-views")["rows"]}
+    page = " ".join((ROOT / "docs" / "cape-gossip.md").read_text(encoding="utf-8").split())
+    assert (f"On the 16-ring a neighbour goes from {rows[(16, 1)]['neighbour']:.3g} (`c = 1`) to "
+            f"{rows[(16, 10)]['neighbour']:.3g} (`c = 10`), beyond capePCA's aggregator") in page
+    assert rows[(16, 10)]["neighbour"] > rows[(16, 10)]["cape_aggregator"]
+    assert (f"whatever `c` is: {rows[(4, 1)]['coalition']:.3g} for 4 sites and "
+            f"{rows[(16, 1)]['coalition']:.3g} for 16") in page
+    assert (f"{rows[(4, 5)]['all_edges']:.3g} on the paper ring, {rows[(16, 10)]['all_edges']:.3g} on the "
+            f"16-ring") in page
+
+
+def test_floorfree_page_quotes_the_privacy_example():
+    """docs/floorfree.md quotes the D-DP-PM floor of docs/privacy.md's example (stored in
+    docs/numbers/privacy-example.json, recomputed by tests/test_docs_numbers.py's slow test)."""
+    example = _stored("privacy-example")
+    (row,) = [r for r in example["rows"] if r["view"] == "observer" and r["schedule"] == "constant"
+              and r["scale"] == 1.0]
+    value = f"{row['epsilon_exact']:.4g}"
+    page = " ".join((ROOT / "docs" / "floorfree.md").read_text(encoding="utf-8").split())
+    assert f"{value} at delta = 1e-5 on Wine, observer 0 against agent 1" in page
+    assert f"{value} or more at every noise level tried" in page
+    floor = min(r["epsilon_exact"] for r in example["rows"] if r["view"] == "observer")
+    assert f"{floor:.4g}" == value  # "or more at every noise level": constant 1 is the smallest
+
+
+def test_floorfree_wine_row_at_seven_recomputed_but_its_audit():
+    """The default suite's part of the Wine table (the slow test above reruns all of it, audits included):
+    the row at s = 7, the level the page's reading quotes: its guarantees (GDP, PLD, RDP) and its two
+    errors (20 seeds), and the top eigenvalue. About a second."""
+    import numpy as np
+
+    from dpgossip.data import load_dataset
+    from dpgossip.privacy.floorfree_guarantee import floorfree_guarantee
+    from dpgossip.protocol.ddppm_floorfree import FloorFreeParams
+    from dpgossip.topology import make_network
+
+    wine = _script("floorfree_wine")
+    numbers = _stored("floorfree-wine")
+    data = load_dataset("wine", agents=4)
+    assert float(np.linalg.svd(data.X, compute_uv=False)[0] ** 2) == pytest.approx(
+        numbers["top_eigenvalue"], rel=1e-9)
+    (r,) = [r for r in numbers["rows"] if r["noise_multiplier"] == 7.0]
+    params = FloorFreeParams(iterations=wine.T, consensus_steps=wine.C, noise_multiplier=7.0)
+    g = floorfree_guarantee(params, wine.DELTA)
+    assert (g.epsilon_gdp, g.epsilon_pld, g.epsilon_rdp) == pytest.approx(
+        (r["guarantee_gdp"], r["guarantee_pld"], r["guarantee_rdp"]), rel=1e-9)
+    errors = wine._errors(data, make_network("paper-ring4"), params)
+    assert errors == pytest.approx((r["error_q"], r["error_u"]), rel=1e-9)

@@ -65,6 +65,8 @@ def _with(path: str, value: object) -> dict:
     ("network_dp.graphs.0.rounds", "forever", "network_dp.graphs[0].rounds"),
     ("network_dp.graphs.0.rounds", 0, "network_dp.graphs[0].rounds"),
     ("network_dp.graphs.0.sigma", 0.0, "network_dp.graphs[0].sigma"),
+    ("network_dp.graphs.0.sigma_cor", 1.0, "network_dp.graphs[0].sigma_cor"),   # not gossip-decor
+    ("network_dp.graphs.3.sigma_cor", -1.0, "network_dp.graphs[3].sigma_cor"),
     ("network_dp.graphs.0.setting", "mfdl", "network_dp.graphs[0].setting"),
     ("network_dp.graphs.1.target", 2, "network_dp.graphs[1].observer"),
     ("network_dp.graphs.0.colour", "red", "network_dp.graphs[0].colour"),
@@ -187,7 +189,7 @@ def test_cli_runs_a_network_dp_scenario_and_draws_the_plot(tmp_path, capsys):
 
 def test_other_scenarios_are_not_network_dp():
     for path in SHIPPED.glob("*.toml"):
-        assert is_network_dp_file(path) == (path.name == "network-dp-gossip.toml")
+        assert is_network_dp_file(path) == path.name.startswith("network-dp-")
     shipped = load_network_dp(SHIPPED / "network-dp-gossip.toml")
     assert [g.label for g in shipped.graphs] == ["hypercube", "erdos_renyi", "random_geometric",
                                                  "grid", "mfdl-erdos_renyi"]

@@ -138,3 +138,36 @@ def test_paper_fig3_runs_reduced_and_delta_grows_with_iterations(tmp_path):
     assert set(worst) == {"1", "4"}
     assert worst["4"] > worst["1"]  # more releases, more leakage
     assert (tmp_path / "plots" / "delta_vs_iterations.png").exists()
+
+
+def test_network_dp_decor_runs_and_edge_secrets_protect(tmp_path):
+    """scenarios/network-dp-decor.toml (DECOR beside plain noisy gossip on a 6 x 6 grid) runs whole in
+    about a second; its rows are the exact auditor's for the same specs (gossip-decor with the file's
+    sigma_cor), MFDL's bound applies to the reference only, and the neighbour's leakage falls as
+    sigma_cor grows."""
+    from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+    from dpgossip.protocol.linear_gossip import LinearGossip
+    from dpgossip.scenario.network_dp import build_network, run_network_dp
+    from dpgossip.scenario.network_dp_config import load_network_dp
+
+    config = load_network_dp(SCENARIOS / "network-dp-decor.toml")
+    assert [(g.protocol, g.sigma_cor) for g in config.graphs] == [
+        ("gossip-noisy", 0.0), ("gossip-decor", 1.0), ("gossip-decor", 10.0)]
+    run_network_dp(config, tmp_path, quiet=True)
+    with open(tmp_path / "leakage.csv", newline="") as fh:
+        leak = list(csv.DictReader(fh))
+    assert len(leak) == 3 * 35
+    assert all(r["muffliato_bound"] == "nan" for r in leak)
+    for r in leak:  # MFDL's bound for the gossip-noisy reference (and never below it), none for DECOR
+        assert (r["mfdl_bound"] == "nan") == r["topology"].startswith("grid-decor")
+        assert r["mfdl_below_exact"] == ("" if r["topology"].startswith("grid-decor") else "False")
+    near = {}
+    for case in config.graphs:
+        spec = LinearGossip(protocol=case.protocol, rounds=10, sigma=1.0, inputs="per-round",
+                            sigma_cor=case.sigma_cor)
+        want = {r.target: r.rdp[0] for r in audit_gossip(build_network(case), spec, 0,
+                                                         LinearAuditSettings(orders=(2.0,)))}
+        got = {int(r["target"]): float(r["rdp"]) for r in leak if r["topology"] == case.label}
+        assert got.keys() == want.keys() and all(abs(got[u] - want[u]) <= 1e-9 * want[u] for u in got)
+        near[case.sigma_cor] = max(got[u] for u in (1, 6))  # the corner's two neighbours
+    assert near[0.0] > near[1.0] > near[10.0]

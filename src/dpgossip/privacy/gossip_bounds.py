@@ -15,6 +15,22 @@ Muffliato's per-message sum (Cyffers et al., NeurIPS 2022; the ``contrib`` term 
     the local-DP level ``alpha Delta^2 / (2 sigma^2)``; :func:`muffliato_per_message` returns the sum
     uncapped.
 
+Muffliato's corrected bound for noisy decentralized GD/SGD (arXiv:2206.05091, Theorem 11)
+    The NeurIPS version of Muffliato-GD charges each iteration's noisy gradient only to that iteration's
+    gossip; the arXiv version corrects the theorem (as MFDL's ``muffliato_accounting.py`` implements it,
+    one gossip step per iteration, noise and a new gradient every round, our ``gossip-noisy`` with
+    per-round inputs): the gradient injected at round ``t`` is still seen at every later round ``j``
+    through ``W^{j-t}``, so
+
+        ``alpha Delta^2 / (2 sigma^2) min(T, sum_{t<=j<T} sum_{w in N(v)} c(W^{j-t}, w, u))``,
+        ``c(P, w, u) = |P_{wu}|^p / ||P_w||^2``,
+
+    i.e. ``sum_{s=0}^{T-1} (T - s) sum_w c(W^s, w, u)`` with ``s = j - t``, clipped at ``T`` (the
+    composition of ``T`` local-DP releases, the clip MFDL's code applies).  MFDL's code has the entry
+    unsquared (``p = 1``, the default here); the per-message Gaussian charge squares it (``p = 2``, as
+    the averaging sum above).  With ``0 <= W_{wu} <= 1`` the ``p = 1`` value is the larger.
+    :func:`muffliato_corrected` returns either.
+
 DECOR's closed form (Allouah et al., ICML 2024)
     Each edge draws a secret that one end adds and the other subtracts, and every agent adds
     independent noise: one round releases ``x + n`` with ``n = sigma_cdp xi + sigma_cor E v`` (``E``
@@ -62,7 +78,8 @@ from dpgossip.protocol.linear_gossip import (
 from dpgossip.topology.network import Network
 from dpgossip.topology.spectral import spectral_summary
 
-__all__ = ["BoundComparison", "DecorRound", "muffliato_per_message", "muffliato_mixing_rounds",
+__all__ = ["BoundComparison", "DecorRound", "muffliato_per_message", "muffliato_corrected",
+           "muffliato_mixing_rounds",
            "mfdl_abs_sum", "decor_round_view", "decor_round_rdp", "compare_to_bound"]
 
 
@@ -118,6 +135,60 @@ def muffliato_per_message(network: Network, spec: LinearGossip, observers: int |
     norms2 = np.sum(P * P, axis=2, keepdims=True)
     terms = np.divide(P * P, norms2, out=np.zeros_like(P), where=norms2 > 0)
     return alpha * delta ** 2 / (2 * spec.sigma ** 2) * terms.sum(axis=(0, 1))
+
+
+def muffliato_corrected(network: Network, spec: LinearGossip, observers: int | Iterable[int], *,
+                        order: float = 2.0, sensitivity: float = 1.0, entry_power: int = 1,
+                        clip: bool = True) -> np.ndarray:
+    """Muffliato's corrected GD/SGD bound (arXiv:2206.05091, Theorem 11) for every target.
+
+    ``alpha Delta^2 / (2 sigma^2) min(T, sum_{s=0}^{T-1} (T - s) sum_{w in N(v)} |(W^s)_{wu}|^p /
+    ||(W^s)_w||^2)`` (module docstring): the message of sender ``w`` at round ``j`` carries target
+    ``u``'s round-``t`` input with coefficient ``(W^{j-t})_{wu}`` (row ``w`` of ``W^{j-t}``, the
+    messages of :mod:`~dpgossip.protocol.linear_gossip`); for a symmetric ``W`` this is MFDL's
+    ``W^s[u, w]`` with the column norm of ``w``.
+
+    Parameters
+    ----------
+    network : Network
+        Graph and ``W``.
+    spec : LinearGossip
+        ``gossip-noisy`` with per-round inputs (a new gradient and fresh noise every round) and one
+        ``sigma`` for all agents.
+    observers : int or iterable of int
+        The observer ``v`` (or a coalition; its senders are ``N(S) \\ S``).
+    order, sensitivity : float
+        Renyi order ``alpha > 1`` and ``Delta > 0``.
+    entry_power : int
+        ``p``: 1 as MFDL's code computes it, 2 for the per-message Gaussian charge.
+    clip : bool
+        Clip the sum at ``T`` (the local-DP level ``T alpha Delta^2 / (2 sigma^2)``), as MFDL's code does.
+
+    Returns
+    -------
+    ndarray
+        Shape ``(m,)``: the bound (a Renyi value) for each target.
+    """
+    if (spec.protocol != "gossip-noisy" or spec.inputs != "per-round"
+            or not isinstance(spec.sigma, float)):
+        raise ConfigError(f"spec: Muffliato's corrected bound is for gossip-noisy with per-round inputs "
+                          f"and one sigma, got protocol {spec.protocol!r}, inputs {spec.inputs!r}, "
+                          f"sigma {spec.sigma!r}", field="spec")
+    if entry_power not in (1, 2):
+        raise ConfigError(f"entry_power must be 1 or 2, got {entry_power!r}", field="entry_power")
+    alpha = check_number(order, "order", low=1.0, low_open=True)
+    delta = check_number(sensitivity, "sensitivity", low=0.0, low_open=True)
+    obs = check_observers(network, observers)
+    if spec.sigma == 0:
+        return np.full(network.m, math.inf)
+    T = spec.rounds
+    P = propagated_rows(network, senders_of(network, obs), T)  # (T, senders, m): rows of W^s
+    norms2 = np.sum(P * P, axis=2, keepdims=True)
+    terms = np.divide(np.abs(P) ** entry_power, norms2, out=np.zeros_like(P), where=norms2 > 0)
+    total = np.tensordot(T - np.arange(T, dtype=float), terms.sum(axis=1), axes=1)
+    if clip:
+        total = np.minimum(total, float(T))
+    return alpha * delta ** 2 / (2 * spec.sigma ** 2) * total
 
 
 def muffliato_mixing_rounds(network: Network, sigma: float = 1.0) -> int:

@@ -142,6 +142,10 @@ def _check_agent(network: Network, v: int | None, path: str) -> int:
 
 def _bounds(network: Network, spec: LinearGossip, observer: int, alpha: float,
             sensitivity: float) -> dict[str, np.ndarray]:
+    """The published bounds that apply: Muffliato's for noise once, MFDL's for noise every round; none
+    for ``gossip-decor`` (DECOR's closed form is about one round seen whole, not an observer's view)."""
+    if spec.protocol == "gossip-decor":
+        return {}
     if spec.protocol == "gossip-average":
         return {"muffliato": muffliato_per_message(network, spec, observer, order=alpha,
                                                    sensitivity=sensitivity)}
@@ -180,7 +184,8 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
     with renamed_fields({"sigma": f"{path}.sigma", "rounds": f"{path}.rounds"}):
         rounds = (muffliato_mixing_rounds(network, case.sigma) if case.rounds == MIXING_TIME
                   else int(case.rounds))
-    spec = LinearGossip(protocol=case.protocol, rounds=rounds, sigma=case.sigma, inputs=case.inputs)
+    spec = LinearGossip(protocol=case.protocol, rounds=rounds, sigma=case.sigma, inputs=case.inputs,
+                        sigma_cor=case.sigma_cor)
     _check_view_size(network, spec, path)
     settings = LinearAuditSettings(sensitivity=sensitivity, orders=(alpha,), delta=delta)
     rows: list[LeakageRow] = []
@@ -195,20 +200,23 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
             pairs = audit_gossip(network, spec, v, settings, targets=[case.target])
             rows.extend(_rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha))
     info = {**network.to_row(), "label": case.label, "rounds": rounds, "observers": len(observers),
-            "pairs": len(rows), "protocol": case.protocol, "inputs": case.inputs}
+            "pairs": len(rows), "protocol": case.protocol, "inputs": case.inputs,
+            "sigma_cor": case.sigma_cor}
     return rows, info
 
 
 def _check_view_size(network: Network, spec: LinearGossip, path: str) -> None:
     """Refuse a graph whose largest view would not fit: ``k = min(m, d_max T)`` rows (``d_max`` the
     largest degree) by ``m`` columns for ``gossip-average`` (Krylov basis, ``J``, ``B`` and the SVD
-    factors, about four such matrices), ``d_max T`` rows by ``m T`` columns twice for ``gossip-noisy``."""
+    factors, about four such matrices), ``d_max T`` rows by ``m T`` columns (plus ``|E| T`` edge secrets
+    for ``gossip-decor``) for the others."""
     m, T = network.m, spec.rounds
     degree = max(len(n) for n in network.neighbours)
     if spec.protocol == "gossip-average":
         rows, cols, copies = min(m, degree * T), m, 4
-    else:
-        rows, cols, copies = degree * T, m * max(spec.data_rounds, spec.noise_rounds), 4
+    else:  # gossip-decor's B also has a column per edge secret and round
+        secrets = network.graph.number_of_edges() * T if spec.protocol == "gossip-decor" else 0
+        rows, cols, copies = degree * T, m * max(spec.data_rounds, spec.noise_rounds) + secrets, 4
     check_needs([Need(f"{path}.agents = {m} with rounds T = {T} and largest degree {degree} needs "
                       f"views of {rows} x {cols}", copies * FLOAT * rows * cols)],
                 advice="use fewer agents or rounds", field=f"{path}.agents")

@@ -34,8 +34,8 @@ MIXING_TIME = "mixing-time"
 (:func:`~dpgossip.privacy.gossip_bounds.muffliato_mixing_rounds`)."""
 SETTINGS: tuple[str, ...] = ("dpgossip", "mfdl")
 """How a graph is built: by the project's builders, or as MFDL's code builds it."""
-CASE_KEYS: tuple[str, ...] = ("protocol", "inputs", "sigma", "rounds", "target", "observer",
-                              "observers")
+CASE_KEYS: tuple[str, ...] = ("protocol", "inputs", "sigma", "sigma_cor", "rounds", "target",
+                              "observer", "observers")
 """Keys of ``[network_dp]`` that a graph may override."""
 GRAPH_KEYS: tuple[str, ...] = ("label", "topology", "agents", "seed", "params", "mixing",
                                "setting") + CASE_KEYS
@@ -110,6 +110,8 @@ class GraphCase:
     protocol: str = "gossip-average"
     inputs: str = "once"
     sigma: float = 1.0
+    sigma_cor: float = 0.0
+    """DECOR's edge-secret standard deviation (``gossip-decor`` only)."""
     rounds: int | str = MIXING_TIME
     target: int | None = 0
     observer: int | None = None
@@ -120,8 +122,8 @@ class GraphCase:
         return {"label": self.label, "topology": self.topology, "agents": self.agents,
                 "seed": self.seed, "params": dict(self.params), "mixing": self.mixing,
                 "setting": self.setting, "protocol": self.protocol, "inputs": self.inputs,
-                "sigma": self.sigma, "rounds": self.rounds, "target": self.target,
-                "observer": self.observer, "observers": self.observers.to_row()}
+                "sigma": self.sigma, "sigma_cor": self.sigma_cor, "rounds": self.rounds,
+                "target": self.target, "observer": self.observer, "observers": self.observers.to_row()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,6 +214,10 @@ def _graph(path: str, raw: Any, defaults: Mapping[str, Any]) -> GraphCase:
     if protocol == "gossip-average" and inputs != "once":
         raise ConfigError(f"{path}.inputs: gossip-average takes its input once, got {inputs!r}; use "
                           "protocol 'gossip-noisy' for inputs every round", field=f"{path}.inputs")
+    sigma_cor = check_number(merged.get("sigma_cor", 0.0), f"{path}.sigma_cor", low=0.0)
+    if sigma_cor and protocol != "gossip-decor":
+        raise ConfigError(f"{path}.sigma_cor: only protocol 'gossip-decor' draws edge secrets, got "
+                          f"sigma_cor = {sigma_cor:g} with protocol {protocol!r}", field=f"{path}.sigma_cor")
     return GraphCase(
         label=_label(path, merged.get("label", topology)), topology=topology,
         agents=check_int(merged.get("agents"), f"{path}.agents", 2),
@@ -220,6 +226,7 @@ def _graph(path: str, raw: Any, defaults: Mapping[str, Any]) -> GraphCase:
         mixing=check_choice(merged.get("mixing", "metropolis"), f"{path}.mixing", tuple(MIXING_RULES)),
         setting=setting, protocol=protocol, inputs=inputs,
         sigma=check_number(merged.get("sigma", 1.0), f"{path}.sigma", low=0.0, low_open=True),
+        sigma_cor=sigma_cor,
         rounds=_rounds(f"{path}.rounds", merged.get("rounds", MIXING_TIME)),
         target=_agent(f"{path}.target", merged.get("target", 0)) if "observer" not in merged else None,
         observer=_agent(f"{path}.observer", merged["observer"]) if "observer" in merged else None,

@@ -1,0 +1,41 @@
+"""Slow: the whole stored tables of two README sections rerun from their scenarios with the current code.
+
+The default suite recomputes a representative row of each (tests/test_docs_numbers.py: the ppm
+row-replacement point at budget 5 of protocol-comparison; tests/test_docs_numbers_frontier.py: capepca on
+the ring at budget 1); these tests run the whole scenario and compare every stored row
+(``python -m pytest -m slow tests/test_docs_whole_tables.py``; protocol-frontier about 6 minutes of
+compute, protocol-comparison about 9, one process)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from dpgossip.scenario import load_scenario, run_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.slow
+def test_the_whole_protocol_frontier_table_is_what_the_code_computes(tmp_path):
+    frontier = _script("protocol_frontier")
+    folder = run_scenario(load_scenario(ROOT / "scenarios" / "protocol-frontier.toml"), tmp_path / "run",
+                          quiet=True)
+    assert frontier.frontier_rows(folder) == frontier.stored()
+
+
+@pytest.mark.slow
+def test_the_whole_protocol_comparison_table_is_what_the_code_computes(tmp_path):
+    comparison = _script("protocol_comparison")
+    folder = run_scenario(load_scenario(ROOT / "scenarios" / "protocol-comparison.toml"), tmp_path / "run",
+                          quiet=True)
+    assert comparison.comparison_rows(folder) == comparison.stored()
