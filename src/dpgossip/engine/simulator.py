@@ -81,6 +81,7 @@ from dpgossip.engine.result import EngineResult
 from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.engine.tree import SpanningTree, bfs_tree
 from dpgossip.errors import ConfigError, renamed_fields
+from dpgossip.protocol.checks import check_data, check_network, check_params, check_seed
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
@@ -183,10 +184,12 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     ConfigError
         Mismatched data and network, invalid conditions, agents or edges that do not exist.
     """
+    data = check_data(data)
+    network = check_network(network, data.m)
+    params = check_params(params)
+    check_seed(seed)
     with renamed_fields(condition_fields("conditions")):
         conditions = _conditions(conditions)
-    if network.m != data.m:
-        raise ConfigError(f"network has {network.m} agents but the data are split among {data.m}")
     if not disseminate and params.rank > 1:
         raise ConfigError(f"disseminate = False needs params.rank = 1 (deflation needs the "
                           f"disseminated q^(T)), got rank {params.rank}", field="disseminate")

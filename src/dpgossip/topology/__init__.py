@@ -28,6 +28,8 @@ from dpgossip.topology.builders import (
     TOPOLOGY_PARAMS,
     SeedLike,
     build_graph,
+    check_params_mapping,
+    check_seed_like,
     check_topology_name,
     edge_estimate,
 )
@@ -208,6 +210,8 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
         :attr:`ConfigError.field`), the value and what is allowed.
     """
     m = _check_agents(agents)
+    params = check_params_mapping(params) or None
+    check_seed_like(seed)
     if mixing is not None:
         check_rule_name(mixing, extra=EXPLICIT_MIXING)
     path = _resolve_file(topology)
@@ -226,7 +230,7 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
                               "use 'metropolis' or 'fastest' on this graph)",
                               field=exc.field) from None
         raise
-    return Network(graph=nx.freeze(graph), W=W, name=name, mixing=rule)
+    return Network(graph=nx.freeze(graph), W=W, name=name, mixing=rule, _validated=True)
 
 
 def diameter_text(graph: nx.Graph, *, exact: bool | None = None) -> str:

@@ -320,7 +320,7 @@ def load_graph(path: str | Path) -> LoadedGraph:
         parsed = _parse_graphml(p)
     else:
         try:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_text(encoding="utf-8-sig")  # a leading byte-order mark is dropped
         except (OSError, UnicodeDecodeError) as exc:
             raise _err(p, f"{exc}; {_ALLOWED}") from None
         parsed = _parse_json(p, text) if suffix == ".json" else _parse_edgelist(p, text)
