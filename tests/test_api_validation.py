@@ -258,9 +258,14 @@ def test_metrics_check_their_arguments(call, field, needle):
         call()
 
 
-def test_sin_angle_of_a_non_unit_v_was_wrong():
-    # the reason the check exists: with ||v|| = 2 the formula gives 1 for q parallel to v (true: 0)
-    assert dg.sin_angle(np.array([1.0, 0.0]), np.array([3.0, 0.0])) == 0.0
+def test_sin_angle_still_agrees_with_the_cosine_after_its_checks():
+    # the check exists because (I - v v^T) q is the projection only for ||v|| = 1 (with v = (2, 0)
+    # and q = (3, 0) the formula gave 1, the true sine being 0); a unit v: sin = sqrt(1 - cos^2)
+    rng = np.random.default_rng(4)
+    v, q = rng.standard_normal(7), rng.standard_normal(7)
+    v /= np.linalg.norm(v)
+    cos = v @ q / np.linalg.norm(q)
+    assert dg.sin_angle(v, q) == pytest.approx(np.sqrt(1 - cos**2), rel=1e-12)
 
 
 # -------------------------------------------------------------------------- files with a BOM

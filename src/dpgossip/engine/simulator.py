@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
@@ -188,6 +189,9 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     network = check_network(network, data.m)
     params = check_params(params)
     check_seed(seed)
+    if transcript_path is not None and not isinstance(transcript_path, (str, os.PathLike)):
+        raise ConfigError(f"transcript_path must be a file path or None, got {transcript_path!r}",
+                          field="transcript_path")
     with renamed_fields(condition_fields("conditions")):
         conditions = _conditions(conditions)
     if not disseminate and params.rank > 1:

@@ -23,9 +23,11 @@ Plots (PNG, in ``DIR/plots/``):
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+from dpgossip.errors import ConfigError
 from dpgossip.report.curves import (
     plot_error_vs_c,
     plot_error_vs_epsilon,
@@ -78,6 +80,9 @@ def make_report(results_dir: str | Path) -> list[Path]:
     ConfigError
         When ``results_dir`` is not a finished results folder.
     """
+    if not isinstance(results_dir, (str, os.PathLike)):
+        raise ConfigError(f"results_dir must be the path of a results folder, got {results_dir!r}",
+                          field="results_dir")
     require_matplotlib()
     res = ResultsFolder.load(results_dir)
     plots = res.path / "plots"

@@ -178,6 +178,9 @@ def run_scenario(
     KeyboardInterrupt
         Propagated after the finished points were saved.
     """
+    if not isinstance(scenario, Scenario):
+        raise ConfigError(f"scenario must be a Scenario (from dpgossip.load_scenario(path)), got "
+                          f"{scenario!r}", field="scenario")
     cfg = scenario.config
     n_workers = resolve_workers(workers)
     scheduler, scheduler_timeout = check_scheduler(scheduler, scheduler_timeout)

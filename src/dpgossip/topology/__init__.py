@@ -241,6 +241,7 @@ def diameter_text(graph: nx.Graph, *, exact: bool | None = None) -> str:
     ``e_0`` of node 0, then ``e_u`` of a node ``u`` farthest from it; ``max(e_0, e_u) <= diameter
     <= 2 min(e_0, e_u)`` (every eccentricity ``e`` satisfies ``e <= diam <= 2 e``).
     """
+    check_graph(graph)
     m = graph.number_of_nodes()
     if exact or (exact is None and m <= DENSE_MAX_AGENTS):
         return str(nx.diameter(graph))
@@ -263,6 +264,9 @@ def summary_text(network: Network, *, exact_diameter: bool | None = None) -> str
     ``||W - 11^T/m||_2``, spectral gap ``1 - SLEM`` and the rounds ``c`` with ``SLEM^c <= tol`` for
     ``tol = 1e-3, 1e-6, 1e-9`` (:func:`spectral_summary`: dense, or Lanczos with its error bound).
     """
+    if not isinstance(network, Network):
+        raise ConfigError(f"network must be a dpgossip.topology.Network, got {network!r}",
+                          field="network")
     g = network.graph
     degrees = np.fromiter((d for _, d in g.degree()), dtype=np.int64, count=network.m)
     s = spectral_summary(network.W)

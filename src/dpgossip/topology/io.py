@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -309,6 +310,9 @@ def load_graph(path: str | Path) -> LoadedGraph:
         For a missing file, an unknown extension or an unparseable file; the message names the
         path and the allowed formats or the offending line, node or edge.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"path must be a file path (str or os.PathLike), got {path!r}",
+                          field="path")
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in FILE_FORMATS:
