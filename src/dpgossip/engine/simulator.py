@@ -135,6 +135,18 @@ def _schedule(env: simpy.Environment, agents: list[Agent], monitor: _Monitor,
     env.timeout(conditions.failure_timeout).callbacks.append(monitor.stall_check)
 
 
+def _check_arguments(data: object, network: object, params: object, seed: object,
+                     transcript_path: object) -> None:
+    """The types of :func:`run_engine`'s arguments (:mod:`dpgossip.protocol.checks`): a
+    ``ConfigError`` naming the argument."""
+    check_network(network, check_data(data).m)
+    check_params(params)
+    check_seed(seed)
+    if transcript_path is not None and not isinstance(transcript_path, (str, os.PathLike)):
+        raise ConfigError(f"transcript_path must be a file path or None, got {transcript_path!r}",
+                          field="transcript_path")
+
+
 def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
                seed: int | np.random.SeedSequence, *,
                conditions: NetworkConditions | Mapping[str, object] | None = None,
@@ -185,13 +197,7 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     ConfigError
         Mismatched data and network, invalid conditions, agents or edges that do not exist.
     """
-    data = check_data(data)
-    network = check_network(network, data.m)
-    params = check_params(params)
-    check_seed(seed)
-    if transcript_path is not None and not isinstance(transcript_path, (str, os.PathLike)):
-        raise ConfigError(f"transcript_path must be a file path or None, got {transcript_path!r}",
-                          field="transcript_path")
+    _check_arguments(data, network, params, seed, transcript_path)
     with renamed_fields(condition_fields("conditions")):
         conditions = _conditions(conditions)
     if not disseminate and params.rank > 1:
