@@ -356,6 +356,9 @@ def test_version_prints_the_installed_version(capsys):
         main(["--version"])
     assert caught.value.code == 0
     assert capsys.readouterr().out.strip() == f"dpgossip {version('dpgossip')}"
+    import dpgossip
+
+    assert dpgossip.__version__ == version("dpgossip")  # the source's number and the installed one
 
 
 def _help(capsys, *argv: str) -> str:
