@@ -25,17 +25,13 @@ __all__ = ["check_data", "check_network", "check_params", "check_seed", "as_gene
            "check_matrix", "check_rank"]
 
 
-def _kind(value: object) -> str:
-    return describe(value)
-
-
 def check_data(data: object, field: str = "data") -> PartitionedData:
     """``data`` when it is a :class:`~dpgossip.data.PartitionedData` (finite rows in the unit ball,
     checked when it was built)."""
     if not isinstance(data, PartitionedData):
         raise ConfigError(f"{field} must be a dpgossip.data.PartitionedData (from "
                           f"dpgossip.load_dataset or PartitionedData(X=..., sizes=...)), got "
-                          f"{_kind(data)}", field=field)
+                          f"{describe(data)}", field=field)
     return data
 
 
@@ -44,7 +40,7 @@ def check_network(network: object, agents: int | None = None, field: str = "netw
     doubly-stochastic averaging matrix (D-DP-PM's Assumption 2) on ``agents`` agents (if given)."""
     if not isinstance(network, Network):
         raise ConfigError(f"{field} must be a dpgossip.topology.Network (from dpgossip.make_network "
-                          f"or Network(graph=..., W=...)), got {_kind(network)}", field=field)
+                          f"or Network(graph=..., W=...)), got {describe(network)}", field=field)
     if not network.doubly_stochastic:
         raise ConfigError(f"{field}: the mixing matrix of {network.name!r} (mixing "
                           f"{network.mixing!r}) is not a symmetric doubly-stochastic matrix with "
@@ -63,7 +59,7 @@ def check_params(params: object, field: str = "params") -> ProtocolParams:
 
     if not isinstance(params, ProtocolParams):
         raise ConfigError(f"{field} must be a dpgossip.ProtocolParams (from dpgossip.resolve_params), "
-                          f"got {_kind(params)}", field=field)
+                          f"got {describe(params)}", field=field)
     return params
 
 
@@ -81,7 +77,7 @@ def check_seed(seed: object, field: str = "seed") -> np.random.SeedSequence:
         return as_seed_sequence(seed)  # type: ignore[arg-type]
     except ConfigError:
         raise ConfigError(f"{field} must be a non-negative integer or a numpy.random.SeedSequence, "
-                          f"got {_kind(seed)}", field=field) from None
+                          f"got {describe(seed)}", field=field) from None
 
 
 def check_matrix(X: object, field: str = "X", *, ndim: int = 2) -> np.ndarray:
