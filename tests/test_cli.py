@@ -395,11 +395,13 @@ def test_topology_help_lists_the_builders_files_and_rules_of_the_code(capsys):
 
 
 @pytest.mark.parametrize("command", ["audit", "calibrate"])
-def test_view_help_lists_the_views_of_the_code(capsys, command):
+def test_view_and_search_help_list_the_values_of_the_code(capsys, command):
     from dpgossip.privacy.audit import PAIR_VIEWS
+    from dpgossip.privacy.search import SEARCH_PRESETS
 
     text = _help(capsys, command)
     assert f"one of {', '.join(PAIR_VIEWS)}" in text
+    assert f"worst-case search: {', '.join(SEARCH_PRESETS)}" in text
 
 
 def test_every_option_of_every_command_has_help():

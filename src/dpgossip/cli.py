@@ -149,11 +149,24 @@ def _flags(names: dict[str, str]) -> Iterator[None]:
 
 
 # --- audit and calibrate ---------------------------------------------------------------------------
-_SEARCH_HELP = ("worst-case search: quick, standard, thorough, a number of levels 1..8, or "
-                "candidates (the older candidate search); overrides privacy.search (default: the "
-                "scenario's, itself standard when not set)")
-_CANDIDATES_HELP = ("with --search candidates: candidate neighbours per target, an integer >= 1 "
-                    "(overrides privacy.candidates; default: the scenario's, itself 20)")
+def _search_help() -> str:
+    """``--search``: the presets, the candidate search and the default, from the code."""
+    from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SEARCH_PRESETS
+
+    return (f"worst-case search: {_names(SEARCH_PRESETS)}, a number of levels 1..8, or "
+            f"{CANDIDATE_SEARCH} (the older candidate search); overrides privacy.search (default: "
+            f"the scenario's, itself {DEFAULT_SEARCH} when not set)")
+
+
+def _candidates_help() -> str:
+    """``--candidates``: what it is and its default, from ``[privacy] candidates``' field."""
+    from dpgossip.privacy.search import CANDIDATE_SEARCH
+    from dpgossip.scenario.privacy_section import PRIVACY_FIELDS
+
+    field = PRIVACY_FIELDS["candidates"]
+    return (f"with --search {CANDIDATE_SEARCH}: candidate neighbours per target, an integer >= "
+            f"{field.low:g} (overrides privacy.candidates; default: the scenario's, itself "
+            f"{field.default})")
 
 
 def _search_arg(value: str | None) -> str | int | None:
@@ -500,8 +513,10 @@ def _add_run(sub: Any) -> None:
 
 def _add_privacy_flags(parser: argparse.ArgumentParser) -> None:
     """``--search``, ``--candidates`` and ``--view`` (overrides of ``[privacy]``)."""
-    parser.add_argument("--search", default=None, metavar="S", help=_SEARCH_HELP)
-    parser.add_argument("--candidates", type=int, default=None, metavar="N", help=_CANDIDATES_HELP)
+    search = parser.add_argument("--search", default=None, metavar="S", help="")
+    parser.lazy(search, "help", _search_help)  # type: ignore[attr-defined]
+    candidates = parser.add_argument("--candidates", type=int, default=None, metavar="N", help="")
+    parser.lazy(candidates, "help", _candidates_help)  # type: ignore[attr-defined]
     view = parser.add_argument("--view", default=None, metavar="VIEW", help="")
     parser.lazy(view, "help", _view_help)  # type: ignore[attr-defined]
 
