@@ -115,6 +115,15 @@ def test_a_bad_network_is_refused_naming_graph_or_w(graph, W, field, needle):
         dg.Network(graph=graph, W=W)
 
 
+def test_allowed_weights_are_still_classified():
+    # the engines' star of clients with W = I (no averaging: eigenvalue 1 is repeated) and a valid W
+    star = dg.Network(graph=nx.star_graph(4), W=np.eye(5), allow_nonstochastic=True)
+    ring = dg.Network(graph=nx.cycle_graph(4), W=PAPER_W, allow_nonstochastic=True)
+    assert (star.doubly_stochastic, ring.doubly_stochastic) == (False, True)
+    with _raises("W", "eigenvalue 1 more than once"):
+        dg.Network(graph=nx.star_graph(4), W=np.eye(5))
+
+
 def test_even_with_allow_nonstochastic_w_must_fit_the_graph():
     with _raises("W", "is not an edge of the graph"):
         dg.Network(graph=nx.path_graph(4), W=np.full((4, 4), 0.25), allow_nonstochastic=True)
