@@ -314,6 +314,7 @@ BAD = st.sampled_from([
     float("nan"), float("inf"), -1, 0, 1.5, True, "x", None, [], {}, (), b"\xff",
     np.zeros((0, 3)), np.full((4, 2), np.nan), np.ones((2, 2), dtype=complex), np.eye(3),
     np.random.default_rng(0), -1e308, 10**30, [[1, "a"]], nx.empty_graph(3),
+    WINE4, RING4, PARAMS,  # right objects in the wrong place
 ])
 
 CALLS = {

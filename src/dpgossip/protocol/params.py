@@ -25,6 +25,7 @@ from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_number, did_you_mean, renamed_fields
 from dpgossip.protocol.checks import check_data, check_network
 from dpgossip.protocol.spectrum import xi_eigenvalues
+from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.topology.network import Network
 
 __all__ = ["ProtocolParams", "NoiseSchedule", "resolve_params", "NOISE_KINDS", "ALPHA_RULES"]
@@ -221,6 +222,9 @@ def resolve_params(
     check_counts(iterations, consensus_steps, rank)
     data = check_data(data)
     network = check_network(network, data.m)
+    check_needs([Need(f"iterations = {iterations} needs the (rank, iterations + 1, n) = ({rank}, "
+                      f"{iterations + 1}, {data.n}) iterates of a run", FLOAT * rank * (iterations + 1)
+                      * data.n)], advice="use fewer iterations", field="iterations")
     if rank > min(data.n, data.d):
         raise ConfigError(f"rank must be <= min(n, d) = {min(data.n, data.d)}, got {rank}",
                           field="rank")
