@@ -348,3 +348,88 @@ def test_run_with_privacy_audit_and_calibration(tmp_path):
     leak = list(csv.DictReader(open(out / "leakage.csv")))
     assert len(leak) == 12 and max(float(r["epsilon"]) for r in leak) <= 300 * 1.02
     assert all(float(r["sigma_p_first"]) == scale for r in leak)
+
+
+# ------------------------------------------------------------------------ help and --version
+def test_version_prints_the_installed_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dpgossip {version('dpgossip')}"
+    import dpgossip
+
+    assert dpgossip.__version__ == version("dpgossip")  # the source's number and the installed one
+
+
+def _help(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps: compare on one line
+
+
+def test_top_level_help_says_what_the_tool_is_and_shows_an_example(capsys):
+    text = _help(capsys)
+    assert "The ``dpgossip`` command" not in text
+    assert "private decentralized PCA" in text and "examples:" in text
+    for command in ("run", "report", "topology", "audit", "calibrate"):
+        assert f" {command} " in text
+    assert "dpgossip run scenarios/quickstart.toml" in text
+    assert (ROOT / "scenarios" / "quickstart.toml").is_file()  # the example names a real file
+
+
+def test_topology_help_lists_the_builders_files_and_rules_of_the_code(capsys):
+    from dpgossip.topology import (
+        EXPLICIT_MIXING,
+        MIXING_RULES,
+        SHIPPED_TOPOLOGIES,
+        TOPOLOGIES,
+        TOPOLOGY_PARAMS,
+    )
+
+    text = _help(capsys, "topology")
+    for name in (*TOPOLOGIES, *SHIPPED_TOPOLOGIES, *MIXING_RULES, *EXPLICIT_MIXING):
+        assert name in text, name
+    for keys in TOPOLOGY_PARAMS.values():
+        for key in keys:
+            assert key in text, key
+
+
+@pytest.mark.parametrize("command", ["audit", "calibrate"])
+def test_view_and_search_help_list_the_values_of_the_code(capsys, command):
+    from dpgossip.privacy.audit import PAIR_VIEWS
+    from dpgossip.privacy.search import SEARCH_PRESETS
+
+    text = _help(capsys, command)
+    assert f"one of {', '.join(PAIR_VIEWS)}" in text
+    assert f"worst-case search: {', '.join(SEARCH_PRESETS)}" in text
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+
+    from dpgossip.cli import build_parser
+
+    parser = build_parser()
+    parser.format_help()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        command.format_help()  # fills the help texts computed from the code's registries
+        for action in command._actions:
+            assert action.help and action.help.strip(), (name, action.dest)
+            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+                assert "default" in action.help, (name, action.dest)
+
+
+def test_topology_params_and_seed_from_the_command_line(capsys):
+    assert main(["topology", "erdos_renyi", "--agents", "12", "--param", "p=0.5",
+                 "--seed", "4"]) == 0
+    from dpgossip.topology import make_network
+
+    edges = make_network("erdos_renyi", agents=12, params={"p": 0.5}, seed=4).graph.number_of_edges()
+    assert f"edges {edges}" in " ".join(capsys.readouterr().out.split())
+    assert main(["topology", "erdos_renyi", "--agents", "12", "--param", "q=1"]) == 2
+    assert "--param q: unknown parameter 'q'" in capsys.readouterr().err
+    assert main(["topology", "ring", "--agents", "5", "--seed", "-1"]) == 2
+    assert "--seed must be a non-negative integer" in capsys.readouterr().err

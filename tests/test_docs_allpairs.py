@@ -1,4 +1,4 @@
-"""The all-pairs network-DP numbers that README.md, docs/network-dp.md and benchmarks/README.md print are
+"""The all-pairs network-DP numbers that docs/benchmarks.md, docs/network-dp.md and benchmarks/README.md print are
 those stored by the benchmark (``benchmarks/bench_network_dp.py --stage allpairs --record
 docs/numbers/network-dp-allpairs.json``): the audit stage's time beside the audit stage's peak memory,
 and the whole process's peak named as such.  The 10,000-agent run itself takes minutes and is not
@@ -34,7 +34,7 @@ def _flat(path: str) -> str:
 
 
 def test_the_readme_pairs_the_audit_time_with_the_audit_peak():
-    assert BENCH.allpairs_sentence(RECORD) in _flat("README.md")
+    assert BENCH.allpairs_sentence(RECORD) in _flat("docs/benchmarks.md")
     assert RECORD["audit_peak_mib"] <= RECORD["total_peak_mib"]
     assert RECORD["audit_seconds"] <= RECORD["total_seconds"] and RECORD["resumed_chunks"] == 0
 

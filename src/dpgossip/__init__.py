@@ -30,6 +30,12 @@ scenarios and plots                       :func:`load_scenario`, :func:`run_scen
 
 The subpackages (``dg.data``, ``dg.topology``, ``dg.protocol``, ``dg.engine``, ``dg.privacy``,
 ``dg.scenario``, ``dg.report``) are loaded on first use too.
+
+Every public function checks its arguments as the command line does: a wrong value raises
+:class:`ConfigError` naming the argument, the value and what is allowed (finite data, a
+doubly-stochastic ``W`` unless ``Network(..., allow_nonstochastic=True)``, integer or ``SeedSequence``
+seeds); every run result carries a ``status`` (``ok``, ``non-finite``, ``diverged`` or ``underflow``;
+:mod:`dpgossip.protocol.status`) to check before its numbers are used.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""The ``dpgossip`` command."""
+"""dpgossip: simulate and audit private decentralized PCA on gossip networks.
+
+Runs the Decentralized Differentially Private Power Method (D-DP-PM) and the other protocols of a
+scenario (a TOML file) on a matrix backend or a discrete-event network engine, audits the privacy of
+every (observer, target) pair exactly, calibrates the noise to a privacy target, and draws the plots.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,12 +94,37 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_topology(args: argparse.Namespace) -> int:
     from dpgossip.topology import make_network, summary_text
 
-    kwargs = {"agents": args.agents, "seed": args.seed}
+    kwargs: dict[str, Any] = {"agents": args.agents, "seed": args.seed}
     if args.mixing:
         kwargs["mixing"] = args.mixing
-    with _flags({"agents": "--agents", "mixing": "--mixing", "topology": "NAME_OR_FILE"}):
-        print(summary_text(make_network(args.name, **kwargs)))
+    if args.param:
+        kwargs["params"] = _topology_params(args.param)
+    try:
+        with _flags({"agents": "--agents", "mixing": "--mixing", "topology": "NAME_OR_FILE",
+                     "seed": "--seed", "params": "--param"}):
+            print(summary_text(make_network(args.name, **kwargs)))
+    except ConfigError as exc:  # --param.p -> --param p
+        raise ConfigError(str(exc).replace("--param.", "--param "), field=exc.field) from None
     return 0
+
+
+def _topology_params(items: list[str]) -> dict[str, int | float | str]:
+    """``--param KEY=VALUE`` (repeated) as a mapping; values that read as numbers are numbers."""
+    params: dict[str, int | float | str] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param must be KEY=VALUE (e.g. --param p=0.3), got {item!r}",
+                              field="params")
+        value: int | float | str = text.strip()
+        for kind in (int, float):
+            try:
+                value = kind(text)
+                break
+            except ValueError:
+                continue
+        params[key.strip()] = value
+    return params
 
 
 @contextlib.contextmanager
@@ -118,9 +149,24 @@ def _flags(names: dict[str, str]) -> Iterator[None]:
 
 
 # --- audit and calibrate ---------------------------------------------------------------------------
-_SEARCH_HELP = ("worst-case search: quick, standard (default), thorough, a number of levels, or "
-                "candidates (the older candidate search; overrides privacy.search)")
-_CANDIDATES_HELP = "with --search candidates: candidate neighbours per target (overrides privacy.candidates)"
+def _search_help() -> str:
+    """``--search``: the presets, the candidate search and the default, from the code."""
+    from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SEARCH_PRESETS
+
+    return (f"worst-case search: {_names(SEARCH_PRESETS)}, a number of levels 1..8, or "
+            f"{CANDIDATE_SEARCH} (the older candidate search); overrides privacy.search (default: "
+            f"the scenario's, itself {DEFAULT_SEARCH} when not set)")
+
+
+def _candidates_help() -> str:
+    """``--candidates``: what it is and its default, from ``[privacy] candidates``' field."""
+    from dpgossip.privacy.search import CANDIDATE_SEARCH
+    from dpgossip.scenario.privacy_section import PRIVACY_FIELDS
+
+    field = PRIVACY_FIELDS["candidates"]
+    return (f"with --search {CANDIDATE_SEARCH}: candidate neighbours per target, an integer >= "
+            f"{field.low:g} (overrides privacy.candidates; default: the scenario's, itself "
+            f"{field.default})")
 
 
 def _search_arg(value: str | None) -> str | int | None:
@@ -375,30 +421,147 @@ def _calibrate_kind(args: argparse.Namespace, plan: Any) -> int:
     return 0
 
 
+# --- the parser ------------------------------------------------------------------------------------
+_EPILOG = """\
+examples:
+  dpgossip run scenarios/quickstart.toml        run a scenario: results/quickstart/ and its plots
+  dpgossip audit scenarios/quickstart.toml      audit every (observer, target) pair of it
+  dpgossip calibrate scenarios/quickstart.toml --epsilon 1
+                                                the noise scale that meets epsilon = 1
+  dpgossip report results/quickstart            redraw the plots of a results folder
+  dpgossip topology ring --agents 16            nodes, edges, SLEM and gossip rounds of a network
+
+'dpgossip COMMAND --help' describes a command and its options. Exit status: 0 done, 1 a run's
+arithmetic broke down or a target was not met, 2 a mistake in the input (the message names it),
+130/143 interrupted."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose help texts that list the code's own registries (topology builders,
+    mixing rules, views, ...) are computed only when help is shown: importing the registries takes
+    seconds, which every other command line would pay for nothing."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        if kwargs.get("description") and "\n" not in kwargs["description"]:
+            kwargs["description"] = textwrap.fill(kwargs["description"], 96)
+        super().__init__(*args, **kwargs)
+        self.lazy_help: list[tuple[Any, str, Callable[[], str]]] = []
+
+    def lazy(self, target: Any, attribute: str, make: Callable[[], str]) -> None:
+        """Set ``target.attribute`` to ``make()`` when help is first shown."""
+        self.lazy_help.append((target, attribute, make))
+
+    def format_help(self) -> str:
+        """The help, after the lazy texts are filled in."""
+        for target, attribute, make in self.lazy_help:
+            text = make()
+            setattr(target, attribute, text if attribute != "help" else text.replace("%", "%%"))
+        self.lazy_help = []
+        return super().format_help()
+
+
+def _names(values: Any) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _version() -> str:
+    """The installed package's version (``importlib.metadata``; the source tree's own number when
+    the package is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dpgossip")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        from dpgossip import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (sub-commands run, report, topology, audit, calibrate)."""
-    p = argparse.ArgumentParser(prog="dpgossip", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="dpgossip", description=__doc__, epilog=_EPILOG)
+    p.add_argument("--version", action="version", version=f"dpgossip {_version()}",
+                   help="print the version of dpgossip and exit")
+    sub = p.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     _add_run(sub)
-    rep = sub.add_parser("report", help="redraw the plots of a results folder (no recomputation)")
+    rep = sub.add_parser("report", help="redraw the plots of a results folder (no recomputation)",
+                         description="Redraw the plots of a results folder from its tables.")
     rep.add_argument("results", help="results folder written by `dpgossip run`, `dpgossip audit` or "
                      "a network-DP scenario")
     rep.set_defaults(func=_cmd_report)
-    t = sub.add_parser("topology", help="summarise a topology: nodes, edges, SLEM, rounds")
-    t.add_argument("name", help="builder name (ring, grid, ...), shipped file name or path")
-    t.add_argument("--agents", type=int, default=None)
-    t.add_argument("--mixing", default=None)
-    t.add_argument("--seed", type=int, default=0)
-    t.set_defaults(func=_cmd_topology)
+    _add_topology(sub)
     _add_audit(sub)
     _add_calibrate(sub)
     return p
 
 
+def _topology_epilog() -> str:
+    """The builders with their parameters, the shipped files and the rules, from the code."""
+    from dpgossip.topology import FILE_FORMATS, MIXING_RULES, SHIPPED_TOPOLOGIES, TOPOLOGY_PARAMS
+    from dpgossip.topology.builders import RANDOM_TOPOLOGIES
+
+    lines = ["generated topologies (--param keys; * depends on --seed):"]
+    for name, keys in TOPOLOGY_PARAMS.items():
+        star = "*" if name in RANDOM_TOPOLOGIES else " "
+        lines.append(f"  {name}{star:<2}{' ' * max(0, 17 - len(name))}"
+                     f"{_names(keys) if keys else '-'}")
+    for text in ("", f"shipped files: {_names(SHIPPED_TOPOLOGIES)}",
+                 f"topology files: {_names(f'{s} ({f})' for s, f in FILE_FORMATS.items())}",
+                 f"mixing rules: {_names(MIXING_RULES)}; explicit or file: the file's own weights",
+                 "", "example: dpgossip topology erdos_renyi --agents 50 --param p=0.2 --seed 3"):
+        lines.extend(textwrap.wrap(text, 96, subsequent_indent="  ") or [""])
+    return "\n".join(lines)
+
+
+def _add_topology(sub: Any) -> None:
+    t = sub.add_parser("topology", help="summarise a topology: nodes, edges, SLEM, rounds",
+                       description="Build or load a network with its mixing matrix W and print "
+                       "its nodes, edges, degrees, diameter, SLEM, spectral gap and the gossip "
+                       "rounds to reach 1e-3, 1e-6 and 1e-9.")
+    t.lazy(t, "epilog", _topology_epilog)
+    name = t.add_argument("name", metavar="NAME_OR_FILE", help="")
+    t.lazy(name, "help", _topology_name_help)
+    t.add_argument("--agents", type=int, default=None, metavar="M",
+                   help="number of agents, an integer >= 2; required for a generated topology "
+                   "(grid and torus may give --param rows and cols instead); for a file, if given, "
+                   "it must equal the file's node count (default: none)")
+    mixing = t.add_argument("--mixing", default=None, metavar="RULE", help="")
+    t.lazy(mixing, "help", _mixing_help)
+    t.add_argument("--seed", type=int, default=0, metavar="N",
+                   help="seed of the random topologies (marked * below), an integer >= 0 "
+                   "(default 0)")
+    t.add_argument("--param", action="append", default=None, metavar="KEY=VALUE",
+                   help="a parameter of a generated topology (repeatable; keys per topology "
+                   "below); default: the builder's own")
+    t.set_defaults(func=_cmd_topology)
+
+
+def _topology_name_help() -> str:
+    from dpgossip.topology import SHIPPED_TOPOLOGIES, TOPOLOGIES
+    from dpgossip.topology.io import FILE_FORMATS
+
+    return (f"a generated topology ({_names(TOPOLOGIES)}), a shipped file "
+            f"({_names(SHIPPED_TOPOLOGIES)}) or the path of a {'/'.join(FILE_FORMATS)} file")
+
+
+def _mixing_help() -> str:
+    from dpgossip.topology import EXPLICIT_MIXING, MIXING_RULES
+
+    return (f"the rule that computes W: {_names(MIXING_RULES)}; or {_names(EXPLICIT_MIXING)} for "
+            "a file's own weights (default: the file's own weights when it has them, else "
+            "metropolis)")
+
+
 def _add_run(sub: Any) -> None:
-    r = sub.add_parser("run", help="run a scenario file")
-    r.add_argument("scenario")
-    r.add_argument("--out", default=None, help="results folder (default results/<name>)")
+    r = sub.add_parser("run", help="run a scenario file",
+                       description="Run every point and repeat of a scenario, write its results "
+                       "folder (config.resolved.json, runs.csv, iterations.csv, points.csv, "
+                       "summary.json) and draw its plots; an interrupted run resumes where it "
+                       "stopped.")
+    r.add_argument("scenario", help="the scenario, a TOML file (docs/scenarios.md)")
+    r.add_argument("--out", default=None, metavar="FOLDER",
+                   help="results folder (default: results/<scenario name>)")
     r.add_argument(
         "--workers",
         type=int,
@@ -421,7 +584,8 @@ def _add_run(sub: Any) -> None:
         help="give up when the Dask scheduler does not answer within this time (default 10)",
     )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    r.add_argument("--no-plots", action="store_true", help="do not draw plots ([output] plots)")
+    r.add_argument("--no-plots", action="store_true",
+                   help="do not draw the plots (default: draw them when [output] plots is true)")
     r.add_argument("--force", action="store_true",
                    help="write into a folder that holds another scenario's results (replacing them)")
     r.set_defaults(func=_cmd_run)
@@ -429,18 +593,34 @@ def _add_run(sub: Any) -> None:
 
 def _add_privacy_flags(parser: argparse.ArgumentParser) -> None:
     """``--search``, ``--candidates`` and ``--view`` (overrides of ``[privacy]``)."""
-    parser.add_argument("--search", default=None, metavar="S", help=_SEARCH_HELP)
-    parser.add_argument("--candidates", type=int, default=None, metavar="N", help=_CANDIDATES_HELP)
-    parser.add_argument("--view", default=None, help="overrides privacy.view")
+    search = parser.add_argument("--search", default=None, metavar="S", help="")
+    parser.lazy(search, "help", _search_help)  # type: ignore[attr-defined]
+    candidates = parser.add_argument("--candidates", type=int, default=None, metavar="N", help="")
+    parser.lazy(candidates, "help", _candidates_help)  # type: ignore[attr-defined]
+    view = parser.add_argument("--view", default=None, metavar="VIEW", help="")
+    parser.lazy(view, "help", _view_help)  # type: ignore[attr-defined]
+
+
+def _view_help() -> str:
+    """``--view``: the values and the default, from ``[privacy] view``'s own field."""
+    from dpgossip.scenario.privacy_section import PRIVACY_FIELDS
+
+    field = PRIVACY_FIELDS["view"]
+    return (f"one of {_names(field.choices)}: {field.doc} (overrides privacy.view; default: the "
+            f"scenario's, itself {field.default} when not set)")
 
 
 def _add_audit(sub: Any) -> None:
     a = sub.add_parser(
         "audit",
         help="audit every (observer, target) pair of each point (per instance) as [privacy] says",
+        description="Audit the privacy of every (observer, target) pair of each point of a "
+        "scenario exactly (per instance: for this data and this network), as its [privacy] table "
+        "says; write the tables and draw the heatmap and hops plots.",
     )
-    a.add_argument("scenario")
-    a.add_argument("--out", default=None, help="output folder (default results/<name>-audit)")
+    a.add_argument("scenario", help="the scenario, a TOML file (docs/scenarios.md)")
+    a.add_argument("--out", default=None, metavar="FOLDER",
+                   help="output folder (default: results/<scenario name>-audit)")
     _add_privacy_flags(a)
     a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
     a.add_argument("-q", "--quiet", action="store_true",
@@ -454,18 +634,41 @@ def _add_calibrate(sub: Any) -> None:
     c = sub.add_parser(
         "calibrate",
         help="smallest noise scale whose audited worst case meets (epsilon, delta)",
+        description="D-DP-PM: find the smallest noise scale of the scenario's first point whose "
+        "audited worst case (a lower estimate, per instance) meets (epsilon, delta), and print the "
+        "[protocol] noise line to paste. Other kinds: the noise multiplier of the kind's own "
+        "accountant, printed for its own section ([ppm], [cape], [floorfree]); a kind without one is "
+        "refused.",
     )
-    c.add_argument("scenario")
-    c.add_argument("--epsilon", type=float, default=None, help="target epsilon (> 0)")
-    c.add_argument("--delta", type=float, default=None, help="target delta, in (0, 1)")
-    c.add_argument("--family", default=None,
-                   help="noise schedule family: geometric (default), constant, explicit")
-    c.add_argument("--method", default=None, help="exact (default) or rdp (faster, conservative)")
+    c.add_argument("scenario", help="the scenario, a TOML file (docs/scenarios.md)")
+    c.add_argument("--epsilon", type=float, default=None,
+                   help="target epsilon, a number > 0 (default: the scenario's "
+                   "privacy.calibrate.epsilon; required when the scenario has none)")
+    c.add_argument("--delta", type=float, default=None,
+                   help="target delta, in (0, 1) (default: privacy.calibrate.delta, else "
+                   "privacy.delta, itself 1e-5)")
+    family = c.add_argument("--family", default=None, metavar="FAMILY", help="")
+    c.lazy(family, "help", lambda: _calibrate_help("family", "the noise schedule whose scale is "
+                                                   "searched"))
+    method = c.add_argument("--method", default=None, metavar="METHOD", help="")
+    c.lazy(method, "help", lambda: _calibrate_help("method", "exact is the hockey-stick delta, "
+                                                   "rdp a faster conservative bound"))
     _add_privacy_flags(c)
-    c.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON")
+    c.add_argument("--out", default=None, metavar="FILE",
+                   help="also write the result as JSON to FILE (default: print only)")
     c.add_argument("-q", "--quiet", action="store_true",
                    help="no progress lines (the result is still printed)")
     c.set_defaults(func=_cmd_calibrate)
+
+
+def _calibrate_help(key: str, what: str) -> str:
+    """``--family`` / ``--method``: the values and the default from ``[privacy.calibrate]``'s
+    fields."""
+    from dpgossip.scenario.privacy_section import PRIVACY_FIELDS
+
+    field = PRIVACY_FIELDS[f"calibrate.{key}"]
+    return (f"one of {_names(field.choices)}: {what} (overrides privacy.calibrate.{key}; default: "
+            f"the scenario's, itself {field.default} when not set)")
 
 
 def main(argv: list[str] | None = None) -> int:

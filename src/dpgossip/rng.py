@@ -31,7 +31,7 @@ import numpy as np
 
 from dpgossip.errors import ConfigError
 
-__all__ = ["RunStreams", "run_streams", "as_seed_sequence", "draw_component_noise",
+__all__ = ["RunStreams", "run_streams", "as_seed_sequence", "as_generator", "draw_component_noise",
            "agent_seed_words", "draw_run_noise"]
 
 
@@ -42,6 +42,19 @@ def as_seed_sequence(seed: int | np.random.SeedSequence) -> np.random.SeedSequen
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     return np.random.SeedSequence(int(seed))
+
+
+def as_generator(rng: object, field: str = "rng") -> np.random.Generator:
+    """``rng`` as a ``numpy.random.Generator``: a Generator as is, a non-negative integer or a
+    ``SeedSequence`` through ``numpy.random.default_rng`` (so ``rng=1`` and ``rng=default_rng(1)``
+    draw the same numbers); anything else raises :class:`ConfigError` naming ``field``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, np.random.SeedSequence) or (
+            isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0):
+        return np.random.default_rng(rng)  # type: ignore[arg-type]
+    raise ConfigError(f"{field} must be a numpy.random.Generator, a non-negative integer seed or a "
+                      f"numpy.random.SeedSequence, got {rng!r} ({type(rng).__name__})", field=field)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

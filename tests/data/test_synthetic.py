@@ -92,5 +92,9 @@ def test_bad_shape_and_rng() -> None:
         synthetic_data(0, 4, [1.0], rng=np.random.default_rng(0))
     with pytest.raises(ConfigError, match=r"^d must be a positive integer, got 2\.5"):
         synthetic_data(4, 2.5, [1.0], rng=np.random.default_rng(0))
-    with pytest.raises(ConfigError, match=r"needs rng.*got 3"):
-        synthetic_data(4, 4, [1.0], rng=3)
+    with pytest.raises(ConfigError, match=r"^rng must be a numpy\.random\.Generator, a non-negative "
+                                          r"integer seed or a numpy\.random\.SeedSequence, got 'x'"):
+        synthetic_data(4, 4, [1.0], rng="x")
+    # an integer is a seed of default_rng: the same matrix as that generator draws
+    np.testing.assert_array_equal(synthetic_data(4, 4, [1.0], rng=3).X,
+                                  synthetic_data(4, 4, [1.0], rng=np.random.default_rng(3)).X)

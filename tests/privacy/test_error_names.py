@@ -36,6 +36,5 @@ def test_audit_parameters():
     with pytest.raises(ConfigError, match=r"^neighbours: unknown kind 'bounde'"):
         audit_pairs(data, network, params, neighbours="bounde", search="candidates",
                     options=AuditOptions(targets=[0], observers=[1]))
-    with pytest.raises(ConfigError, match=r"^options\.candidates must be >= 1, got 0$"):
-        audit_pairs(data, network, params, search="candidates",
-                    options=AuditOptions(candidates=0, targets=[0], observers=[1]))
+    with pytest.raises(ConfigError, match=r"^options\.candidates must be an integer >= 1, got 0$"):
+        AuditOptions(candidates=0, targets=[0], observers=[1])  # refused when built

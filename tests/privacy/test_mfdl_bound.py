@@ -40,7 +40,7 @@ def test_mfdl_bound_equals_their_projection_formula_on_a_row_stochastic_w():
     graph = nx.connected_watts_strogatz_graph(14, 4, 0.3, seed=5)
     W = row_normalised_weights(graph)
     assert not np.allclose(W, W.T)  # row-stochastic, not symmetric
-    network = Network(graph=graph, W=W, name="ws", mixing="row-normalised")
+    network = Network(graph=graph, W=W, name="ws", mixing="row-normalised", allow_nonstochastic=True)
     spec = LinearGossip(protocol="gossip-noisy", rounds=5, sigma=1.0, inputs="per-round")
     got = mfdl_abs_sum(network, spec, 3, order=3.0)
     want = 3.0 / 2 * _mfdl_projection_sums(W, 5, 3)

@@ -191,3 +191,23 @@ def test_console_overflow_has_no_traceback(tmp_path):
     assert p.returncode == 1, p.stderr
     assert "Traceback" not in p.stderr and "RuntimeWarning" not in p.stderr
     assert "repeats diverged" in p.stderr
+
+
+def test_cli_underflow_is_a_status_and_exit_1(tmp_path, capsys):
+    # alpha far below 1/mu_1 and no noise: the iterates shrink to zero, so Q = 0 (checked below
+    # against the matrix backend on the same problem); the run says so instead of measuring Q = 0
+    text = BASE.replace('backend = "engine"', "").replace(
+        "consensus_steps = 2", 'consensus_steps = 2\nalpha = 1e-300\nnoise = { schedule = "none" }')
+    code, runs, _, summary, err = _run(tmp_path, text, capsys)
+    assert code == 1 and "Traceback" not in err
+    assert [r["status"] for r in runs] == ["underflow", "underflow"]
+    assert all("too small for float64" in r["status_reason"] for r in runs)
+    assert all(math.isnan(float(r["subspace_distance"])) for r in runs)
+    assert summary["statuses"] == {"underflow": 2}
+    from dpgossip import NoiseSchedule, load_dataset, make_network, resolve_params
+
+    data, net = load_dataset("wine", agents=6), make_network("ring", agents=6)
+    params = resolve_params(data, net, iterations=6, consensus_steps=2, alpha=1e-300,
+                            noise=NoiseSchedule(kind="none"))
+    res = run_matrix(data, net, params, seed=0)
+    assert not np.any(res.Q) and res.status == "underflow"

@@ -22,6 +22,7 @@ from dpgossip.data.preprocess import SCALES, preprocess
 from dpgossip.data.raw import RawData
 from dpgossip.data.synthetic import SPECTRUM_KINDS, spectrum_values, synthetic_data
 from dpgossip.errors import ConfigError, did_you_mean, renamed_fields
+from dpgossip.rng import as_generator
 
 __all__ = [
     "DATASETS",
@@ -63,9 +64,9 @@ def _check_split(agents: int, partition: str, sizes: Sequence[int] | None, min_r
     elif sizes is not None:
         raise ConfigError(f"sizes = {sizes!r} is only used with partition = "
                           f"'explicit', got partition {partition!r}", field="sizes")
-    if partition == "random" and not isinstance(rng, np.random.Generator):
-        raise ConfigError("partition = 'random' needs rng, a numpy.random.Generator, "
-                          f"got {rng!r}", field="partition")
+    if partition == "random" and rng is None:
+        raise ConfigError("partition = 'random' needs rng (a numpy.random.Generator or an integer "
+                          "seed), got None", field="partition")
 
 
 def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str = "equal",
@@ -98,9 +99,10 @@ def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str 
     synthetic : dict, optional
         ``{"n": rows, "d": cols, "spectrum": ...}`` for ``source="synthetic"``; see
         :mod:`dpgossip.data.synthetic` for the spectrum schema.
-    rng : numpy.random.Generator, optional
-        Needed for ``"synthetic"`` and ``partition="random"``. The synthetic matrix is drawn
-        first, then the partition.
+    rng : numpy.random.Generator, int or numpy.random.SeedSequence, optional
+        Needed for ``"synthetic"`` and ``partition="random"`` (an integer or ``SeedSequence`` goes
+        through ``numpy.random.default_rng``). The synthetic matrix is drawn first, then the
+        partition.
 
     Returns
     -------
@@ -120,6 +122,12 @@ def load_dataset(source: str | os.PathLike[str], *, agents: int, partition: str 
     >>> data.n, data.d, data.sizes[:3]
     (178, 13, (18, 18, 18))
     """
+    if not isinstance(source, (str, os.PathLike)):
+        raise ConfigError(f"source must be a dataset name ({', '.join(DATASETS)}, synthetic) or a "
+                          f"path to a {' or '.join(MATRIX_SUFFIXES)} file, got {source!r}",
+                          field="source")
+    if rng is not None:
+        rng = as_generator(rng, "rng")  # one generator: the synthetic matrix, then the partition
     _check_split(agents, partition, sizes, min_rows, rng)
     raw = _raw(source, synthetic, rng)
     check_rows_per_agent(raw.n, int(agents))  # before preprocessing, which may fail on tiny data

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 
-from dpgossip.errors import ConfigError
+from dpgossip.arrays import check_array, describe
+from dpgossip.errors import ConfigError, check_int
 
 __all__ = ["PartitionedData", "partition_sizes", "check_rows_per_agent"]
 
@@ -17,6 +20,13 @@ class PartitionedData:
 
     Every row has Euclidean norm at most one (the sensitivity contract of 001, Section IV-B).
     Agent ``i`` holds rows ``offsets[i]:offsets[i+1]``.
+
+    Raises
+    ------
+    ConfigError
+        When ``X`` is not a finite, non-empty 2-D array of real numbers (a NaN or infinite entry is
+        named with its row and column), a row lies outside the unit ball, or ``sizes`` are not
+        positive integers summing to the number of rows.
     """
 
     X: np.ndarray
@@ -25,10 +35,17 @@ class PartitionedData:
     offsets: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
-        X = np.array(self.X, dtype=float)
-        if X.ndim != 2:
-            raise ConfigError(f"data must be a 2-D array, got shape {X.shape}")
-        sizes = tuple(int(s) for s in self.sizes)
+        X = np.array(check_array(self.X, "X"), dtype=float)  # a private copy, made read-only below
+        raw = self.sizes
+        if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, (Sequence, np.ndarray)) \
+                or any(isinstance(s, bool) or not isinstance(s, Integral) for s in raw):
+            raise ConfigError(f"sizes must be a sequence of integers (rows per agent, summing to "
+                              f"n = {X.shape[0]}), got {describe(raw)}", field="sizes")
+        if not isinstance(self.name, str):
+            raise ConfigError(f"name must be a string, got {describe(self.name)}", field="name")
+        sizes = tuple(int(s) for s in raw)
+        if not sizes:
+            raise ConfigError("sizes is empty: at least one agent must hold rows", field="sizes")
         if any(s < 1 for s in sizes):
             bad = [i for i, s in enumerate(sizes) if s < 1]
             raise ConfigError(f"sizes: agent {bad[0]} has no rows (sizes {list(sizes)}); "
@@ -96,8 +113,8 @@ def partition_sizes(n: int, m: int, rule: str = "equal", *, sizes: list[int] | N
     given), ``"random"`` (uneven, uniformly random composition with at least ``min_rows`` per agent;
     needs ``rng``).
     """
-    if m < 1:
-        raise ConfigError(f"m must be >= 1, got {m}", field="m")
+    n = check_int(n, "n", 1)
+    m = check_int(m, "m", 1)
     check_rows_per_agent(n, m)
     if rule == "equal":
         base, extra = divmod(n, m)
@@ -106,7 +123,11 @@ def partition_sizes(n: int, m: int, rule: str = "equal", *, sizes: list[int] | N
         if sizes is None or len(sizes) != m:
             raise ConfigError(f"sizes must list one size per agent ({m}), got {sizes!r}",
                               field="sizes")
-        return tuple(int(s) for s in sizes)
+        counts = tuple(check_int(s, f"sizes[{i}]", 0) for i, s in enumerate(sizes))
+        if sum(counts) != n:
+            raise ConfigError(f"sizes: sizes {list(counts)} sum to {sum(counts)}, but the data has "
+                              f"{n} rows", field="sizes")
+        return counts
     if rule == "random":
         if min_rows < 1 or min_rows * m > n:
             raise ConfigError(f"min_rows must be in [1, {n // m}] for {n} rows and {m} "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpgossip.arrays import describe
 from dpgossip.errors import ConfigError, did_you_mean
 
 __all__ = ["SCALES", "NORM_TOLERANCE", "preprocess"]
@@ -33,7 +34,10 @@ def _checked_matrix(X: np.ndarray, *, center: bool, standardize: bool, scale: st
     for field, flag in (("center", center), ("standardize", standardize)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ConfigError(f"{field} must be true or false, got {flag!r}", field=field)
-    Y = np.array(X, dtype=float)
+    Y = np.asarray(X)
+    if Y.dtype.kind not in "biuf":
+        raise ConfigError(f"data must be a matrix of real numbers, got {describe(X)}", field="data")
+    Y = np.array(Y, dtype=float)
     if Y.ndim != 2 or Y.size == 0:
         raise ConfigError(f"data: expected a non-empty 2-D matrix, got shape {Y.shape}")
     if not np.all(np.isfinite(Y)):

@@ -31,6 +31,7 @@ import numpy as np
 from dpgossip.data.raw import RawData
 from dpgossip.data.tall import tall_qr, use_tall
 from dpgossip.errors import ConfigError, check_number, did_you_mean, show
+from dpgossip.rng import as_generator
 
 __all__ = ["SPECTRUM_KINDS", "spectrum_values", "synthetic_data"]
 
@@ -54,7 +55,7 @@ def synthetic_data(n: int, d: int, spectrum: Sequence[float] | Mapping[str, obje
         Number of rows and columns, both ``>= 1``.
     spectrum : list of float or dict
         Singular values ``s`` or a named family; see the module docstring for the schema.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator, int or numpy.random.SeedSequence
         Source of randomness. ``U`` is drawn first, then ``V``, each as the ``Q`` factor of a
         standard Gaussian matrix with the signs of ``diag(R)`` absorbed, which makes it Haar
         distributed.
@@ -73,9 +74,10 @@ def synthetic_data(n: int, d: int, spectrum: Sequence[float] | Mapping[str, obje
     n = _positive_int(n, "n")
     d = _positive_int(d, "d")
     s = spectrum_values(spectrum, n, d)
-    if not isinstance(rng, np.random.Generator):
-        raise ConfigError(f"rng: synthetic data needs rng, a numpy.random.Generator, got {rng!r}",
-                          field="rng")
+    if rng is None:
+        raise ConfigError("rng: synthetic data needs rng, a numpy.random.Generator, got None (or "
+                          "give an integer seed)", field="rng")
+    rng = as_generator(rng, "rng")
     k = s.size
     U = _haar_stiefel(rng, n, k)
     V = _haar_stiefel(rng, d, k)

@@ -102,7 +102,7 @@ def cape_star_network(sites: int) -> Network:
     graph.add_nodes_from(range(sites + 2))
     graph.add_edges_from((s, hub) for s in range(sites) for hub in (sites, sites + 1))
     return Network(graph=graph, W=sp.identity(sites + 2, format="csr"), name=f"cape-star-{sites}",
-                   mixing="none")
+                   mixing="none", allow_nonstochastic=True)
 
 
 def _fresh(seed: int | np.random.SeedSequence) -> list[np.random.SeedSequence]:

@@ -120,7 +120,7 @@ def star_network(clients: int) -> Network:
     graph.add_nodes_from(range(clients + 1))
     graph.add_edges_from((i, clients) for i in range(clients))
     return Network(graph=graph, W=sp.identity(clients + 1, format="csr"), name=f"star-{clients}",
-                   mixing="none")
+                   mixing="none", allow_nonstochastic=True)
 
 
 def _child(root: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:

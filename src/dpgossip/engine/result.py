@@ -11,6 +11,7 @@ from dpgossip.engine.conditions import NetworkConditions
 from dpgossip.engine.outcome import EngineOutcome, EngineSummary
 from dpgossip.engine.transcript import TranscriptRecord
 from dpgossip.protocol.result import RunResult
+from dpgossip.protocol.status import ArithmeticStatus, arithmetic_status
 
 __all__ = ["EngineResult"]
 
@@ -42,3 +43,14 @@ class EngineResult(RunResult):
     def status(self) -> str:
         """One of :data:`~dpgossip.engine.outcome.STATUSES` (``outcome.status``)."""
         return self.outcome.status
+
+    @property
+    def status_reason(self) -> str:
+        """Why the engine ended as it did (``outcome.reason``)."""
+        return self.outcome.reason
+
+    @property
+    def arithmetic(self) -> ArithmeticStatus:
+        """Whether the iterates are usable numbers (as for the matrix backend); the iterations a
+        stopped run did not compute (all ``nan``) are skipped."""
+        return arithmetic_status(self.iterates, not_computed_is_nan=self.outcome.status == "stopped")

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
@@ -81,6 +82,7 @@ from dpgossip.engine.result import EngineResult
 from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.engine.tree import SpanningTree, bfs_tree
 from dpgossip.errors import ConfigError, renamed_fields
+from dpgossip.protocol.checks import check_data, check_network, check_params, check_seed
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
@@ -133,6 +135,18 @@ def _schedule(env: simpy.Environment, agents: list[Agent], monitor: _Monitor,
     env.timeout(conditions.failure_timeout).callbacks.append(monitor.stall_check)
 
 
+def _check_arguments(data: object, network: object, params: object, seed: object,
+                     transcript_path: object) -> None:
+    """The types of :func:`run_engine`'s arguments (:mod:`dpgossip.protocol.checks`): a
+    ``ConfigError`` naming the argument."""
+    check_network(network, check_data(data).m)
+    check_params(params)
+    check_seed(seed)
+    if transcript_path is not None and not isinstance(transcript_path, (str, os.PathLike)):
+        raise ConfigError(f"transcript_path must be a file path or None, got {transcript_path!r}",
+                          field="transcript_path")
+
+
 def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
                seed: int | np.random.SeedSequence, *,
                conditions: NetworkConditions | Mapping[str, object] | None = None,
@@ -183,10 +197,9 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     ConfigError
         Mismatched data and network, invalid conditions, agents or edges that do not exist.
     """
+    _check_arguments(data, network, params, seed, transcript_path)
     with renamed_fields(condition_fields("conditions")):
         conditions = _conditions(conditions)
-    if network.m != data.m:
-        raise ConfigError(f"network has {network.m} agents but the data are split among {data.m}")
     if not disseminate and params.rank > 1:
         raise ConfigError(f"disseminate = False needs params.rank = 1 (deflation needs the "
                           f"disseminated q^(T)), got rank {params.rank}", field="disseminate")

@@ -34,7 +34,7 @@ import numpy as np
 
 from dpgossip._threads import blas_threads
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError, renamed_fields
+from dpgossip.errors import ConfigError, check_choice, check_int, check_number, renamed_fields
 from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import (
@@ -55,6 +55,7 @@ from dpgossip.privacy.search import (
 )
 from dpgossip.privacy.subview import FirstMessageView
 from dpgossip.privacy.views import View, make_view, view_factor
+from dpgossip.protocol.checks import check_data, check_network, check_params
 from dpgossip.protocol.ddppm import run_matrix
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.result import RunResult
@@ -310,6 +311,20 @@ def _perturb(nb: Neighbour, x: np.ndarray, kind: str, step: float,
     return Neighbour(row=nb.row, x_new=y, label=nb.label + "+ascent")
 
 
+def _agents(values: object, m: int, field: str) -> list[int]:
+    """``values`` as a list of agent indices in ``0..m-1`` (:class:`ConfigError` names ``field``)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise ConfigError(f"{field} must be a list of agents in 0..{m - 1}, got {values!r}",
+                          field=field)
+    out = []
+    for k, j in enumerate(values):
+        if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or not 0 <= j < m:
+            raise ConfigError(f"{field}[{k}] = {j!r} is not an agent; agents are 0..{m - 1}",
+                              field=f"{field}[{k}]")
+        out.append(int(j))
+    return out
+
+
 def _pairs_and_views(data: PartitionedData, view: str, delta: float, epsilons: Sequence[float],
                      rank_by: str, targets: Sequence[int] | None, observers: Sequence[int] | None
                      ) -> tuple[list[int], list[int], dict[tuple[int, int], Hashable],
@@ -317,14 +332,17 @@ def _pairs_and_views(data: PartitionedData, view: str, delta: float, epsilons: S
     """Validated targets and observers, each pair's view key and the views."""
     if rank_by not in ("epsilon", "delta"):
         raise ConfigError(f"rank_by must be 'epsilon' or 'delta', got {rank_by!r}")
-    if not 0 < delta < 1:
-        raise ConfigError(f"delta must be in (0, 1), got {delta!r}", field="delta")
+    check_number(delta, "delta", low=0, high=1, low_open=True, high_open=True)
+    if isinstance(epsilons, (str, bytes)) or not isinstance(epsilons, (Sequence, np.ndarray)) \
+            or len(epsilons) == 0:
+        raise ConfigError(f"epsilons must be a non-empty list of numbers > 0, got {epsilons!r}",
+                          field="epsilons")
     for i, e in enumerate(epsilons):
-        if not e > 0:
-            raise ConfigError(f"epsilons[{i}] must be > 0, got {e!r}", field=f"epsilons[{i}]")
+        check_number(e, f"epsilons[{i}]", low=0, low_open=True, allow_inf=False,
+                     expected="a number > 0")
     m = data.m
-    targets = list(range(m)) if targets is None else [int(j) for j in targets]
-    observers = list(range(m)) if observers is None else [int(o) for o in observers]
+    targets = list(range(m)) if targets is None else _agents(targets, m, "options.targets")
+    observers = list(range(m)) if observers is None else _agents(observers, m, "options.observers")
     keys: dict[tuple[int, int], Hashable] = {}
     views: dict[Hashable, View] = {}
     for j in targets:
@@ -384,6 +402,14 @@ class AuditOptions:
     """Optimising search in this process only: called as ``on_stage(target, text)`` at each stage of
     a target's search (progress only)."""
 
+    def __post_init__(self) -> None:
+        """Check the counts, ``rank_by`` and ``delta_resolution`` (:class:`ConfigError` names the
+        option); targets and observers are checked against the data by :func:`audit_pairs`."""
+        for name, low in (("candidates", 1), ("refine", 1), ("ascent_steps", 0), ("workers", 1)):
+            check_int(getattr(self, name), f"options.{name}", low)
+        check_choice(self.rank_by, "options.rank_by", ("epsilon", "delta"))
+        check_number(self.delta_resolution, "options.delta_resolution", low=0)
+
 
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                 delta: float = 1e-5, epsilons: Sequence[float] = (1.0,), view: str = "observer",
@@ -429,6 +455,14 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
     PairAudit
         ``results[(o, j)]``: the worst neighbour found for each pair and its numbers.
     """
+    data, network, params = check_data(data), check_network(network, data.m), check_params(params)
+    check_int(seed, "seed", 0)
+    if options is not None and not isinstance(options, AuditOptions):
+        raise ConfigError(f"options must be a dpgossip.AuditOptions or None, got {options!r}",
+                          field="options")
+    if isinstance(methods, str):
+        raise ConfigError(f"methods must be a list of method names (e.g. ['exact']), got "
+                          f"{methods!r}", field="methods")
     opts = options if options is not None else AuditOptions()
     if search is not None and search != CANDIDATE_SEARCH:
         settings = SearchSettings.of(search)

@@ -574,6 +574,7 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
     >>> cal.to_toml()                                                          # doctest: +SKIP
     'noise = { schedule = "constant", scale = 0.41 }'
     """
+    _check_option_types(audit=audit, scale_search=scale_search, protocol=protocol)
     options = scale_search if scale_search is not None else ScaleSearchOptions()
     cal = _calibrator(data, network, iterations=iterations, consensus_steps=consensus_steps,
                       target=(epsilon, delta), family=family, base_values=base_values,
@@ -592,6 +593,15 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
         warnings.warn(f"calibrate_noise: {notes[-1] if notes else 'target not met'}",
                       RuntimeWarning, stacklevel=2)
     return _calibration(cal, found, eps_check, notes)
+
+
+def _check_option_types(**given: object) -> None:
+    """Each option object of :func:`calibrate_noise` is of its class or ``None``."""
+    kinds = {"audit": AuditSettings, "scale_search": ScaleSearchOptions, "protocol": FixedProtocol}
+    for name, value in given.items():
+        if value is not None and not isinstance(value, kinds[name]):
+            raise ConfigError(f"{name} must be a dpgossip.{kinds[name].__name__} or None, got "
+                              f"{value!r}", field=name)
 
 
 def _calibrator(data: PartitionedData, network: Network, *, iterations: int, consensus_steps: int,

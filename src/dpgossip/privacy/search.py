@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.errors import ConfigError, check_int, did_you_mean
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour, max_step, project
 from dpgossip.privacy.subview import FirstMessageView
@@ -88,6 +88,15 @@ class SearchSettings:
     steps: int = 4
     starts: int = 2
     exact: int = 2
+
+    def __post_init__(self) -> None:
+        """Every effort is a positive integer (``random`` and ``steps`` may be 0): a search with no
+        level, row, start or exact value would report a lower bound as the worst case."""
+        if not isinstance(self.name, str):
+            raise ConfigError(f"search.name must be a string, got {self.name!r}", field="search.name")
+        for key, low in (("levels", 1), ("rows", 1), ("random", 0), ("steps", 0), ("starts", 1),
+                         ("exact", 1)):
+            check_int(getattr(self, key), f"search.{key}", low)
 
     @classmethod
     def of(cls, search: str | int | SearchSettings) -> SearchSettings:

@@ -27,10 +27,12 @@ import numpy as np
 
 from dpgossip.data.blocks import block_products, block_projections
 from dpgossip.data.partition import PartitionedData
+from dpgossip.errors import ConfigError
+from dpgossip.protocol.checks import check_data, check_network, check_params, check_seed
 from dpgossip.protocol.gossip import gossip, gossip_states, mixing_operator
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.protocol.result import RunResult
-from dpgossip.rng import as_seed_sequence, draw_run_noise
+from dpgossip.rng import draw_run_noise
 from dpgossip.topology.network import Network
 
 __all__ = ["run_matrix", "deflation_vector"]
@@ -71,12 +73,17 @@ def run_matrix(
     Returns
     -------
     RunResult
+        ``status`` ``ok``, or ``non-finite``, ``diverged`` or ``underflow`` when the iterates left
+        float64 (the numbers are returned as computed).
+
+    Raises
+    ------
+    ConfigError
+        For a wrong argument (:func:`_check_run`), naming it.
     """
-    seq = as_seed_sequence(seed)
+    seq = _check_run(data, network, params, seed)
     m, n, d = data.m, data.n, data.d
     T, c, r = params.iterations, params.consensus_steps, params.rank
-    if network.m != m:
-        raise ValueError(f"network has {network.m} agents, data {m}")
     Wop = mixing_operator(network.W)
     owner = data.agent_of_row() if r > 1 else None
     offsets = data.offsets
@@ -119,6 +126,21 @@ def run_matrix(
     return RunResult(Q=Q, iterates=iterates, z=z_all, z_half=zh_all, noise=noise, data=tuple(used),
                      deflation=deflation, params=params, backend="matrix",
                      seed_entropy=_entropy(seq), states=states)
+
+
+def _check_run(data: object, network: object, params: object,
+               seed: object) -> np.random.SeedSequence:
+    """The boundary checks of :func:`run_matrix`: ``data`` a ``PartitionedData``, ``network`` a
+    ``Network`` with a doubly stochastic ``W`` on ``data.m`` agents, ``params`` a ``ProtocolParams``
+    with ``rank <= min(n, d)``, ``seed`` a non-negative integer or ``SeedSequence`` (returned as a
+    ``SeedSequence``)."""
+    data = check_data(data)
+    check_network(network, data.m)
+    params = check_params(params)
+    if params.rank > min(data.n, data.d):
+        raise ConfigError(f"params.rank must be <= min(n, d) = {min(data.n, data.d)}, got "
+                          f"{params.rank}", field="params.rank")
+    return check_seed(seed)
 
 
 def _entropy(seq: np.random.SeedSequence) -> int | None:

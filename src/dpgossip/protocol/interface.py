@@ -84,13 +84,22 @@ class ProtocolRun:
 
     def errors(self, truth: np.ndarray) -> np.ndarray:
         """``(L + 1,)``: subspace distance of each iterate's estimate to ``truth`` (``dim x k``)."""
-        return np.array([subspace_distance(truth, V) for V in self.trajectory])
+        return np.array([_distance(truth, V) for V in self.trajectory])
 
     def agent_errors(self, truth: np.ndarray) -> np.ndarray:
         """``(m,)`` subspace distance of each agent's final estimate (the output's when all agree)."""
         if self.agent_finals is None:
-            return np.array([subspace_distance(truth, self.final)])
-        return np.array([subspace_distance(truth, V) for V in self.agent_finals])
+            return np.array([_distance(truth, self.final)])
+        return np.array([_distance(truth, V) for V in self.agent_finals])
+
+
+def _distance(truth: np.ndarray, V: np.ndarray) -> float:
+    """:func:`subspace_distance`, NaN for an estimate that is not finite or has a zero column (the
+    arithmetic broke down; the run's status says so)."""
+    V2 = np.asarray(V).reshape(np.shape(V)[0], -1)
+    if not np.isfinite(V2).all() or np.any(np.linalg.norm(V2, axis=0) == 0):
+        return float("nan")
+    return subspace_distance(truth, V)
 
 
 @runtime_checkable

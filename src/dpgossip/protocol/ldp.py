@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocol.checks import as_generator, check_matrix, check_rank
 from dpgossip.protocol.mechanism import analytic_gaussian_sigma, classical_gaussian_sigma
 
 __all__ = ["LdpResult", "ldp_sigma", "run_ldp", "LDP_CALIBRATIONS"]
@@ -37,13 +38,12 @@ class LdpResult:
 
 def ldp_sigma(epsilon: float, delta: float, calibration: str = "analytic") -> float:
     """Per-entry noise of the LDP baseline for ``(epsilon, delta)`` (sensitivity 1)."""
+    if not isinstance(calibration, str) or calibration not in LDP_CALIBRATIONS:
+        raise ConfigError(f"calibration must be one of {', '.join(LDP_CALIBRATIONS)}, got "
+                          f"{calibration!r}", field="calibration")
     if calibration == "paper":
         return classical_gaussian_sigma(epsilon, delta)
-    if calibration == "analytic":
-        return analytic_gaussian_sigma(epsilon, delta)
-    raise ConfigError(
-        f"ldp calibration must be one of {', '.join(LDP_CALIBRATIONS)}, got {calibration!r}"
-    )
+    return analytic_gaussian_sigma(epsilon, delta)
 
 
 def run_ldp(
@@ -51,11 +51,33 @@ def run_ldp(
     rank: int,
     epsilon: float,
     delta: float,
-    rng: np.random.Generator,
+    rng: np.random.Generator | int | np.random.SeedSequence,
     calibration: str = "analytic",
 ) -> LdpResult:
-    """Release ``X + G`` and return its ``rank`` top left singular vectors."""
+    """Release ``X + G``, ``G_ij ~ N(0, sigma^2)``, and return its ``rank`` top left singular vectors.
+
+    Parameters
+    ----------
+    X : array_like
+        ``n x d`` finite data (rows in the unit ball for the calibration to hold).
+    rank : int
+        ``1 <= rank <= min(n, d)``.
+    epsilon, delta : float
+        The privacy target of the Gaussian mechanism with sensitivity 1 (:func:`ldp_sigma`).
+    rng : numpy.random.Generator, int or numpy.random.SeedSequence
+        The noise generator, or a seed for ``numpy.random.default_rng``.
+    calibration : {"analytic", "paper"}
+        How ``sigma`` is set (:data:`LDP_CALIBRATIONS`).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``X``, ``rank``, ``epsilon``, ``delta``, ``rng`` or ``calibration``.
+    """
+    X = check_matrix(X, "X")
+    rank = check_rank(rank, min(X.shape))
+    gen = as_generator(rng, "rng")
     sigma = ldp_sigma(epsilon, delta, calibration)
-    noisy = np.asarray(X, dtype=float) + sigma * rng.standard_normal(np.shape(X))
+    noisy = X + sigma * gen.standard_normal(X.shape)
     U, _, _ = np.linalg.svd(noisy, full_matrices=False)
     return LdpResult(U_hat=U[:, :rank].copy(), sigma=sigma, calibration=calibration)

@@ -14,17 +14,16 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
-from dpgossip.errors import ConfigError, check_number
+from dpgossip.errors import check_number
 
 __all__ = ["gaussian_mechanism_delta", "gaussian_mechanism_epsilon", "analytic_gaussian_sigma",
            "classical_gaussian_sigma"]
 
 
 def _check(epsilon: float, delta: float | None = None) -> None:
-    if not np.isfinite(epsilon) or epsilon <= 0:
-        raise ConfigError(f"epsilon must be a positive number, got {epsilon!r}")
-    if delta is not None and not 0 < delta < 1:
-        raise ConfigError(f"delta must be in (0, 1), got {delta!r}")
+    check_number(epsilon, "epsilon", low=0, low_open=True, expected="a positive number")
+    if delta is not None:
+        check_number(delta, "delta", low=0, high=1, low_open=True, high_open=True)
 
 
 def gaussian_mechanism_delta(epsilon: float, mahalanobis: float) -> float:

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_number, did_you_mean, renamed_fields
+from dpgossip.protocol.checks import check_data, check_network
 from dpgossip.protocol.spectrum import xi_eigenvalues
+from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.topology.network import Network
 
 __all__ = ["ProtocolParams", "NoiseSchedule", "resolve_params", "NOISE_KINDS", "ALPHA_RULES"]
@@ -108,14 +111,28 @@ class ProtocolParams:
 
     def __post_init__(self) -> None:
         check_counts(self.iterations, self.consensus_steps, self.rank)
-        if not np.isfinite(self.sigma_q) or self.sigma_q <= 0:
-            raise ConfigError(f"sigma_q must be a positive number, got {self.sigma_q!r}",
-                              field="sigma_q")
-        if len(self.alpha) != self.rank or any((not np.isfinite(a)) or a <= 0 for a in self.alpha):
-            raise ConfigError(
-                f"alpha must be positive (one per component), got {self.alpha!r}", field="alpha"
-            )
-        sp = np.array(self.sigma_p, dtype=float).reshape(self.rank, self.iterations)
+        sigma_q = check_number(self.sigma_q, "sigma_q", low=0, low_open=True,
+                               expected="a positive number")
+        alpha = self.alpha
+        if isinstance(alpha, (str, bytes, Mapping)) or not isinstance(alpha, (Sequence, np.ndarray)) \
+                or len(alpha) != self.rank:
+            raise ConfigError(f"alpha must be a tuple of {self.rank} positive numbers (one per "
+                              f"component), got {alpha!r}", field="alpha")
+        alpha = tuple(check_number(a, f"alpha[{l}]", low=0, low_open=True,
+                                   expected="a positive number") for l, a in enumerate(alpha))
+        try:
+            sp = np.array(self.sigma_p, dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigError(f"sigma_p must be an array of numbers of shape (rank, iterations) = "
+                              f"{(self.rank, self.iterations)}, got {self.sigma_p!r}",
+                              field="sigma_p") from None
+        if sp.size != self.rank * self.iterations or sp.ndim > 2:
+            raise ConfigError(f"sigma_p must have shape (rank, iterations) = "
+                              f"{(self.rank, self.iterations)}, got shape {sp.shape}",
+                              field="sigma_p")
+        sp = sp.reshape(self.rank, self.iterations)
+        object.__setattr__(self, "sigma_q", sigma_q)
+        object.__setattr__(self, "alpha", alpha)
         if np.any(~np.isfinite(sp)) or np.any(sp < 0):
             raise ConfigError(
                 f"sigma_p: standard deviations must be >= 0, got {sp.tolist()!r}", field="sigma_p"
@@ -148,17 +165,17 @@ def check_counts(T: object, c: object, r: object) -> None:
 
 
 def _alpha(rule: float | str | Mapping[str, float], mu_hi: float, mu_lo: float) -> float:
-    if isinstance(rule, (int, float)) and not isinstance(rule, bool):
-        if not np.isfinite(rule) or rule <= 0:
-            raise ConfigError(f"alpha must be a positive number, got {rule!r}", field="alpha")
-        return float(rule)
+    if isinstance(rule, Real) and not isinstance(rule, bool):
+        return check_number(rule, "alpha", low=0, low_open=True, expected="a positive number")
     pos = 0.5
     if isinstance(rule, Mapping):
-        pos = float(rule.get("position", 0.5))
-        if not 0 < pos < 1:
-            raise ConfigError(f"alpha.position must be in (0, 1), got {pos!r}",
-                              field="alpha.position")
-    elif rule != "geometric_mean":
+        extra = [k for k in rule if k != "position"]
+        if extra or "position" not in rule:
+            raise ConfigError(f"alpha: a table must be {{'position': t}} with t in (0, 1), got "
+                              f"{dict(rule)!r}", field="alpha")
+        pos = check_number(rule["position"], "alpha.position", low=0, high=1, low_open=True,
+                           high_open=True, expected="a number in (0, 1)")
+    elif not isinstance(rule, str) or rule != "geometric_mean":
         raise ConfigError(
             f"alpha must be a positive number, 'geometric_mean' or "
             f"{{position = t}}, got {rule!r}", field="alpha"
@@ -203,13 +220,20 @@ def resolve_params(
         Explicit ``(r, T)`` standard deviations; overrides ``noise``.
     """
     check_counts(iterations, consensus_steps, rank)
-    if network.m != data.m:
-        raise ConfigError(f"network has {network.m} agents but the data are split among {data.m}")
+    data = check_data(data)
+    network = check_network(network, data.m)
+    check_needs([Need(f"iterations = {iterations} needs the (rank, iterations + 1, n) = ({rank}, "
+                      f"{iterations + 1}, {data.n}) iterates of a run", FLOAT * rank * (iterations + 1)
+                      * data.n)], advice="use fewer iterations", field="iterations")
     if rank > min(data.n, data.d):
         raise ConfigError(f"rank must be <= min(n, d) = {min(data.n, data.d)}, got {rank}",
                           field="rank")
     if sigma_q is None:
         sigma_q = 1.0 / np.sqrt(data.n)
+    sigma_q = check_number(sigma_q, "sigma_q", low=0, low_open=True, expected="a positive number")
+    if noise is not None and not isinstance(noise, NoiseSchedule):
+        raise ConfigError(f"noise must be a dpgossip.NoiseSchedule (e.g. NoiseSchedule(kind="
+                          f"'constant', scale=0.1)) or None, got {noise!r}", field="noise")
     noise = noise or NoiseSchedule()
     mu = xi_eigenvalues(data, network.W, consensus_steps, k=rank + 1)
     if mu.size < rank + 1:
@@ -220,7 +244,11 @@ def resolve_params(
         with renamed_fields({"values": "noise.values"}):
             sp = np.stack([noise.sigmas(iterations, ratios[l]) for l in range(rank)])
     else:
-        sp = np.asarray(sigma_p, dtype=float)
+        try:
+            sp = np.asarray(sigma_p, dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigError(f"sigma_p must be an array of numbers of shape (rank, T) = "
+                              f"{(rank, iterations)}, got {sigma_p!r}", field="sigma_p") from None
         if sp.shape != (rank, iterations):
             raise ConfigError(
                 f"sigma_p must have shape (rank, T) = {(rank, iterations)}, got {sp.shape}",

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.data.tall import tall_r, use_tall
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, check_int
+from dpgossip.protocol.checks import check_matrix, check_rank
 
 __all__ = ["centralized_power_method", "top_singular", "Spectrum"]
 
@@ -37,8 +38,15 @@ def top_singular(X: np.ndarray, r: int) -> Spectrum:
     Exact SVD (LAPACK); for a tall ``X`` (:func:`~dpgossip.data.tall.use_tall`: 131,072 rows or more) the
     singular values and right vectors ``v_j`` come from the SVD of its blocked R factor and
     ``u_j = X v_j / s_j``, unless ``s_r < TALL_GAP s_1`` (docs/scale.md).
+
+    Raises
+    ------
+    ConfigError
+        When ``X`` is not a finite non-empty 2-D real array or ``r`` not an integer in
+        ``[1, min(n, d)]``.
     """
-    X = np.asarray(X, dtype=float)
+    X = check_matrix(X, "X")
+    r = check_rank(r, min(X.shape), "r")
     U = None
     if use_tall(X):
         _, s, Vt = np.linalg.svd(tall_r(X))
@@ -72,10 +80,16 @@ def centralized_power_method(X: np.ndarray, q0: np.ndarray, iterations: int) -> 
     numpy.ndarray
         ``(n, r)`` unit vectors.
     """
-    if iterations < 1:
-        raise ConfigError(f"iterations must be >= 1, got {iterations!r}")
-    X = np.asarray(X, dtype=float)
-    q0 = np.asarray(q0, dtype=float).reshape(X.shape[0], -1)
+    iterations = check_int(iterations, "iterations", 1)
+    X = check_matrix(X, "X")
+    q0 = check_matrix(q0, "q0", ndim=np.ndim(q0) if np.ndim(q0) in (1, 2) else 2)
+    if q0.shape[0] != X.shape[0]:
+        raise ConfigError(f"q0 must have n = {X.shape[0]} rows (one per row of X), got shape "
+                          f"{q0.shape}", field="q0")
+    q0 = q0.reshape(X.shape[0], -1)
+    if np.any(np.linalg.norm(q0, axis=0) == 0):
+        raise ConfigError("q0: a starting vector is zero; the power method needs a nonzero start",
+                          field="q0")
     A = X @ X.T
     out = np.empty_like(q0)
     for l in range(q0.shape[1]):

@@ -39,6 +39,7 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number
+from dpgossip.protocol.checks import check_seed
 from dpgossip.protocol.ppm_sensitivity import (
     ADJACENCIES,
     SENSITIVITY_KINDS,
@@ -157,7 +158,7 @@ def _as_matrix(data_or_X: PartitionedData | np.ndarray) -> np.ndarray:
 
 def _streams(seed: int | np.random.SeedSequence) -> tuple[np.random.Generator, np.random.SeedSequence]:
     """``(rng for X^0, SeedSequence of the noise)`` (module docstring), from a fresh copy of ``seed``."""
-    root = as_seed_sequence(seed)
+    root = check_seed(seed)
     root = np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key, pool_size=root.pool_size)
     init, noise = root.spawn(2)
     return np.random.default_rng(init), noise
@@ -169,6 +170,8 @@ def _entropy(seed: int | np.random.SeedSequence) -> int | None:
 
 
 def _check_dims(params: PpmParams, d: int) -> None:
+    if not isinstance(params, PpmParams):
+        raise ConfigError(f"params must be a PpmParams, got {type(params).__name__}", field="params")
     if params.p > d:
         raise ConfigError(f"params.p must be <= d = {d} (the number of columns of X), got {params.p}",
                           field="params.p")

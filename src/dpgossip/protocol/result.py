@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.protocol.params import ProtocolParams
+from dpgossip.protocol.status import ArithmeticStatus, arithmetic_status
 
 __all__ = ["RunResult"]
 
@@ -15,7 +16,10 @@ __all__ = ["RunResult"]
 class RunResult:
     """Everything one run computed; arrays indexed by component ``l = 0..r-1`` first.
 
-    With ``n`` rows, ``m`` agents, ``d`` columns, ``T`` iterations, ``c`` rounds:
+    With ``n`` rows, ``m`` agents, ``d`` columns, ``T`` iterations, ``c`` rounds. Check
+    :attr:`status` before using the numbers: a run whose iterates overflowed, diverged or underflowed
+    (``alpha`` or the noise far outside Corollary 1's range) returns them as computed, with
+    ``status`` saying so (:mod:`dpgossip.protocol.status`).
     """
 
     Q: np.ndarray
@@ -38,6 +42,25 @@ class RunResult:
     seed_entropy: int | None = None
     states: np.ndarray | None = None
     """``(r, T, c + 1, m, d)`` gossip states ``s^(t,k)`` when recorded (``s^(t,k-1)`` is sent in round k)."""
+
+    @property
+    def arithmetic(self) -> ArithmeticStatus:
+        """Whether the iterates are usable numbers: ``ok``, ``non-finite``, ``diverged`` or
+        ``underflow``, with the component and iteration of the first bad iterate
+        (:func:`~dpgossip.protocol.status.arithmetic_status`; computed on each access, ``O(r T n)``)."""
+        return arithmetic_status(self.iterates)
+
+    @property
+    def status(self) -> str:
+        """``arithmetic.status``: one of ``ok``, ``non-finite``, ``diverged``, ``underflow``
+        (an engine run's :attr:`~dpgossip.engine.result.EngineResult.status` is the engine's own;
+        its arithmetic status is :attr:`arithmetic` too)."""
+        return self.arithmetic.status
+
+    @property
+    def status_reason(self) -> str:
+        """Why :attr:`status` is not ``ok`` (empty when it is)."""
+        return self.arithmetic.reason
 
     @property
     def q_final(self) -> np.ndarray:

@@ -15,6 +15,8 @@ import scipy.sparse.linalg as spla
 
 from dpgossip.data.blocks import block_products, block_projections
 from dpgossip.data.partition import PartitionedData
+from dpgossip.errors import check_int
+from dpgossip.protocol.checks import check_data
 from dpgossip.topology.locality import LocalMixing, local_mixing
 from dpgossip.topology.spectral import extreme_eigenvalues
 
@@ -123,8 +125,8 @@ def xi_eigenvalues(
     tolerance :data:`XI_TOL`, :data:`XI_NCV` Lanczos vectors and the start vector :func:`xi_start_vector`
     (``RuntimeError`` if it does not converge).
     """
-    n = data.n
-    k = min(k, n)
+    n = check_data(data).n
+    c, k = check_int(c, "c", 0), min(check_int(k, "k", 1), n)
     if n <= (_DENSE_LIMIT if dense_limit is None else dense_limit):
         ev = np.linalg.eigvalsh(xi_matrix(data, W, c, X))
     else:

@@ -29,6 +29,7 @@ and a network-DP folder its ``network-dp.png`` (:func:`network_dp_report`). Ever
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,9 @@ def make_report(results_dir: str | Path) -> list[Path]:
     """
     from dpgossip.report.audit import make_audit_report
 
+    if not isinstance(results_dir, (str, os.PathLike)):
+        raise ConfigError(f"results_dir must be the path of a results folder, got {results_dir!r}",
+                          field="results_dir")
     require_matplotlib()
     path = Path(results_dir)
     kind = folder_kind(path) if path.is_dir() else "run"

@@ -10,6 +10,7 @@ PosixPath('results/quickstart')
 from __future__ import annotations
 
 import copy
+import os
 import time
 import tomllib
 from collections.abc import Mapping
@@ -101,6 +102,9 @@ class Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file (errors name the file and the bad path)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"path must be the path of a .toml scenario file (str or os.PathLike), "
+                          f"got {path!r}", field="path")
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"scenario file {str(path)!r} is a directory; give the path of a .toml "
@@ -108,7 +112,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if not path.exists():
         raise ConfigError(f"scenario file {str(path)!r} does not exist")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark some editors write is dropped
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); a "
                           "scenario is a TOML text file") from None
@@ -174,6 +178,9 @@ def run_scenario(
     KeyboardInterrupt
         Propagated after the finished points were saved.
     """
+    if not isinstance(scenario, Scenario):
+        raise ConfigError(f"scenario must be a Scenario (from dpgossip.load_scenario(path)), got "
+                          f"{scenario!r}", field="scenario")
     cfg = scenario.config
     n_workers = resolve_workers(workers)
     scheduler, scheduler_timeout = check_scheduler(scheduler, scheduler_timeout)

@@ -52,7 +52,7 @@ def is_network_dp_file(path: str | Path) -> bool:
     """Whether ``path`` is a readable TOML file with a ``[network_dp]`` table (``False`` for anything
     else: the ordinary scenario loader then reports what is wrong with it)."""
     try:
-        return is_network_dp(tomllib.loads(Path(path).read_text(encoding="utf-8")))
+        return is_network_dp(tomllib.loads(Path(path).read_text(encoding="utf-8-sig")))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
 
@@ -61,7 +61,7 @@ def load_network_dp(path: str | Path) -> NetworkDpConfig:
     """Read and validate a network-DP scenario file; errors name the file and the TOML path."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the scenario: {exc}") from None
     try:

@@ -17,9 +17,15 @@ A run of a sweep point ends in one of :data:`STATUSES`, written to the ``status`
     overflow: the metrics would be meaningless, so they are NaN from that iteration on.
 ``non-finite``
     An iterate (or a final metric) became ``inf`` or ``nan``: same treatment.
+``underflow``
+    The iterates shrank below the smallest normal float64 (:data:`UNDERFLOW_BOUND`), so the estimate
+    is zero or rounding noise: same treatment.
 
-Both of the last two come from a noise scale or ``protocol.alpha`` too large for float64 arithmetic;
-nothing here raises: metrics that cannot be computed are NaN, and the status says why.
+The first two of the last three come from a noise scale or ``protocol.alpha`` too large for float64
+arithmetic, the last from a ``protocol.alpha`` too small; the iterates are classified by
+:func:`dpgossip.protocol.status.iterate_problem` (the status of every
+:class:`~dpgossip.protocol.result.RunResult`). Nothing here raises: metrics that cannot be computed are
+NaN, and the status says why.
 """
 
 from __future__ import annotations
@@ -36,21 +42,21 @@ from dpgossip.engine.result import EngineResult
 from dpgossip.protocol import captured_energy, sin_angle, subspace_distance, top_singular
 from dpgossip.protocol.power import Spectrum
 from dpgossip.protocol.result import RunResult
+from dpgossip.protocol.status import (
+    DIVERGENCE_BOUND,
+    UNDERFLOW_BOUND,
+    iterate_problem,
+    problem_reason,
+)
 
-__all__ = ["STATUSES", "ARITHMETIC", "DIVERGENCE_BOUND", "RunMeasure", "measure_run",
+__all__ = ["STATUSES", "ARITHMETIC", "DIVERGENCE_BOUND", "UNDERFLOW_BOUND", "RunMeasure", "measure_run",
            "flag_non_finite", "status_counts", "point_warning"]
 
-STATUSES: tuple[str, ...] = ("ok", "partial", "stopped", "diverged", "non-finite")
+STATUSES: tuple[str, ...] = ("ok", "partial", "stopped", "diverged", "non-finite", "underflow")
 """Values of the ``status`` column of ``runs.csv`` (see the module docstring)."""
 
-ARITHMETIC: frozenset[str] = frozenset({"diverged", "non-finite"})
+ARITHMETIC: frozenset[str] = frozenset({"diverged", "non-finite", "underflow"})
 """Statuses that mean float64 arithmetic broke down (the command line exits 1 when a run has one)."""
-
-DIVERGENCE_BOUND = 1e150
-"""Largest iterate magnitude taken as a number: beyond it ``||q||^2`` overflows float64 (about
-``1.8e308``) for any ``n`` below ``1e8``, so norms, angles and captured energy are meaningless."""
-
-_TOO_LARGE = "the noise scale or protocol.alpha is too large for float64 arithmetic"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,19 +92,6 @@ class RunMeasure:
             "status": self.status,
             "status_reason": self.reason,
         }
-
-
-def _problem(q: np.ndarray, not_computed_is_nan: bool) -> str | None:
-    """``None`` if ``q`` can be measured; ``"non-finite"`` or ``"diverged"`` if its arithmetic broke;
-    ``""`` if it was simply not computed (NaN in a stopped run)."""
-    finite = np.isfinite(q)
-    if not finite.all():
-        if np.isinf(q).any() or not not_computed_is_nan:
-            return "non-finite"
-        return ""
-    if q.size and float(np.max(np.abs(q))) > DIVERGENCE_BOUND:
-        return "diverged"
-    return None
 
 
 def _rows(res: RunResult, data: PartitionedData) -> np.ndarray:
@@ -147,9 +140,9 @@ def measure_run(res: RunResult, data: PartitionedData, spec: Spectrum) -> RunMea
         for l in range(r):  # in the order computed: a broken iterate spoils all that follow
             for t in range(T1):
                 q = iterates[l, t]
-                bad = _problem(q, stopped)
+                bad = iterate_problem(q, stopped)
                 if bad:
-                    found = (bad, l, t, float(np.max(np.abs(q))) if bad == "diverged" else 0.0)
+                    found = (bad, l, t, float(np.max(np.abs(q))) if bad != "non-finite" else 0.0)
                     break
                 if bad is None and U is not None:
                     errors[l, t] = sin_angle(U[:, l], q)
@@ -169,14 +162,10 @@ def _status(found: tuple[str, int, int, float] | None, outcome: Any, engine: str
             stopped: bool) -> tuple[str, str]:
     if found is not None:
         kind, l, t, size = found
-        if kind == "diverged":
-            why = (f"iterates of component {l + 1} reached {size:.3g} at iteration {t} (above "
-                   f"{DIVERGENCE_BOUND:g}, where their norms overflow)")
-        else:
-            why = f"iterates of component {l + 1} became inf or nan at iteration {t}"
+        why = problem_reason(kind, l, t, size, alpha="protocol.alpha")
         tail = f"; the engine also reported: {outcome.reason}" if engine not in (None, "completed") \
             else ""
-        return kind, f"{why}: {_TOO_LARGE}; metrics from there on are NaN{tail}"
+        return kind, f"{why}; metrics from there on are NaN{tail}"
     if stopped:
         return "stopped", f"{outcome.reason}; final metrics are NaN"
     if engine == "completed_with_crash":

@@ -28,6 +28,8 @@ from dpgossip.topology.builders import (
     TOPOLOGY_PARAMS,
     SeedLike,
     build_graph,
+    check_params_mapping,
+    check_seed_like,
     check_topology_name,
     edge_estimate,
 )
@@ -208,6 +210,8 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
         :attr:`ConfigError.field`), the value and what is allowed.
     """
     m = _check_agents(agents)
+    params = check_params_mapping(params) or None
+    check_seed_like(seed)
     if mixing is not None:
         check_rule_name(mixing, extra=EXPLICIT_MIXING)
     path = _resolve_file(topology)
@@ -226,7 +230,7 @@ def make_network(topology: str | Path, *, agents: int | None = None, mixing: str
                               "use 'metropolis' or 'fastest' on this graph)",
                               field=exc.field) from None
         raise
-    return Network(graph=nx.freeze(graph), W=W, name=name, mixing=rule)
+    return Network(graph=nx.freeze(graph), W=W, name=name, mixing=rule, _validated=True)
 
 
 def diameter_text(graph: nx.Graph, *, exact: bool | None = None) -> str:
@@ -237,6 +241,7 @@ def diameter_text(graph: nx.Graph, *, exact: bool | None = None) -> str:
     ``e_0`` of node 0, then ``e_u`` of a node ``u`` farthest from it; ``max(e_0, e_u) <= diameter
     <= 2 min(e_0, e_u)`` (every eccentricity ``e`` satisfies ``e <= diam <= 2 e``).
     """
+    check_graph(graph)
     m = graph.number_of_nodes()
     if exact or (exact is None and m <= DENSE_MAX_AGENTS):
         return str(nx.diameter(graph))
@@ -259,6 +264,9 @@ def summary_text(network: Network, *, exact_diameter: bool | None = None) -> str
     ``||W - 11^T/m||_2``, spectral gap ``1 - SLEM`` and the rounds ``c`` with ``SLEM^c <= tol`` for
     ``tol = 1e-3, 1e-6, 1e-9`` (:func:`spectral_summary`: dense, or Lanczos with its error bound).
     """
+    if not isinstance(network, Network):
+        raise ConfigError(f"network must be a dpgossip.topology.Network, got {network!r}",
+                          field="network")
     g = network.graph
     degrees = np.fromiter((d for _, d in g.degree()), dtype=np.int64, count=network.m)
     s = spectral_summary(network.W)

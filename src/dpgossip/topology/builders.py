@@ -205,6 +205,15 @@ def _check_keys(name: str, params: Mapping[str, Any]) -> None:
             )
 
 
+def check_seed_like(seed: object) -> None:
+    """Raise :class:`ConfigError` naming ``seed`` unless it is a :data:`SeedLike` (a bool is not)."""
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
+        return
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, a numpy.random.SeedSequence, a "
+                          f"numpy.random.Generator or None, got {seed!r}", field="seed")
+
+
 def _rng(seed: SeedLike) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
@@ -459,6 +468,17 @@ _EDGE_ARRAY = frozenset({"ring", "erdos_renyi", "random_geometric"})
 """Builders that return a canonical graph built from an edge array above ``LARGE_FROM`` agents."""
 
 
+def check_params_mapping(params: object) -> dict[str, Any]:
+    """``params`` (a mapping of parameter names, or ``None``) as a new dict; anything else raises
+    :class:`ConfigError` naming ``params``."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"params must be a mapping of topology parameters such as "
+                          f"{{'p': 0.3}}, or None, got {params!r}", field="params")
+    return dict(params)
+
+
 def edge_estimate(name: str, m: int, params: Mapping[str, Any] | None = None) -> float:
     """About how many edges :func:`build_graph` makes for ``m`` agents (before it is run, to check the
     memory it needs; parameters that are not numbers count as their defaults)."""
@@ -537,7 +557,8 @@ def build_graph(name: str, m: int | None, *, seed: SeedLike = None,
         Connected simple graph, nodes ``0..m-1`` in sorted order of the generator's labels.
     """
     name = check_topology_name(name)
-    params = dict(params or {})
+    params = check_params_mapping(params)
+    check_seed_like(seed)
     _check_keys(name, params)
     if m is None and name in ("grid", "torus"):
         side = 3 if name == "torus" else 2

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -309,6 +310,9 @@ def load_graph(path: str | Path) -> LoadedGraph:
         For a missing file, an unknown extension or an unparseable file; the message names the
         path and the allowed formats or the offending line, node or edge.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"path must be a file path (str or os.PathLike), got {path!r}",
+                          field="path")
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in FILE_FORMATS:
@@ -320,7 +324,7 @@ def load_graph(path: str | Path) -> LoadedGraph:
         parsed = _parse_graphml(p)
     else:
         try:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_text(encoding="utf-8-sig")  # a leading byte-order mark is dropped
         except (OSError, UnicodeDecodeError) as exc:
             raise _err(p, f"{exc}; {_ALLOWED}") from None
         parsed = _parse_json(p, text) if suffix == ".json" else _parse_edgelist(p, text)

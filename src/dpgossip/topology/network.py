@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -60,6 +60,11 @@ class Network:
     Construct it with :func:`dpgossip.topology.make_network`, which validates ``W``
     (Assumption 2 of 001): symmetric, nonnegative, rows and columns summing to one, weights only
     on edges and the diagonal, connected graph, second largest eigenvalue modulus (SLEM) below one.
+    A ``Network(graph=..., W=...)`` built directly is checked the same way
+    (:func:`~dpgossip.topology.validate.validate_network`; errors name ``graph`` or ``W``), unless
+    ``allow_nonstochastic=True``: then only the graph, the shape, finiteness and support of ``W`` are
+    required, and :attr:`doubly_stochastic` records whether ``W`` also meets the averaging conditions
+    (the D-DP-PM runs refuse a network where it does not).
 
     ``W`` is stored as a read-only :class:`scipy.sparse.csr_array` (``2 |E| + m`` entries at most):
     ``W @ x``, ``W[i, j]`` and ``W.T`` work as for an array. Code that needs a dense matrix (the exact
@@ -74,12 +79,30 @@ class Network:
     """Topology name or file the graph came from."""
     mixing: str = "explicit"
     """Mixing rule that produced ``W``."""
+    allow_nonstochastic: bool = False
+    """Accept a ``W`` that is not a symmetric doubly-stochastic averaging matrix (weights a protocol
+    other than D-DP-PM needs: row-normalised, push-sum, the identity on a star of clients)."""
     neighbours: tuple[tuple[int, ...], ...] = field(init=False)
     """Sorted neighbour list of each agent (derived)."""
+    doubly_stochastic: bool = field(init=False)
+    """Whether ``W`` meets every condition of Assumption 2 of 001 (always, unless
+    :attr:`allow_nonstochastic`)."""
     _dense: np.ndarray | None = field(init=False, default=None, repr=False)
+    _validated: InitVar[bool] = False
+    """Internal: :func:`~dpgossip.topology.make_network` has validated ``W`` already."""
 
-    def __post_init__(self) -> None:
-        W = as_csr(self.W)
+    def __post_init__(self, _validated: bool) -> None:
+        for name in ("name", "mixing"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"{name} must be a string, got {getattr(self, name)!r}", field=name)
+        if _validated is True:
+            W, averaging = as_csr(self.W), True
+        else:
+            from dpgossip.topology.validate import validate_network  # validate imports this module
+
+            W, averaging = validate_network(self.graph, self.W,
+                                            allow_nonstochastic=self.allow_nonstochastic)
+        object.__setattr__(self, "doubly_stochastic", averaging)
         for a in (W.data, W.indices, W.indptr):
             a.setflags(write=False)
         object.__setattr__(self, "W", W)

@@ -71,4 +71,4 @@ def mfdl_erdos_renyi(agents: int, seed: int) -> Network:
                           f"{MFDL_MAX_TRIES} draws; use more agents", field="agents")
     graph = nx.Graph(graph)
     return Network(graph=graph, W=row_normalised_weights(graph), name="erdos_renyi-mfdl",
-                   mixing="row-normalised")
+                   mixing="row-normalised", allow_nonstochastic=True)

@@ -33,7 +33,9 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse import csgraph
 
-from dpgossip.errors import ConfigError
+from dpgossip.arrays import check_array
+from dpgossip.errors import ConfigError, check_number
+from dpgossip.topology.network import Network
 
 __all__ = ["DENSE_MAX_AGENTS", "LANCZOS_TOL", "SpectralSummary", "consensus_rounds",
            "extreme_eigenvalues", "laplacian_extremes", "rounds_for", "spectral_summary"]
@@ -302,17 +304,50 @@ class SpectralSummary:
 
 def _check_square(W: np.ndarray | sp.sparray) -> None:
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 2:
-        raise ConfigError(f"W: must be a square matrix of size at least 2, got shape {W.shape}")
+        raise ConfigError(f"W: must be a square matrix of size at least 2, got shape {W.shape}",
+                          field="W")
+
+
+STOCHASTIC_TOL = 1e-9
+"""Largest ``max_i |(W 1)_i - 1|`` :func:`spectral_summary` takes as doubly stochastic."""
+
+
+def _mixing_of(W: object, allow_nonstochastic: bool) -> np.ndarray | sp.csr_array:
+    """The matrix to summarise: ``W`` itself, or a :class:`Network`'s ``W``; checked to be a finite
+    square real matrix whose rows sum to one (unless ``allow_nonstochastic``)."""
+    if isinstance(W, Network):
+        if not (W.doubly_stochastic or allow_nonstochastic):
+            raise ConfigError(f"W: the network {W.name!r} has a W that is not doubly stochastic "
+                              "(built with allow_nonstochastic=True); pass allow_nonstochastic=True "
+                              "to summarise it anyway", field="W")
+        return W.W
+    if not sp.issparse(W):
+        W = check_array(W, "W", ndim=2)
+    elif W.dtype.kind not in "biuf":
+        raise ConfigError(f"W must be a matrix of real numbers, got dtype {W.dtype}", field="W")
+    _check_square(W)
+    if sp.issparse(W):
+        W = sp.csr_array(W, dtype=float)
+        if not np.all(np.isfinite(W.data)):
+            raise ConfigError("W: has non-finite entries", field="W")
+    rows = np.abs(np.asarray(W.sum(axis=1)).ravel() - 1.0)
+    if not allow_nonstochastic and float(rows.max()) > STOCHASTIC_TOL:
+        i = int(np.argmax(rows))
+        raise ConfigError(f"W: row {i} does not sum to 1 (|sum - 1| = {rows[i]:.3g} > "
+                          f"{STOCHASTIC_TOL:g}); the SLEM is the "
+                          "consensus rate only for a doubly-stochastic W (pass "
+                          "allow_nonstochastic=True to summarise another matrix)", field="W")
+    return W
 
 
 def _dense_summary(W: np.ndarray, tol: float) -> SpectralSummary:
     """Every eigenvalue by ``eigvalsh`` (the exact computation, for ``m <= DENSE_MAX_AGENTS``)."""
     if not np.all(np.isfinite(W)):
-        raise ConfigError("W: has non-finite entries")
+        raise ConfigError("W: has non-finite entries", field="W")
     asym = float(np.max(np.abs(W - W.T)))
     if asym > 1e-9:
         raise ConfigError(f"W: is not symmetric (max |W - W^T| = {asym:.3g}); the spectral "
-                          "summary assumes a symmetric mixing matrix")
+                          "summary assumes a symmetric mixing matrix", field="W")
     m = W.shape[0]
     S = (W + W.T) / 2.0
     lam = np.linalg.eigvalsh(S)
@@ -325,11 +360,11 @@ def _dense_summary(W: np.ndarray, tol: float) -> SpectralSummary:
 def _lanczos_summary(W: sp.csr_array, tol: float) -> SpectralSummary:
     """``lambda_1, lambda_2, lambda_m`` by Lanczos; ``SLEM = max(|lambda_2|, |lambda_m|)``."""
     if not np.all(np.isfinite(W.data)):
-        raise ConfigError("W: has non-finite entries")
+        raise ConfigError("W: has non-finite entries", field="W")
     asym = float(abs(W - W.T).max())
     if asym > 1e-9:
         raise ConfigError(f"W: is not symmetric (max |W - W^T| = {asym:.3g}); the spectral "
-                          "summary assumes a symmetric mixing matrix")
+                          "summary assumes a symmetric mixing matrix", field="W")
     m = W.shape[0]
     S = (W + W.T) / 2.0
     drift = float(np.max(np.abs(S @ np.ones(m) - 1.0)))
@@ -347,15 +382,26 @@ def _lanczos_summary(W: sp.csr_array, tol: float) -> SpectralSummary:
                            error_bound=error + drift, lambda_min_exact=exact)
 
 
-def spectral_summary(W: np.ndarray | sp.sparray, tol: float = 1e-6) -> SpectralSummary:
+def spectral_summary(W: np.ndarray | sp.sparray | Network, tol: float = 1e-6, *,
+                     allow_nonstochastic: bool = False) -> SpectralSummary:
     """Eigenvalues, SLEM, spectral gap and consensus rounds of a symmetric mixing matrix.
 
     Parameters
     ----------
-    W : array_like or scipy sparse matrix, shape (m, m)
-        Symmetric mixing matrix (asymmetry above ``1e-9`` is rejected; the symmetric part is used).
+    W : array_like, scipy sparse matrix, shape (m, m), or Network
+        Symmetric mixing matrix (asymmetry above ``1e-9`` is rejected; the symmetric part is used),
+        or a :class:`~dpgossip.topology.Network` (its ``W``).
     tol : float
-        Contraction tolerance for the ``rounds`` field.
+        Contraction tolerance for the ``rounds`` field, in ``(0, 1)``.
+    allow_nonstochastic : bool
+        Summarise a ``W`` whose rows do not sum to one (within :data:`STOCHASTIC_TOL`); by default
+        refused, since its SLEM is then no consensus rate.
+
+    Raises
+    ------
+    ConfigError
+        When ``W`` is not a finite square real matrix of size ``>= 2``, not symmetric, not
+        stochastic (unless allowed), or ``tol`` is not in ``(0, 1)``.
 
     Returns
     -------
@@ -366,14 +412,13 @@ def spectral_summary(W: np.ndarray | sp.sparray, tol: float = 1e-6) -> SpectralS
         ``W - 11^T/m`` (``method = 'dense'``). Above: Lanczos, see the module docstring
         (``method = 'lanczos'``, ``error_bound`` the residual bound plus ``max |W 1 - 1|``).
     """
-    if not sp.issparse(W):
-        W = np.asarray(W, dtype=float)
-    _check_square(W)
+    tol = check_number(tol, "tol", low=0, high=1, low_open=True, high_open=True)
+    W = _mixing_of(W, allow_nonstochastic)
     if W.shape[0] <= DENSE_MAX_AGENTS:
         return _dense_summary(W.toarray() if sp.issparse(W) else W, tol)
     return _lanczos_summary(sp.csr_array(W, dtype=float), tol)
 
 
-def consensus_rounds(W: np.ndarray | sp.sparray, tol: float) -> int | float:
+def consensus_rounds(W: np.ndarray | sp.sparray | Network, tol: float) -> int | float:
     """Smallest ``c`` with ``||W^c - 11^T/m||_2 = SLEM^c <= tol`` for a symmetric mixing ``W``."""
     return spectral_summary(W, tol).rounds

@@ -26,7 +26,7 @@ from dpgossip.topology.edges import adjacency_csr
 from dpgossip.topology.network import as_csr
 from dpgossip.topology.spectral import DENSE_MAX_AGENTS
 
-__all__ = ["check_graph", "validate_mixing"]
+__all__ = ["check_graph", "validate_mixing", "validate_network"]
 
 
 def check_graph(graph: nx.Graph, *, field: str = "graph") -> None:
@@ -35,7 +35,7 @@ def check_graph(graph: nx.Graph, *, field: str = "graph") -> None:
     _check_graph(graph, field=field)
 
 
-def _check_graph(graph: nx.Graph, *, field: str = "graph") -> sp.csr_array:
+def _check_graph(graph: nx.Graph, *, field: str = "graph", min_nodes: int = 2) -> sp.csr_array:
     """Check that ``graph`` is a connected simple undirected graph on nodes ``0..m-1``, ``m >= 2``.
 
     Parameters
@@ -62,9 +62,9 @@ def _check_graph(graph: nx.Graph, *, field: str = "graph") -> sp.csr_array:
         raise ConfigError(f"{field}: the graph is a {kind}graph; the communication graph must be "
                           "a simple undirected graph", field=field)
     m = graph.number_of_nodes()
-    if m < 2:
-        raise ConfigError(f"{field}: the graph has {m} node(s); a graph needs at least 2 agents",
-                          field=field)
+    if m < min_nodes:
+        raise ConfigError(f"{field}: the graph has {m} node(s); a graph needs at least {min_nodes} "
+                          f"agent{'s' if min_nodes != 1 else ''}", field=field)
     nodes = set(graph.nodes)
     expected = set(range(m))
     if nodes != expected:
@@ -90,7 +90,10 @@ def _check_graph(graph: nx.Graph, *, field: str = "graph") -> sp.csr_array:
 def _as_matrix(W: object, m: int, field: str) -> sp.csr_array:
     """``W`` (dense or sparse) as a float CSR array of shape ``(m, m)`` with finite entries."""
     try:
-        A = W if sp.issparse(W) else np.asarray(W, dtype=float)
+        A = W if sp.issparse(W) else np.asarray(W)
+        if A.dtype.kind not in "biuf":
+            raise TypeError(f"entries of dtype {A.dtype}; expected real numbers")
+        A = A if sp.issparse(A) else A.astype(float, copy=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{field}: W is not a numeric matrix ({exc})", field=field) from None
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
@@ -141,6 +144,11 @@ def _check_entries(A: sp.csr_array, adjacency: sp.csr_array, tol: float, field: 
             raise ConfigError(f"{field}: W is not doubly stochastic: {what} {k} sums to "
                               f"{float(sums[k])!r} (|sum - 1| = {err[k]:.3g} > tol {tol:g}); "
                               "every row and column must sum to 1", field=field)
+    _check_support(A, adjacency, field)
+
+
+def _check_support(A: sp.csr_array, adjacency: sp.csr_array, field: str) -> None:
+    """Nonzero weights only on the edges of the graph and the diagonal."""
     pattern = A.copy()
     pattern.data = np.ones_like(pattern.data)
     off = as_csr(pattern - pattern.multiply(adjacency) - sp.diags_array(pattern.diagonal()))
@@ -163,7 +171,8 @@ def _raise_slem(slem: str, periodic: bool, field: str) -> None:
                       f"average; {why}", field=field)
 
 
-def _check_spectrum(A: sp.csr_array, tol: float, field: str) -> None:
+def _check_spectrum(A: sp.csr_array, tol: float, field: str,
+                    dense_max: int = DENSE_MAX_AGENTS) -> None:
     """``SLEM < 1 - tol``: dense eigenvalues up to ``DENSE_MAX_AGENTS`` agents, else combinatorial.
 
     For a symmetric, nonnegative, doubly stochastic ``W`` (already checked), Perron-Frobenius gives
@@ -173,7 +182,7 @@ def _check_spectrum(A: sp.csr_array, tol: float, field: str) -> None:
     SLEM itself is then reported by :func:`~dpgossip.topology.spectral.spectral_summary` (Lanczos).
     """
     m = A.shape[0]
-    if m <= DENSE_MAX_AGENTS:
+    if m <= dense_max:
         W = A.toarray()
         slem = float(np.max(np.abs(np.linalg.eigvalsh((W + W.T) / 2.0
                                                       - np.full((m, m), 1.0 / m)))))
@@ -231,3 +240,40 @@ def validate_mixing(graph: nx.Graph, W: np.ndarray | sp.sparray, *, tol: float =
     _check_symmetric(A, tol, field)
     _check_entries(A, adjacency, tol, field)
     _check_spectrum(A, tol, field)
+
+
+def validate_network(graph: object, W: object, *, allow_nonstochastic: bool = False,
+                     tol: float = 1e-12) -> tuple[sp.csr_array, bool]:
+    """The checks of :class:`~dpgossip.topology.network.Network`: ``graph`` and ``W`` as given.
+
+    Always: ``graph`` is a connected simple undirected graph on ``0..m-1``, ``m >= 1`` (one agent is
+    the centralized power method; errors name ``graph``);
+    ``W`` is a finite numeric ``m x m`` matrix with weights only on edges and the diagonal (errors
+    name ``W``). Then the averaging conditions of :func:`validate_mixing` (symmetric, nonnegative,
+    doubly stochastic, SLEM < 1): a failure raises unless ``allow_nonstochastic``, for weights that a
+    protocol other than D-DP-PM needs (row-normalised, push-sum, a star of clients).
+
+    Returns
+    -------
+    (csr_array, bool)
+        ``W`` as a CSR array, and whether it meets the averaging conditions.
+    """
+    if not isinstance(allow_nonstochastic, bool):
+        raise ConfigError(f"allow_nonstochastic must be True or False, got {allow_nonstochastic!r}",
+                          field="allow_nonstochastic")
+    adjacency = _check_graph(graph, field="graph", min_nodes=1)  # type: ignore[arg-type]
+    A = _as_matrix(W, adjacency.shape[0], "W")
+    _check_support(A, adjacency, "W")
+    try:
+        _check_symmetric(A, tol, "W")
+        _check_entries(A, adjacency, tol, "W")
+        # allowed weights (a star of clients, ...) only need the O(|E|) test to be told apart
+        _check_spectrum(A, tol, "W", dense_max=0 if allow_nonstochastic else DENSE_MAX_AGENTS)
+    except ConfigError as exc:
+        if not allow_nonstochastic:
+            raise ConfigError(f"{exc}; D-DP-PM needs a symmetric doubly-stochastic W with SLEM < 1 "
+                              "(dpgossip.topology.make_network computes one; pass "
+                              "allow_nonstochastic=True only for a protocol that uses other "
+                              "weights)", field="W") from None
+        return A, False
+    return A, True
