@@ -197,7 +197,7 @@ def run_scenario(
     try:
         with staged_folder(out_dir, flag=flag) as stage:
             _run(scenario, stage.work, points, structures, n_workers, client, scheduler, quiet,
-                 where=str(out_dir))
+                 where=str(out_dir / "points"))
             stage.commit(stale_outputs(out_dir, cfg, scenario.name))
     finally:
         if client is not None:

@@ -174,11 +174,10 @@ def stale_outputs(out_dir: Path, config: Mapping[str, Any], scenario: str) -> Ca
       list, and those two files (never point files, which are keyed by hash, nor anything else).
     * Another scenario's results (replaced with ``--force``): everything.
     """
-    from dpgossip.scenario.outdir import owner_of
+    from dpgossip.scenario.staging import foreign
 
     out_dir = Path(out_dir)
-    owner = owner_of(out_dir)
-    if owner is not None and owner != scenario:
+    if foreign(out_dir, scenario):
         return lambda rel: True
     cfg_path = out_dir / "config.resolved.json"
     new = json.loads(json.dumps(config, default=str))

@@ -23,7 +23,8 @@ from dpgossip.errors import ConfigError
 from dpgossip.scenario.expand import Point, point_hash
 from dpgossip.scenario.progress import axes_label
 
-__all__ = ["KEEP_BYTES", "Structures", "preflight", "structure_key", "input_file", "input_digests"]
+__all__ = ["KEEP_BYTES", "Structures", "preflight", "check_points", "structure_key", "input_file",
+           "input_digests"]
 
 
 def structure_key(config: dict[str, Any]) -> str:
@@ -149,7 +150,29 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     return Structures(stems=stems, networks=networks, keys=keys, built=by_point)
 
 
-def _checked(group: Sequence[Point], base: Path | None) -> Any:
+def check_points(points: Sequence[Any], base: Path | None) -> None:
+    """Build every distinct network and dataset of ``points`` and check each point's settings on them
+    (:func:`~dpgossip.scenario.point_checks.check_point`), keeping nothing: the preflight of a command
+    that builds its points again as it runs them (``dpgossip audit``).
+
+    Parameters
+    ----------
+    points
+        Objects with ``index``, ``key``, ``axes`` and ``config`` (a :class:`Point`, an audit task).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`preflight`, prefixed with the point.
+    """
+    groups: dict[str, list[Any]] = {}
+    for p in points:
+        groups.setdefault(structure_key(p.config), []).append(p)
+    for group in groups.values():
+        _checked(group, base)
+
+
+def _checked(group: Sequence[Any], base: Path | None) -> Any:
     """The structure shared by ``group`` (points with one network and dataset), built on one BLAS
     thread, after every distinct point of the group passed :func:`check_point`."""
     from dpgossip._threads import single_blas_thread

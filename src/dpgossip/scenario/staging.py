@@ -42,8 +42,8 @@ from pathlib import Path
 from dpgossip.errors import ConfigError
 from dpgossip.scenario.lock import FolderLock
 
-__all__ = ["StagedFolder", "staged_folder", "staging_path", "replaced_path", "STAGING_MARK",
-           "REPLACED_MARK"]
+__all__ = ["StagedFolder", "staged_folder", "staging_path", "replaced_path", "foreign",
+           "stale_audit_files", "STAGING_MARK", "REPLACED_MARK"]
 
 STAGING_MARK = ".dpgossip-staging"
 """File that marks a staging folder (removed from the results folder after the swap)."""
@@ -198,6 +198,24 @@ class StagedFolder:
                     if not (self.real / rel).exists():
                         return True
         return False
+
+
+def foreign(folder: Path, scenario: str) -> bool:
+    """Whether ``folder`` holds another scenario's results (replaced whole by ``--force``)."""
+    from dpgossip.scenario.outdir import owner_of
+
+    owner = owner_of(Path(folder))
+    return owner is not None and owner != scenario
+
+
+def stale_audit_files(folder: Path, scenario: str) -> Callable[[str], bool]:
+    """The files of an earlier audit in ``folder`` that a new audit makes obsolete: its observer x
+    target matrices (``epsilon_matrix*.csv``, ``delta_matrix*.csv``; the new audit writes its own),
+    or everything when ``folder`` holds another scenario's results."""
+    if foreign(folder, scenario):
+        return lambda rel: True
+    return lambda rel: "/" not in rel and rel.endswith(".csv") and rel.startswith(
+        ("epsilon_matrix", "delta_matrix"))
 
 
 @contextlib.contextmanager
