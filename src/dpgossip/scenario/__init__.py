@@ -250,7 +250,11 @@ def _run(
         stream = run_pool(tasks, n_workers)
     else:
         stream = run_inline(tasks, structures.built)
-    _save_all(stream, BatchWriter(out_dir), results, progress)
+    from dpgossip.scenario.runner import repeat_progress
+
+    inline = client is None and (n_workers <= 1 or len(tasks) < 2)  # points run in this thread
+    with repeat_progress(progress.repeat if inline else None):
+        _save_all(stream, BatchWriter(out_dir), results, progress)
     assemble(
         out_dir,
         cfg,
