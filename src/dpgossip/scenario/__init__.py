@@ -235,7 +235,8 @@ def _run(
         if stored is not None:
             results[key] = stored
         else:
-            tasks.append(PointTask(index=p.index, key=key, config=p.config, axes=p.axes, base=base))
+            tasks.append(PointTask(index=p.index, key=key, config=p.config, axes=p.axes, base=base,
+                                   params=structures.params.get(p.index)))
     progress = Progress(len(results) + len(tasks), quiet=quiet)
     progress.skipped(len(results), where)
     for p in points:  # resumed points are warned about again

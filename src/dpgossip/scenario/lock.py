@@ -120,7 +120,11 @@ class FolderLock:
             raise ConfigError(f"{self.flag} {str(self.folder)!r}: this platform has no fcntl; "
                               "dpgossip cannot lock the results folder") from None
         for _ in range(_ATTEMPTS):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise ConfigError(f"{self.flag} {str(self.folder)!r}: cannot open its lock file "
+                                  f"{str(self.path)!r} ({exc.strerror or exc}); move it away") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.protocol import NoiseSchedule
+from dpgossip.protocol import NoiseSchedule, ProtocolParams
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Structure, make_problem
 
@@ -27,8 +27,12 @@ _CALIBRATED_KINDS = ("ddppm",)
 (:func:`~dpgossip.scenario.privacy_section.prepare_point`)."""
 
 
-def check_point(config: Mapping[str, Any], structure: Structure) -> None:
+def check_point(config: Mapping[str, Any], structure: Structure) -> ProtocolParams | None:
     """Raise the :class:`~dpgossip.errors.ConfigError` the point's run would raise on its settings.
+
+    Returns the point's resolved protocol parameters, which its run uses instead of resolving them
+    again (the same function on the same network and data: the same bits), or ``None`` for a
+    calibrated point (its calibration replaces the noise, and the parameters are resolved after it).
 
     Checks, in the order a run meets them: the ``[engine]`` conditions against the network
     (:func:`check_engine`), the calibration target (:func:`check_calibration`), the protocol
@@ -40,7 +44,8 @@ def check_point(config: Mapping[str, Any], structure: Structure) -> None:
     if spec.backend == "engine":
         check_engine(spec, structure)
     protocol = spec.protocol
-    if check_calibration(spec):  # the calibrated schedule replaces the point's own noise table
+    calibrated = check_calibration(spec)
+    if calibrated:  # the calibrated schedule replaces the point's own noise table
         protocol = dataclasses.replace(protocol, noise=NoiseSchedule(kind="constant", scale=1.0))
     problem = make_problem(protocol, structure)
     if spec.ppm is not None and protocol.kind.startswith("ppm"):
@@ -48,6 +53,7 @@ def check_point(config: Mapping[str, Any], structure: Structure) -> None:
         if p > problem.data.d:
             raise ConfigError(f"ppm.block_rank = {p} must be <= d = {problem.data.d} (the data's "
                               "columns)", field="ppm.block_rank")
+    return None if calibrated else problem.params
 
 
 def check_engine(spec: PointSpec, structure: Structure) -> None:

@@ -58,12 +58,17 @@ class Structures:
         the same structure) while their data total at most :data:`KEEP_BYTES`, so that a run in this
         process does not build them a second time. Built on one BLAS thread, as a point's run builds
         them (:func:`~dpgossip.scenario.execute.run_task`), so they are the same bits.
+    params
+        Point index -> its protocol parameters resolved by the check
+        (:func:`~dpgossip.scenario.point_checks.check_point`; not for a calibrated point), which its
+        run uses instead of resolving them a second time (on one BLAS thread too: the same bits).
     """
 
     stems: dict[int, str]
     networks: dict[str, tuple[Any, dict[str, Any], int]]
     keys: dict[int, str]
     built: dict[int, Any] = field(default_factory=dict)
+    params: dict[int, Any] = field(default_factory=dict)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write every network to ``out_dir/networks/<stem>.json`` (atomically); returns the paths."""
@@ -134,10 +139,11 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     stems: dict[int, str] = {}
     networks: dict[str, tuple[Any, dict[str, Any], int]] = {}
     by_point: dict[int, Any] = {}
+    params: dict[int, Any] = {}
     kept_bytes = 0
     for group in groups.values():
         first = group[0]
-        structure = _checked(group, base)
+        structure, resolved = _checked(group, base)
         network = structure.network
         stem = f"{_safe(network.name)}-{_network_key(first.config)}"
         networks.setdefault(stem, (network, first.config["network"], first.config["seed"]))
@@ -145,9 +151,11 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
         kept_bytes += structure.data.X.nbytes if keep else 0
         for p in group:
             stems[p.index] = stem
+            if resolved.get(p.key) is not None:
+                params[p.index] = resolved[p.key]
             if keep:
                 by_point[p.index] = structure
-    return Structures(stems=stems, networks=networks, keys=keys, built=by_point)
+    return Structures(stems=stems, networks=networks, keys=keys, built=by_point, params=params)
 
 
 def check_points(points: Sequence[Any], base: Path | None) -> None:
@@ -172,9 +180,10 @@ def check_points(points: Sequence[Any], base: Path | None) -> None:
         _checked(group, base)
 
 
-def _checked(group: Sequence[Any], base: Path | None) -> Any:
+def _checked(group: Sequence[Any], base: Path | None) -> tuple[Any, dict[str, Any]]:
     """The structure shared by ``group`` (points with one network and dataset), built on one BLAS
-    thread, after every distinct point of the group passed :func:`check_point`."""
+    thread, after every distinct point of the group passed :func:`check_point`; and the protocol
+    parameters it resolved, by point key."""
     from dpgossip._threads import single_blas_thread
     from dpgossip.scenario.point_checks import check_point
     from dpgossip.scenario.problem import build_structure
@@ -183,15 +192,14 @@ def _checked(group: Sequence[Any], base: Path | None) -> Any:
     try:
         with single_blas_thread():
             structure = build_structure(point.config, base)
-            seen: set[str] = set()
+            resolved: dict[str, Any] = {}
             for point in group:
-                if point.key not in seen:
-                    seen.add(point.key)
-                    check_point(point.config, structure)
+                if point.key not in resolved:
+                    resolved[point.key] = check_point(point.config, structure)
     except ConfigError as exc:
         prefix = f"point {point.index} ({axes_label(point.axes)}): " if point.axes else ""
         raise ConfigError(f"{prefix}{exc}", field=exc.field) from None
-    return structure
+    return structure, resolved
 
 
 def input_digests(config: Mapping[str, Any], base: Path | None,
