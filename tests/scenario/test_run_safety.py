@@ -356,3 +356,21 @@ def test_the_working_directory_is_refused_as_a_results_folder(tmp_path, monkeypa
     with pytest.raises(ConfigError, match="is the working directory or holds it"):
         run_scenario(small(), ".", quiet=True)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_parameters_resolved_by_the_preflight_give_the_runs_own_bits():
+    """The run uses the protocol parameters the preflight's check resolved; oracle: the same point
+    resolving its own parameters (as before the check existed)."""
+    import json
+
+    from dpgossip.scenario.execute import PointTask, run_task
+    from dpgossip.scenario.preflight import preflight
+
+    points = small(protocol={"consensus_steps": [1, 3], "rank": 2}).points()
+    structures = preflight(points, None)
+    assert sorted(structures.params) == [p.index for p in points]
+    for p in points:
+        task = PointTask(index=p.index, key=p.key, config=p.config, axes=p.axes)
+        given = run_task(PointTask(index=p.index, key=p.key, config=p.config, axes=p.axes,
+                                   params=structures.params[p.index]))
+        assert json.dumps(given.tables) == json.dumps(run_task(task).tables)
