@@ -374,3 +374,27 @@ def test_the_parameters_resolved_by_the_preflight_give_the_runs_own_bits():
         given = run_task(PointTask(index=p.index, key=p.key, config=p.config, axes=p.axes,
                                    params=structures.params[p.index]))
         assert json.dumps(given.tables) == json.dumps(run_task(task).tables)
+
+
+def test_an_old_folder_that_cannot_be_deleted_is_named_by_the_next_run(tmp_path):
+    if shutil.which("chattr") is None:
+        pytest.skip("needs chattr")
+    out = tmp_path / "out"
+    run_scenario(small(), out, quiet=True)
+    keep = out / "mine.txt"
+    keep.write_text("x")
+    if subprocess.run(["chattr", "+i", str(keep)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        run_scenario(small(), out, quiet=True)  # succeeds: its new folder is swapped in
+        assert (out / "summary.json").is_file() and (out / "mine.txt").read_text() == "x"
+        old = staging_path(out)  # the swapped-out folder keeps the immutable file
+        assert (old / REPLACED_MARK).exists()
+        with pytest.raises(ConfigError, match="cannot delete .*the results an earlier run replaced"):
+            run_scenario(small(), out, quiet=True)
+    finally:
+        subprocess.run(["chattr", "-i", str(keep)], capture_output=True)
+        for f in staging_path(out).rglob("*"):
+            subprocess.run(["chattr", "-i", str(f)], capture_output=True)
+    run_scenario(small(), out, quiet=True)
+    assert no_leftovers(out)

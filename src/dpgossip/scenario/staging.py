@@ -120,14 +120,17 @@ class StagedFolder:
             if not self.real.exists():
                 os.replace(replaced, self.real)  # stopped between the two renames: put it back
             elif (replaced / REPLACED_MARK).exists():
-                shutil.rmtree(replaced, ignore_errors=True)
+                _remove_old(replaced)
         work = self.work
         if work.is_symlink() or (work.exists() and not work.is_dir()):
             raise ConfigError(f"{self.flag} {str(self.target)!r}: {str(work)!r} is in the way (a run "
                               "stages its results there); move it away")
         if work.is_dir():
             if (work / REPLACED_MARK).exists():  # an old folder the last swap did not delete
-                shutil.rmtree(work)
+                if not _remove_old(work):
+                    raise ConfigError(f"{self.flag} {str(self.target)!r}: cannot delete {str(work)!r}, "
+                                      "the results an earlier run replaced (a file in it cannot be "
+                                      "removed); delete it")
             elif not (work / STAGING_MARK).exists():
                 raise ConfigError(f"{self.flag} {str(self.target)!r}: {str(work)!r} exists and was not "
                                   "made by dpgossip (a run stages its results there); move it away")
@@ -177,7 +180,7 @@ class StagedFolder:
         (real / REPLACED_MARK).unlink(missing_ok=True)
         _sync_dir(real.parent)
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            _remove_old(old)  # what cannot be deleted stays marked, and the next run names it
         self.committed = True
         return self.target
 
@@ -248,6 +251,23 @@ def _carry(src: Path, dst: Path, skip: Callable[[str], bool], top: Path | None =
                 _carry(entry, target, skip, top)
         elif not target.exists():
             _link(entry, target)
+
+
+def _remove_old(folder: Path) -> bool:
+    """Delete an old results folder marked :data:`REPLACED_MARK`, its mark last (so that a folder
+    with a file that cannot be removed stays recognisable); returns whether it is gone."""
+    for entry in folder.iterdir():
+        if entry.name == REPLACED_MARK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+    if any(e.name != REPLACED_MARK for e in folder.iterdir()):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return not folder.exists()
 
 
 def _link(src: Path, dst: Path) -> None:
