@@ -20,7 +20,7 @@ from dpgossip.protocol import NoiseSchedule, ProtocolParams
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Structure, make_problem
 
-__all__ = ["check_point", "check_engine", "check_calibration"]
+__all__ = ["check_point", "check_engine", "engine_network", "check_calibration"]
 
 _CALIBRATED_KINDS = ("ddppm",)
 """Kinds whose noise ``privacy.calibrate`` replaces
@@ -57,12 +57,30 @@ def check_point(config: Mapping[str, Any], structure: Structure) -> ProtocolPara
 
 
 def check_engine(spec: PointSpec, structure: Structure) -> None:
-    """The ``[engine]`` conditions parse and name only agents and edges of the point's network."""
+    """The ``[engine]`` conditions parse and name only nodes and edges of the network the engine
+    runs the point's protocol on (:func:`engine_network`)."""
     from dpgossip.engine import NetworkConditions
     from dpgossip.engine.conditions import condition_fields
 
+    network = engine_network(spec.protocol.kind, structure.network, structure.data.m)
     with renamed_fields(condition_fields("engine")):
-        NetworkConditions.from_mapping(dict(spec.engine)).check_network(structure.network)
+        NetworkConditions.from_mapping(dict(spec.engine)).check_network(network)
+
+
+def engine_network(kind: str, network: Any, parties: int) -> Any:
+    """The network the engine runs ``kind`` on: the star of ``parties`` clients around a curator
+    (node ``parties``) for ``ppm`` and ``ppm-federated``, around the aggregator for ``capepca``
+    (as :func:`dpgossip.engine.ppm_engine.run_ppm_engine` and the CAPE engine build them); the
+    point's own network for the gossip kinds."""
+    if kind in ("ppm", "ppm-federated"):
+        from dpgossip.engine.ppm_engine import star_network
+
+        return star_network(parties)
+    if kind == "capepca":
+        from dpgossip.engine.cape_engine import cape_star_network
+
+        return cape_star_network(parties)
+    return network
 
 
 def check_calibration(spec: PointSpec) -> bool:
