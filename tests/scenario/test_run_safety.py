@@ -283,9 +283,12 @@ def test_network_dp_target_outside_a_graph_is_refused_before_writing(tmp_path, c
 
 # --- the lock ----------------------------------------------------------------------------------------
 HOLDER = textwrap.dedent("""
-    import sys, time
-    from dpgossip.scenario.lock import FolderLock
-    lock = FolderLock(sys.argv[1]).acquire()
+    import importlib.util, sys, time
+    # the lock module alone (the scenario package's imports take seconds on a loaded machine)
+    spec = importlib.util.spec_from_file_location("lock", sys.argv[2])
+    module = sys.modules["lock"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lock = module.FolderLock(sys.argv[1]).acquire()
     print("locked", flush=True)
     time.sleep(60)
 """)
@@ -296,7 +299,10 @@ def test_a_second_run_is_refused_naming_the_holder_and_a_dead_holders_lock_is_ta
     toml = tmp_path / "t.toml"
     toml.write_text(scenario())
     out = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE,
+    from dpgossip.scenario import lock
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out), lock.__file__],
+                              stdout=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         assert holder.stdout.readline().strip() == "locked"
