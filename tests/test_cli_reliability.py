@@ -137,20 +137,27 @@ def test_out_immutable(tmp_path, capsys):
 
 
 def test_immutable_result_file_is_one_line_exit_1(tmp_path, capsys):
+    from dpgossip.scenario.staging import STAGING_MARK, staging_path
+
     s = write(tmp_path, GOOD)
     out = tmp_path / "o"
     assert main(["run", str(s), "--out", str(out), "-q"]) == 0
     capsys.readouterr()
-    (out / "points").mkdir(exist_ok=True)
-    for f in (out / "points").iterdir():
-        f.unlink()  # recompute, so that runs.csv is written again
-    if not _immutable(out / "runs.csv", True):
+    before = {f.name: f.read_bytes() for f in out.iterdir() if f.is_file()}
+    # the staging folder an interrupted run left, holding a file the run must remove but cannot
+    stage = staging_path(out)
+    stage.mkdir()
+    (stage / STAGING_MARK).write_text("")
+    (stage / "runs.csv").write_text("stale")
+    if not _immutable(stage / "runs.csv", True):
+        shutil.rmtree(stage)
         pytest.skip("chattr +i is not available here")
     try:
         line = error_line(capsys, ["run", s, "--out", out, "-q"], code=1)
     finally:
-        _immutable(out / "runs.csv", False)
-    assert line == f"cannot write {str(out / 'runs.csv')!r}: Operation not permitted"
+        _immutable(stage / "runs.csv", False)
+    assert line == f"{str(stage / 'runs.csv')!r}: Operation not permitted"
+    assert {f.name: f.read_bytes() for f in out.iterdir() if f.is_file()} == before
 
 
 def test_bogus_scheduler_fails_fast(tmp_path, capsys):

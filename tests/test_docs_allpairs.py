@@ -1,4 +1,5 @@
-"""The all-pairs network-DP numbers that docs/benchmarks.md, docs/network-dp.md and benchmarks/README.md print are
+"""The all-pairs network-DP numbers that docs/benchmarks.md, docs/network-dp.md and benchmarks/README.md
+print are
 those stored by the benchmark (``benchmarks/bench_network_dp.py --stage allpairs --record
 docs/numbers/network-dp-allpairs.json``): the audit stage's time beside the audit stage's peak memory,
 and the whole process's peak named as such.  The 10,000-agent run itself takes minutes and is not

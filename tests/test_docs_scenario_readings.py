@@ -1,7 +1,8 @@
 """The README's readings of the quickstart, consensus-sweep and topology-comparison scenarios are what the
 code computes now: ``scripts/scenario_readings.py`` reruns the sweep points each sentence quotes (the
 scenario's seed and repeats, a few seconds in all) and the README must print its texts (whitespace
-normalised; README.md and docs/results.md, where its readings moved).  Sections read: "Shipped scenarios" (the consensus-sweep row of the table, and the
+normalised; README.md and docs/results.md, where its readings moved).  Sections read: "Shipped
+scenarios" (the consensus-sweep row of the table, and the
 **quickstart**, **consensus-sweep** and **topology-comparison** paragraphs)."""
 
 from __future__ import annotations

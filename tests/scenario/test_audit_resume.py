@@ -13,6 +13,7 @@ from dpgossip.scenario.audit_command import plan_audit, run_audit
 from dpgossip.scenario.audit_point import AUDIT_POINT_FORMAT
 from dpgossip.scenario.results import point_file
 from dpgossip.scenario.schema import validate
+from dpgossip.scenario.staging import staging_path
 
 from .helpers import read_bytes
 
@@ -72,12 +73,15 @@ def test_interrupted_audit_resumes_without_recomputing(tmp_path, monkeypatch, re
     monkeypatch.setattr(privacy_section, "audit_config", interrupted)
     with pytest.raises(KeyboardInterrupt):
         audit(sc, tmp_path)
-    # two whole points on disk, no tables yet, no temporary file left
+    # two whole points on disk in the staging folder, the output folder untouched, no tables yet,
+    # no temporary file left
     keys = [t.key for t in plan_audit(sc, tmp_path).tasks]
-    assert [point_file(tmp_path, k).is_file() for k in keys] == [True, True, False]
-    assert not any((tmp_path / name).exists() for name in TABLES)
-    assert not list((tmp_path / "points").glob(".*.tmp"))
-    assert json.loads(point_file(tmp_path, keys[0]).read_text())["format"] == AUDIT_POINT_FORMAT
+    stage = staging_path(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    assert [point_file(stage, k).is_file() for k in keys] == [True, True, False]
+    assert not any((stage / name).exists() for name in TABLES)
+    assert not list((stage / "points").glob(".*.tmp"))
+    assert json.loads(point_file(stage, keys[0]).read_text())["format"] == AUDIT_POINT_FORMAT
 
     resumed = CountingAudit()
     monkeypatch.setattr(privacy_section, "audit_config", resumed)
@@ -87,6 +91,7 @@ def test_interrupted_audit_resumes_without_recomputing(tmp_path, monkeypatch, re
     assert (run.computed, run.resumed) == (1, 2)
     assert [p.resumed for p in seen] == [True, True, False] and [p.index for p in seen] == [0, 1, 2]
     assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
+    assert not stage.exists()
 
     # a third run audits nothing and still writes the same tables
     again = CountingAudit()

@@ -64,3 +64,48 @@ def test_engine_backend_rows_are_reproducible(tmp_path):
     names = ("runs.csv", "iterations.csv", "summary.json")
     assert read_bytes(tmp_path / "a", *names) == read_bytes(tmp_path / "b", *names)
     assert "messages_delivered" in (tmp_path / "a" / "runs.csv").read_text().splitlines()[0]
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_repeats_of_a_long_point_are_reported_at_most_every_repeat_seconds():
+    from dpgossip.scenario.progress import REPEAT_SECONDS
+
+    out, clock = io.StringIO(), Clock()
+    p = Progress(2, stream=out, clock=clock)
+    said = []
+    for done, at in [(1, 1.0), (2, REPEAT_SECONDS + 1.0), (3, REPEAT_SECONDS + 2.0),
+                     (8, 2 * REPEAT_SECONDS + 2.0), (10, 3 * REPEAT_SECONDS + 9.0)]:
+        clock.now = at
+        p.repeat(done, 10)
+        said.append(out.getvalue().count("\n"))
+    # nothing before REPEAT_SECONDS, then at most one line per REPEAT_SECONDS; none for the last
+    # repeat (the point's own line follows)
+    assert said == [0, 1, 1, 2, 2]
+    first, second = out.getvalue().splitlines()
+    # ETA = elapsed / done * (left): 6 s / 2 * 8 = 24 s; 12 s / 8 * 2 = 3 s
+    assert first == "[1/2] repeat 2/10 of this point (6 s; ETA of the point 24 s)"
+    assert second == "[1/2] repeat 8/10 of this point (12 s; ETA of the point 3 s)"
+    clock.now = 30.0
+    p.update(result(0))  # the next point starts its own clock
+    clock.now = 31.0
+    p.repeat(1, 10)
+    assert out.getvalue().count("\n") == 3
+
+
+def test_a_run_of_one_point_reports_its_repeats(tmp_path, monkeypatch, capsys):
+    from dpgossip.scenario import progress
+
+    monkeypatch.setattr(progress, "REPEAT_SECONDS", 0.0)
+    run_scenario(small(protocol={"consensus_steps": 2}, repeats=4), tmp_path, quiet=False)
+    err = capsys.readouterr().err
+    assert [f"[1/1] repeat {k}/4 of this point" in err for k in (1, 2, 3)] == [True] * 3
+    assert "repeat 4/4" not in err and err.rstrip().splitlines()[-1].startswith("[1/1] point 0")

@@ -9,6 +9,7 @@ from dpgossip.errors import ConfigError
 from dpgossip.report import make_report
 from dpgossip.scenario import batches, run_scenario, runner
 from dpgossip.scenario.batches import BATCH_FORMAT, saved_keys, saved_points
+from dpgossip.scenario.staging import staging_path
 
 from .helpers import read_bytes, small
 
@@ -44,19 +45,22 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path, monkeypatch, refe
     monkeypatch.setattr(runner, "run_point", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_scenario(sc, tmp_path, quiet=True)
-    # two whole points on disk (saved on the way out), no final tables yet, the resolved
-    # configuration already there
+    # two whole points on disk (saved on the way out) in the staging folder next to the results
+    # folder, which is untouched (still empty); no final tables yet
     points = sc.points()
-    assert [p.key in saved_keys(tmp_path) for p in points] == [True, True, False]
-    assert not (tmp_path / "runs.csv").exists() and not (tmp_path / "summary.json").exists()
-    assert (tmp_path / "config.resolved.json").is_file()
-    assert not list((tmp_path / "points").glob(".*.tmp"))
+    stage = staging_path(tmp_path)
+    assert [p.key in saved_keys(stage) for p in points] == [True, True, False]
+    assert list(tmp_path.iterdir()) == []
+    assert not (stage / "runs.csv").exists() and not (stage / "summary.json").exists()
+    assert (stage / "config.resolved.json").is_file()
+    assert not list((stage / "points").glob(".*.tmp"))
 
     resumed = CountingRunPoint()
     monkeypatch.setattr(runner, "run_point", resumed)
     run_scenario(sc, tmp_path, quiet=True)
     assert resumed.calls == [{"protocol.consensus_steps": 4}]
     assert read_bytes(tmp_path, *TABLES) == read_bytes(reference, *TABLES)
+    assert not stage.exists() and [p.key in saved_keys(tmp_path) for p in points] == [True] * 3
     timing = json.loads((tmp_path / "timing.json").read_text())
     assert timing["computed"] == 1 and timing["resumed"] == 2
     assert [p["resumed"] for p in timing["points"]] == [True, True, False]
@@ -126,17 +130,24 @@ def test_point_files_of_earlier_versions_resume(tmp_path, monkeypatch, reference
 def test_changed_scenario_reuses_shared_points_and_drops_stale_tables(tmp_path, monkeypatch):
     run_scenario(small(), tmp_path, quiet=True)
     assert (tmp_path / "summary.json").is_file()
+    before = read_bytes(tmp_path, *TABLES)
     counting = CountingRunPoint(stop_at=1)
     monkeypatch.setattr(runner, "run_point", counting)
     wider = small(protocol={"consensus_steps": [1, 2, 4, 8]})
     with pytest.raises(KeyboardInterrupt):
         run_scenario(wider, tmp_path, quiet=True)
-    # only c = 8 was new; the old run's tables are gone (they described the other configuration)
+    # only c = 8 was new; the interrupted run left the earlier results exactly as they were
     assert counting.calls == [{"protocol.consensus_steps": 8}]
-    assert not (tmp_path / "runs.csv").exists() and not (tmp_path / "summary.json").exists()
+    assert read_bytes(tmp_path, *TABLES) == before
+    # once the edited scenario finishes, its tables replace the old ones
+    finishing = CountingRunPoint()
+    monkeypatch.setattr(runner, "run_point", finishing)
+    run_scenario(wider, tmp_path, quiet=True)
+    assert finishing.calls == [{"protocol.consensus_steps": 8}]
     assert json.loads((tmp_path / "config.resolved.json").read_text())["protocol"][
         "consensus_steps"
     ] == [1, 2, 4, 8]
+    assert json.loads((tmp_path / "summary.json").read_text())["points"] == 4
 
 
 def test_duplicate_points_run_once(tmp_path, monkeypatch):

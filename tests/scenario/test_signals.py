@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dpgossip.scenario.batches import saved_keys
+from dpgossip.scenario.staging import staging_path
 
 # Slow points (many iterations on a big ring, many repeats) so that SIGTERM lands mid-sweep.
 SCENARIO = """
@@ -106,8 +107,8 @@ def test_sigterm_stops_the_workers_and_the_sweep_resumes(tmp_path):
     assert "Traceback" not in err
     time.sleep(0.5)
     assert not [w for w in workers if _alive(w)], "orphaned workers after SIGTERM"
-    done = len(saved_keys(out))
-    assert done < 4
+    done = len(saved_keys(staging_path(out)))  # kept in the staging folder, out untouched
+    assert done < 4 and not out.exists()
     # the same command finishes the sweep
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
@@ -145,7 +146,7 @@ def test_sigterm_on_an_in_process_sweep_exits_143(tmp_path):
     proc = subprocess.Popen(_cmd(sc, out, "-q"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (out / "config.resolved.json").exists():
+    while time.monotonic() < deadline and not (staging_path(out) / "config.resolved.json").exists():
         time.sleep(0.05)  # the sweep has started: the handler is installed
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)

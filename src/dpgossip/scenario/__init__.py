@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.scenario.assemble import assemble, remove_stale_outputs
+from dpgossip.scenario.assemble import assemble, stale_outputs, write_resolved_config
 from dpgossip.scenario.batches import BatchWriter, saved_points, stored_point
 from dpgossip.scenario.execute import (
     DASK_TIMEOUT,
@@ -37,6 +37,7 @@ from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.results import PointResult
 from dpgossip.scenario.schema import SCHEMA, register_section, validate
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
+from dpgossip.scenario.staging import staged_folder
 
 __all__ = [
     "load_scenario",
@@ -140,9 +141,14 @@ def run_scenario(
 ) -> Path:
     """Run every point and repeat of a scenario and write its results folder.
 
-    Finished points are stored in ``out/points/<hash>.json`` as they complete; a rerun skips them, so an
-    interrupted sweep resumes where it stopped and ends with the same tables as an uninterrupted one.
-    See :mod:`dpgossip.scenario.assemble` for the files. No plots are drawn here: draw them with
+    Every point's settings are checked on its network and data before anything is written
+    (:func:`~dpgossip.scenario.preflight.preflight`). The run writes into a staging folder next to
+    ``out`` and replaces ``out`` with it only when it has succeeded, holding ``out``'s lock
+    meanwhile (:mod:`~dpgossip.scenario.staging`): a failed or interrupted run leaves the results
+    already in ``out`` as they were. Finished points are stored in the staging folder's
+    ``points/`` as they complete; a rerun skips them (and the points already in ``out/points``), so
+    an interrupted sweep resumes where it stopped and ends with the same tables as an uninterrupted
+    one. See :mod:`dpgossip.scenario.assemble` for the files. No plots are drawn here: draw them with
     :func:`dpgossip.report.make_report` on the returned folder (``dpgossip run`` does when
     ``[output] plots`` is true and ``--no-plots`` is not given).
 
@@ -173,8 +179,9 @@ def run_scenario(
     ------
     ConfigError
         A point that cannot be built or run (naming the point), an unreachable scheduler, bad workers,
-        an output folder that cannot be written or holds another scenario's results, a sweep or point
-        too large for the memory (:mod:`~dpgossip.scenario.sizes`).
+        an output folder that cannot be written, holds another scenario's results or is in use by
+        another run (naming it), a sweep or point too large for the memory
+        (:mod:`~dpgossip.scenario.sizes`).
     KeyboardInterrupt
         Propagated after the finished points were saved.
     """
@@ -192,13 +199,17 @@ def run_scenario(
     check_sweep_size(cfg)
     points = scenario.points()
     check_point_sizes(points, scenario.base)
-    structures = preflight(points, scenario.base)
+    structures = preflight(points, scenario.base)  # every point checked: nothing written before
     client = connect_dask(scheduler, scheduler_timeout) if scheduler is not None else None
     try:
-        return _run(scenario, out_dir, points, structures, n_workers, client, scheduler, quiet)
+        with staged_folder(out_dir, flag=flag) as stage:
+            _run(scenario, stage.work, points, structures, n_workers, client, scheduler, quiet,
+                 where=str(out_dir / "points"))
+            stage.commit(stale_outputs(out_dir, cfg, scenario.name))
     finally:
         if client is not None:
             client.close()
+    return out_dir
 
 
 def _run(
@@ -210,9 +221,11 @@ def _run(
     client: Any,
     scheduler: str | None,
     quiet: bool,
+    where: str,
 ) -> Path:
+    """Run the points not stored yet and assemble the tables in ``out_dir`` (the staging folder)."""
     cfg = scenario.config
-    remove_stale_outputs(out_dir, cfg)
+    write_resolved_config(out_dir, cfg)
     structures.save(out_dir)
     t0 = time.perf_counter()
     results: dict[str, PointResult] = {}
@@ -229,9 +242,10 @@ def _run(
         if stored is not None:
             results[key] = stored
         else:
-            tasks.append(PointTask(index=p.index, key=key, config=p.config, axes=p.axes, base=base))
+            tasks.append(PointTask(index=p.index, key=key, config=p.config, axes=p.axes, base=base,
+                                   params=structures.params.get(p.index)))
     progress = Progress(len(results) + len(tasks), quiet=quiet)
-    progress.skipped(len(results), str(out_dir / "points"))
+    progress.skipped(len(results), where)
     for p in points:  # resumed points are warned about again
         stored = results.get(structures.keys[p.index])
         if stored is not None and stored.index == p.index:
@@ -244,7 +258,11 @@ def _run(
         stream = run_pool(tasks, n_workers)
     else:
         stream = run_inline(tasks, structures.built)
-    _save_all(stream, BatchWriter(out_dir), results, progress)
+    from dpgossip.scenario.runner import repeat_progress
+
+    inline = client is None and (n_workers <= 1 or len(tasks) < 2)  # points run in this thread
+    with repeat_progress(progress.repeat if inline else None):
+        _save_all(stream, BatchWriter(out_dir), results, progress)
     assemble(
         out_dir,
         cfg,

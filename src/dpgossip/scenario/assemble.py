@@ -3,7 +3,8 @@
 Files (all written atomically; ``summary.json`` last, so its presence marks a finished run):
 
 ``config.resolved.json``
-    The validated configuration with every default filled (written before the first point runs).
+    The validated configuration with every default filled (written before the first point runs, in
+    the staging folder: :mod:`~dpgossip.scenario.staging`).
 ``runs.csv``
     One row per point and repeat: axis columns (dots replaced by ``_``), network, data and protocol
     descriptors, final metrics, ``status`` and ``status_reason`` (:mod:`dpgossip.scenario.status`),
@@ -28,7 +29,7 @@ Files (all written atomically; ``summary.json`` last, so its presence marks a fi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from dpgossip.scenario.status import status_counts
 from dpgossip.scenario.store import write_csv, write_json
 from dpgossip.scenario.summary import library_versions, summarise
 
-__all__ = ["FINAL_FILES", "METRICS", "assemble", "remove_stale_outputs", "axis_column"]
+__all__ = ["FINAL_FILES", "METRICS", "assemble", "stale_outputs", "write_resolved_config", "axis_column"]
 
 FINAL_FILES: tuple[str, ...] = (
     "runs.csv",
@@ -159,31 +160,42 @@ def assemble(
     return written
 
 
-def remove_stale_outputs(out_dir: Path, config: Mapping[str, Any]) -> None:
-    """Prepare ``out_dir`` for ``config``: if it holds the results of another configuration, delete the
-    files that run listed in its ``summary.json`` and ``plots/plots.json`` (never point files, which are
-    keyed by hash, nor anything else), then write ``config.resolved.json``."""
+def write_resolved_config(out_dir: Path, config: Mapping[str, Any]) -> None:
+    """Write ``config.resolved.json`` (before the first point runs)."""
+    write_json(Path(out_dir) / "config.resolved.json", config)
+
+
+def stale_outputs(out_dir: Path, config: Mapping[str, Any], scenario: str) -> Callable[[str], bool]:
+    """Which files of the results already in ``out_dir`` a run of ``config`` makes obsolete, as a
+    predicate on paths relative to ``out_dir`` (for :meth:`~dpgossip.scenario.staging.StagedFolder.commit`).
+
+    * The same configuration: none (the new run rewrites its own files; plots and other files stay).
+    * Another configuration of ``scenario``: the files its ``summary.json`` and ``plots/plots.json``
+      list, and those two files (never point files, which are keyed by hash, nor anything else).
+    * Another scenario's results (replaced with ``--force``): everything.
+    """
+    from dpgossip.scenario.staging import foreign
+
     out_dir = Path(out_dir)
+    if foreign(out_dir, scenario):
+        return lambda rel: True
     cfg_path = out_dir / "config.resolved.json"
     new = json.loads(json.dumps(config, default=str))
-    if cfg_path.is_file():
-        try:
-            old = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except ValueError:
-            old = None
-        if old != new:
-            summary = out_dir / "summary.json"
-            try:
-                files = json.loads(summary.read_text(encoding="utf-8")).get("files", [])
-            except (OSError, ValueError, AttributeError):
-                files = []
-            try:
-                plots = json.loads((out_dir / "plots" / "plots.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                plots = []
-            plots = [f"plots/{p}" for p in plots if isinstance(p, str)] if isinstance(plots, list) else []
-            for name in [*files, *plots, "plots/plots.json", "summary.json"]:
-                target = (out_dir / name).resolve()
-                if out_dir.resolve() in target.parents and target.is_file():
-                    target.unlink()
-    write_json(cfg_path, config)
+    try:
+        old = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return lambda rel: False
+    if old == new:
+        return lambda rel: False
+    try:
+        files = json.loads((out_dir / "summary.json").read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        files = []
+    try:
+        plots = json.loads((out_dir / "plots" / "plots.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        plots = []
+    plots = [f"plots/{p}" for p in plots if isinstance(p, str)] if isinstance(plots, list) else []
+    listed = {*(f for f in files if isinstance(f, str)), *plots, "plots/plots.json", "summary.json"}
+    stale = frozenset(Path(f).as_posix() for f in listed)
+    return lambda rel: rel in stale

@@ -63,7 +63,7 @@ from dpgossip.scenario.audit_point import (
 )
 from dpgossip.scenario.expand import point_hash
 from dpgossip.scenario.outdir import check_out_dir
-from dpgossip.scenario.preflight import input_digests
+from dpgossip.scenario.preflight import check_points, input_digests
 from dpgossip.scenario.privacy_overrides import (
     PrivacyOverrides,
     audited_points,
@@ -73,6 +73,7 @@ from dpgossip.scenario.privacy_overrides import (
 from dpgossip.scenario.problem import build_structure, resolve_problem
 from dpgossip.scenario.progress import Progress, axes_label
 from dpgossip.scenario.results import jsonable
+from dpgossip.scenario.staging import staged_folder, stale_audit_files
 from dpgossip.scenario.step_progress import TargetProgress
 from dpgossip.scenario.store import json_safe, write_csv, write_json
 
@@ -317,6 +318,12 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
               quiet: bool = False, stream: IO[str] | None = None) -> AuditRun:
     """Audit every point of ``plan`` (resuming from stored points) and write the folder's tables.
 
+    Every point's settings are checked on its network and data first
+    (:func:`~dpgossip.scenario.preflight.check_points`); the audit then writes into a staging folder
+    swapped in as ``plan.out`` only when it succeeds, under the folder's lock
+    (:mod:`~dpgossip.scenario.staging`): a failed or interrupted audit leaves earlier results as
+    they were, and the next run resumes from the points it finished.
+
     Parameters
     ----------
     plan
@@ -340,6 +347,16 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
     KeyboardInterrupt
         Propagated; every point finished before it is stored.
     """
+    check_points(plan.tasks, plan.base)
+    with staged_folder(plan.out, flag="--out") as stage:
+        run = _run_audit(replace(plan, out=stage.work), on_point, quiet, stream, plan.out)
+        stage.commit(stale_audit_files(plan.out, plan.scenario))
+    return replace(run, out=plan.out,
+                   files=tuple(plan.out / f.relative_to(stage.work) for f in run.files))
+
+
+def _run_audit(plan: AuditPlan, on_point: Callable[[AuditPoint], None] | None, quiet: bool,
+               stream: IO[str] | None, target: Path) -> AuditRun:
     from dpgossip.scenario.kind_commands import commands_for
 
     first: dict[str, AuditTask] = {}
@@ -353,7 +370,7 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
             done[t.key] = stored
     resumed = len(done)
     progress = Progress(len(first), quiet=quiet, stream=stream)
-    progress.skipped(resumed, str(plan.out / "points"))
+    progress.skipped(resumed, str(target / "points"))
     points: list[AuditPoint | KindAuditPoint] = []
     try:
         for t in plan.tasks:

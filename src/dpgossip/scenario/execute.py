@@ -70,13 +70,15 @@ OWN_LANE = True
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PointTask:
-    """One point to run: its resolved scalar configuration, axis values and the scenario's folder."""
+    """One point to run: its resolved scalar configuration, axis values and the scenario's folder, and
+    the protocol parameters the preflight resolved for it (``None``: resolved by the run)."""
 
     index: int
     key: str
     config: dict[str, Any]
     axes: dict[str, Any]
     base: str | None = None
+    params: Any = None
 
 
 def _label(task: PointTask) -> str:
@@ -100,7 +102,7 @@ def run_task(task: PointTask, structure: Any = None) -> PointResult:
     from dpgossip._threads import single_blas_thread
     from dpgossip.scenario import runner
     from dpgossip.scenario.point import PointSpec
-    from dpgossip.scenario.problem import make_problem, make_structure
+    from dpgossip.scenario.problem import Problem, make_problem, make_structure
     from dpgossip.scenario.sections import prepare_point
 
     base = Path(task.base) if task.base else None
@@ -111,7 +113,11 @@ def run_task(task: PointTask, structure: Any = None) -> PointResult:
                 structure = make_structure(PointSpec.from_config(task.config), base)
             config, extra = prepare_point(task.config, structure)  # e.g. a calibrated noise scale
             spec = PointSpec.from_config(config)  # the settings the point runs with
-            problem = make_problem(spec.protocol, structure)  # one per point
+            if task.params is not None and config["protocol"] == task.config["protocol"]:
+                problem = Problem(network=structure.network, data=structure.data,
+                                  params=task.params)  # resolved by the preflight check
+            else:
+                problem = make_problem(spec.protocol, structure)  # one per point
             runs, iters = runner.run_point(spec, problem, task.axes)
             runs = [{**r, **extra} for r in runs]
             tables = {"runs": runs, "iterations": iters,

@@ -20,6 +20,11 @@ graphs whose stored settings match, so an interrupted run resumes per graph), ``
 row) and ``summary.json``.  Each graph runs with one BLAS thread
 (:func:`~dpgossip._threads.single_blas_thread`: faster for the many mid-sized products of the Krylov
 bases, and bit-identical results).  The plot is drawn by :mod:`dpgossip.report.network_dp`.
+
+Every graph is built and checked (:func:`prepare_case`: a target or observer outside the graph, a view
+too large) before anything is written; the run writes into a staging folder swapped in only when it
+succeeds, under the folder's lock (:mod:`~dpgossip.scenario.staging`; ``graphs/`` is its resume
+store), so a failed or interrupted run leaves earlier results as they were.
 """
 
 from __future__ import annotations
@@ -49,12 +54,14 @@ from dpgossip.protocol.linear_gossip import LinearGossip
 from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.scenario.network_dp_config import MIXING_TIME, GraphCase, NetworkDpConfig
 from dpgossip.scenario.outdir import check_out_dir
+from dpgossip.scenario.staging import foreign, staged_folder
 from dpgossip.scenario.store import json_safe, read_json, write_csv, write_json
 from dpgossip.topology import make_network
 from dpgossip.topology.network import Network
 from dpgossip.topology.published import mfdl_erdos_renyi
 
-__all__ = ["LeakageRow", "build_network", "choose_observers", "audit_case", "run_network_dp",
+__all__ = ["LeakageRow", "PreparedCase", "build_network", "choose_observers", "prepare_case",
+           "audit_case", "run_network_dp",
            "graph_file", "FORMAT"]
 
 FORMAT = 1
@@ -170,15 +177,24 @@ def _rows(pairs: list[PairLeakage], bounds: dict[str, np.ndarray], label: str,
     return out
 
 
-def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: float,
-               path: str = "network_dp.graphs[0]") -> tuple[list[LeakageRow], dict[str, object]]:
-    """Audit one graph of the scenario.
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class PreparedCase:
+    """A graph of the scenario built and checked: its network, the gossip it runs and the observers
+    audited (:func:`prepare_case`)."""
 
-    Returns
-    -------
-    rows, info
-        One :class:`LeakageRow` per (observer, target) pair, and the graph's facts (agents, edges,
-        rounds used, observers audited, mixing).
+    network: Network
+    spec: LinearGossip
+    observers: tuple[int, ...]
+
+
+def prepare_case(case: GraphCase, path: str = "network_dp.graphs[0]") -> PreparedCase:
+    """Build a graph and check everything its audit needs (rounds, the size of its views, the target
+    and observers are agents of the graph), without auditing.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``path`` and the key (``network_dp.graphs[1].target``).
     """
     network = build_network(case, path)
     with renamed_fields({"sigma": f"{path}.sigma", "rounds": f"{path}.rounds"}):
@@ -187,21 +203,39 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
     spec = LinearGossip(protocol=case.protocol, rounds=rounds, sigma=case.sigma, inputs=case.inputs,
                         sigma_cor=case.sigma_cor)
     _check_view_size(network, spec, path)
+    if case.observer is not None:
+        observers = [_check_agent(network, case.observer, f"{path}.observer")]
+    else:
+        observers = choose_observers(network, case, path)
+    return PreparedCase(network=network, spec=spec, observers=tuple(observers))
+
+
+def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: float,
+               path: str = "network_dp.graphs[0]", prepared: PreparedCase | None = None
+               ) -> tuple[list[LeakageRow], dict[str, object]]:
+    """Audit one graph of the scenario (``prepared``: by :func:`prepare_case`, else built here).
+
+    Returns
+    -------
+    rows, info
+        One :class:`LeakageRow` per (observer, target) pair, and the graph's facts (agents, edges,
+        rounds used, observers audited, mixing).
+    """
+    prepared = prepared if prepared is not None else prepare_case(case, path)
+    network, spec, observers = prepared.network, prepared.spec, list(prepared.observers)
     settings = LinearAuditSettings(sensitivity=sensitivity, orders=(alpha,), delta=delta)
     rows: list[LeakageRow] = []
     if case.observer is not None:
-        v = _check_agent(network, case.observer, f"{path}.observer")
+        v = observers[0]
         pairs = audit_gossip(network, spec, v, settings)
         rows = _rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha)
-        observers = [v]
     else:
-        observers = choose_observers(network, case, path)
         for v in observers:
             pairs = audit_gossip(network, spec, v, settings, targets=[case.target])
             rows.extend(_rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha))
-    info = {**network.to_row(), "label": case.label, "rounds": rounds, "observers": len(observers),
-            "pairs": len(rows), "protocol": case.protocol, "inputs": case.inputs,
-            "sigma_cor": case.sigma_cor}
+    info = {**network.to_row(), "label": case.label, "rounds": spec.rounds,
+            "observers": len(observers), "pairs": len(rows), "protocol": case.protocol,
+            "inputs": case.inputs, "sigma_cor": case.sigma_cor}
     return rows, info
 
 
@@ -262,12 +296,26 @@ def run_network_dp(config: NetworkDpConfig, out: str | Path | None = None, *, qu
         The results folder.
     """
     out_dir = Path(out or config.out_dir or Path("results") / config.name)
-    check_out_dir(out_dir, config.name, flag="--out" if out else "the results folder", force=force)
+    flag = "--out" if out else "the results folder"
+    check_out_dir(out_dir, config.name, flag=flag, force=force)
+    prepared = []  # every graph built and checked before anything is written
+    for i, case in enumerate(config.graphs):
+        with single_blas_thread():
+            prepared.append(prepare_case(case, f"network_dp.graphs[{i}]"))
+    stale = foreign(out_dir, config.name)  # --force: another scenario's results are replaced whole
+    with staged_folder(out_dir, flag=flag, keep=("graphs",)) as stage:
+        _write_results(config, stage.work, prepared, quiet)
+        stage.commit(lambda rel: stale)
+    return out_dir
+
+
+def _write_results(config: NetworkDpConfig, out_dir: Path, prepared: list[PreparedCase],
+                   quiet: bool) -> None:
     write_json(out_dir / "config.resolved.json", json_safe(config.to_row()))
     rows: list[dict[str, object]] = []
     graphs: list[dict[str, object]] = []
     for i, case in enumerate(config.graphs):
-        record = _run_graph(config, out_dir, i, case, quiet)
+        record = _run_graph(config, out_dir, i, case, quiet, prepared[i])
         rows.extend(record["rows"])
         graphs.append({**record["info"], "seconds": record["seconds"], "resumed": record["resumed"]})
     write_csv(out_dir / "leakage.csv", rows)
@@ -275,11 +323,10 @@ def run_network_dp(config: NetworkDpConfig, out: str | Path | None = None, *, qu
         "scenario": config.name, "kind": "network_dp", "alpha": config.alpha,
         "delta": config.delta, "pairs": len(rows), "graphs": graphs,
         "statuses": {"ok": len(config.graphs)}}))
-    return out_dir
 
 
 def _run_graph(config: NetworkDpConfig, out_dir: Path, i: int, case: GraphCase,
-               quiet: bool) -> dict[str, Any]:
+               quiet: bool, prepared: PreparedCase) -> dict[str, Any]:
     path, key = graph_file(out_dir, i, case), _key(config, case)
     stored = _stored(path, key)
     if stored is not None:
@@ -289,7 +336,8 @@ def _run_graph(config: NetworkDpConfig, out_dir: Path, i: int, case: GraphCase,
     start = time.perf_counter()
     with single_blas_thread():  # many mid-sized products: faster, and the same bits everywhere
         found, info = audit_case(case, alpha=config.alpha, delta=config.delta,
-                                 sensitivity=config.sensitivity, path=f"network_dp.graphs[{i}]")
+                                 sensitivity=config.sensitivity, path=f"network_dp.graphs[{i}]",
+                                 prepared=prepared)
     seconds = time.perf_counter() - start
     record = {"key": key, "info": info, "seconds": seconds, "rows": [r.to_row() for r in found]}
     write_json(path, json_safe(record))

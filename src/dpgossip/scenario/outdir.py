@@ -6,7 +6,9 @@ and must not hold another scenario's results: a folder is recognised by its ``co
 (``name``), ``summary.json`` (``scenario``) or ``worst.json`` (``scenario``, an audit folder). Writing over
 another scenario's results needs ``force`` (``--force``). The same scenario's earlier results are
 expected: a rerun resumes, and an edited scenario replaces its own files
-(:func:`~dpgossip.scenario.assemble.remove_stale_outputs`).
+(:func:`~dpgossip.scenario.assemble.stale_outputs`). A run writes into a staging folder next to the
+results folder and swaps it in when it succeeds (:mod:`~dpgossip.scenario.staging`), so the parent
+folder must be writable too, and the results folder must not be (or hold) the working directory.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ def check_out_dir(path: str | Path, scenario: str, *, flag: str = "--out", force
                           "results (it is created when missing)")
     anchor = _check_path(path, flag, path)
     _probe(anchor, flag, path)
+    _check_beside(path, flag)
     if path.is_dir() and not force:
         other = owner_of(path)
         if other is not None and other != scenario:
@@ -101,6 +104,31 @@ def check_out_dir(path: str | Path, scenario: str, *, flag: str = "--out", force
                               f"{scenario!r}; writing there would replace them; choose another "
                               "folder, or add --force to replace them")
     return path
+
+
+def _check_beside(path: Path, flag: str) -> None:
+    """A run writes into a staging folder next to ``path`` and swaps it in when it succeeds
+    (:mod:`~dpgossip.scenario.staging`): the folder's parent must be writable, and the folder must
+    not hold the working directory (the swap would pull it from under this process)."""
+    real = Path(os.path.realpath(path))
+    if real.parent == real:
+        raise ConfigError(f"{flag} {str(path)!r} is the root of the file system; choose a folder "
+                          "for the results")
+    cwd = Path(os.path.realpath(Path.cwd()))
+    if cwd == real or real in cwd.parents:
+        raise ConfigError(f"{flag} {str(path)!r} is the working directory or holds it; a run "
+                          "replaces its results folder when it succeeds, so choose a folder below "
+                          f"it, e.g. {str(path / 'results')!r}")
+    parent = _check_path(real.parent, flag, path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".dpgossip-write-test-")
+    except OSError as exc:
+        raise ConfigError(f"{flag} {str(path)!r}: cannot write in {str(parent)!r} "
+                          f"({exc.strerror or exc}); a run writes its results next to the folder "
+                          "first and swaps them in when it succeeds, so its parent folder must be "
+                          "writable") from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
 
 
 def check_out_file(path: str | Path, flag: str = "--out") -> Path:

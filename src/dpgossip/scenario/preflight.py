@@ -2,9 +2,11 @@
 
 Building them in the main process finds configuration errors that only show when a point is built (too
 many agents for the data, a disconnected random graph, a bad file) before any worker starts, and with
-the point that causes them. Each distinct network is saved as ``DIR/networks/<name>-<hash>.json``
-(node-link JSON with its ``W``, readable by ``dpgossip topology FILE``) for the report's topology
-drawings.
+the point that causes them; every point's settings are then checked on its network and data
+(:func:`~dpgossip.scenario.point_checks.check_point`: a rank above ``min(n, d)``, a crash of a missing
+agent, ...). All of this happens before the results folder is touched. Each distinct network is saved
+as ``DIR/networks/<name>-<hash>.json`` (node-link JSON with its ``W``, readable by ``dpgossip topology
+FILE``) for the report's topology drawings.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from dpgossip.errors import ConfigError
 from dpgossip.scenario.expand import Point, point_hash
 from dpgossip.scenario.progress import axes_label
 
-__all__ = ["KEEP_BYTES", "Structures", "preflight", "structure_key", "input_file", "input_digests"]
+__all__ = ["KEEP_BYTES", "Structures", "preflight", "check_points", "structure_key", "input_file",
+           "input_digests"]
 
 
 def structure_key(config: dict[str, Any]) -> str:
@@ -55,12 +58,17 @@ class Structures:
         the same structure) while their data total at most :data:`KEEP_BYTES`, so that a run in this
         process does not build them a second time. Built on one BLAS thread, as a point's run builds
         them (:func:`~dpgossip.scenario.execute.run_task`), so they are the same bits.
+    params
+        Point index -> its protocol parameters resolved by the check
+        (:func:`~dpgossip.scenario.point_checks.check_point`; not for a calibrated point), which its
+        run uses instead of resolving them a second time (on one BLAS thread too: the same bits).
     """
 
     stems: dict[int, str]
     networks: dict[str, tuple[Any, dict[str, Any], int]]
     keys: dict[int, str]
     built: dict[int, Any] = field(default_factory=dict)
+    params: dict[int, Any] = field(default_factory=dict)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write every network to ``out_dir/networks/<stem>.json`` (atomically); returns the paths."""
@@ -100,7 +108,8 @@ KEEP_BYTES = 2**30
 
 
 def preflight(points: Sequence[Point], base: Path | None) -> Structures:
-    """Build the network and data of every distinct structure among ``points``.
+    """Build the network and data of every distinct structure among ``points`` and check every point's
+    settings on them (:func:`~dpgossip.scenario.point_checks.check_point`), before anything is written.
 
     Parameters
     ----------
@@ -117,41 +126,80 @@ def preflight(points: Sequence[Point], base: Path | None) -> Structures:
     Raises
     ------
     ConfigError
-        From building a network or dataset, prefixed with the first point that uses it.
+        From building a network or dataset, or a setting the point's run would refuse on them
+        (a rank above ``min(n, d)``, a crash of a missing agent, ...), prefixed with the point.
     """
-    from dpgossip._threads import single_blas_thread
-    from dpgossip.scenario.problem import build_structure
-
-    built: dict[str, str] = {}
-    stems: dict[int, str] = {}
-    networks: dict[str, tuple[Any, dict[str, Any], int]] = {}
-    keys: dict[int, str] = {}
     digests: dict[Path, str] = {}
-    kept: dict[str, Any] = {}
-    by_point: dict[int, Any] = {}
-    kept_bytes = 0
+    keys: dict[int, str] = {}
+    groups: dict[str, list[Point]] = {}
     for p in points:
         inputs = input_digests(p.config, base, digests)
         keys[p.index] = point_hash({**p.config, "inputs": inputs}) if inputs else p.key
-        skey = structure_key(p.config)
-        if skey not in built:
-            try:
-                with single_blas_thread():
-                    structure = build_structure(p.config, base)
-            except ConfigError as exc:
-                prefix = f"point {p.index} ({axes_label(p.axes)}): " if p.axes else ""
-                raise ConfigError(f"{prefix}{exc}") from None
-            network = structure.network
-            stem = f"{_safe(network.name)}-{_network_key(p.config)}"
-            built[skey] = stem
-            networks.setdefault(stem, (network, p.config["network"], p.config["seed"]))
-            if kept_bytes + structure.data.X.nbytes <= KEEP_BYTES:
-                kept[skey] = structure
-                kept_bytes += structure.data.X.nbytes
-        stems[p.index] = built[skey]
-        if skey in kept:
-            by_point[p.index] = kept[skey]
-    return Structures(stems=stems, networks=networks, keys=keys, built=by_point)
+        groups.setdefault(structure_key(p.config), []).append(p)
+    stems: dict[int, str] = {}
+    networks: dict[str, tuple[Any, dict[str, Any], int]] = {}
+    by_point: dict[int, Any] = {}
+    params: dict[int, Any] = {}
+    kept_bytes = 0
+    for group in groups.values():
+        first = group[0]
+        structure, resolved = _checked(group, base)
+        network = structure.network
+        stem = f"{_safe(network.name)}-{_network_key(first.config)}"
+        networks.setdefault(stem, (network, first.config["network"], first.config["seed"]))
+        keep = kept_bytes + structure.data.X.nbytes <= KEEP_BYTES
+        kept_bytes += structure.data.X.nbytes if keep else 0
+        for p in group:
+            stems[p.index] = stem
+            if resolved.get(p.key) is not None:
+                params[p.index] = resolved[p.key]
+            if keep:
+                by_point[p.index] = structure
+    return Structures(stems=stems, networks=networks, keys=keys, built=by_point, params=params)
+
+
+def check_points(points: Sequence[Any], base: Path | None) -> None:
+    """Build every distinct network and dataset of ``points`` and check each point's settings on them
+    (:func:`~dpgossip.scenario.point_checks.check_point`), keeping nothing: the preflight of a command
+    that builds its points again as it runs them (``dpgossip audit``).
+
+    Parameters
+    ----------
+    points
+        Objects with ``index``, ``key``, ``axes`` and ``config`` (a :class:`Point`, an audit task).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`preflight`, prefixed with the point.
+    """
+    groups: dict[str, list[Any]] = {}
+    for p in points:
+        groups.setdefault(structure_key(p.config), []).append(p)
+    for group in groups.values():
+        _checked(group, base)
+
+
+def _checked(group: Sequence[Any], base: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The structure shared by ``group`` (points with one network and dataset), built on one BLAS
+    thread, after every distinct point of the group passed :func:`check_point`; and the protocol
+    parameters it resolved, by point key."""
+    from dpgossip._threads import single_blas_thread
+    from dpgossip.scenario.point_checks import check_point
+    from dpgossip.scenario.problem import build_structure
+
+    point = group[0]
+    try:
+        with single_blas_thread():
+            structure = build_structure(point.config, base)
+            resolved: dict[str, Any] = {}
+            for point in group:
+                if point.key not in resolved:
+                    resolved[point.key] = check_point(point.config, structure)
+    except ConfigError as exc:
+        prefix = f"point {point.index} ({axes_label(point.axes)}): " if point.axes else ""
+        raise ConfigError(f"{prefix}{exc}", field=exc.field) from None
+    return structure, resolved
 
 
 def input_digests(config: Mapping[str, Any], base: Path | None,

@@ -8,6 +8,10 @@
 :class:`~dpgossip.scenario.results.PointResult` of ``dpgossip run``, an audited point of ``dpgossip
 audit``) and what to say about it; :meth:`Progress.stage` says what a long point is doing meanwhile.
 
+Inside a long point (few points of many repeats: ``repeats = 200000``), :meth:`Progress.repeat` reports
+the repeats done, at most once every :data:`REPEAT_SECONDS` (plain lines; the bar's description on a
+terminal), with the point's ETA; a point shorter than that prints no such line.
+
 A point with runs that are not ``ok`` (crashed agents, a stopped or diverged run) gets one warning line,
 quiet or not (:meth:`Progress.warn`).
 """
@@ -16,11 +20,16 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import IO, Any, Protocol
 
 from dpgossip.scenario.results import PointResult
 
-__all__ = ["Progress", "Finished", "axes_label"]
+__all__ = ["Progress", "Finished", "axes_label", "REPEAT_SECONDS"]
+
+REPEAT_SECONDS = 5.0
+"""Least seconds between two lines of repeat progress inside a point (:meth:`Progress.repeat`); on a
+terminal the bar is refreshed every tenth of that."""
 
 _SHORT = {
     "protocol.consensus_steps": "c",
@@ -73,16 +82,22 @@ class Progress:
         Report nothing.
     stream
         Where to report (default ``sys.stderr``).
+    clock
+        Seconds since some origin (default :func:`time.perf_counter`).
     """
 
-    def __init__(self, total: int, *, quiet: bool = False, stream: IO[str] | None = None) -> None:
+    def __init__(self, total: int, *, quiet: bool = False, stream: IO[str] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.total = total
         self.quiet = quiet
         self.stream = stream if stream is not None else sys.stderr
         self.done = 0
         self._computed = 0
         self._todo = total
-        self._t0 = time.perf_counter()
+        self._clock = clock
+        self._t0 = clock()
+        self._point_t0 = self._t0
+        self._said = self._t0
         self._bar: Any = None
         if not quiet and _isatty(self.stream):
             try:
@@ -118,15 +133,17 @@ class Progress:
         """
         self.done += 1
         self._computed += 1
+        self._point_t0 = self._said = self._clock()
         if self.quiet:
             return
         label = axes_label(result.axes) or f"point {result.index}"
         if self._bar is not None:
             short = summary if summary is not None else f"error {_mean_error(result):.3g}"
+            self._bar.set_description_str("", refresh=False)  # the repeats of the point just done
             self._bar.set_postfix_str(f"{label}: {short}", refresh=False)
             self._bar.update(1)
             return
-        elapsed = time.perf_counter() - self._t0
+        elapsed = self._clock() - self._t0
         left = self._todo - self._computed
         eta = elapsed / self._computed * left
         said = summary if summary is not None else f"error {_mean_error(result):.4g}"
@@ -136,6 +153,24 @@ class Progress:
             file=self.stream,
             flush=True,
         )
+
+    def repeat(self, done: int, total: int) -> None:
+        """Note that ``done`` of the running point's ``total`` repeats are finished: a line
+        ``[1/1] repeat 1200/200000 of this point (31 s; ETA of the point 5147 s)`` at most every
+        :data:`REPEAT_SECONDS` (none for a point shorter than that), or the bar's description on a
+        terminal; nothing when quiet."""
+        now = self._clock()
+        wait = REPEAT_SECONDS / 10 if self._bar is not None else REPEAT_SECONDS
+        if self.quiet or done >= total or now - self._said < wait:
+            return
+        self._said = now
+        elapsed = now - self._point_t0
+        eta = elapsed / done * (total - done)
+        if self._bar is not None:
+            self._bar.set_description_str(f"repeat {done}/{total} (ETA of the point {eta:.0f} s)")
+            return
+        print(f"[{self.done + 1}/{self.total}] repeat {done}/{total} of this point ({elapsed:.0f} s; "
+              f"ETA of the point {eta:.0f} s)", file=self.stream, flush=True)
 
     def stage(self, text: str) -> None:
         """Say what the current point is doing (a long step: a calibration, an audit); nothing when

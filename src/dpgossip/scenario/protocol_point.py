@@ -254,7 +254,11 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
     runs, iterations
         Tidy rows, as :func:`dpgossip.scenario.runner.run_point`.
     """
-    from dpgossip.scenario.runner import ldp_row, repeat_seed  # the runner dispatches here
+    from dpgossip.scenario.runner import (  # the runner dispatches here
+        ldp_row,
+        repeat_done,
+        repeat_seed,
+    )
 
     data, network = problem.data, problem.network
     protocol, columns = _protocol(spec, problem)
@@ -283,4 +287,5 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
         runs.append(row)
         iters.extend({**base, "repeat": k, "component": 0, "iteration": t, "error": float(e)}
                      for t, e in enumerate(errors))
+        repeat_done(k + 1, spec.repeats)
     return runs, iters

@@ -7,7 +7,9 @@ partition use ``SeedSequence(seed, spawn_key=(2**31,))``, the same for every rep
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,8 @@ from dpgossip.scenario.status import flag_non_finite, measure_run
 
 __all__ = [
     "run_point",
+    "repeat_progress",
+    "repeat_done",
     "run_sections",
     "repeat_seed",
     "TIMING_COLUMNS",
@@ -29,6 +33,29 @@ __all__ = [
 TIMING_COLUMNS: frozenset[str] = frozenset({"wall_time"})
 """Columns of a backend's summary left out of the tidy rows: they measure this machine, not the run,
 and would make two runs of the same scenario differ (a point's time is in ``timing.json``)."""
+
+
+_REPEAT_HOOK: ContextVar[Callable[[int, int], None] | None] = ContextVar("dpgossip_repeat_hook",
+                                                                       default=None)
+
+
+@contextlib.contextmanager
+def repeat_progress(hook: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Call ``hook(done, total)`` after every repeat of the points run in this thread in the block
+    (progress inside a long point: :meth:`~dpgossip.scenario.progress.Progress.repeat`)."""
+    token = _REPEAT_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _REPEAT_HOOK.reset(token)
+
+
+def repeat_done(done: int, total: int) -> None:
+    """Report that ``done`` of a point's ``total`` repeats are finished (to :func:`repeat_progress`'s
+    hook, if any)."""
+    hook = _REPEAT_HOOK.get()
+    if hook is not None:
+        hook(done, total)
 
 
 def repeat_seed(seed: int, repeat: int) -> np.random.SeedSequence:
@@ -111,6 +138,7 @@ def run_point(
                         "error": float(err[l, t]),
                     }
                 )
+        repeat_done(k + 1, spec.repeats)
     return runs, iters
 
 
