@@ -163,6 +163,8 @@ NETWORK_DP_KEYS: dict[str, tuple[str, str, str, str]] = {
                "how the private input enters: once, the same every round, or a new one every round "
                "(gossip-average takes it once)"),
     "sigma": ("number", _value(_CASE["sigma"]), "> 0", "noise standard deviation of every agent"),
+    "sigma_cor": ("number", "0", ">= 0; only with gossip-decor",
+                  "standard deviation of DECOR's pairwise edge secrets (0: plain noisy gossip)"),
     "rounds": ("integer or string", _value(_CASE["rounds"]), f'>= 1 \\| "{ndp.MIXING_TIME}"',
                "T, the gossip rounds; mixing-time: Muffliato's rule for the graph"),
     "target": ("integer", _value(_CASE["target"]), ">= 0",
