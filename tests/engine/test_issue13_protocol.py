@@ -8,14 +8,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.engine.cape_engine import run_cape_engine
-from dpgossip.engine.floorfree_engine import run_floorfree_engine
-from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
 from dpgossip.errors import ConfigError
 from dpgossip.protocol.cape import CapeParams
 from dpgossip.protocol.cape_gossip import CapeGossipParams, run_cape_gossip
 from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
 from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, Ppm
+from dpgossip.protocol.nodes.cape import run_cape_engine
+from dpgossip.protocol.nodes.floorfree import run_floorfree_engine
+from dpgossip.protocol.nodes.view_protocol import Issue13EngineProtocol
 from dpgossip.protocol.ppm import PpmParams
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for

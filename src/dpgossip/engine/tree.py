@@ -6,7 +6,7 @@ agent that first discovered it, ``parent(v) = min`` over the neighbours ``u`` of
 first in BFS order. The simulator computes it once and hands each agent its parent and children
 (the same result as each agent running the search itself, without ``m`` copies of the work).
 
-Dissemination along the tree (:mod:`dpgossip.engine.agent`): convergecast, each agent sends its
+Dissemination along the tree (by a node program): convergecast, each agent sends its
 parent one batch holding its subtree's blocks once it holds all of them; then broadcast, the root
 sends the assembled ``q^(T)`` to its children and every agent forwards it to its own. That is
 ``2 (m - 1)`` messages per component; each block crosses each tree edge at most twice (once up

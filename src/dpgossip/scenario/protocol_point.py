@@ -174,8 +174,8 @@ def _engine(spec: PointSpec, protocol: PrivateProtocol) -> Any:
         return None
     from dpgossip.engine import NetworkConditions
     from dpgossip.engine.conditions import condition_fields
-    from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
-    from dpgossip.engine.ppm_protocol import EngineProtocol
+    from dpgossip.protocol.nodes.ppm_protocol import EngineProtocol
+    from dpgossip.protocol.nodes.view_protocol import Issue13EngineProtocol
 
     with renamed_fields(condition_fields("engine")):
         conditions = NetworkConditions.from_mapping(dict(spec.engine))
@@ -187,8 +187,8 @@ def _engine(spec: PointSpec, protocol: PrivateProtocol) -> Any:
 def _engine_run(engine: Any, data: Any, network: Any, seed: Any) -> tuple[ProtocolRun, dict[str, Any]]:
     """One engine run in the common view, and its columns: the engine status (a stopped run is
     ``status = "stopped"``), crashed agents and traffic (as D-DP-PM's engine rows, timings left out)."""
-    from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
-    from dpgossip.engine.ppm_protocol import engine_protocol_run
+    from dpgossip.protocol.nodes.ppm_protocol import engine_protocol_run
+    from dpgossip.protocol.nodes.view_protocol import Issue13EngineProtocol
     from dpgossip.scenario.runner import TIMING_COLUMNS
 
     with renamed_fields({"conditions": "engine"}):

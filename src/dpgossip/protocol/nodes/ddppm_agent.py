@@ -43,7 +43,7 @@ one message per neighbour per instant at which it learned something: with consta
 The agent keeps no other agent's block after relaying it: it stores ``||q_o^(T)||^2`` at index
 ``o`` and marks ``o`` as seen.
 
-Failure detection (see :mod:`dpgossip.engine.simulator` for the policies): every
+Failure detection (see :mod:`dpgossip.protocol.nodes.ddppm` for the policies): every
 ``failure_timeout / 4`` an unfinished agent (a) sends a heartbeat to its live neighbours if it has
 sent nothing to all of them (relays skip one) for ``failure_timeout / 4`` and (b), if it is
 waiting, suspects each neighbour it is waiting on from which it has heard nothing (no message of
@@ -79,68 +79,15 @@ from dpgossip.engine.messages import (
     block_squares,
     canonical_norm,
 )
+from dpgossip.engine.node import Outbox
 from dpgossip.engine.tree import TreeCast
 from dpgossip.protocol.ddppm import deflation_vector
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import draw_component_noise
 
-__all__ = ["Agent", "AgentSettings", "AgentTrace", "Outbox", "member_bytes"]
+__all__ = ["Agent", "AgentSettings", "AgentTrace", "member_bytes"]
 
 _EPS = 1e-9
-
-
-class Outbox:
-    """An agent's handle to the simulated world (the only way it can act on it).
-
-    It sends on the agent's own edges, reads the clock, creates events to wait on, and reports
-    suspicions to the run's monitor (which may halt the run, as an operator would).
-    """
-
-    __slots__ = ("owner", "_env", "_fabric", "_monitor")
-
-    def __init__(self, owner: int, env: simpy.Environment, fabric: object, monitor: object) -> None:
-        self.owner = owner
-        self._env = env
-        self._fabric = fabric
-        self._monitor = monitor
-
-    @property
-    def now(self) -> float:
-        """Current simulated time (seconds)."""
-        return self._env.now
-
-    def broadcast(self, tag: tuple, payload: np.ndarray, dsts: tuple[int, ...]) -> None:
-        """Send ``payload`` under ``tag`` to each neighbour in ``dsts`` (payload becomes read-only)."""
-        self._fabric.broadcast(self.owner, tag, payload, dsts)
-
-    def send_blocks(self, tag: tuple, payload: np.ndarray, blocks: BlockIndex,
-                    dsts: tuple[int, ...]) -> None:
-        """Send a batch of ``"final"`` blocks laid out by ``blocks`` to each neighbour in ``dsts``."""
-        self._fabric.broadcast(self.owner, tag, payload, dsts, blocks=blocks)
-
-    def heartbeat(self, tag: tuple, dsts: tuple[int, ...]) -> None:
-        """Send an unreliable, empty heartbeat to each neighbour in ``dsts``."""
-        self._fabric.broadcast(self.owner, tag, EMPTY_PAYLOAD, dsts, heartbeat=True)
-
-    def give_up(self, dst: int) -> None:
-        """Stop retransmitting to ``dst`` (it crashed)."""
-        self._fabric.give_up(self.owner, dst)
-
-    def sleep(self, seconds: float) -> Event:
-        """Event that fires after ``seconds`` of simulated computation."""
-        return self._env.timeout(seconds)
-
-    def event(self) -> Event:
-        """A fresh event to wait on."""
-        return self._env.event()
-
-    def timer(self, seconds: float, callback: object) -> None:
-        """Call ``callback(event)`` after ``seconds``."""
-        self._env.timeout(seconds).callbacks.append(callback)
-
-    def suspect(self, suspects: tuple[int, ...], waiting_on: tuple) -> None:
-        """Report that ``suspects`` timed out; the monitor may stop the run here."""
-        self._monitor.suspect(self.owner, suspects, waiting_on)
 
 
 @dataclass(frozen=True, slots=True)

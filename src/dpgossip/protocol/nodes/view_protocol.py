@@ -3,9 +3,9 @@
 :class:`Issue13EngineProtocol` wraps a :class:`~dpgossip.protocol.interface.CapePca`,
 :class:`~dpgossip.protocol.interface.CapePcaGossip` or
 :class:`~dpgossip.protocol.interface.DdppmFloorFree` (same ``kind``, ``side`` and ``params``) and runs it
-with :func:`~dpgossip.engine.cape_engine.run_cape_engine` or
-:func:`~dpgossip.engine.floorfree_engine.run_floorfree_engine` under the given network conditions, as
-:class:`~dpgossip.engine.ppm_protocol.EngineProtocol` does for the ``ppm*`` kinds (the protocol layer
+with :func:`~dpgossip.protocol.nodes.cape.run_cape_engine` or
+:func:`~dpgossip.protocol.nodes.floorfree.run_floorfree_engine` under the given network conditions, as
+:class:`~dpgossip.protocol.nodes.ppm_protocol.EngineProtocol` does for the ``ppm*`` kinds (the protocol layer
 cannot import the engine, so the wrapper lives here).
 
 The common view (:class:`~dpgossip.protocol.interface.ProtocolRun`) of an engine run is the wrapped
@@ -26,10 +26,10 @@ from typing import ClassVar
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.cape_engine import CapeEngineResult, run_cape_engine
-from dpgossip.engine.floorfree_engine import FloorFreeEngineResult, run_floorfree_engine
-from dpgossip.engine.wrapped import WrappedProtocol
 from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, ProtocolRun
+from dpgossip.protocol.nodes.cape import CapeEngineResult, run_cape_engine
+from dpgossip.protocol.nodes.floorfree import FloorFreeEngineResult, run_floorfree_engine
+from dpgossip.protocol.nodes.wrapped import WrappedProtocol
 from dpgossip.topology.network import Network
 
 __all__ = ["Issue13EngineProtocol", "ISSUE13_ENGINE_KINDS"]
