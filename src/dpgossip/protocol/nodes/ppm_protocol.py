@@ -2,10 +2,10 @@
 
 :class:`EngineProtocol` wraps a :class:`~dpgossip.protocol.interface.Ppm`,
 :class:`~dpgossip.protocol.interface.PpmFederated` or :class:`~dpgossip.protocol.interface.PpmGossip`
-(same ``kind``, ``side`` and ``params``) and runs it with :func:`~dpgossip.protocol.nodes.ppm.run_ppm_engine`;
-:func:`engine_protocol_run` puts an engine run in the common view of
-:class:`~dpgossip.protocol.interface.ProtocolRun` exactly as the matrix backend's objects do (the
-protocol layer cannot import the engine, so the wrapper lives here).
+(same ``kind``, ``side`` and ``params``) and runs it with
+:func:`~dpgossip.protocol.nodes.ppm.run_ppm_engine`; :func:`engine_protocol_run` puts an engine run in the
+common view of :class:`~dpgossip.protocol.interface.ProtocolRun` exactly as the matrix backend's objects
+do.
 """
 
 from __future__ import annotations
