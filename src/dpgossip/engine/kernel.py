@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 import simpy
 
 from dpgossip.engine.conditions import NetworkConditions
@@ -115,6 +116,7 @@ class Simulation:
         self.monitor = Monitor(env, network, conditions, self.fabric, self.crash_times)
         self.watch = watch
         self.wall = math.nan
+        self._W: sp.csr_array | None = None
 
     def outbox(self, i: int) -> Outbox:
         """Node ``i``'s handle to this run."""
@@ -124,6 +126,16 @@ class Simulation:
         """Simulated seconds of one computation step of node ``i`` (its straggler factor and delay)."""
         st = self.conditions.stragglers.get(i)
         return self.conditions.compute_time * (st.factor if st else 1.0) + (st.delay if st else 0.0)
+
+    def weight_row(self, i: int) -> tuple[float, dict[int, float]]:
+        """Node ``i``'s row of the network's ``W``: ``W_ii`` and ``{j: W_ij}`` over its neighbours in
+        increasing order (0 where ``W`` stores nothing); ``O(deg)`` per row, dense or sparse ``W``."""
+        if self._W is None:
+            self._W = sp.csr_array(self.network.W)
+        W = self._W
+        lo, hi = W.indptr[i], W.indptr[i + 1]
+        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
+        return row.get(i, 0.0), {j: row.get(j, 0.0) for j in self.network.neighbours[i]}
 
     def run(self, nodes: Sequence[Node]) -> float:
         """Attach the nodes (ordered by id), start them, schedule the crashes and the stall check,

@@ -103,6 +103,9 @@ class Node(ABC):
     ``last_step``, ``finished_at``, ``crashed_at``). A subclass gives :meth:`_protocol`.
     """
 
+    __slots__ = ("id", "outbox", "trace", "_delay", "_inbox", "_want", "_need", "_wake", "_done",
+                 "_crashed")
+
     def __init__(self, node_id: int, outbox: Outbox, trace: object, compute_delay: float) -> None:
         self.id = node_id
         self.outbox = outbox

@@ -124,17 +124,14 @@ def _gossip_parties(data: PartitionedData, network: Network, params: CapeGossipP
     def draw(key: tuple[int, ...], std: float) -> np.ndarray:
         return symmetric_gaussian(np.random.default_rng(child_seed(root, *key)), (), d, std)
 
-    W = sp.csr_array(network.W)
     parties: list[Node] = []
     for s in range(data.m):
         nbrs = network.neighbours[s]
         signed = {j: draw((1, s, j), tau_e) if s < j else -draw((1, j, s), tau_e) for j in nbrs}
-        lo, hi = W.indptr[s], W.indptr[s + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
         parties.append(CapeGossipSite(
             s, sim.outbox(s), sim.compute_delay(s), A=A[s],
             G=draw((0, s), tau_g), signed=signed, rounds=params.consensus_steps,
-            weights=(row.get(s, 0.0), {j: row.get(j, 0.0) for j in nbrs})))
+            weights=sim.weight_row(s)))
     return parties
 
 

@@ -62,7 +62,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
@@ -90,14 +89,11 @@ def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams
     if how == "tree":
         with renamed_fields(condition_fields("conditions")):
             tree = bfs_tree(network.neighbours)
-    W = sp.csr_array(network.W)                       # dense or sparse W: rows in O(deg) each
     agents = []
     for i in range(data.m):
-        nbrs = network.neighbours[i]
-        lo, hi = W.indptr[i], W.indptr[i + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
-        w_nbr = np.array([row.get(j, 0.0) for j in nbrs])
-        agents.append(Agent(i, data.block(i), streams[i], nbrs, row.get(i, 0.0), w_nbr, data.m,
+        w_self, w_row = sim.weight_row(i)
+        w_nbr = np.array(list(w_row.values()))
+        agents.append(Agent(i, data.block(i), streams[i], network.neighbours[i], w_self, w_nbr, data.m,
                             params, sim.outbox(i),
                             AgentSettings(compute_delay=sim.compute_delay(i),
                                           failure_timeout=conditions.failure_timeout,

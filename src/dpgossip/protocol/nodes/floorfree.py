@@ -23,7 +23,6 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from simpy.events import Event
 
 from dpgossip.data.partition import PartitionedData
@@ -140,17 +139,13 @@ class FloorFreeEngineResult(EngineRecord):
 def _agents(data: PartitionedData, network: Network, params: FloorFreeParams, sim: Simulation,
             noise: FloorFreeNoise) -> list[Node]:
     """One agent per block, with its own slice of the run's draws and its row of ``W``."""
-    W = sp.csr_array(network.W)
     out: list[Node] = []
     for i in range(data.m):
-        lo, hi = W.indptr[i], W.indptr[i + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
-        nbrs = network.neighbours[i]
         a, b = data.offsets[i], data.offsets[i + 1]
         draws = FloorFreeDraws(u0=noise.u0, e=noise.e[:, i], p=noise.p[a:b])
         out.append(FloorFreeAgent(i, sim.outbox(i), sim.compute_delay(i),
                                   block=data.block(i), draws=draws, params=params, agents=data.m,
-                                  weights=(row.get(i, 0.0), {j: row.get(j, 0.0) for j in nbrs})))
+                                  weights=sim.weight_row(i)))
     return out
 
 

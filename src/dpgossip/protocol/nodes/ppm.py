@@ -142,23 +142,20 @@ def _gossip_parties(data: PartitionedData, network: Network, params: PpmGossipPa
     ppm, s = params.ppm, data.m
     shape = (ppm.iterations, data.d, ppm.p)
     children = su.noise_seq.spawn(s)
-    W = sp.csr_array(network.W)
     parties: list[Node] = []
     for i in range(s):
         nbrs = network.neighbours[i]
         own = np.array([(min(i, j), max(i, j)) for j in nbrs], dtype=int).reshape(-1, 2)
         drawn = edge_masks(su.root, own, shape, params.mask_std)
         masks = {j: (drawn[e] if i < j else -drawn[e]) for e, j in enumerate(nbrs)}
-        lo, hi = W.indptr[i], W.indptr[i + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
+        w_self, w_row = sim.weight_row(i)
         trace = PartyTrace(ppm.iterations, data.d, ppm.p, params.consensus_steps)
         trace.masks = {j: drawn[e] for e, j in enumerate(nbrs) if j > i}
         parties.append(GossipParty(
             i, sim.outbox(i), trace, sim.compute_delay(i),
             block=data.block(i), V0=su.init_V, Z=np.random.default_rng(children[i]).standard_normal(shape),
             masks=masks, role=GossipRole(params=params, agents=s, nu=ppm.noise_multiplier / math.sqrt(s),
-                                         w_self=row.get(i, 0.0),
-                                         w_neighbours={j: row.get(j, 0.0) for j in nbrs})))
+                                         w_self=w_self, w_neighbours=w_row)))
     return parties
 
 
