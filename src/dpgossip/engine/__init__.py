@@ -6,11 +6,12 @@ shared fabric of :mod:`~dpgossip.engine.links` (latency, bandwidth, loss and ret
 the :class:`NetworkConditions` (stragglers, crashes, the crash model of
 :mod:`~dpgossip.engine.monitor`), records every accepted message in one transcript
 (:mod:`~dpgossip.engine.transcript`) and reports one outcome (:mod:`~dpgossip.engine.outcome`,
-:class:`~dpgossip.engine.record.EngineRecord`). Common patterns live here once: ``c`` rounds of
-mixing (:meth:`Node._mix <dpgossip.engine.node.Node._mix>`), batched flooding and tree
-dissemination of blocks (:mod:`~dpgossip.engine.messages`, :mod:`~dpgossip.engine.tree`). The
-protocols' node programs live in the protocol layer (:mod:`dpgossip.protocol.nodes`); the engine
-names no protocol.
+:class:`~dpgossip.engine.record.EngineRecord`). Patterns shared by node programs live here once:
+``c`` rounds of mixing (:meth:`Node._mix <dpgossip.engine.node.Node._mix>`), the crash model's
+operator side (:class:`~dpgossip.engine.monitor.Monitor`), batches of blocks and their canonical
+norm (:mod:`~dpgossip.engine.messages`) and the spanning tree for convergecast and broadcast
+(:mod:`~dpgossip.engine.tree`). The protocols' node programs live in the protocol layer
+(:mod:`dpgossip.protocol.nodes`); the engine names no protocol and imports none.
 
 >>> from dpgossip.engine import NetworkConditions
 >>> NetworkConditions.from_mapping({"latency": {"kind": "exponential", "mean": 0.01}}).latency.kind

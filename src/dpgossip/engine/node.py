@@ -95,6 +95,12 @@ class NodeTrace:
         self.finished_at: float | None = None
         self.crashed_at: float | None = None
 
+    def recorded(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """``values[name]``, or NaN of ``shape`` when the node crashed before recording it (a run
+        that completed with a crash: the survivors finished without it)."""
+        got = self.values.get(name)
+        return np.full(shape, np.nan) if got is None else got
+
 
 class Node(ABC):
     """What every node shares: an inbox by tag, waiting for a tag's messages, crash and progress.

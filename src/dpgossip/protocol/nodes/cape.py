@@ -24,7 +24,7 @@ With ideal links, and under latency, loss with retransmission and stragglers, ev
 matrix backend's to rounding (tested to ``1e-10``). Every party waits for every message it needs, so a
 crash that anyone waits on stops the run (status ``"stopped"``) and ``result`` is ``None`` then. A crash
 after a party's last needed message lets the others finish (``"completed_with_crash"``): the crashed
-party's missing records are NaN (:func:`recorded`).
+party's missing records are NaN (:meth:`~dpgossip.engine.node.NodeTrace.recorded`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from dpgossip.protocol.ppm_gossip import edge_list
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
-__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network", "recorded",
+__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network",
            "run_cape_engine"]
 
 CAPE_ENGINE_KINDS = ("capepca", "capepca-gossip")
@@ -150,13 +150,6 @@ def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Node],
                       sizes=data.sizes, seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None)
 
 
-def recorded(values: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """``values[name]``, or NaN of ``shape`` when the party crashed before recording it (a run that
-    completed with a crash: the survivors finished without it)."""
-    got = values.get(name)
-    return np.full(shape, np.nan) if got is None else got
-
-
 def _gossip_result(data: PartitionedData, network: Network, params: CapeGossipParams,
                    parties: list[Node]) -> CapeGossipResult:
     """Stack the sites' records into a :class:`CapeGossipResult` (edge draws from each edge's lower end;
@@ -164,7 +157,7 @@ def _gossip_result(data: PartitionedData, network: Network, params: CapeGossipPa
     d = data.d
     shapes = {"initial": (d, d), "estimate": (d, d), "eigenvalues": (d,), "eigenvectors": (d, d),
               "states": (params.consensus_steps + 1, d, d)}
-    v = [{n: recorded(p.trace.values, n, shape) for n, shape in shapes.items()} for p in parties]
+    v = [{n: p.trace.recorded(n, shape) for n, shape in shapes.items()} for p in parties]
     edges = edge_list(network)
     D = np.stack([parties[i].signed[j] for i, j in edges]) if len(edges) else np.zeros((0, d, d))
     G = np.stack([p.G for p in parties])

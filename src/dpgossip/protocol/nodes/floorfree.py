@@ -38,7 +38,6 @@ from dpgossip.protocol.ddppm_floorfree import (
     FloorFreeResult,
     floorfree_noise,
 )
-from dpgossip.protocol.nodes.cape import recorded
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
@@ -158,7 +157,7 @@ def _result(params: FloorFreeParams, agents: list[Node], noise: FloorFreeNoise) 
         n_i = a.X.shape[0]
         shapes = {"directions": (T + 1, d), "z": (T, d), "states": (T, c + 1, d), "q_local": (n_i,),
                   "q_released": (n_i,)}
-        v.append({n: recorded(a.trace.values, n, shape) for n, shape in shapes.items()})
+        v.append({n: a.trace.recorded(n, shape) for n, shape in shapes.items()})
     released = np.concatenate([x["q_released"] for x in v]) if params.disseminate else None
     return FloorFreeResult(directions=np.stack([x["directions"] for x in v], axis=1),
                            z=np.stack([x["z"] for x in v], axis=1),
