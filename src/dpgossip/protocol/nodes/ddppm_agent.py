@@ -150,7 +150,10 @@ class Agent(MixingNode):
                 for k in range(1, c + 1):
                     if states is not None:
                         states[l, t - 1, k - 1] = s
-                    s = yield from self._round((l, t, k), s)            # W_ii s_i + sum W_ij s_j
+                    tag = (l, t, k)
+                    if self._send_round(tag, s):                        # send s_i^(t,k-1)
+                        yield from self._wait(tag)
+                    s = self._mix_round(tag, s)                         # W_ii s_i + sum W_ij s_j
                     if delay:
                         yield out.sleep(delay)
                 if states is not None:

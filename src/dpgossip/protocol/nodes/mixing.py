@@ -6,8 +6,8 @@ A base for the node programs of gossip protocols that survive crashes (today D-D
 :class:`~dpgossip.engine.node.Node` that knows its neighbours and its row of a mixing matrix ``W``
 (``W_ii``, ``W_ij``) and offers its node program three steps:
 
-* :meth:`MixingNode._round`: one synchronous round ``s <- W_ii s + sum_j W_ij s_j`` over the live
-  neighbours (tag ``(l, t, k)``, three ints);
+* :meth:`MixingNode._send_round` and :meth:`MixingNode._mix_round`: one synchronous round
+  ``s <- W_ii s + sum_j W_ij s_j`` over the live neighbours (tag ``(l, t, k)``, three ints);
 * :meth:`MixingNode._disseminate_block`: send the node's own block of component ``l`` to every node
   and wait until it holds every node's block (or knows that node crashed); ``||q||`` over the assembled
   blocks goes to ``trace.q_norm[l]`` and who contributed to ``trace.member_mask[l]``;
@@ -239,17 +239,20 @@ class MixingNode(Node):
         self._done = True
         self.trace.finished_at = self.outbox.now
 
-    def _round(self, tag: tuple, s: np.ndarray) -> Generator[Event, object, np.ndarray]:
-        """Round ``tag``: send ``s`` to every live neighbour, wait for theirs, return
-        ``W_ii s + sum_j W_ij s_j`` (the crashed neighbours' weights on the diagonal)."""
+    def _send_round(self, tag: tuple, s: np.ndarray) -> bool:
+        """Round ``tag``: send ``s`` to every live neighbour; ``True`` if some of theirs are still
+        missing (then ``yield from self._wait(tag)`` before :meth:`_mix_round`)."""
         self._last_sent = self.outbox.now
         self.outbox.broadcast(tag, s, self._targets)
         rb = self._rounds.get(tag)
-        if self._n_live and (rb is None or rb.count < self._n_live):
-            yield from self._wait(tag)
-            rb = self._rounds.get(tag)
-        self._rounds.pop(tag, None)
-        if self._n_live:                                    # W_ii s_i + sum W_ij s_j
+        return bool(self._n_live) and (rb is None or rb.count < self._n_live)
+
+    def _mix_round(self, tag: tuple, s: np.ndarray) -> np.ndarray:
+        """``W_ii s + sum_j W_ij s_j`` over the round's messages (the crashed neighbours' weights on
+        the diagonal). A round is :meth:`_send_round`, :meth:`_wait` if needed, then this; not one
+        generator, which would cost a frame per round on the hot path."""
+        rb = self._rounds.pop(tag, None)
+        if self._n_live:
             s = self._wself_eff * s + self._wnbr_eff @ rb.buf
         else:
             s = self._wself_eff * s
