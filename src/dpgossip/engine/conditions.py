@@ -23,7 +23,7 @@ the scenario layer shows them as ``engine.latency.kind``, ...), the value and wh
 
 The defaults are ideal links: zero latency, unlimited bandwidth, no loss, no stragglers, no crashes.
 Which agents and edges exist is only known with the network: :meth:`NetworkConditions.check_network`
-is called by :func:`~dpgossip.engine.run_engine`.
+is called by every protocol runner before its :class:`~dpgossip.engine.kernel.Simulation`.
 """
 
 from __future__ import annotations
