@@ -30,8 +30,9 @@ import numpy as np
 import simpy
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine import NetworkConditions, run_engine
+from dpgossip.engine import NetworkConditions
 from dpgossip.protocol import ProtocolParams, resolve_params, run_matrix
+from dpgossip.protocol.nodes import run_engine
 from dpgossip.rng import draw_component_noise, run_streams
 from dpgossip.topology.network import Network
 

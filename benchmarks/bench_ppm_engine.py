@@ -23,7 +23,7 @@ import networkx as nx
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine import run_ppm_engine
+from dpgossip.protocol.nodes import run_ppm_engine
 from dpgossip.protocol.ppm import PpmParams, run_ppm, run_ppm_federated
 from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
 from dpgossip.topology.mixing import metropolis_weights

@@ -76,8 +76,8 @@ def make_network(graph: nx.Graph, m: int, name: str):
 
 def engine_case(kind: str, m: int, how: str = "tree", check: bool = False) -> dict:
     from dpgossip.data.partition import PartitionedData
-    from dpgossip.engine import run_engine
     from dpgossip.protocol import ProtocolParams
+    from dpgossip.protocol.nodes import run_engine
     t0 = time.perf_counter()
     graph = build_graph(kind, m)
     net = make_network(graph, m, f"{kind}{m}")

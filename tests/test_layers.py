@@ -1,4 +1,4 @@
-"""Data flows one way: topology/data -> protocol -> engine -> privacy -> scenario -> report -> cli.
+"""Data flows one way: topology/data -> engine -> protocol -> privacy -> scenario -> report -> cli.
 
 Walks every module's imports (top level and inside functions) and fails on an import of a higher layer
 that is not in ``KNOWN``. ``KNOWN`` lists upward imports still to be removed (none since the privacy
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dpgossip import _LAZY
 
-LAYER = {"topology": 0, "data": 0, "protocol": 1, "engine": 2, "privacy": 3, "scenario": 4,
+LAYER = {"topology": 0, "data": 0, "engine": 1, "protocol": 2, "privacy": 3, "scenario": 4,
          "report": 5, "cli": 6}
 FACADE = 7  # dpgossip/__init__.py, the lazy public re-exports (module docstring)
 BASE = -1  # the other modules of the package root but cli.py: errors.py, rng.py, ...

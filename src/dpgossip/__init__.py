@@ -107,8 +107,8 @@ _LAZY: dict[str, str] = {
     "top_singular": "dpgossip.protocol",
     "sin_angle": "dpgossip.protocol",
     "error_per_iteration": "dpgossip.protocol",
-    "run_engine": "dpgossip.engine",
-    "EngineResult": "dpgossip.engine",
+    "run_engine": "dpgossip.protocol.nodes",
+    "EngineResult": "dpgossip.protocol.nodes",
     "NetworkConditions": "dpgossip.engine",
     "audit_pairs": "dpgossip.privacy",
     "AuditOptions": "dpgossip.privacy",
@@ -132,7 +132,7 @@ _SUBPACKAGES: tuple[str, ...] = ("data", "topology", "protocol", "engine", "priv
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports these on first use
     from dpgossip.data import PartitionedData, load_dataset
-    from dpgossip.engine import EngineResult, NetworkConditions, run_engine
+    from dpgossip.engine import NetworkConditions
     from dpgossip.privacy import AuditOptions, GaussianPair, PairAudit, PairResult, audit_pairs
     from dpgossip.privacy.calibrate import (
         AuditSettings,
@@ -154,6 +154,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         sin_angle,
         top_singular,
     )
+    from dpgossip.protocol.nodes import EngineResult, run_engine
     from dpgossip.report import make_report
     from dpgossip.scenario import Scenario, load_scenario, run_scenario
     from dpgossip.topology import Network, make_network, spectral_summary

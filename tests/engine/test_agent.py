@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import simpy
 
-import dpgossip.engine.simulator as simulator
-from dpgossip.engine import Agent, Outbox, run_engine
+import dpgossip.protocol.nodes.ddppm as simulator
+from dpgossip.engine import Outbox
+from dpgossip.protocol.nodes import Agent, run_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import check_flood, data_for, flood_oracle, grid3, params_for, ws12
 

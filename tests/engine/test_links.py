@@ -9,7 +9,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.engine import HEADER_BYTES, run_engine
+from dpgossip.engine import HEADER_BYTES
+from dpgossip.protocol.nodes import run_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import check_flood, data_for, params_for
 

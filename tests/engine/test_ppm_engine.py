@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from dpgossip.engine import NetworkConditions, load_transcript
-from dpgossip.engine.ppm_engine import run_ppm_engine, secagg_share, star_network
-from dpgossip.engine.ppm_protocol import EngineProtocol
 from dpgossip.errors import ConfigError
 from dpgossip.protocol.interface import Ppm, PpmFederated, PpmGossip
+from dpgossip.protocol.nodes.ppm import run_ppm_engine, secagg_share, star_network
+from dpgossip.protocol.nodes.ppm_protocol import EngineProtocol
 from dpgossip.protocol.ppm import PpmParams, run_ppm, run_ppm_federated
 from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
 from tests.conftest import net_from_graph

@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 
 from dpgossip.data import load_dataset
-from dpgossip.engine import (
-    EngineOutcome,
-    EngineResult,
-    EngineSummary,
-    NetworkConditions,
-    run_engine,
-)
+from dpgossip.engine import EngineOutcome, EngineSummary, NetworkConditions
 from dpgossip.protocol import NoiseSchedule, RunResult, resolve_params, run_matrix
+from dpgossip.protocol.nodes import EngineResult, run_engine
 from dpgossip.topology import make_network
 
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine import NetworkConditions, run_engine
+from dpgossip.engine import NetworkConditions
 from dpgossip.errors import ConfigError
 from dpgossip.protocol import NoiseSchedule, run_matrix, sin_angle
+from dpgossip.protocol.nodes import run_engine
 from dpgossip.topology.network import Network
 from tests.conftest import net_from_graph
 from tests.engine.conftest import assert_same_run, data_for, grid3, params_for, ws12

@@ -6,11 +6,12 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.engine import HEADER_BYTES, NetworkConditions, run_engine
+from dpgossip.engine import HEADER_BYTES, NetworkConditions
 from dpgossip.engine.messages import BlockIndex, block_squares
 from dpgossip.engine.tree import TreeCast, bfs_tree
 from dpgossip.errors import ConfigError
 from dpgossip.protocol import run_matrix
+from dpgossip.protocol.nodes import run_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import assert_same_run, data_for, grid3, params_for, ws12
 

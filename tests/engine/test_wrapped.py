@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from dpgossip.engine.wrapped import WrappedProtocol
 from dpgossip.errors import ConfigError
+from dpgossip.protocol.nodes.wrapped import WrappedProtocol
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpgossip.engine import run_engine
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.attack import (
     AttackResult,
@@ -37,6 +36,7 @@ from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.views import make_view, receive_basis
 from dpgossip.protocol import NoiseSchedule, resolve_params, run_matrix
+from dpgossip.protocol.nodes import run_engine
 from tests.conftest import spiked_data
 from tests.privacy.test_validation_engine import NETWORKS, OBSERVER_TARGET, observer_view_from_run
 

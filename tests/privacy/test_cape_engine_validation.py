@@ -15,8 +15,6 @@ import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.cape_agents import F_SHARE, UPLOAD
-from dpgossip.engine.cape_engine import run_cape_engine
 from dpgossip.privacy.attack import likelihood_ratio_attack
 from dpgossip.privacy.cape_gossip_audit import audit_cape_gossip, entry_view
 from dpgossip.privacy.cape_guarantee import gaussian_epsilon, mahalanobis_sq, view_covariance
@@ -27,6 +25,8 @@ from dpgossip.protocol.cape_gossip import (
     run_cape_gossip,
     second_moments,
 )
+from dpgossip.protocol.nodes.cape import run_cape_engine
+from dpgossip.protocol.nodes.cape_parties import F_SHARE, UPLOAD
 from dpgossip.protocol.ppm_gossip import edge_list
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3

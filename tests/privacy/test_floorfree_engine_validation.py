@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.floorfree_engine import FLOOD, run_floorfree_engine
 from dpgossip.privacy.attack import likelihood_ratio_attack
 from dpgossip.privacy.floorfree_audit import audit_floorfree, conditional_mu2, leverage
 from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocol.nodes.floorfree import FLOOD, run_floorfree_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
 from tests.privacy.test_ppm_engine_validation import _check_standard_normal, whitener

@@ -22,10 +22,10 @@ import pytest
 from scipy import stats
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.ppm_engine import run_ppm_engine
 from dpgossip.privacy.attack import likelihood_ratio_attack
 from dpgossip.privacy.ppm_gossip_audit import audit_ppm_gossip, coalition_view, incidence
 from dpgossip.protocol.linear_gossip import senders_of
+from dpgossip.protocol.nodes.ppm import run_ppm_engine
 from dpgossip.protocol.ppm import PpmParams
 from dpgossip.protocol.ppm_gossip import PpmGossipParams
 from tests.conftest import net_from_graph

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from dpgossip.cli import main
-from dpgossip.engine import run_engine
 from dpgossip.protocol import (
     captured_energy,
     error_per_iteration,
@@ -23,6 +22,7 @@ from dpgossip.protocol import (
     subspace_distance,
     top_singular,
 )
+from dpgossip.protocol.nodes import run_engine
 from dpgossip.scenario.status import measure_run, point_warning, status_counts
 from tests.engine.conftest import data_for, params_for, ws12
 from tests.engine.test_simulator import _survivor_oracle

@@ -1,19 +1,23 @@
-"""The discrete-event engine: D-DP-PM message by message on a simulated network (simpy).
+"""The discrete-event engine: node programs exchanging messages on a simulated network (simpy).
 
-Agents are simpy processes holding only their own block, stream, neighbour weights and received
-messages (:mod:`~dpgossip.engine.agent`); links add latency, bandwidth, loss and reliable delivery
-(:mod:`~dpgossip.engine.links`); every accepted message goes to a transcript
-(:mod:`~dpgossip.engine.transcript`); crashes and lost messages are detected by timeouts and
-handled by a policy (:mod:`~dpgossip.engine.simulator`). With ideal links the result equals
-:func:`dpgossip.protocol.run_matrix` to rounding error.
+The kernel (:mod:`~dpgossip.engine.kernel`) runs any protocol's node programs
+(:class:`~dpgossip.engine.node.Node`: a generator of sends, receives and compute steps) on the
+shared fabric of :mod:`~dpgossip.engine.links` (latency, bandwidth, loss and retransmission) under
+the :class:`NetworkConditions` (stragglers, crashes, the crash model of
+:mod:`~dpgossip.engine.monitor`), records every accepted message in one transcript
+(:mod:`~dpgossip.engine.transcript`) and reports one outcome (:mod:`~dpgossip.engine.outcome`,
+:class:`~dpgossip.engine.record.EngineRecord`). Patterns shared by node programs live here once:
+``c`` rounds of mixing (:meth:`Node._mix <dpgossip.engine.node.Node._mix>`), the crash model's
+operator side (:class:`~dpgossip.engine.monitor.Monitor`), batches of blocks and their canonical
+norm (:mod:`~dpgossip.engine.messages`) and the spanning tree for convergecast and broadcast
+(:mod:`~dpgossip.engine.tree`). The protocols' node programs live in the protocol layer
+(:mod:`dpgossip.protocol.nodes`); the engine names no protocol and imports none.
 
 >>> from dpgossip.engine import NetworkConditions
 >>> NetworkConditions.from_mapping({"latency": {"kind": "exponential", "mean": 0.01}}).latency.kind
 'exponential'
 """
 
-from dpgossip.engine.agent import Agent, AgentSettings, AgentTrace, Outbox
-from dpgossip.engine.cape_engine import CapeEngineResult, run_cape_engine
 from dpgossip.engine.conditions import (
     CRASH_POLICIES,
     DISSEMINATIONS,
@@ -23,8 +27,10 @@ from dpgossip.engine.conditions import (
     NetworkConditions,
     Straggler,
 )
-from dpgossip.engine.floorfree_engine import FloorFreeEngineResult, run_floorfree_engine
+from dpgossip.engine.kernel import Simulation, resolve_conditions
 from dpgossip.engine.messages import HEADER_BYTES, Message, tag_kind
+from dpgossip.engine.monitor import Monitor
+from dpgossip.engine.node import Node, NodeTrace, Outbox
 from dpgossip.engine.outcome import (
     STATUSES,
     AgentProgress,
@@ -32,16 +38,13 @@ from dpgossip.engine.outcome import (
     EngineOutcome,
     EngineSummary,
 )
-from dpgossip.engine.ppm_engine import PpmEngineResult, run_ppm_engine
-from dpgossip.engine.result import EngineResult
-from dpgossip.engine.simulator import run_engine
+from dpgossip.engine.record import EngineRecord
 from dpgossip.engine.transcript import TranscriptRecord, load_transcript
 
 __all__ = [
-    "run_engine", "EngineResult", "NetworkConditions", "LatencySpec", "Straggler", "LinkOverride",
-    "LATENCY_KINDS", "CRASH_POLICIES", "DISSEMINATIONS", "EngineOutcome", "EngineSummary", "Detection",
+    "Simulation", "resolve_conditions", "Node", "NodeTrace", "Outbox", "Monitor", "EngineRecord",
+    "NetworkConditions", "LatencySpec", "Straggler", "LinkOverride", "LATENCY_KINDS",
+    "CRASH_POLICIES", "DISSEMINATIONS", "EngineOutcome", "EngineSummary", "Detection",
     "AgentProgress", "STATUSES", "Message", "HEADER_BYTES", "tag_kind", "TranscriptRecord",
-    "load_transcript", "Agent", "AgentSettings", "AgentTrace", "Outbox", "run_ppm_engine",
-    "PpmEngineResult", "run_cape_engine", "CapeEngineResult", "run_floorfree_engine",
-    "FloorFreeEngineResult",
+    "load_transcript",
 ]

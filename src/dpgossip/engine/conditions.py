@@ -23,7 +23,7 @@ the scenario layer shows them as ``engine.latency.kind``, ...), the value and wh
 
 The defaults are ideal links: zero latency, unlimited bandwidth, no loss, no stragglers, no crashes.
 Which agents and edges exist is only known with the network: :meth:`NetworkConditions.check_network`
-is called by :func:`~dpgossip.engine.run_engine`.
+is called by every protocol runner before its :class:`~dpgossip.engine.kernel.Simulation`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ DISSEMINATIONS = ("auto", "tree", "flood")
 """How agents disseminate ``q^(T)`` (see :attr:`NetworkConditions.dissemination`)."""
 
 CRASH_POLICIES = ("stop", "reweight")
-"""What survivors do when a neighbour's crash is detected (see :mod:`dpgossip.engine.simulator`)."""
+"""What survivors do when a neighbour's crash is detected (see :mod:`dpgossip.engine.monitor`)."""
 
 
 def condition_fields(prefix: str) -> dict[str, str]:
@@ -243,7 +243,7 @@ class NetworkConditions:
     crashes: Mapping[int, float] = field(default_factory=dict)
     """Fail-stop crashes: agent -> simulated time of the crash (>= 0)."""
     on_crash: str = "stop"
-    """``"stop"`` or ``"reweight"`` (see :mod:`dpgossip.engine.simulator`)."""
+    """``"stop"`` or ``"reweight"`` (see :mod:`dpgossip.engine.monitor`)."""
     failure_timeout: float = 1.0
     """Seconds of silence from a neighbour, while waiting on it, before it is suspected crashed."""
     links: tuple[LinkOverride, ...] = ()

@@ -22,7 +22,7 @@ latency, ack loss) is made when the copy is handed to the link, acks need no sim
 the earliest ack time of each message is known and the retransmission timer just compares with it.
 
 ``retransmit = false``: a lost copy is gone; the receiver waits for it until the run is declared
-stalled (see :mod:`dpgossip.engine.simulator`).
+stalled (see :mod:`dpgossip.engine.monitor`).
 
 All draws come from the run's network stream (:func:`dpgossip.rng.run_streams`), never from an
 agent's stream, so network conditions cannot change the algorithm's noise.

@@ -1,22 +1,19 @@
 """Messages that travel along the edges of the graph, and their tags.
 
-Every message carries a *tag* that says which step of Algorithm 1 of 001 it belongs to; agents
-synchronise on tags alone (there is no global barrier):
+Every message carries a *tag* that says which step of a node program it belongs to; nodes
+synchronise on tags alone (there is no global barrier). A tag whose first field is an int is a
+protocol's own (counted as ``"gossip"`` traffic): e.g. ``(l, t, k)``, round ``k`` of iteration ``t``
+of component ``l``, carrying the sender's state. The engine's own tags:
 
 =====================================  ==========================================================
 tag                                    payload
 =====================================  ==========================================================
-``(l, t, k)`` (three ints)             gossip round ``k = 1..c`` of iteration ``t = 1..T`` of
-                                       component ``l = 0..r-1``: the sender's state
-                                       ``s_src^(t,k-1)`` (a ``d``-vector). ``l`` is 0-based like the
-                                       arrays of :class:`~dpgossip.protocol.result.RunResult`;
-                                       ``t`` and ``k`` are 1-based like the paper.
-``("final", l, b)``                    dissemination of component ``l``'s final iterate: the
-                                       sender's ``b``-th batch of component ``l``, carrying the
-                                       blocks ``q_o^(T)`` of the origins in ``Message.blocks``
+``("final", l, b)``                    dissemination of component ``l``'s blocks: the sender's
+                                       ``b``-th batch of component ``l``, carrying the blocks
+                                       ``q_o`` of the origins in ``Message.blocks``
                                        (:class:`BlockIndex`), concatenated in that order.
-``("crash", j)``                       crash notice: agent ``j`` was detected crashed (empty payload).
-``("alive", ...)``                     heartbeat of an idle agent, followed by the round it waits on
+``("crash", j)``                       crash notice: node ``j`` was detected crashed (empty payload).
+``("alive", ...)``                     heartbeat of an idle node, followed by the tag it waits on
                                        (empty payload).
 =====================================  ==========================================================
 
@@ -95,7 +92,7 @@ def block_squares(payload: np.ndarray, starts: np.ndarray) -> np.ndarray:
     ``s_j = sum_k payload[k]^2`` over the block, computed by ``np.add.reduceat`` on the elementwise
     squares, segment by segment: the value depends only on the block's own entries and length,
     never on where the block sits in a batch or what else the batch holds. This is what makes
-    ``||q^(T)||`` computed by every agent bit-identical whatever the dissemination
+    ``||q||`` computed by every agent bit-identical whatever the dissemination
     (:func:`canonical_norm`).
     """
     starts = np.asarray(starts, dtype=np.int64)
@@ -108,7 +105,7 @@ def block_squares(payload: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 
 def canonical_norm(per_origin: np.ndarray) -> float:
-    """``||q^(T)|| = sqrt(sum_o s_o)`` from ``s_o = ||q_o^(T)||^2`` stored at index ``o``.
+    """``||q|| = sqrt(sum_o s_o)`` from ``s_o = ||q_o||^2`` stored at index ``o``.
 
     ``per_origin`` has one entry per agent (0 for a block not received), so the sum runs over the
     same array in the same order (numpy's pairwise sum) for every agent: equal sets of contributors

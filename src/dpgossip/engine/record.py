@@ -14,7 +14,7 @@ __all__ = ["EngineRecord"]
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class EngineRecord:
-    """Base of the engine results of the ``ppm*``, CAPE and floor-free kinds.
+    """Base of the protocols' engine results (a protocol adds its own result and records).
 
     Attributes
     ----------

@@ -9,7 +9,7 @@ can also be streamed to a JSON-lines file, one object per line::
      "payload": [0.12, ...], "size_bytes": 80, "attempt": 1}
 
 A ``"final"`` batch also has ``"origins"`` and ``"starts"`` (its :class:`BlockIndex`): the origins
-whose blocks ``q_o^(T)`` it carries and where each starts in the payload;
+whose blocks ``q_o`` it carries and where each starts in the payload;
 :meth:`TranscriptRecord.final_blocks` splits it into ``{origin: block}``.
 
 :func:`load_transcript` reads such a file back into records. The gossip payload of tag
@@ -91,12 +91,12 @@ class TranscriptRecord:
 
     @property
     def origins(self) -> tuple[int, ...]:
-        """Origins whose blocks ``q_o^(T)`` the message carries (empty for other messages)."""
+        """Origins whose blocks ``q_o`` the message carries (empty for other messages)."""
         b = self.message.blocks
         return () if b is None else tuple(int(o) for o in b.origins)
 
     def final_blocks(self) -> dict[int, np.ndarray]:
-        """``{origin: q_o^(T)}`` carried by a ``"final"`` batch (read-only views of the payload)."""
+        """``{origin: q_o}`` carried by a ``"final"`` batch (read-only views of the payload)."""
         b = self.message.blocks
         return {} if b is None else b.split(self.message.payload)
 

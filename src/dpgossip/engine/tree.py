@@ -1,4 +1,4 @@
-"""The BFS spanning tree along which the engine disseminates ``q^(T)`` (docs/engine.md).
+"""The BFS spanning tree along which the engine disseminates ``q`` (docs/engine.md).
 
 Every agent can compute the same tree from the public graph alone: breadth-first search from
 agent ``0``, visiting each agent's neighbours in increasing id order; the parent of ``v`` is the
@@ -6,9 +6,9 @@ agent that first discovered it, ``parent(v) = min`` over the neighbours ``u`` of
 first in BFS order. The simulator computes it once and hands each agent its parent and children
 (the same result as each agent running the search itself, without ``m`` copies of the work).
 
-Dissemination along the tree (:mod:`dpgossip.engine.agent`): convergecast, each agent sends its
+Dissemination along the tree (by a node program): convergecast, each agent sends its
 parent one batch holding its subtree's blocks once it holds all of them; then broadcast, the root
-sends the assembled ``q^(T)`` to its children and every agent forwards it to its own. That is
+sends the assembled ``q`` to its children and every agent forwards it to its own. That is
 ``2 (m - 1)`` messages per component; each block crosses each tree edge at most twice (once up
 if it belongs to the lower side's subtree, once down).
 """
@@ -97,11 +97,11 @@ def bfs_tree(neighbours: tuple[tuple[int, ...], ...], root: int = 0) -> Spanning
 
 class TreeCast:
     """One agent's side of the tree dissemination: its parent, children, and per component the
-    children's batches received so far, its own block, and the assembled ``q^(T)``.
+    children's batches received so far, its own block, and the assembled ``q``.
 
     Batches are built once, into one preallocated array: the agent's own block followed by each
-    child's batch in child order (so the root's batch is ``q^(T)`` in depth-first preorder). The
-    assembled ``q^(T)`` that comes down from the parent is forwarded as the same read-only array
+    child's batch in child order (so the root's batch is ``q`` in depth-first preorder). The
+    assembled ``q`` that comes down from the parent is forwarded as the same read-only array
     (no copy).
     """
 
@@ -123,7 +123,7 @@ class TreeCast:
         return self.parent < 0
 
     def add_own(self, l: int, agent: int, q: np.ndarray) -> None:
-        """Record the agent's own block ``q_i^(T)`` of component ``l``."""
+        """Record the agent's own block ``q_i`` of component ``l``."""
         self._own[l] = (agent, q)
 
     def add_child(self, l: int, child: int, payload: np.ndarray, blocks: BlockIndex) -> None:
@@ -132,11 +132,11 @@ class TreeCast:
         up[self._pos[child]] = (payload, blocks)
 
     def set_full(self, l: int, payload: np.ndarray, blocks: BlockIndex) -> None:
-        """Record the assembled ``q^(T)`` of component ``l`` (from the parent, or built at the root)."""
+        """Record the assembled ``q`` of component ``l`` (from the parent, or built at the root)."""
         self._full[l] = (payload, blocks)
 
     def full(self, l: int) -> tuple[np.ndarray, BlockIndex] | None:
-        """The assembled ``q^(T)`` of component ``l`` as ``(payload, blocks)``, once known."""
+        """The assembled ``q`` of component ``l`` as ``(payload, blocks)``, once known."""
         return self._full.get(l)
 
     def drop(self, l: int) -> None:

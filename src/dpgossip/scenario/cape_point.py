@@ -58,7 +58,7 @@ from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
 
 __all__ = ["cape_protocol", "floorfree_protocol", "aggregator_audit", "site_view_audit",
-           "gossip_site_guarantee", "issue13_protocol", "issue13_columns"]
+           "gossip_site_guarantee", "cape_point_protocol", "cape_point_columns"]
 
 
 def _exceeds(audited: float, guaranteed: float) -> bool:
@@ -107,10 +107,10 @@ def floorfree_protocol(spec: PointSpec) -> PrivateProtocol:
         return DdppmFloorFree(params, rank=spec.protocol.rank)
 
 
-def issue13_protocol(spec: PointSpec, problem: Problem) -> PrivateProtocol:
+def cape_point_protocol(spec: PointSpec, problem: Problem) -> PrivateProtocol:
     """The protocol object of a point of issue 13's kinds (either backend: with ``backend = "engine"``
     :mod:`dpgossip.scenario.protocol_point` runs it through
-    :class:`~dpgossip.engine.issue13_protocol.Issue13EngineProtocol`)."""
+    :class:`~dpgossip.protocol.nodes.view_protocol.ViewEngineProtocol`)."""
     if spec.protocol.kind == "ddppm-floorfree":
         return floorfree_protocol(spec)
     return cape_protocol(spec, problem)
@@ -202,7 +202,7 @@ def _floorfree_columns(result: Any, problem: Problem, spec: PointSpec) -> dict[s
     return row
 
 
-def issue13_columns(protocol: PrivateProtocol, result: Any, problem: Problem,
+def cape_point_columns(protocol: PrivateProtocol, result: Any, problem: Problem,
                     spec: PointSpec) -> dict[str, Any]:
     """Guarantee and audit columns of one repeat (module docstring)."""
     if isinstance(protocol, CapePca):

@@ -2,13 +2,13 @@
 one of issue 13's (:mod:`dpgossip.scenario.cape_point`).
 
 With ``backend = "engine"`` each repeat runs message by message on the engine under ``[engine]``
-(:class:`dpgossip.engine.ppm_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
+(:class:`dpgossip.protocol.nodes.ppm_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
 backend's plus the engine's status and traffic columns; a run the engine stopped (a crash, a lost
 message) has ``status = "stopped"``, its reason, NaN errors and no guarantee or audit columns; a run
 the parties that did not crash completed without the crashed ones (``engine_status =
 "completed_with_crash"``) has ``status = "partial"``, the reason, and ``max_agent_error`` over the
 agents that hold an estimate. Issue 13's kinds run on the engine through
-:class:`dpgossip.engine.issue13_protocol.Issue13EngineProtocol`.
+:class:`dpgossip.protocol.nodes.view_protocol.ViewEngineProtocol`.
 
 Each repeat ``k`` runs the protocol with ``SeedSequence(seed, spawn_key=(k,))`` (the repeat seed of
 every kind, :func:`~dpgossip.scenario.runner.repeat_seed`), measures the subspace distance of its
@@ -71,7 +71,7 @@ from dpgossip.scenario.problem import Problem
 
 __all__ = ["ppm_params", "make_protocol", "run_protocol_point", "protocol_columns", "AUDIT_NEIGHBOURS"]
 
-ISSUE13_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
+CAPE_POINT_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
 """Kinds run by :mod:`dpgossip.scenario.cape_point` (issue 13; ``[cape]``, ``[floorfree]``)."""
 
 AUDIT_NEIGHBOURS: dict[str, str] = {"row-replacement": "replace-one",
@@ -174,26 +174,26 @@ def _engine(spec: PointSpec, protocol: PrivateProtocol) -> Any:
         return None
     from dpgossip.engine import NetworkConditions
     from dpgossip.engine.conditions import condition_fields
-    from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
-    from dpgossip.engine.ppm_protocol import EngineProtocol
+    from dpgossip.protocol.nodes.ppm_protocol import EngineProtocol
+    from dpgossip.protocol.nodes.view_protocol import ViewEngineProtocol
 
     with renamed_fields(condition_fields("engine")):
         conditions = NetworkConditions.from_mapping(dict(spec.engine))
-    if spec.protocol.kind in ISSUE13_KINDS:
-        return Issue13EngineProtocol(protocol, conditions)
+    if spec.protocol.kind in CAPE_POINT_KINDS:
+        return ViewEngineProtocol(protocol, conditions)
     return EngineProtocol(protocol, conditions)
 
 
 def _engine_run(engine: Any, data: Any, network: Any, seed: Any) -> tuple[ProtocolRun, dict[str, Any]]:
     """One engine run in the common view, and its columns: the engine status (a stopped run is
     ``status = "stopped"``), crashed agents and traffic (as D-DP-PM's engine rows, timings left out)."""
-    from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
-    from dpgossip.engine.ppm_protocol import engine_protocol_run
+    from dpgossip.protocol.nodes.ppm_protocol import engine_protocol_run
+    from dpgossip.protocol.nodes.view_protocol import ViewEngineProtocol
     from dpgossip.scenario.runner import TIMING_COLUMNS
 
     with renamed_fields({"conditions": "engine"}):
         res = engine.run_engine(data, network, seed)
-    run = (engine.protocol_run(res, data) if isinstance(engine, Issue13EngineProtocol)
+    run = (engine.protocol_run(res, data) if isinstance(engine, ViewEngineProtocol)
            else engine_protocol_run(res))
     extra: dict[str, Any] = {"crashed_agents": list(res.outcome.crashed)}
     extra.update({"engine_status" if n == "status" else n: v for n, v in res.summary.to_row().items()
@@ -221,11 +221,11 @@ def _max_agent_error(run: ProtocolRun, truth: np.ndarray, partial: bool) -> floa
 
 def _protocol(spec: PointSpec, problem: Problem) -> tuple[PrivateProtocol, Any]:
     """The point's protocol and ``columns(result, repeat)``: its guarantee and audit columns."""
-    if spec.protocol.kind in ISSUE13_KINDS:
-        from dpgossip.scenario.cape_point import issue13_columns, issue13_protocol
+    if spec.protocol.kind in CAPE_POINT_KINDS:
+        from dpgossip.scenario.cape_point import cape_point_columns, cape_point_protocol
 
-        protocol = issue13_protocol(spec, problem)
-        return protocol, lambda result, k: issue13_columns(protocol, result, problem, spec)
+        protocol = cape_point_protocol(spec, problem)
+        return protocol, lambda result, k: cape_point_columns(protocol, result, problem, spec)
     params = ppm_params(spec)
     if params.p > problem.data.d:
         raise ConfigError(f"ppm.block_rank = {params.p} must be <= d = {problem.data.d} (the data's "

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from dpgossip.engine.result import EngineResult
 from dpgossip.errors import renamed_fields
 from dpgossip.protocol import run_ldp, run_matrix, subspace_distance, top_singular
+from dpgossip.protocol.nodes.ddppm_result import EngineResult
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
 from dpgossip.scenario.status import flag_non_finite, measure_run
@@ -106,7 +106,7 @@ def run_point(
         outcome = None
         with np.errstate(all="ignore"):  # overflow and NaN are reported by the run's status
             if conditions is not None:
-                from dpgossip.engine import run_engine
+                from dpgossip.protocol.nodes import run_engine
 
                 with renamed_fields({"conditions": "engine"}):
                     res = run_engine(data, network, params, seq, conditions=conditions,

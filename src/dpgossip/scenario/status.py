@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.result import EngineResult
 from dpgossip.protocol import captured_energy, sin_angle, subspace_distance, top_singular
+from dpgossip.protocol.nodes.ddppm_result import EngineResult
 from dpgossip.protocol.power import Spectrum
 from dpgossip.protocol.result import RunResult
 from dpgossip.protocol.status import (

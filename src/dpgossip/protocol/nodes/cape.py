@@ -1,9 +1,9 @@
 """Run capePCA (004, Alg. 2) and capepca-gossip on the discrete-event engine (docs/engine.md, CAPE).
 
 :func:`run_cape_engine` runs ``capepca`` on a star and ``capepca-gossip`` on the given graph as simpy
-processes (:mod:`dpgossip.engine.cape_agents`) on the same :class:`~dpgossip.engine.links.Fabric` as the
-other kinds: latency, bandwidth, loss, retransmission, stragglers and crashes, and a transcript of every
-accepted message.
+processes (:mod:`dpgossip.protocol.nodes.cape_parties`) on the same
+:class:`~dpgossip.engine.links.Fabric` as the other kinds: latency, bandwidth, loss, retransmission,
+stragglers and crashes, and a transcript of every accepted message.
 
 Networks. ``capepca``: sites are nodes ``0..S-1`` (agent ``s`` of the data), the aggregator is node ``S``
 and the trusted noise generator node ``S + 1``; the links are ``s <-> S`` and ``s <-> S + 1``.
@@ -17,45 +17,31 @@ Random streams: exactly those of the matrix backend, each drawn by the party tha
   ``tau / sqrt(S)``).
 * ``capepca-gossip`` (:func:`~dpgossip.protocol.cape_gossip.cape_gossip_noise`): site ``s``'s ``G_s``
   from spawn key ``(0, s)``; edge ``(i, j)``'s ``D_ij`` from ``(1, i, j)`` (derived by both ends).
-* the network conditions from ``(4,)`` (:data:`~dpgossip.engine.ppm_engine.NETWORK_SPAWN_KEY`), so links
+* the network conditions from ``(4,)`` (:data:`~dpgossip.protocol.nodes.ppm.NETWORK_SPAWN_KEY`), so links
   never touch the protocol's draws.
 
 With ideal links, and under latency, loss with retransmission and stragglers, every value equals the
 matrix backend's to rounding (tested to ``1e-10``). Every party waits for every message it needs, so a
 crash that anyone waits on stops the run (status ``"stopped"``) and ``result`` is ``None`` then. A crash
 after a party's last needed message lets the others finish (``"completed_with_crash"``): the crashed
-party's missing records are NaN (:func:`recorded`).
+party's missing records are NaN (:meth:`~dpgossip.engine.node.NodeTrace.recorded`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-import simpy
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.agent import Outbox
-from dpgossip.engine.cape_agents import CapeAggregator, CapeGenerator, CapeGossipSite, CapeSite
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
-from dpgossip.engine.links import Fabric
-from dpgossip.engine.outcome import EngineOutcome
-from dpgossip.engine.ppm_agents import Party
-from dpgossip.engine.ppm_engine import (
-    NETWORK_SPAWN_KEY,
-    _child,
-    _delay,
-    _outcome,
-    _Setup,
-    _simulate,
-)
+from dpgossip.engine.kernel import NETWORK_SPAWN_KEY, Simulation, child_seed, resolve_conditions
+from dpgossip.engine.node import Node
 from dpgossip.engine.record import EngineRecord
-from dpgossip.engine.simulator import _conditions, _engine_summary, _Monitor
-from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.errors import ConfigError, check_choice, renamed_fields
 from dpgossip.protocol.cape import CapeNoise, CapeParams, CapeResult, symmetric_gaussian
 from dpgossip.protocol.cape_gossip import (
@@ -64,11 +50,17 @@ from dpgossip.protocol.cape_gossip import (
     CapeGossipResult,
     second_moments,
 )
+from dpgossip.protocol.nodes.cape_parties import (
+    CapeAggregator,
+    CapeGenerator,
+    CapeGossipSite,
+    CapeSite,
+)
 from dpgossip.protocol.ppm_gossip import edge_list
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
 
-__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network", "named_outcome", "recorded",
+__all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network",
            "run_cape_engine"]
 
 CAPE_ENGINE_KINDS = ("capepca", "capepca-gossip")
@@ -89,13 +81,6 @@ class CapeEngineResult(EngineRecord):
         return self.engine_row(self.result.to_row() if self.result is not None else {}, kind=self.kind)
 
 
-def named_outcome(parties: list[Party], monitor: _Monitor, conditions: NetworkConditions,
-                  name: str) -> EngineOutcome:
-    """The ``ppm*`` kinds' outcome (every message needed, no re-weighting), its reason naming ``name``."""
-    outcome = _outcome(parties, monitor, conditions)
-    return replace(outcome, reason=outcome.reason.replace("a ppm protocol", name))
-
-
 def cape_star_network(sites: int) -> Network:
     """Sites ``0..S-1``, the aggregator ``S`` and the noise generator ``S + 1``; ``W`` unused (identity)."""
     graph = nx.Graph()
@@ -110,29 +95,26 @@ def _fresh(seed: int | np.random.SeedSequence) -> list[np.random.SeedSequence]:
     return np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key, pool_size=root.pool_size).spawn(3)
 
 
-def _cape_parties(data: PartitionedData, params: CapeParams, su: _Setup, seed: object) -> list[Party]:
+def _cape_parties(data: PartitionedData, params: CapeParams, sim: Simulation, seed: object) -> list[Node]:
     """Sites with their ``A_s`` and ``G_s``, the aggregator with ``F``, the generator with ``W``."""
     A = second_moments(data)
     S, d = A.shape[0], A.shape[1]
     tau = params.noise_std(min(data.sizes))
     generator, aggregator, sites = _fresh(seed)
 
-    def box(i: int) -> Outbox:
-        return Outbox(i, su.env, su.fabric, su.monitor)
-
-    parties: list[Party] = [
-        CapeSite(s, box(s), _delay(su.conditions, s), A=A[s], aggregator=S, generator=S + 1,
+    parties: list[Node] = [
+        CapeSite(s, sim.outbox(s), sim.compute_delay(s), A=A[s], aggregator=S, generator=S + 1,
                  G=symmetric_gaussian(np.random.default_rng(seq), (), d, tau / math.sqrt(S)))
         for s, seq in enumerate(sites.spawn(S))]
     F = symmetric_gaussian(np.random.default_rng(aggregator), (S,), d, tau * math.sqrt(1 - 1 / S))
-    parties.append(CapeAggregator(S, box(S), _delay(su.conditions, S), F=F, k=params.k))
+    parties.append(CapeAggregator(S, sim.outbox(S), sim.compute_delay(S), F=F, k=params.k))
     W = symmetric_gaussian(np.random.default_rng(generator), (S,), d, tau)
-    parties.append(CapeGenerator(S + 1, box(S + 1), _delay(su.conditions, S + 1), W=W))
+    parties.append(CapeGenerator(S + 1, sim.outbox(S + 1), sim.compute_delay(S + 1), W=W))
     return parties
 
 
-def _gossip_parties(data: PartitionedData, network: Network, params: CapeGossipParams, su: _Setup,
-                    seed: object) -> list[Party]:
+def _gossip_parties(data: PartitionedData, network: Network, params: CapeGossipParams, sim: Simulation,
+                    seed: object) -> list[Node]:
     """Each site with its ``A_s``, its ``G_s``, its edges' signed draws and its row of ``W``."""
     A = second_moments(data)
     d = A.shape[1]
@@ -140,23 +122,20 @@ def _gossip_parties(data: PartitionedData, network: Network, params: CapeGossipP
     root = as_seed_sequence(seed)
 
     def draw(key: tuple[int, ...], std: float) -> np.ndarray:
-        return symmetric_gaussian(np.random.default_rng(_child(root, *key)), (), d, std)
+        return symmetric_gaussian(np.random.default_rng(child_seed(root, *key)), (), d, std)
 
-    W = sp.csr_array(network.W)
-    parties: list[Party] = []
+    parties: list[Node] = []
     for s in range(data.m):
         nbrs = network.neighbours[s]
         signed = {j: draw((1, s, j), tau_e) if s < j else -draw((1, j, s), tau_e) for j in nbrs}
-        lo, hi = W.indptr[s], W.indptr[s + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
         parties.append(CapeGossipSite(
-            s, Outbox(s, su.env, su.fabric, su.monitor), _delay(su.conditions, s), A=A[s],
+            s, sim.outbox(s), sim.compute_delay(s), A=A[s],
             G=draw((0, s), tau_g), signed=signed, rounds=params.consensus_steps,
-            weights=(row.get(s, 0.0), {j: row.get(j, 0.0) for j in nbrs})))
+            weights=sim.weight_row(s)))
     return parties
 
 
-def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Party],
+def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Node],
                  seed: object) -> CapeResult:
     """The aggregator's record as a :class:`CapeResult` (noise from every party's own draws)."""
     S = data.m
@@ -171,21 +150,14 @@ def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Party]
                       sizes=data.sizes, seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None)
 
 
-def recorded(values: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """``values[name]``, or NaN of ``shape`` when the party crashed before recording it (a run that
-    completed with a crash: the survivors finished without it)."""
-    got = values.get(name)
-    return np.full(shape, np.nan) if got is None else got
-
-
 def _gossip_result(data: PartitionedData, network: Network, params: CapeGossipParams,
-                   parties: list[Party]) -> CapeGossipResult:
+                   parties: list[Node]) -> CapeGossipResult:
     """Stack the sites' records into a :class:`CapeGossipResult` (edge draws from each edge's lower end;
     NaN for what a crashed site never computed)."""
     d = data.d
     shapes = {"initial": (d, d), "estimate": (d, d), "eigenvalues": (d,), "eigenvectors": (d, d),
               "states": (params.consensus_steps + 1, d, d)}
-    v = [{n: recorded(p.trace.values, n, shape) for n, shape in shapes.items()} for p in parties]
+    v = [{n: p.trace.recorded(n, shape) for n, shape in shapes.items()} for p in parties]
     edges = edge_list(network)
     D = np.stack([parties[i].signed[j] for i, j in edges]) if len(edges) else np.zeros((0, d, d))
     G = np.stack([p.G for p in parties])
@@ -243,27 +215,19 @@ def run_cape_engine(kind: str, data: PartitionedData, network: Network | None,
     """
     _check(kind, data, network, params)
     with renamed_fields(condition_fields("conditions")):
-        conditions = _conditions(conditions)
+        conditions = resolve_conditions(conditions)
         net = network if kind == "capepca-gossip" else cape_star_network(data.m)
         conditions.check_network(net)
     root = as_seed_sequence(seed)
-    env = simpy.Environment()
-    crash_times = [conditions.crashes.get(i, math.inf) for i in range(net.m)]
-    writer = TranscriptWriter(keep=record_transcript, path=None)
-    fabric = Fabric(env, net, conditions, np.random.default_rng(_child(root, NETWORK_SPAWN_KEY)),
-                    crash_times, writer if writer.active else None)
-    monitor = _Monitor(env, net, conditions, fabric, crash_times)
-    su = _Setup(env=env, fabric=fabric, monitor=monitor, conditions=conditions, root=root, init_V=None,
-                noise_seq=None)
-    parties = (_cape_parties(data, params, su, seed) if kind == "capepca"
-               else _gossip_parties(data, net, params, su, seed))
-    wall = _simulate(su, parties, writer)
-    outcome = named_outcome(parties, monitor, conditions, kind)
+    sim = Simulation(net, conditions, np.random.default_rng(child_seed(root, NETWORK_SPAWN_KEY)),
+                     record_transcript=record_transcript)
+    parties = (_cape_parties(data, params, sim, seed) if kind == "capepca"
+               else _gossip_parties(data, net, params, sim, seed))
+    sim.run(parties)
+    outcome = sim.outcome(parties, kind)
     result = None
     if outcome.status != "stopped":
         result = (_cape_result(data, params, parties, seed) if kind == "capepca"
                   else _gossip_result(data, net, params, parties))
-    return CapeEngineResult(kind=kind, result=result, outcome=outcome,
-                            summary=_engine_summary(outcome.status, fabric, parties, wall),
-                            conditions=conditions, values=tuple(p.trace.values for p in parties),
-                            transcript=None if writer.records is None else tuple(writer.records))
+    return CapeEngineResult(kind=kind, result=result, values=tuple(p.trace.values for p in parties),
+                            **sim.record_fields(outcome, parties))

@@ -19,33 +19,18 @@ latency and loss with retransmission. A crash that anyone waits on stops the run
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-import simpy
 from simpy.events import Event
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.agent import Outbox
-from dpgossip.engine.cape_agents import CapeTrace
-from dpgossip.engine.cape_engine import named_outcome, recorded
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
-from dpgossip.engine.links import Fabric
+from dpgossip.engine.kernel import NETWORK_SPAWN_KEY, Simulation, child_seed, resolve_conditions
 from dpgossip.engine.messages import Message
-from dpgossip.engine.ppm_agents import Party
-from dpgossip.engine.ppm_engine import (
-    NETWORK_SPAWN_KEY,
-    _child,
-    _delay,
-    _Setup,
-    _simulate,
-)
+from dpgossip.engine.node import Node, NodeTrace, Outbox
 from dpgossip.engine.record import EngineRecord
-from dpgossip.engine.simulator import _conditions, _engine_summary, _Monitor
-from dpgossip.engine.transcript import TranscriptWriter
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocol.ddppm_floorfree import (
     FloorFreeNoise,
@@ -71,13 +56,13 @@ class FloorFreeDraws:
     p: np.ndarray
 
 
-class FloorFreeAgent(Party):
+class FloorFreeAgent(Node):
     """Agent ``i`` of the floor-free D-DP-PM (module docstring)."""
 
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, block: np.ndarray,
                  draws: FloorFreeDraws, weights: tuple[float, Mapping[int, float]],
                  params: FloorFreeParams, agents: int) -> None:
-        super().__init__(party_id, outbox, CapeTrace(), compute_delay)
+        super().__init__(party_id, outbox, NodeTrace(), compute_delay)
         self.X, self.draws, self.params, self.m = np.array(block, dtype=float), draws, params, agents
         self.w_self, self.w_nbr = weights
         self.neighbours = tuple(sorted(self.w_nbr))
@@ -87,14 +72,8 @@ class FloorFreeAgent(Party):
     def _gossip(self, t: int, S: np.ndarray) -> Generator[Event, object, np.ndarray]:
         """``c`` rounds of iteration ``t`` from ``S = z~_i^(t)``; every state recorded as computed."""
         states = self.trace.values["states"][t - 1]
-        states[0] = S
-        for k in range(1, self.params.consensus_steps + 1):
-            self.outbox.broadcast((0, t, k), S, self.neighbours)
-            got = yield from self._collect((0, t, k), len(self.neighbours))
-            S = self.w_self * S + sum(self.w_nbr[j] * got[j] for j in self.neighbours)
-            states[k] = S
-            yield from self._compute()
-        return S
+        return (yield from self._mix(S, (0, t), self.params.consensus_steps, (self.w_self, self.w_nbr),
+                                     states.__setitem__))
 
     def _protocol(self) -> Generator[Event, object, None]:
         """The ``T`` iterations, then (``disseminate``) the flood. The records are allocated as NaN
@@ -156,24 +135,20 @@ class FloorFreeEngineResult(EngineRecord):
         return self.engine_row(self.result.to_row() if self.result is not None else {})
 
 
-def _agents(data: PartitionedData, network: Network, params: FloorFreeParams, su: _Setup,
-            noise: FloorFreeNoise) -> list[Party]:
+def _agents(data: PartitionedData, network: Network, params: FloorFreeParams, sim: Simulation,
+            noise: FloorFreeNoise) -> list[Node]:
     """One agent per block, with its own slice of the run's draws and its row of ``W``."""
-    W = sp.csr_array(network.W)
-    out: list[Party] = []
+    out: list[Node] = []
     for i in range(data.m):
-        lo, hi = W.indptr[i], W.indptr[i + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
-        nbrs = network.neighbours[i]
         a, b = data.offsets[i], data.offsets[i + 1]
         draws = FloorFreeDraws(u0=noise.u0, e=noise.e[:, i], p=noise.p[a:b])
-        out.append(FloorFreeAgent(i, Outbox(i, su.env, su.fabric, su.monitor), _delay(su.conditions, i),
+        out.append(FloorFreeAgent(i, sim.outbox(i), sim.compute_delay(i),
                                   block=data.block(i), draws=draws, params=params, agents=data.m,
-                                  weights=(row.get(i, 0.0), {j: row.get(j, 0.0) for j in nbrs})))
+                                  weights=sim.weight_row(i)))
     return out
 
 
-def _result(params: FloorFreeParams, agents: list[Party], noise: FloorFreeNoise) -> FloorFreeResult:
+def _result(params: FloorFreeParams, agents: list[Node], noise: FloorFreeNoise) -> FloorFreeResult:
     """Stack the agents' records (NaN for what an agent that crashed, in a run the others completed
     without it, never computed: at least its final ``q``)."""
     T, c, d = params.iterations, params.consensus_steps, noise.u0.shape[0]
@@ -182,7 +157,7 @@ def _result(params: FloorFreeParams, agents: list[Party], noise: FloorFreeNoise)
         n_i = a.X.shape[0]
         shapes = {"directions": (T + 1, d), "z": (T, d), "states": (T, c + 1, d), "q_local": (n_i,),
                   "q_released": (n_i,)}
-        v.append({n: recorded(a.trace.values, n, shape) for n, shape in shapes.items()})
+        v.append({n: a.trace.recorded(n, shape) for n, shape in shapes.items()})
     released = np.concatenate([x["q_released"] for x in v]) if params.disseminate else None
     return FloorFreeResult(directions=np.stack([x["directions"] for x in v], axis=1),
                            z=np.stack([x["z"] for x in v], axis=1),
@@ -221,23 +196,15 @@ def run_floorfree_engine(data: PartitionedData, network: Network, params: FloorF
         raise ConfigError(f"network must be a Network with one agent per block of data ({data.m}), got "
                           f"{getattr(network, 'm', network)!r}", field="network")
     with renamed_fields(condition_fields("conditions")):
-        conditions = _conditions(conditions)
+        conditions = resolve_conditions(conditions)
         conditions.check_network(network)
     root = as_seed_sequence(seed)
     noise = floorfree_noise(data, params, seed)
-    env = simpy.Environment()
-    crash_times = [conditions.crashes.get(i, math.inf) for i in range(network.m)]
-    writer = TranscriptWriter(keep=record_transcript, path=None)
-    fabric = Fabric(env, network, conditions, np.random.default_rng(_child(root, NETWORK_SPAWN_KEY)),
-                    crash_times, writer if writer.active else None)
-    monitor = _Monitor(env, network, conditions, fabric, crash_times)
-    su = _Setup(env=env, fabric=fabric, monitor=monitor, conditions=conditions, root=root, init_V=None,
-                noise_seq=None)
-    agents = _agents(data, network, params, su, noise)
-    wall = _simulate(su, agents, writer)
-    outcome = named_outcome(agents, monitor, conditions, "the floor-free D-DP-PM")
+    sim = Simulation(network, conditions, np.random.default_rng(child_seed(root, NETWORK_SPAWN_KEY)),
+                     record_transcript=record_transcript)
+    agents = _agents(data, network, params, sim, noise)
+    sim.run(agents)
+    outcome = sim.outcome(agents, "the floor-free D-DP-PM")
     result = None if outcome.status == "stopped" else _result(params, agents, noise)
-    return FloorFreeEngineResult(result=result, outcome=outcome,
-                                 summary=_engine_summary(outcome.status, fabric, agents, wall),
-                                 conditions=conditions, values=tuple(a.trace.values for a in agents),
-                                 transcript=None if writer.records is None else tuple(writer.records))
+    return FloorFreeEngineResult(result=result, values=tuple(a.trace.values for a in agents),
+                                 **sim.record_fields(outcome, agents))

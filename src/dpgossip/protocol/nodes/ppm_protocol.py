@@ -2,10 +2,10 @@
 
 :class:`EngineProtocol` wraps a :class:`~dpgossip.protocol.interface.Ppm`,
 :class:`~dpgossip.protocol.interface.PpmFederated` or :class:`~dpgossip.protocol.interface.PpmGossip`
-(same ``kind``, ``side`` and ``params``) and runs it with :func:`~dpgossip.engine.ppm_engine.run_ppm_engine`;
-:func:`engine_protocol_run` puts an engine run in the common view of
-:class:`~dpgossip.protocol.interface.ProtocolRun` exactly as the matrix backend's objects do (the
-protocol layer cannot import the engine, so the wrapper lives here).
+(same ``kind``, ``side`` and ``params``) and runs it with
+:func:`~dpgossip.protocol.nodes.ppm.run_ppm_engine`; :func:`engine_protocol_run` puts an engine run in the
+common view of :class:`~dpgossip.protocol.interface.ProtocolRun` exactly as the matrix backend's objects
+do.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import ClassVar
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.ppm_engine import PpmEngineResult, run_ppm_engine
-from dpgossip.engine.wrapped import WrappedProtocol
 from dpgossip.protocol.interface import Ppm, PpmFederated, PpmGossip, ProtocolRun
+from dpgossip.protocol.nodes.ppm import PpmEngineResult, run_ppm_engine
+from dpgossip.protocol.nodes.wrapped import WrappedProtocol
 from dpgossip.protocol.ppm_gossip import PpmGossipResult
 from dpgossip.topology.network import Network
 

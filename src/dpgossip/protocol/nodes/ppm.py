@@ -2,10 +2,10 @@
 
 :func:`run_ppm_engine` runs ``ppm`` (Algorithm 1, a trusted curator), ``ppm-federated`` (Algorithm 2, a
 server behind a secure aggregation) and ``ppm-gossip`` (Algorithm 2 with the sum replaced by ``c`` gossip
-rounds, :mod:`dpgossip.protocol.ppm_gossip`) as simpy processes (:mod:`dpgossip.engine.ppm_agents`) that
-exchange real messages over the same :class:`~dpgossip.engine.links.Fabric` as D-DP-PM: latency, bandwidth,
-loss, retransmission, stragglers and crashes of :class:`~dpgossip.engine.NetworkConditions`, and a
-transcript of every accepted message.
+rounds, :mod:`dpgossip.protocol.ppm_gossip`) as node programs (:mod:`dpgossip.protocol.nodes.ppm_parties`)
+on the engine kernel (:class:`~dpgossip.engine.kernel.Simulation`), exchanging real messages over the same
+:class:`~dpgossip.engine.links.Fabric` as D-DP-PM: latency, bandwidth, loss, retransmission, stragglers
+and crashes of :class:`~dpgossip.engine.NetworkConditions`, and a transcript of every accepted message.
 
 Networks. ``ppm-gossip`` runs on the given graph with its ``W``. The star kinds ignore the graph: clients
 are nodes ``0..s-1`` (agent ``i`` of the data), the server (curator) is node ``s``, and the links are
@@ -34,42 +34,28 @@ the monitor finds the run stalled after two ``failure_timeout`` periods and stop
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
-from contextlib import closing
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-import simpy
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.agent import Outbox
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
-from dpgossip.engine.links import Fabric
-from dpgossip.engine.outcome import AgentProgress, EngineOutcome
-from dpgossip.engine.ppm_agents import (
+from dpgossip.engine.kernel import NETWORK_SPAWN_KEY, Simulation, child_seed, resolve_conditions
+from dpgossip.engine.node import Node
+from dpgossip.engine.record import EngineRecord
+from dpgossip.errors import ConfigError, check_choice, check_number, renamed_fields
+from dpgossip.protocol.nodes.ppm_parties import (
     ClientNoise,
     GossipParty,
     GossipRole,
-    Party,
     PartyTrace,
     StarClient,
     StarServer,
 )
-from dpgossip.engine.record import EngineRecord
-from dpgossip.engine.simulator import (
-    _conditions,
-    _decide_status,
-    _engine_summary,
-    _gc_paused,
-    _Monitor,
-)
-from dpgossip.engine.transcript import TranscriptWriter
-from dpgossip.errors import ConfigError, check_choice, check_number, renamed_fields
 from dpgossip.protocol.ppm import PpmParams, PpmResult, _check_dims, _entropy, orthonormalise
 from dpgossip.protocol.ppm_gossip import (
     PpmGossipParams,
@@ -88,8 +74,6 @@ __all__ = ["PPM_ENGINE_KINDS", "SECAGG_SPAWN_KEY", "NETWORK_SPAWN_KEY", "PpmEngi
 PPM_ENGINE_KINDS = ("ppm", "ppm-federated", "ppm-gossip")
 SECAGG_SPAWN_KEY = 3
 """First element of a secure-aggregation mask's spawn key ``(3, i, j)``."""
-NETWORK_SPAWN_KEY = 4
-"""Spawn key ``(4,)`` of the network conditions' stream."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -123,10 +107,6 @@ def star_network(clients: int) -> Network:
                    mixing="none", allow_nonstochastic=True)
 
 
-def _child(root: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, *key), pool_size=root.pool_size)
-
-
 def secagg_share(seed: int | np.random.SeedSequence, client: int, clients: int,
                  shape: tuple[int, ...], mask_std: float) -> np.ndarray:
     """Client ``i``'s secure-aggregation masks ``sum_{j != i} sign(i, j) K_ij`` (``+`` for ``i < j``).
@@ -141,57 +121,46 @@ def secagg_share(seed: int | np.random.SeedSequence, client: int, clients: int,
     for j in range(clients):
         if j != client:
             a, b = min(client, j), max(client, j)
-            K = mask_std * np.random.default_rng(_child(root, SECAGG_SPAWN_KEY, a, b)).standard_normal(shape)
+            rng = np.random.default_rng(child_seed(root, SECAGG_SPAWN_KEY, a, b))
+            K = mask_std * rng.standard_normal(shape)
             out += K if client == a else -K
     return out
 
 
 @dataclass(frozen=True, slots=True)
-class _Setup:
-    """What every kind's builder needs."""
+class _Draws:
+    """The run's root seed, the public start ``X^0`` and the noise's seed sequence ``(1,)``."""
 
-    env: simpy.Environment
-    fabric: Fabric
-    monitor: _Monitor
-    conditions: NetworkConditions
     root: np.random.SeedSequence
     init_V: np.ndarray
     noise_seq: np.random.SeedSequence
 
 
-def _delay(conditions: NetworkConditions, i: int) -> float:
-    st = conditions.stragglers.get(i)
-    return conditions.compute_time * (st.factor if st else 1.0) + (st.delay if st else 0.0)
-
-
 def _gossip_parties(data: PartitionedData, network: Network, params: PpmGossipParams,
-                    su: _Setup) -> list[Party]:
+                    sim: Simulation, su: _Draws) -> list[Node]:
     """One :class:`GossipParty` per agent: its rows, its noise stream, its edges' masks, its row of W."""
     ppm, s = params.ppm, data.m
     shape = (ppm.iterations, data.d, ppm.p)
     children = su.noise_seq.spawn(s)
-    W = sp.csr_array(network.W)
-    parties: list[Party] = []
+    parties: list[Node] = []
     for i in range(s):
         nbrs = network.neighbours[i]
         own = np.array([(min(i, j), max(i, j)) for j in nbrs], dtype=int).reshape(-1, 2)
         drawn = edge_masks(su.root, own, shape, params.mask_std)
         masks = {j: (drawn[e] if i < j else -drawn[e]) for e, j in enumerate(nbrs)}
-        lo, hi = W.indptr[i], W.indptr[i + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
+        w_self, w_row = sim.weight_row(i)
         trace = PartyTrace(ppm.iterations, data.d, ppm.p, params.consensus_steps)
         trace.masks = {j: drawn[e] for e, j in enumerate(nbrs) if j > i}
         parties.append(GossipParty(
-            i, Outbox(i, su.env, su.fabric, su.monitor), trace, _delay(su.conditions, i),
+            i, sim.outbox(i), trace, sim.compute_delay(i),
             block=data.block(i), V0=su.init_V, Z=np.random.default_rng(children[i]).standard_normal(shape),
             masks=masks, role=GossipRole(params=params, agents=s, nu=ppm.noise_multiplier / math.sqrt(s),
-                                         w_self=row.get(i, 0.0),
-                                         w_neighbours={j: row.get(j, 0.0) for j in nbrs})))
+                                         w_self=w_self, w_neighbours=w_row)))
     return parties
 
 
-def _star_parties(kind: str, data: PartitionedData, params: PpmParams, su: _Setup,
-                  secagg_mask_std: float) -> list[Party]:
+def _star_parties(kind: str, data: PartitionedData, params: PpmParams, sim: Simulation, su: _Draws,
+                  secagg_mask_std: float) -> list[Node]:
     """Clients ``0..s-1`` (their rows; federated: their noise share and secure-aggregation masks) and
     the server ``s`` (``X^0``; curator: the central noise)."""
     s, L = data.m, params.iterations
@@ -199,23 +168,23 @@ def _star_parties(kind: str, data: PartitionedData, params: PpmParams, su: _Setu
     federated = kind == "ppm-federated"
     children = su.noise_seq.spawn(s) if federated else None
     nu = params.noise_multiplier / math.sqrt(s)
-    parties: list[Party] = []
+    parties: list[Node] = []
     for i in range(s):
         noisy = None
         if federated:
             noisy = ClientNoise(nu=nu, Z=np.random.default_rng(children[i]).standard_normal(shape),
                                 secagg=secagg_share(su.root, i, s, shape, secagg_mask_std))
-        parties.append(StarClient(i, Outbox(i, su.env, su.fabric, su.monitor),
-                                  PartyTrace(L, data.d, params.p), _delay(su.conditions, i),
+        parties.append(StarClient(i, sim.outbox(i),
+                                  PartyTrace(L, data.d, params.p), sim.compute_delay(i),
                                   block=data.block(i), server=s, params=params, noisy=noisy))
     central = None if federated else np.random.default_rng(su.noise_seq).standard_normal(shape)
-    parties.append(StarServer(s, Outbox(s, su.env, su.fabric, su.monitor), PartyTrace(L, data.d, params.p),
-                              _delay(su.conditions, s), clients=s, params=params, V0=su.init_V,
+    parties.append(StarServer(s, sim.outbox(s), PartyTrace(L, data.d, params.p),
+                              sim.compute_delay(s), clients=s, params=params, V0=su.init_V,
                               central=central))
     return parties
 
 
-def _gossip_result(parties: list[Party], network: Network, params: PpmGossipParams,
+def _gossip_result(parties: list[Node], network: Network, params: PpmGossipParams,
                    seed: object) -> PpmGossipResult:
     """Stack the agents' traces into a :class:`PpmGossipResult` (the masks from each edge's lower end)."""
     tr = [p.trace for p in parties]
@@ -230,7 +199,7 @@ def _gossip_result(parties: list[Party], network: Network, params: PpmGossipPara
         network_name=network.name, seed_entropy=_entropy(seed))
 
 
-def _star_result(kind: str, parties: list[Party], params: PpmParams, seed: object) -> PpmResult:
+def _star_result(kind: str, parties: list[Node], params: PpmParams, seed: object) -> PpmResult:
     """The server's record as a :class:`PpmResult` (federated noise: the sum of the clients' shares)."""
     server = parties[-1].trace
     clients = len(parties) - 1
@@ -260,46 +229,6 @@ def _check(kind: str, data: PartitionedData, network: Network, params: object) -
                            "iterates, noise and secure-aggregation masks", nbytes=nbytes,
                       shown=size_text(nbytes))], advice="use fewer iterations or clients", field="params")
     return params
-
-
-def _status_reason(status: str, reason: str, crashed: tuple[int, ...]) -> str:
-    if status == "stopped" and crashed:
-        return (f"a ppm protocol needs every party's message in every iteration (no re-weighting; "
-                f"engine.on_crash does not apply): party(ies) {list(crashed)} crashed; {reason}")
-    return reason
-
-
-def _outcome(parties: list[Party], monitor: _Monitor, conditions: NetworkConditions) -> EngineOutcome:
-    status, reason, crashed = _decide_status(parties, monitor, None)
-    progress = tuple(AgentProgress(agent=p.id, last_step=p.trace.last_step,
-                                   components_done=int(p.finished), finished=p.finished,
-                                   crashed_at=p.trace.crashed_at, waiting_on=p.waiting_on)
-                     for p in parties)
-    return EngineOutcome(status=status, reason=_status_reason(status, reason, crashed),
-                         policy=conditions.on_crash, policy_applied=False, crashed=crashed, detections=(),
-                         survivors=tuple(p.id for p in parties if p.trace.crashed_at is None),
-                         progress=progress, halted_at=monitor.halted_at)
-
-
-def _simulate(su: _Setup, parties: list[Party], writer: TranscriptWriter) -> float:
-    """Start the parties, schedule the crashes and the stall checks, run; return the wall time."""
-    env, monitor = su.env, su.monitor
-    monitor.agents = parties
-    for p in parties:
-        su.fabric.attach(p.id, p.receive)
-        tc = su.conditions.crashes.get(p.id, math.inf)
-        if tc > 0:
-            monitor.procs[p.id] = env.process(p.run())
-        else:
-            p.crash(0.0)
-    for i, tc in su.conditions.crashes.items():
-        if tc > 0:
-            env.timeout(tc).callbacks.append(partial(monitor.crash, i))
-    env.timeout(su.conditions.failure_timeout).callbacks.append(monitor.stall_check)
-    t0 = time.perf_counter()
-    with closing(writer), _gc_paused():
-        env.run()
-    return time.perf_counter() - t0
 
 
 def run_ppm_engine(kind: str, data: PartitionedData, network: Network | None,
@@ -340,29 +269,21 @@ def run_ppm_engine(kind: str, data: PartitionedData, network: Network | None,
     ppm = _check(kind, data, network, params)
     mask_std = check_number(secagg_mask_std, "secagg_mask_std", low=0, expected="a finite number >= 0")
     with renamed_fields(condition_fields("conditions")):
-        conditions = _conditions(conditions)
+        conditions = resolve_conditions(conditions)
         net = network if kind == "ppm-gossip" else star_network(data.m)
         conditions.check_network(net)
     root = as_seed_sequence(seed)
-    init, noise_seq = _child(root, 0), _child(root, 1)
+    init, noise_seq = child_seed(root, 0), child_seed(root, 1)
     V0 = orthonormalise(np.random.default_rng(init).standard_normal((data.d, ppm.p)))
-    env = simpy.Environment()
-    crash_times = [conditions.crashes.get(i, math.inf) for i in range(net.m)]
-    writer = TranscriptWriter(keep=record_transcript, path=transcript_path)
-    fabric = Fabric(env, net, conditions, np.random.default_rng(_child(root, NETWORK_SPAWN_KEY)),
-                    crash_times, writer if writer.active else None)
-    monitor = _Monitor(env, net, conditions, fabric, crash_times)
-    su = _Setup(env=env, fabric=fabric, monitor=monitor, conditions=conditions, root=root, init_V=V0,
-                noise_seq=noise_seq)
-    parties = (_gossip_parties(data, net, params, su) if kind == "ppm-gossip"
-               else _star_parties(kind, data, params, su, mask_std))
-    wall = _simulate(su, parties, writer)
-    outcome = _outcome(parties, monitor, conditions)
+    sim = Simulation(net, conditions, np.random.default_rng(child_seed(root, NETWORK_SPAWN_KEY)),
+                     record_transcript=record_transcript, transcript_path=transcript_path)
+    su = _Draws(root=root, init_V=V0, noise_seq=noise_seq)
+    parties = (_gossip_parties(data, net, params, sim, su) if kind == "ppm-gossip"
+               else _star_parties(kind, data, params, sim, su, mask_std))
+    sim.run(parties)
+    outcome = sim.outcome(parties, "a ppm protocol")
     result = (_gossip_result(parties, net, params, seed) if kind == "ppm-gossip"
               else _star_result(kind, parties, params, seed))
-    return PpmEngineResult(kind=kind, result=result, outcome=outcome,
-                           summary=_engine_summary(outcome.status, fabric, parties, wall),
-                           conditions=conditions, traces=tuple(p.trace for p in parties),
+    return PpmEngineResult(kind=kind, result=result, traces=tuple(p.trace for p in parties),
                            server=None if kind == "ppm-gossip" else data.m,
-                           transcript=None if writer.records is None else tuple(writer.records),
-                           transcript_path=None if writer.path is None else str(writer.path))
+                           transcript_path=sim.transcript_path, **sim.record_fields(outcome, parties))

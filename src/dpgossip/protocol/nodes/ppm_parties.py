@@ -2,8 +2,8 @@
 
 Every party holds only what a real participant would: its id, its own rows ``X_i`` (clients and gossip
 agents; the server and the curator hold no data), its own random draws, the public parameters and what it
-received. Each is a generator run by the simulator (:mod:`dpgossip.engine.ppm_engine`); messages go through
-an :class:`~dpgossip.engine.agent.Outbox` on the run's :class:`~dpgossip.engine.links.Fabric`.
+received. Each is a generator run by the simulator (:mod:`dpgossip.protocol.nodes.ppm`); messages go through
+an :class:`~dpgossip.protocol.nodes.ddppm_agent.Outbox` on the run's :class:`~dpgossip.engine.links.Fabric`.
 
 Tags are three ints ``(0, l, k)`` (the block method has one "component", ``0``; ``l`` is the iteration):
 
@@ -15,26 +15,23 @@ Tags are three ints ``(0, l, k)`` (the block method has one "component", ``0``; 
 
 A party waits for all the messages of a tag (synchronous protocol): latency, loss with retransmission
 and stragglers change times, never values. It keeps no failure detector: a party that never gets a message
-stays blocked and the run's monitor stops the run (:mod:`dpgossip.engine.ppm_engine`).
+stays blocked and the run's monitor stops the run (:mod:`dpgossip.protocol.nodes.ppm`).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import simpy
 from simpy.events import Event
 
-from dpgossip.engine.agent import Outbox
-from dpgossip.engine.messages import Message
+from dpgossip.engine.node import Node, Outbox
 from dpgossip.protocol.ppm import PpmParams, orthonormalise
 from dpgossip.protocol.ppm_gossip import PpmGossipParams
 from dpgossip.protocol.ppm_sensitivity import iterate_sensitivity
 
-__all__ = ["PartyTrace", "Party", "GossipRole", "ClientNoise", "GossipParty", "StarClient", "StarServer",
+__all__ = ["PartyTrace", "GossipRole", "ClientNoise", "GossipParty", "StarClient", "StarServer",
            "UPLOAD", "DOWNLOAD"]
 
 UPLOAD = 1
@@ -105,83 +102,7 @@ class PartyTrace:
         self.crashed_at: float | None = None
 
 
-class Party(ABC):
-    """What every party shares: an inbox by tag, waiting for a tag's messages, crash and progress.
-
-    A subclass gives :meth:`_protocol`, the party's own steps."""
-
-    def __init__(self, party_id: int, outbox: Outbox, trace: PartyTrace, compute_delay: float) -> None:
-        self.id = party_id
-        self.outbox = outbox
-        self.trace = trace
-        self._delay = float(compute_delay)
-        self._inbox: dict[tuple, dict[int, np.ndarray]] = {}
-        self._want: tuple | None = None
-        self._need = 0
-        self._wake: Event | None = None
-        self._done = False
-        self._crashed = False
-
-    @property
-    def waiting_on(self) -> tuple | None:
-        """Tag the party is blocked on, or ``None``."""
-        return self._want
-
-    @property
-    def finished(self) -> bool:
-        """Whether the party completed the protocol."""
-        return self._done
-
-    @property
-    def crashed(self) -> bool:
-        """Whether the party has crashed."""
-        return self._crashed
-
-    def crash(self, now: float) -> None:
-        """Fail-stop at ``now`` (the simulator interrupts the process separately)."""
-        self._crashed = True
-        if not self._done:
-            self.trace.crashed_at = now
-
-    def run(self) -> Generator[Event, object, None]:
-        """The simpy process: the party's protocol, until it finishes or crashes."""
-        try:
-            yield from self._protocol()
-        except simpy.Interrupt:
-            return
-        self._done = True
-        self.trace.finished_at = self.outbox.now
-
-    @abstractmethod
-    def _protocol(self) -> Generator[Event, object, None]:
-        """The party's steps: send, :meth:`_collect` a tag's messages, compute, until it is done."""
-
-    def receive(self, msg: Message, now: float) -> None:
-        """Keep a message under its tag (called by the network at delivery time)."""
-        box = self._inbox.setdefault(msg.tag, {})
-        box[msg.src] = msg.payload
-        if msg.tag == self._want and len(box) >= self._need:
-            self._want = None
-            self._wake.succeed()
-
-    def _collect(self, tag: tuple, count: int) -> Generator[Event, object, dict[int, np.ndarray]]:
-        """Wait until ``count`` senders' messages of ``tag`` are held; return ``{sender: payload}``."""
-        if len(self._inbox.get(tag, ())) < count:
-            self._want, self._need = tag, count
-            self._wake = self.outbox.event()
-            yield self._wake
-        self.trace.steps += 1
-        self.trace.last_step = tag
-        return self._inbox.pop(tag, {})
-
-    def _compute(self) -> Generator[Event, object, None]:
-        """Simulated computation time of one local step."""
-        self.trace.steps += 1
-        if self._delay:
-            yield self.outbox.sleep(self._delay)
-
-
-class GossipParty(Party):
+class GossipParty(Node):
     """Agent ``i`` of ppm-gossip (:mod:`dpgossip.protocol.ppm_gossip`): at iteration ``l``
 
         Y^(i) = X_i^T X_i V_i + Delta_l(V_i) nu Z_i[l] + sum_{j in N(i)} sign(i, j) M_ij^(l)
@@ -209,7 +130,7 @@ class GossipParty(Party):
         return out
 
     def _protocol(self) -> Generator[Event, object, None]:
-        P, tr, out = self.params, self.trace, self.outbox
+        P, tr = self.params, self.trace
         V = self.V0
         tr.iterates[0] = V
         for l in range(1, P.ppm.iterations + 1):
@@ -219,19 +140,14 @@ class GossipParty(Party):
             tr.noise[l - 1] = (delta * self.nu) * self.Z[l - 1]
             S = self.X.T @ (self.X @ V) + tr.noise[l - 1] + self._share(l - 1)
             tr.Y[l - 1] = S
-            for k in range(1, P.consensus_steps + 1):
-                tr.states[l - 1, k - 1] = S
-                tag = (0, l, k)
-                out.broadcast(tag, S, self.neighbours)
-                got = yield from self._collect(tag, len(self.neighbours))
-                S = self.w_self * S + sum(self.w_nbr[j] * got[j] for j in self.neighbours)
-                yield from self._compute()
-            tr.states[l - 1, P.consensus_steps] = S
+            states = tr.states[l - 1]
+            S = yield from self._mix(S, (0, l), P.consensus_steps, (self.w_self, self.w_nbr),
+                                     states.__setitem__, record_after_compute=True)
             V = orthonormalise(self.s * S)
             tr.iterates[l] = V
 
 
-class StarClient(Party):
+class StarClient(Node):
     """Client ``i`` of a star (``ppm`` or ``ppm-federated``): gets ``X^(l-1)`` from the server, uploads
     ``X_i^T X_i X^(l-1)`` plus (federated) its noise share ``Delta_l nu Z_i[l]`` and its secure-aggregation
     masks ``sum_j sign(i, j) K_ij^(l)``, which cancel in the sum."""
@@ -263,7 +179,7 @@ class StarClient(Party):
             tr.iterates[l] = V = got[self.server]
 
 
-class StarServer(Party):
+class StarServer(Node):
     """The server of ``ppm-federated`` (sums the uploads: secure aggregation) or the trusted curator of
     ``ppm`` (sums the noiseless uploads and adds the central noise ``Delta_l sigma Z[l]``):
     ``X^l = QR(Y_l)``, broadcast to every client. ``X^0`` is its own draw."""

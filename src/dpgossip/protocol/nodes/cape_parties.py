@@ -21,11 +21,10 @@ from collections.abc import Generator, Mapping
 import numpy as np
 from simpy.events import Event
 
-from dpgossip.engine.agent import Outbox
-from dpgossip.engine.ppm_agents import Party
+from dpgossip.engine.node import Node, NodeTrace, Outbox
 from dpgossip.protocol.cape import top_eigenvectors
 
-__all__ = ["E_SHARE", "F_SHARE", "UPLOAD", "RELEASE", "CapeTrace", "CapeSite", "CapeGenerator",
+__all__ = ["E_SHARE", "F_SHARE", "UPLOAD", "RELEASE", "CapeSite", "CapeGenerator",
            "CapeAggregator", "CapeGossipSite"]
 
 E_SHARE = (0, 0, 1)
@@ -34,26 +33,13 @@ UPLOAD = (0, 1, 1)
 RELEASE = (0, 1, 2)
 
 
-class CapeTrace:
-    """A party's own record: ``values`` by name (what it computed or received) and progress fields."""
-
-    __slots__ = ("values", "steps", "last_step", "finished_at", "crashed_at")
-
-    def __init__(self) -> None:
-        self.values: dict[str, np.ndarray] = {}
-        self.steps = 0
-        self.last_step: tuple | None = None
-        self.finished_at: float | None = None
-        self.crashed_at: float | None = None
-
-
-class CapeSite(Party):
+class CapeSite(Node):
     """Site ``s`` of capePCA: receives ``E_s`` and ``F_s``, sends ``Ahat_s = A_s + E_s + F_s + G_s``
     (in that order of additions, as ``run_cape``) and receives the released eigenvectors."""
 
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, A: np.ndarray,
                  G: np.ndarray, aggregator: int, generator: int) -> None:
-        super().__init__(party_id, outbox, CapeTrace(), compute_delay)
+        super().__init__(party_id, outbox, NodeTrace(), compute_delay)
         self.A, self.G = A, G
         self.aggregator, self.generator = aggregator, generator
 
@@ -68,11 +54,11 @@ class CapeSite(Party):
         tr["components"] = (yield from self._collect(RELEASE, 1))[self.aggregator]
 
 
-class CapeGenerator(Party):
+class CapeGenerator(Node):
     """The trusted noise generator: sends site ``s`` its share ``E_s = W_s - mean_t W_t``."""
 
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, W: np.ndarray) -> None:
-        super().__init__(party_id, outbox, CapeTrace(), compute_delay)
+        super().__init__(party_id, outbox, NodeTrace(), compute_delay)
         self.W = W
 
     def _protocol(self) -> Generator[Event, object, None]:
@@ -83,13 +69,13 @@ class CapeGenerator(Party):
             self.outbox.broadcast(E_SHARE, E[s], (s,))
 
 
-class CapeAggregator(Party):
+class CapeAggregator(Node):
     """The aggregator: sends ``F_s``, forms ``Ahat = (1/S) sum_s (Ahat_s - F_s)`` and releases its top-``k``
     eigenvectors (004, Alg. 2, lines 8-10)."""
 
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, F: np.ndarray,
                  k: int) -> None:
-        super().__init__(party_id, outbox, CapeTrace(), compute_delay)
+        super().__init__(party_id, outbox, NodeTrace(), compute_delay)
         self.F, self.k = F, k
         self.sites = tuple(range(F.shape[0]))
 
@@ -105,7 +91,7 @@ class CapeAggregator(Party):
         self.outbox.broadcast(RELEASE, tr["eigenvectors"][:, : self.k], self.sites)
 
 
-class CapeGossipSite(Party):
+class CapeGossipSite(Node):
     """Site ``s`` of capepca-gossip:
 
         Y_s^(0) = A_s + sum_{j in N(s)} sign(s, j) D_sj + G_s,
@@ -117,7 +103,7 @@ class CapeGossipSite(Party):
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, A: np.ndarray,
                  G: np.ndarray, signed: Mapping[int, np.ndarray], weights: tuple[float, Mapping[int, float]],
                  rounds: int) -> None:
-        super().__init__(party_id, outbox, CapeTrace(), compute_delay)
+        super().__init__(party_id, outbox, NodeTrace(), compute_delay)
         self.A, self.G, self.signed = A, G, signed
         self.w_self, self.w_nbr = weights
         self.neighbours = tuple(sorted(self.w_nbr))
@@ -134,13 +120,9 @@ class CapeGossipSite(Party):
         tr = self.trace.values
         yield from self._compute()
         Y = self.A + self._edge_sum() + self.G
-        tr["initial"], states = Y, [Y]
-        for k in range(1, self.rounds + 1):
-            self.outbox.broadcast((0, 1, k), Y, self.neighbours)
-            got = yield from self._collect((0, 1, k), len(self.neighbours))
-            Y = self.w_self * Y + sum(self.w_nbr[j] * got[j] for j in self.neighbours)
-            states.append(Y)
-            yield from self._compute()
+        tr["initial"], states = Y, []
+        Y = yield from self._mix(Y, (0, 1), self.rounds, (self.w_self, self.w_nbr),
+                                 lambda _k, state: states.append(state))
         tr["states"] = np.stack(states)
         tr["estimate"] = (Y + Y.T) / 2
         tr["eigenvalues"], tr["eigenvectors"] = top_eigenvectors(tr["estimate"])

@@ -18,7 +18,7 @@ __all__ = ["EngineResult"]
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class EngineResult(RunResult):
-    """A :class:`~dpgossip.protocol.result.RunResult` of :func:`~dpgossip.engine.run_engine`, with the
+    """A :class:`~dpgossip.protocol.result.RunResult` of :func:`~dpgossip.protocol.nodes.run_engine`, with the
     engine's own facts as typed fields (a matrix-backend run is a plain ``RunResult``: test with
     ``isinstance(res, EngineResult)``)."""
 

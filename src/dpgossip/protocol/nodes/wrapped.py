@@ -1,7 +1,7 @@
 """The common part of the engine wrappers of protocol objects (``ppm*``, capePCA, floor-free D-DP-PM).
 
-The protocol layer cannot import the engine, so a protocol object that the engine can run is wrapped
-here: the wrapper keeps the object's ``kind``, ``side`` and ``params``, holds the link conditions, and
+A protocol object of :mod:`dpgossip.protocol.interface` that the engine can run is wrapped here: the
+wrapper keeps the object's ``kind``, ``side`` and ``params``, holds the link conditions, and
 refuses an object its engine does not run. Subclasses name the accepted classes (``ACCEPTS``) and
 provide ``run_engine`` and ``run``.
 """

@@ -1,4 +1,4 @@
-"""protocol.kind capepca, capepca-gossip and ddppm-floorfree (issue 13) through a tiny scenario: each
+"""protocol.kind capepca, capepca-gossip and ddppm-floorfree through a tiny scenario: each
 row against the protocol run directly with the repeat seed, the guarantees against closed forms, the
 audits against the guarantee, and bad settings naming the field."""
 
@@ -48,7 +48,7 @@ def _rows(folder: Path) -> dict[str, list[dict[str, str]]]:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sc = small(protocol=KINDS, repeats=2, **SECTIONS)
-    return run_scenario(sc, tmp_path_factory.mktemp("issue13") / "out", quiet=True)
+    return run_scenario(sc, tmp_path_factory.mktemp("cape_floorfree") / "out", quiet=True)
 
 
 def _data_network():
@@ -159,7 +159,7 @@ def test_a_swept_rank_above_one_is_refused_for_floorfree_at_its_point(tmp_path: 
     ({"protocol": {"kind": "ddppm-floorfree", "rank": 1},
       "floorfree": {"noise_multiplier": 1.0, "delta": 2.0}}, "floorfree.delta"),
 ])
-def test_bad_issue13_settings_name_the_field(sections: dict, field: str):
+def test_bad_cape_floorfree_settings_name_the_field(sections: dict, field: str):
     with pytest.raises(ConfigError) as info:
         small(**sections)
     assert field in str(info.value)

@@ -1,6 +1,6 @@
 """Run D-DP-PM on the discrete-event engine: agents as simpy processes exchanging messages.
 
-:func:`run_engine` builds one :class:`~dpgossip.engine.agent.Agent` per row block, the links of
+:func:`run_engine` builds one :class:`~dpgossip.protocol.nodes.ddppm_agent.Agent` per row block, the links of
 :mod:`dpgossip.engine.links`, runs the simulation and returns the same
 :class:`~dpgossip.protocol.result.RunResult` as the matrix backend (``backend="engine"``). With
 ideal links (the default conditions) every iterate equals the matrix backend's to rounding error,
@@ -57,32 +57,23 @@ agent's progress.
 
 from __future__ import annotations
 
-import gc
-import math
 import os
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import closing, contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
-import scipy.sparse as sp
-import simpy
-from simpy.core import StopSimulation
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.agent import Agent, AgentSettings, Outbox, member_bytes
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
-from dpgossip.engine.links import Fabric
-from dpgossip.engine.outcome import AgentProgress, Detection, EngineOutcome, EngineSummary
-from dpgossip.engine.result import EngineResult
-from dpgossip.engine.transcript import TranscriptWriter
+from dpgossip.engine.kernel import Simulation, resolve_conditions
+from dpgossip.engine.monitor import decide_status
+from dpgossip.engine.outcome import AgentProgress, EngineOutcome
 from dpgossip.engine.tree import SpanningTree, bfs_tree
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocol.checks import check_data, check_network, check_params, check_seed
+from dpgossip.protocol.nodes.ddppm_agent import Agent, AgentSettings, member_bytes
+from dpgossip.protocol.nodes.ddppm_result import EngineResult
 from dpgossip.protocol.params import ProtocolParams
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
@@ -91,48 +82,27 @@ __all__ = ["run_engine"]
 
 
 def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams,
-                 streams: tuple[np.random.Generator, ...], fabric: Fabric, monitor: _Monitor, *,
+                 streams: tuple[np.random.Generator, ...], sim: Simulation, *,
                  disseminate: bool, record_states: bool, how: str | None) -> list[Agent]:
     """One :class:`Agent` per node, holding only its rows, its stream, its row of ``W`` and (tree
     dissemination, ``how = "tree"``) its parent and children in the BFS spanning tree."""
-    conditions, env = monitor.conditions, monitor.env
+    conditions = sim.conditions
     tree: SpanningTree | None = None
     if how == "tree":
         with renamed_fields(condition_fields("conditions")):
             tree = bfs_tree(network.neighbours)
-    W = sp.csr_array(network.W)                       # dense or sparse W: rows in O(deg) each
     agents = []
     for i in range(data.m):
-        nbrs = network.neighbours[i]
-        st = conditions.stragglers.get(i)
-        delay = conditions.compute_time * (st.factor if st else 1.0) + (st.delay if st else 0.0)
-        lo, hi = W.indptr[i], W.indptr[i + 1]
-        row = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
-        w_nbr = np.array([row.get(j, 0.0) for j in nbrs])
-        agent = Agent(i, data.block(i), streams[i], nbrs, row.get(i, 0.0), w_nbr, data.m,
-                      params, Outbox(i, env, fabric, monitor),
-                      AgentSettings(compute_delay=delay, failure_timeout=conditions.failure_timeout,
-                                    disseminate=disseminate, record_states=record_states,
-                                    parent=None if tree is None else tree.parent[i],
-                                    children=() if tree is None else tree.children[i]))
-        fabric.attach(i, agent.receive)
-        agents.append(agent)
-    monitor.agents = agents
+        w_self, w_row = sim.weight_row(i)
+        w_nbr = np.array(list(w_row.values()))
+        agents.append(Agent(i, data.block(i), streams[i], network.neighbours[i], w_self, w_nbr, data.m,
+                            params, sim.outbox(i),
+                            AgentSettings(compute_delay=sim.compute_delay(i),
+                                          failure_timeout=conditions.failure_timeout,
+                                          disseminate=disseminate, record_states=record_states,
+                                          parent=None if tree is None else tree.parent[i],
+                                          children=() if tree is None else tree.children[i])))
     return agents
-
-
-def _schedule(env: simpy.Environment, agents: list[Agent], monitor: _Monitor,
-              conditions: NetworkConditions, crash_times: list[float]) -> None:
-    """Start every agent's process, and schedule the crashes and the first stall check."""
-    for i, agent in enumerate(agents):
-        if crash_times[i] > 0:
-            monitor.procs[i] = env.process(agent.run())
-        else:
-            agent.crash(0.0)                                  # crashed before the start
-    for i, tc in conditions.crashes.items():
-        if tc > 0:
-            env.timeout(tc).callbacks.append(partial(monitor.crash, i))
-    env.timeout(conditions.failure_timeout).callbacks.append(monitor.stall_check)
 
 
 def _check_arguments(data: object, network: object, params: object, seed: object,
@@ -178,7 +148,7 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
         ``run_matrix(..., record_states=True)``.
     disseminate
         Disseminate ``q_i^(T)`` to all agents (the protocol), along the BFS spanning tree or by
-        batched flooding (``conditions.dissemination``; see :mod:`dpgossip.engine.agent`,
+        batched flooding (``conditions.dissemination``; see :mod:`dpgossip.protocol.nodes.ddppm_agent`,
         :mod:`dpgossip.engine.tree`). ``False`` skips it: ``Q`` is then
         assembled by the simulator, not by the agents; for timing the gossip alone. Rank 1 only.
 
@@ -199,178 +169,23 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     """
     _check_arguments(data, network, params, seed, transcript_path)
     with renamed_fields(condition_fields("conditions")):
-        conditions = _conditions(conditions)
+        conditions = resolve_conditions(conditions)
+    if network.m != data.m:
+        raise ConfigError(f"network has {network.m} agents but the data are split among {data.m}")
     if not disseminate and params.rank > 1:
         raise ConfigError(f"disseminate = False needs params.rank = 1 (deflation needs the "
                           f"disseminated q^(T)), got rank {params.rank}", field="disseminate")
     with renamed_fields(condition_fields("conditions")):
         conditions.check_network(network)
     seq = as_seed_sequence(seed)
-    m = data.m
-    streams = run_streams(seq, m)
-    env = simpy.Environment()
-    crash_times = [conditions.crashes.get(i, math.inf) for i in range(m)]
-    writer = TranscriptWriter(keep=record_transcript, path=transcript_path)
-    fabric = Fabric(env, network, conditions, streams.network, crash_times,
-                    writer if writer.active else None)
-    monitor = _Monitor(env, network, conditions, fabric, crash_times)
+    streams = run_streams(seq, data.m)
+    sim = Simulation(network, conditions, streams.network, record_transcript=record_transcript,
+                     transcript_path=transcript_path)
     how = conditions.resolved_dissemination if disseminate else None
-    agents = _make_agents(data, network, params, streams.agents, fabric, monitor,
+    agents = _make_agents(data, network, params, streams.agents, sim,
                           disseminate=disseminate, record_states=record_states, how=how)
-    _schedule(env, agents, monitor, conditions, crash_times)
-    t0 = time.perf_counter()
-    with closing(writer), _gc_paused():
-        env.run()
-    wall = time.perf_counter() - t0
-    return _assemble(data, params, seq, conditions, agents, fabric, monitor, writer, wall,
-                     how, record_states)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while the simulation runs, restore it after.
-
-    The run allocates millions of short-lived messages and events, freed by reference counting;
-    with many of them in flight at once (a gossip round of every agent), generational collection
-    promotes them and then rescans the whole heap again and again. Measured on a 3,000-agent
-    random geometric graph (``bench_scale_engine.py``'s problem), pausing it cut the wall time by
-    about a third (see docs/engine.md); the little cyclic garbage of a run is collected when the
-    collector resumes. Only the wall time changes, never a value.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _conditions(value: object) -> NetworkConditions:
-    if value is None:
-        return NetworkConditions()
-    if isinstance(value, NetworkConditions):
-        return value
-    if isinstance(value, Mapping):
-        return NetworkConditions.from_mapping(value)
-    raise ConfigError(f"conditions must be a NetworkConditions or a table, got {value!r}",
-                      field="conditions")
-
-
-class _Monitor:
-    """The run's operator: records detections, applies the crash policy, stops stalled runs."""
-
-    def __init__(self, env: simpy.Environment, network: Network, conditions: NetworkConditions,
-                 fabric: Fabric, crash_times: list[float]) -> None:
-        self.env = env
-        self.graph = network.graph
-        self.conditions = conditions
-        self.fabric = fabric
-        self.crash_times = crash_times
-        self.agents: list[Agent] = []
-        self.procs: dict[int, simpy.Process] = {}
-        self.detections: list[Detection] = []
-        self.excluded: set[int] = set()
-        self.policy_applied = False
-        self.halt_reason: str | None = None
-        self.halted_at: float | None = None
-        self._sig = -1
-        self._stalls = 0
-
-    def halt(self, reason: str) -> None:
-        self.halt_reason = reason
-        self.halted_at = self.env.now
-        raise StopSimulation(reason)
-
-    def crash(self, i: int, _event: object = None) -> None:
-        """Fail-stop agent ``i`` now."""
-        self.agents[i].crash(self.env.now)
-        proc = self.procs.get(i)
-        if proc is not None and proc.is_alive:
-            proc.interrupt("crash")
-
-    def suspect(self, detector: int, suspects: tuple[int, ...], waiting_on: tuple) -> None:
-        """Agent ``detector`` timed out on ``suspects``: record, then stop or let it re-weight."""
-        now = self.env.now
-        problems = []
-        for j in suspects:
-            tc = self.crash_times[j]
-            why = None if tc <= now else self.fabric.lost_between(j, detector)
-            verdict = "crash" if tc <= now else ("lost" if why else "false")
-            self.detections.append(Detection(detector=detector, suspect=j, time=now,
-                                             waiting_on=waiting_on,
-                                             crashed_at=tc if tc <= now else None,
-                                             verdict=verdict))
-            if verdict != "crash":
-                problems.append((j, why))
-        if problems:
-            j, why = problems[0]
-            fab, cond = self.fabric, self.conditions
-            what = (f"agent {detector} timed out at t = {now:.6g} waiting for agent {j} on "
-                    f"{waiting_on}, but agent {j} is alive")
-            if why == "lost":
-                self.halt(f"message lost: {what}; copies from {j} to {detector} were lost and "
-                          f"engine.retransmit = false ({fab.lost_data_count} data copies lost "
-                          "in all)")
-            if why == "abandoned":
-                self.halt(f"message abandoned: {what}; a message from {j} to {detector} was "
-                          f"given up after engine.max_attempts = {cond.max_attempts}")
-            if why == "heartbeats":
-                self.halt(f"heartbeats lost: {what}; its heartbeats were lost "
-                          f"(engine.loss = {cond.loss:g}); raise engine.failure_timeout")
-            self.halt(f"false suspicion: {what}; engine.failure_timeout = "
-                      f"{cond.failure_timeout:g} s is too short for these conditions")
-        self.policy_applied = True
-        if self.conditions.on_crash == "stop":
-            self.halt(f"crash detected: agent {detector} timed out on agent(s) "
-                      f"{list(suspects)} at t = {now:.6g} (waiting on {waiting_on}); "
-                      "engine.on_crash = 'stop'")
-        new = set(suspects) - self.excluded
-        if new:
-            self.excluded |= new
-            alive = [i for i in self.graph.nodes if i not in self.excluded]
-            sub = self.graph.subgraph(alive)
-            if not alive or not nx.is_connected(sub):
-                comps = sorted(sorted(c) for c in nx.connected_components(sub))
-                self.halt(f"survivors disconnected: after the crash of agent(s) "
-                          f"{sorted(self.excluded)} the survivors' graph has components {comps}; "
-                          "engine.on_crash = 'reweight' needs a connected survivor graph")
-
-    def stall_check(self, _event: object = None) -> None:
-        """Stop the run when every live agent has waited, with nothing in flight and no progress,
-        for two consecutive ``failure_timeout`` periods."""
-        live = [a for a in self.agents if not a.finished and not a.crashed]
-        if not live:
-            return
-        sig = sum(a.trace.steps for a in self.agents)
-        blocked = all(a.waiting_on is not None for a in live)
-        if blocked and self.fabric.pending == 0 and sig == self._sig:
-            self._stalls += 1
-        else:
-            self._stalls = 0
-        self._sig = sig
-        if self._stalls >= 2:
-            st = self.fabric.stats
-            waits = ", ".join(f"{a.id}: {a.waiting_on}" for a in live[:6])
-            more = f" and {len(live) - 6} more" if len(live) > 6 else ""
-            stall = (f"stalled: no progress for {2 * self.conditions.failure_timeout:g} s with "
-                     f"every live agent waiting ({waits}{more})")
-            if self.fabric.lost_data:
-                t, src, dst, tag = self.fabric.lost_data[0]
-                self.halt(f"message lost: {self.fabric.lost_data_count} data copies were lost "
-                          f"and engine.retransmit = false (first: {src} -> {dst} {tag} sent at "
-                          f"t = {t:.6g}); run {stall}")
-            now = self.env.now
-            hidden = [i for i, tc in enumerate(self.crash_times)
-                      if tc <= now and i not in self.excluded]
-            if hidden:
-                self.halt(f"crash undetected: agent(s) {hidden} crashed but no survivor timed out "
-                          f"on them; run {stall}")
-            if st.abandoned:
-                self.halt(f"message abandoned: {st.abandoned} messages were given up after "
-                          f"engine.max_attempts = {self.conditions.max_attempts}; run {stall}")
-            self.halt(f"{stall}; no lost copy found")
-        self.env.timeout(self.conditions.failure_timeout).callbacks.append(self.stall_check)
+    sim.run(agents)
+    return _assemble(data, params, seq, sim, agents, how, record_states)
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,57 +290,20 @@ def _final_estimate(data: PartitionedData, params: ProtocolParams, agents: list[
     return Q, kept, disagreement
 
 
-def _decide_status(agents: list[Agent], monitor: _Monitor,
-                   disagreement: str | None) -> tuple[str, str, tuple[int, ...]]:
-    """The run's status, its reason, and the agents that crashed."""
-    crashed = tuple(a.id for a in agents if a.trace.crashed_at is not None)
-    unfinished = [a.id for a in agents if not a.finished and a.trace.crashed_at is None]
-    if monitor.halt_reason is not None:
-        return "stopped", monitor.halt_reason, crashed
-    if unfinished:
-        return "stopped", f"deadlock: agents {unfinished[:10]} never finished", crashed
-    if disagreement is not None:
-        return "stopped", disagreement, crashed
-    if len(crashed) == len(agents):
-        return "stopped", "every agent crashed", crashed
-    if crashed:
-        reason = (f"agent(s) {list(crashed)} crashed; survivors re-weighted W (W_ii += W_ij) "
-                  "and finished" if monitor.policy_applied else
-                  f"agent(s) {list(crashed)} crashed after their neighbours stopped waiting on "
-                  "them; no detection was needed")
-        return "completed_with_crash", reason, crashed
-    return "completed", "", crashed
-
-
-def _engine_summary(status: str, fabric: Fabric, agents: list[Agent], wall: float) -> EngineSummary:
-    """Message counts and times of the run."""
-    finish = [a.trace.finished_at for a in agents if a.trace.finished_at is not None]
-    st = fabric.stats
-    return EngineSummary(
-        status=status, messages_delivered=st.delivered, gossip_messages=st.gossip, flood_messages=st.final,
-        crash_notices=st.crash, heartbeats=st.alive, bytes_delivered=st.bytes_delivered,
-        messages_sent=st.messages_sent, copies_sent=st.copies_sent,
-        retransmissions=st.retransmissions, lost_copies=st.lost, copies_to_crashed=st.dropped_dead,
-        copies_unsent=st.unsent, dropped_copies=st.lost + st.dropped_dead + st.unsent,
-        duplicates_discarded=st.duplicates, abandoned=st.abandoned,
-        completion_time=max(finish) if finish else np.nan, wall_time=wall)
-
-
 def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.SeedSequence,
-              conditions: NetworkConditions, agents: list[Agent], fabric: Fabric,
-              monitor: _Monitor, writer: TranscriptWriter, wall: float, how: str | None,
+              sim: Simulation, agents: list[Agent], how: str | None,
               record_states: bool) -> EngineResult:
     """Collect the agents' own records into an EngineResult and decide the status."""
     tr = _gather_traces(data, params, agents, record_states)
     Q, kept, disagreement = _final_estimate(data, params, agents, how is not None)
-    status, reason, crashed = _decide_status(agents, monitor, disagreement)
-    summary = _engine_summary(status, fabric, agents, wall)
+    monitor = sim.monitor
+    status, reason, crashed = decide_status(agents, monitor, disagreement)
     progress = tuple(AgentProgress(agent=a.id, last_step=a.trace.last_step,
                                    components_done=a.trace.components_done, finished=a.finished,
                                    crashed_at=a.trace.crashed_at, waiting_on=a.waiting_on)
                      for a in agents)
     outcome = EngineOutcome(
-        status=status, reason=reason, policy=conditions.on_crash,
+        status=status, reason=reason, policy=sim.conditions.on_crash,
         policy_applied=monitor.policy_applied, crashed=crashed,
         detections=tuple(sorted(monitor.detections, key=lambda x: x.time)),
         survivors=tuple(a.id for a in agents if a.trace.crashed_at is None), progress=progress,
@@ -535,7 +313,6 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         Q=Q, iterates=tr.iterates, z=tr.z, z_half=tr.z_half, noise=tr.noise, data=tr.blocks,
         deflation=tr.deflation, params=params, backend="engine",
         seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None, states=tr.states,
-        outcome=outcome, summary=summary, conditions=conditions, rows_kept=kept,
-        dissemination=how or "none (Q assembled by the simulator)",
-        transcript=None if writer.records is None else tuple(writer.records),
-        transcript_path=None if writer.path is None else str(writer.path))
+        outcome=outcome, summary=sim.summary(status, agents), conditions=sim.conditions,
+        rows_kept=kept, dissemination=how or "none (Q assembled by the simulator)",
+        transcript=sim.transcript, transcript_path=sim.transcript_path)

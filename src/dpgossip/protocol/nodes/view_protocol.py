@@ -1,12 +1,12 @@
-"""Issue 13's protocols (``capepca``, ``capepca-gossip``, ``ddppm-floorfree``) on the engine backend.
+"""Protocols whose common view is their own ``view`` (``capepca``, ``capepca-gossip``,
+``ddppm-floorfree``) on the engine backend.
 
-:class:`Issue13EngineProtocol` wraps a :class:`~dpgossip.protocol.interface.CapePca`,
+:class:`ViewEngineProtocol` wraps a :class:`~dpgossip.protocol.interface.CapePca`,
 :class:`~dpgossip.protocol.interface.CapePcaGossip` or
 :class:`~dpgossip.protocol.interface.DdppmFloorFree` (same ``kind``, ``side`` and ``params``) and runs it
-with :func:`~dpgossip.engine.cape_engine.run_cape_engine` or
-:func:`~dpgossip.engine.floorfree_engine.run_floorfree_engine` under the given network conditions, as
-:class:`~dpgossip.engine.ppm_protocol.EngineProtocol` does for the ``ppm*`` kinds (the protocol layer
-cannot import the engine, so the wrapper lives here).
+with :func:`~dpgossip.protocol.nodes.cape.run_cape_engine` or
+:func:`~dpgossip.protocol.nodes.floorfree.run_floorfree_engine` under the given network conditions, as
+:class:`~dpgossip.protocol.nodes.ppm_protocol.EngineProtocol` does for the ``ppm*`` kinds.
 
 The common view (:class:`~dpgossip.protocol.interface.ProtocolRun`) of an engine run is the wrapped
 protocol's own ``view`` of the engine's result, the very code the matrix backend uses, so both
@@ -26,21 +26,21 @@ from typing import ClassVar
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.engine.cape_engine import CapeEngineResult, run_cape_engine
-from dpgossip.engine.floorfree_engine import FloorFreeEngineResult, run_floorfree_engine
-from dpgossip.engine.wrapped import WrappedProtocol
 from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, ProtocolRun
+from dpgossip.protocol.nodes.cape import CapeEngineResult, run_cape_engine
+from dpgossip.protocol.nodes.floorfree import FloorFreeEngineResult, run_floorfree_engine
+from dpgossip.protocol.nodes.wrapped import WrappedProtocol
 from dpgossip.topology.network import Network
 
-__all__ = ["Issue13EngineProtocol", "ISSUE13_ENGINE_KINDS"]
+__all__ = ["ViewEngineProtocol", "VIEW_ENGINE_KINDS"]
 
-ISSUE13_ENGINE_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
+VIEW_ENGINE_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
 
-Issue13Result = CapeEngineResult | FloorFreeEngineResult
+ViewEngineResult = CapeEngineResult | FloorFreeEngineResult
 
 
 @dataclass(frozen=True, slots=True)
-class Issue13EngineProtocol(WrappedProtocol):
+class ViewEngineProtocol(WrappedProtocol):
     """A ``capepca``, ``capepca-gossip`` or ``ddppm-floorfree`` protocol object run on the engine under
     ``conditions`` (ideal links by default)."""
 
@@ -48,7 +48,7 @@ class Issue13EngineProtocol(WrappedProtocol):
     ACCEPTS: ClassVar[tuple[type, ...]] = (CapePca, CapePcaGossip, DdppmFloorFree)
 
     def run_engine(self, data: PartitionedData, network: Network,
-                   seed: int | np.random.SeedSequence) -> Issue13Result:
+                   seed: int | np.random.SeedSequence) -> ViewEngineResult:
         """One engine run (status, traffic, the protocol's result or ``None`` when it stopped)."""
         if isinstance(self.protocol, DdppmFloorFree):
             return run_floorfree_engine(data, network, self.protocol.params, seed,
@@ -57,7 +57,7 @@ class Issue13EngineProtocol(WrappedProtocol):
         return run_cape_engine(self.kind, data, network, self.protocol.params, seed,
                                conditions=self.conditions, record_transcript=self.record_transcript)
 
-    def protocol_run(self, res: Issue13Result, data: PartitionedData) -> ProtocolRun:
+    def protocol_run(self, res: ViewEngineResult, data: PartitionedData) -> ProtocolRun:
         """The common view of an engine run (module docstring; NaN when the run stopped)."""
         if res.result is not None:
             return self.protocol.view(res.result, data)

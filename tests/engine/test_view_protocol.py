@@ -1,6 +1,6 @@
-"""Issue 13's protocol objects on the engine (:class:`Issue13EngineProtocol`), and runs completed without
-a crashed party: the survivors' records equal the matrix backend's, the crashed party keeps what it
-computed before its crash and NaN for the rest (no KeyError)."""
+"""The capePCA and floor-free protocol objects on the engine (:class:`ViewEngineProtocol`), and runs
+completed without a crashed party: the survivors' records equal the matrix backend's, the crashed party
+keeps what it computed before its crash and NaN for the rest (no KeyError)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.engine.cape_engine import run_cape_engine
-from dpgossip.engine.floorfree_engine import run_floorfree_engine
-from dpgossip.engine.issue13_protocol import Issue13EngineProtocol
 from dpgossip.errors import ConfigError
 from dpgossip.protocol.cape import CapeParams
 from dpgossip.protocol.cape_gossip import CapeGossipParams, run_cape_gossip
 from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
 from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, Ppm
+from dpgossip.protocol.nodes.cape import run_cape_engine
+from dpgossip.protocol.nodes.floorfree import run_floorfree_engine
+from dpgossip.protocol.nodes.view_protocol import ViewEngineProtocol
 from dpgossip.protocol.ppm import PpmParams
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for
@@ -39,7 +39,7 @@ def _close(a: np.ndarray, b: np.ndarray) -> None:
 @pytest.mark.parametrize("kind", list(PROTOCOLS))
 def test_the_engine_view_is_the_matrix_view(kind: str):
     protocol = PROTOCOLS[kind]
-    want, got = protocol.run(DATA, RING, 3), Issue13EngineProtocol(protocol).run(DATA, RING, 3)
+    want, got = protocol.run(DATA, RING, 3), ViewEngineProtocol(protocol).run(DATA, RING, 3)
     assert (got.kind, got.side) == (want.kind, want.side)
     _close(want.trajectory, got.trajectory)
     if want.agent_finals is not None:
@@ -49,7 +49,7 @@ def test_the_engine_view_is_the_matrix_view(kind: str):
 @pytest.mark.parametrize("kind", list(PROTOCOLS))
 def test_a_stopped_run_has_the_matrix_shapes_filled_with_nan(kind: str):
     protocol = PROTOCOLS[kind]
-    engine = Issue13EngineProtocol(protocol, {"crashes": {1: 0.0}})
+    engine = ViewEngineProtocol(protocol, {"crashes": {1: 0.0}})
     res = engine.run_engine(DATA, RING, 3)
     assert res.status == "stopped" and res.result is None
     got, want = engine.protocol_run(res, DATA), protocol.run(DATA, RING, 3)
@@ -59,9 +59,9 @@ def test_a_stopped_run_has_the_matrix_shapes_filled_with_nan(kind: str):
         assert got.agent_finals.shape == want.agent_finals.shape and np.isnan(got.agent_finals).all()
 
 
-def test_only_issue13_protocols_are_wrapped():
+def test_only_cape_point_protocols_are_wrapped():
     with pytest.raises(ConfigError, match="protocol") as info:
-        Issue13EngineProtocol(Ppm(PpmParams(p=1, k=1, iterations=1, noise_multiplier=1.0)))
+        ViewEngineProtocol(Ppm(PpmParams(p=1, k=1, iterations=1, noise_multiplier=1.0)))
     assert info.value.field == "protocol"
 
 

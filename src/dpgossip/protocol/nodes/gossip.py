@@ -34,22 +34,18 @@ agent reached. ``on_crash = "reweight"`` is refused.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator, Mapping
-from contextlib import closing
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-import simpy
 from simpy.events import Event
 
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
-from dpgossip.engine.links import Fabric
-from dpgossip.engine.simulator import _conditions
-from dpgossip.engine.transcript import TranscriptRecord, TranscriptWriter
+from dpgossip.engine.kernel import Simulation, resolve_conditions
+from dpgossip.engine.node import Node, NodeTrace, Outbox
+from dpgossip.engine.transcript import TranscriptRecord
 from dpgossip.errors import ConfigError, check_number, renamed_fields
 from dpgossip.protocol.decor import EDGE, MASK, GossipNoise, edge_list, pair_stream
 from dpgossip.protocol.linear_gossip import LinearGossip
@@ -106,26 +102,18 @@ def gossip_values(spec: LinearGossip, values: object, m: int) -> np.ndarray:
     return x
 
 
-class _Agent:
-    """One agent's process (module docstring); holds only its own inputs, draws and weights."""
-
-    __slots__ = ("id", "x", "z", "sigma", "secret", "masks", "spec", "nbrs", "w_self", "w_nbr",
-                 "w_out", "fabric", "env", "delay", "states", "done", "_pos", "_rounds", "_want",
-                 "_wake")
+class _Agent(Node):
+    """One agent's node program (module docstring); holds only its own inputs, draws and weights."""
 
     def __init__(self, i: int, x: np.ndarray, z: np.ndarray, sigma: float, spec: LinearGossip,
-                 network: Network, fabric: Fabric, delay: float) -> None:
-        self.id, self.x, self.z, self.sigma, self.spec = i, x, z, sigma, spec
+                 network: Network, outbox: Outbox, delay: float) -> None:
+        super().__init__(i, outbox, NodeTrace(), delay)
+        self.x, self.z, self.sigma, self.spec = x, z, sigma, spec
         self.nbrs = tuple(int(j) for j in network.neighbours[i])
         self.secret: np.ndarray | None = None
         self.masks: dict[int, np.ndarray] = {}
-        self.fabric, self.env, self.delay = fabric, fabric.env, delay
         self.states = np.full((spec.rounds, x.shape[1]), np.nan)
-        self.done = 0
-        self._pos = {j: p for p, j in enumerate(self.nbrs)}
-        self._rounds: dict[int, list] = {}
-        self._want: int | None = None
-        self._wake: Event | None = None
+        self.sent_rounds = 0
 
     def set_weights(self, w_self: float, w_nbr: np.ndarray, w_out: np.ndarray) -> None:
         """``W_ii``, ``W_ij`` (its row) and ``W_ji`` (what receiver ``j`` gives it) per neighbour."""
@@ -143,51 +131,32 @@ class _Agent:
             add = add + spec.sigma_cor * self.secret[t]
         return add
 
-    def run(self) -> Generator[Event, object, None]:
+    def _protocol(self) -> Generator[Event, object, None]:
         """Rounds ``0..T-1``: compute, send, wait for every neighbour's message of the round."""
         T = self.spec.rounds
-        y = None
-        try:
-            for t in range(T):
-                if self.delay:
-                    yield self.env.timeout(self.delay)
-                if t == 0:
-                    y = self._fresh(0)
-                else:
-                    buf = self._rounds.pop(t - 1)[0]
-                    mixed = buf.sum(axis=0) if self.spec.secure_summation else self.w_nbr @ buf
-                    y = self.w_self * y + mixed + self._fresh(t)
-                self.states[t] = y
-                self._send(t, y)
-                self.done = t + 1
-                if t + 1 < T and self.nbrs and not self._complete(t):
-                    self._want, self._wake = t, self.env.event()
-                    yield self._wake
-        except simpy.Interrupt:
-            return
+        y = buf = None
+        for t in range(T):
+            if self._delay:
+                yield self.outbox.sleep(self._delay)
+            if t == 0:
+                y = self._fresh(0)
+            else:
+                mixed = buf.sum(axis=0) if self.spec.secure_summation else self.w_nbr @ buf
+                y = self.w_self * y + mixed + self._fresh(t)
+            self.states[t] = y
+            self._send(t, y)
+            self.sent_rounds = t + 1
+            if t + 1 < T:
+                got = yield from self._collect((t,), len(self.nbrs))
+                buf = (np.stack([got[j] for j in self.nbrs]) if self.nbrs
+                       else np.zeros((0, self.x.shape[1])))
 
     def _send(self, t: int, y: np.ndarray) -> None:
         if not self.spec.secure_summation:
-            self.fabric.broadcast(self.id, (t,), y, self.nbrs)
+            self.outbox.broadcast((t,), y, self.nbrs)
             return
         for p, v in enumerate(self.nbrs):
-            self.fabric.broadcast(self.id, (t,), self.w_out[p] * y + self.masks[v][t], (v,))
-
-    def _complete(self, t: int) -> bool:
-        rb = self._rounds.get(t)
-        return rb is not None and rb[1] == len(self.nbrs)
-
-    def receive(self, msg: object, now: float) -> None:
-        """Keep a neighbour's round message (row ``pos[src]``); wake up when the round is full."""
-        t = msg.tag[0]
-        rb = self._rounds.get(t)
-        if rb is None:
-            rb = self._rounds[t] = [np.zeros((len(self.nbrs), self.x.shape[1])), 0]
-        rb[0][self._pos[msg.src]] = msg.payload
-        rb[1] += 1
-        if self._want == t and rb[1] == len(self.nbrs):
-            self._want = None
-            self._wake.succeed()
+            self.outbox.broadcast((t,), self.w_out[p] * y + self.masks[v][t], (v,))
 
 
 def _edge_secrets(agents: list[_Agent], network: Network, seq: np.random.SeedSequence,
@@ -221,23 +190,19 @@ def _masks(agent: _Agent, network: Network, seq: np.random.SeedSequence, T: int,
 
 
 def _agents(network: Network, spec: LinearGossip, x: np.ndarray, seq: np.random.SeedSequence,
-            streams: tuple[np.random.Generator, ...], fabric: Fabric, conditions: NetworkConditions,
-            mask_scale: float) -> list[_Agent]:
+            streams: tuple[np.random.Generator, ...], sim: Simulation, mask_scale: float) -> list[_Agent]:
     """One agent per node with its inputs, its own draws (from ``streams[i]``), weights and masks."""
     m, T, d = network.m, spec.rounds, x.shape[2]
     sig = spec.noise_scales(m)
     W = sp.csr_array(network.W)
     agents = []
     for i in range(m):
-        st = conditions.stragglers.get(i)
-        delay = conditions.compute_time * (st.factor if st else 1.0) + (st.delay if st else 0.0)
         z = streams[i].standard_normal((spec.noise_rounds, d))
-        a = _Agent(i, x[:, i], z, float(sig[i]), spec, network, fabric, delay)
+        a = _Agent(i, x[:, i], z, float(sig[i]), spec, network, sim.outbox(i), sim.compute_delay(i))
         a.set_weights(float(W[i, i]), np.array([W[i, j] for j in a.nbrs]),
                       np.array([W[j, i] for j in a.nbrs]))
         if spec.secure_summation:
             _masks(a, network, seq, T, d, mask_scale)
-        fabric.attach(i, a.receive)
         agents.append(a)
     return agents
 
@@ -273,7 +238,7 @@ def run_gossip_engine(network: Network, spec: LinearGossip, values: object,
     GossipEngineResult
     """
     with renamed_fields(condition_fields("conditions")):
-        conditions = _conditions(conditions)
+        conditions = resolve_conditions(conditions)
         conditions.check_network(network)
     if conditions.crashes and conditions.on_crash != "stop":
         raise ConfigError(f"conditions.on_crash: the gossip engine has no failure detector; only "
@@ -282,38 +247,23 @@ def run_gossip_engine(network: Network, spec: LinearGossip, values: object,
     m = network.m
     x = gossip_values(spec, values, m)
     seq = as_seed_sequence(seed)
-    env = simpy.Environment()
-    crash_times = [conditions.crashes.get(i, math.inf) for i in range(m)]
-    writer = TranscriptWriter(keep=record_transcript, path=transcript_path)
     streams = run_streams(seq, m)
-    fabric = Fabric(env, network, conditions, streams.network, crash_times,
-                    writer if writer.active else None)
-    agents = _agents(network, spec, x, seq, streams.agents, fabric, conditions, scale)
+    sim = Simulation(network, conditions, streams.network, record_transcript=record_transcript,
+                     transcript_path=transcript_path, watch=False)
+    agents = _agents(network, spec, x, seq, streams.agents, sim, scale)
     secrets = (_edge_secrets(agents, network, seq, spec.rounds, x.shape[2]) if spec.secret_rounds
                else np.zeros((0, edge_list(network).shape[0], x.shape[2])))
-    procs = {i: env.process(a.run()) for i, a in enumerate(agents) if crash_times[i] > 0}
-    for i, tc in conditions.crashes.items():
-        if 0 < tc < math.inf:
-            env.timeout(tc).callbacks.append(partial(_crash, procs[i]))
-    with closing(writer):
-        env.run()
-    return _result(spec, agents, secrets, fabric, writer, crash_times, env.now)
+    sim.run(agents)
+    return _result(spec, agents, secrets, sim)
 
 
-def _crash(proc: simpy.Process, _event: object) -> None:
-    if proc.is_alive:
-        proc.interrupt("crash")
-
-
-
-
-def _result(spec: LinearGossip, agents: list[_Agent], secrets: np.ndarray, fabric: Fabric,
-            writer: TranscriptWriter, crash_times: list[float], now: float) -> GossipEngineResult:
-    T = spec.rounds
-    done = tuple(a.done for a in agents)
+def _result(spec: LinearGossip, agents: list[_Agent], secrets: np.ndarray,
+            sim: Simulation) -> GossipEngineResult:
+    T, fabric, now = spec.rounds, sim.fabric, sim.env.now
+    done = tuple(a.sent_rounds for a in agents)
     reason = None
     if min(done) < T:
-        crashed = [i for i, tc in enumerate(crash_times) if tc <= now]
+        crashed = [i for i, tc in enumerate(sim.crash_times) if tc <= now]
         stuck = [i for i, k in enumerate(done) if k < T and i not in crashed]
         lost = fabric.lost_data_count + fabric.stats.abandoned
         reason = (f"{len(stuck)} live agent(s) did not finish (first: {stuck[:6]}); crashed: "
@@ -323,5 +273,5 @@ def _result(spec: LinearGossip, agents: list[_Agent], secrets: np.ndarray, fabri
     return GossipEngineResult(
         spec=spec, states=np.stack([a.states for a in agents], axis=1), noise=noise,
         status="completed" if reason is None else "stopped", reason=reason, rounds_done=done,
-        transcript=None if writer.records is None else tuple(writer.records), traffic=traffic,
+        transcript=sim.transcript, traffic=traffic,
         finished_at=float(now))

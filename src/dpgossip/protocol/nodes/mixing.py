@@ -1,63 +1,53 @@
-"""One agent of D-DP-PM as a simpy process (Algorithm 1 of 001, one row block).
+"""Fault-tolerant mixing and dissemination: the node side of the re-weighting crash model.
 
-An :class:`Agent` holds only what a real participant would: its id, a private copy of its block
-``X_i``, its own random stream, its neighbour ids, its row of ``W`` restricted to itself and its
-neighbours (``W_ii``, ``W_ij``), ``n_i``, the public parameters (``m``, ``T``, ``c``, ``alpha``,
-noise levels, timeouts), the messages it has received, a record of its own computations
-(:class:`AgentTrace`, read by the simulator after the run) and an :class:`Outbox`, its handle to the
-simulated world (send on its own edges, read the clock, wait). It never sees the global data, the
-full ``W`` or another agent.
+A base for the node programs of gossip protocols that survive crashes (today D-DP-PM,
+:mod:`dpgossip.protocol.nodes.ddppm_agent`); the operator side of the crash model is the engine's
+:class:`~dpgossip.engine.monitor.Monitor`. A :class:`MixingNode` is a
+:class:`~dpgossip.engine.node.Node` that knows its neighbours and its row of a mixing matrix ``W``
+(``W_ii``, ``W_ij``) and offers its node program three steps:
 
-For each component ``l`` the process runs, for ``t = 1..T``::
-
-    z_i^(t) = X_i^T q_i^(t-1);  s_i^(t,0) = z_i^(t)
-    round k = 1..c:  send s_i^(t,k-1) to every live neighbour; once round-k messages from all live
-                     neighbours are held:  s_i^(t,k) = W_ii s_i^(t,k-1) + sum_j W_ij s_j^(t,k-1)
-    z_i^(t+1/2) = m s_i^(t,c);   q_i^(t) = alpha_l X_i z_i^(t+1/2) + p_i^(t)
-
-then disseminates ``q_i^(T)`` (batches tagged ``("final", l, b)``), waits until it holds every
-agent's block (or knows that agent crashed), computes ``||q^(T)||`` and, if another component
-follows, deflates its own block ``X_i <- X_i - q_hat_i b_i^T`` with
-``b_i = deflation_vector(||q^(T)||, alpha_l, z_i^(T+1/2))``.
-Noise: at the start of each component, ``draw_component_noise(rng_i, n_i, sigma_q, sigma_p[l])``
-(:mod:`dpgossip.rng`), so the values equal the matrix backend's.
+* :meth:`MixingNode._send_round` and :meth:`MixingNode._mix_round`: one synchronous round
+  ``s <- W_ii s + sum_j W_ij s_j`` over the live neighbours (tag ``(l, t, k)``, three ints);
+* :meth:`MixingNode._disseminate_block`: send the node's own block of component ``l`` to every node
+  and wait until it holds every node's block (or knows that node crashed); ``||q||`` over the assembled
+  blocks goes to ``trace.q_norm[l]`` and who contributed to ``trace.member_mask[l]``;
+* :attr:`MixingNode.live_count`: the number of nodes it does not know to have crashed.
 
 Dissemination along the BFS spanning tree (the default, :mod:`dpgossip.engine.tree`,
-docs/engine.md): once the agent holds its own ``q_i^(T)`` and every child's batch it sends its parent
+docs/engine.md): once the node holds its own block and every child's batch it sends its parent
 one batch with its whole subtree's blocks (built once, ``[q_i, batch(child_1), ...]``); the root
-then holds ``q^(T)`` and sends it to its children, and every agent forwards the same read-only array
-to its own children. ``2 (m - 1)`` messages per component. Every agent computes ``||q^(T)||`` the
-same way in both modes: ``s_o = ||q_o^(T)||^2`` per block (``block_squares``) stored at index ``o``
-of an ``m``-vector, summed in origin order (``canonical_norm``), so the estimate is bit-identical
+then holds ``q`` and sends it to its children, and every node forwards the same read-only array
+to its own children. ``2 (m - 1)`` messages per component. Every node computes ``||q||`` the
+same way in both modes: ``s_o = ||q_o||^2`` per block (``block_squares``) stored at index ``o``
+of an ``m``-vector, summed in origin order (``canonical_norm``), so the norm is bit-identical
 whichever dissemination is used.
 
-Flooding rule (the fallback, batched flooding, docs/engine.md): the first copy of origin ``o``'s block that
-an agent receives is kept for relaying to every live neighbour except the one it came from; later
-copies are ignored. Relays are not sent one block at a time: everything an agent learned at one
-simulated instant (all the messages delivered to it at that time, and its own block) leaves at the
-end of that instant as *one* message per live neighbour, carrying the concatenated blocks and their
-origins (:class:`~dpgossip.engine.messages.BlockIndex`); a neighbour gets the blocks that did not
-come from it. So each block crosses each directed edge at most once, and an agent sends at most
-one message per neighbour per instant at which it learned something: with constant latency about
-``2|E|`` messages per hop of the graph's diameter, instead of ``m (2|E| - m + 1)``.
-The agent keeps no other agent's block after relaying it: it stores ``||q_o^(T)||^2`` at index
-``o`` and marks ``o`` as seen.
+Flooding rule (the fallback, batched flooding, docs/engine.md): the first copy of origin ``o``'s
+block that a node receives is kept for relaying to every live neighbour except the one it came
+from; later copies are ignored. Relays are not sent one block at a time: everything a node learned
+at one simulated instant (all the messages delivered to it at that time, and its own block) leaves
+at the end of that instant as *one* message per live neighbour, carrying the concatenated blocks
+and their origins (:class:`~dpgossip.engine.messages.BlockIndex`); a neighbour gets the blocks that
+did not come from it. So each block crosses each directed edge at most once, and a node sends at
+most one message per neighbour per instant at which it learned something: with constant latency
+about ``2|E|`` messages per hop of the graph's diameter, instead of ``m (2|E| - m + 1)``. The node
+keeps no other node's block after relaying it: it stores ``||q_o||^2`` at index ``o`` and marks
+``o`` as seen.
 
-Failure detection (see :mod:`dpgossip.engine.simulator` for the policies): every
-``failure_timeout / 4`` an unfinished agent (a) sends a heartbeat to its live neighbours if it has
+Failure detection (the policies are in :mod:`dpgossip.engine.monitor`): every
+``failure_timeout / 4`` an unfinished node (a) sends a heartbeat to its live neighbours if it has
 sent nothing to all of them (relays skip one) for ``failure_timeout / 4`` and (b), if it is
 waiting, suspects each neighbour it is waiting on from which it has heard nothing (no message of
 any kind) for ``failure_timeout`` since it began to wait; a live neighbour is thus suspected only
-if about four heartbeats in a row are lost or late. In a gossip round it waits on the neighbours
-whose round message is missing; while assembling ``q^(T)`` by flooding, on all its neighbours (any
-of them may be the relay of a missing block; a neighbour that has finished has already relayed
-everything it had); along the tree, on the children whose batch is missing, then on its parent.
-Heartbeats keep a neighbour that is alive but itself blocked from being suspected, so a
-crash is detected by its own neighbours only, not by a cascade of timeouts.
-A crash learned from a notice ``("crash", j)`` or by detection: the agent moves ``W_ij`` onto its
-diagonal (``W_ii += W_ij``) from the round it is in, ignores ``j`` from then on, stops
-retransmitting to ``j`` and relays the notice (same flooding rule); in ``z_i^(t+1/2) = m s_i^(t,c)``
-it uses for ``m`` the number of agents it does not know to have crashed (the survivors' count).
+if about four heartbeats in a row are lost or late. In a round it waits on the neighbours whose
+round message is missing; while assembling by flooding, on all its neighbours (any of them may be
+the relay of a missing block; a neighbour that has finished has already relayed everything it
+had); along the tree, on the children whose batch is missing, then on its parent. Heartbeats keep
+a neighbour that is alive but itself blocked from being suspected, so a crash is detected by its
+own neighbours only, not by a cascade of timeouts. A crash learned from a notice ``("crash", j)``
+or by detection: the node moves ``W_ij`` onto its diagonal (``W_ii += W_ij``) from the round it is
+in, ignores ``j`` from then on, stops retransmitting to ``j`` and relays the notice (same flooding
+rule).
 """
 
 from __future__ import annotations
@@ -79,73 +69,17 @@ from dpgossip.engine.messages import (
     block_squares,
     canonical_norm,
 )
+from dpgossip.engine.node import Node, Outbox
 from dpgossip.engine.tree import TreeCast
-from dpgossip.protocol.ddppm import deflation_vector
-from dpgossip.protocol.params import ProtocolParams
-from dpgossip.rng import draw_component_noise
 
-__all__ = ["Agent", "AgentSettings", "AgentTrace", "Outbox", "member_bytes"]
+__all__ = ["MixingNode", "MixingSettings", "MixingTrace", "member_bytes"]
 
 _EPS = 1e-9
 
 
-class Outbox:
-    """An agent's handle to the simulated world (the only way it can act on it).
-
-    It sends on the agent's own edges, reads the clock, creates events to wait on, and reports
-    suspicions to the run's monitor (which may halt the run, as an operator would).
-    """
-
-    __slots__ = ("owner", "_env", "_fabric", "_monitor")
-
-    def __init__(self, owner: int, env: simpy.Environment, fabric: object, monitor: object) -> None:
-        self.owner = owner
-        self._env = env
-        self._fabric = fabric
-        self._monitor = monitor
-
-    @property
-    def now(self) -> float:
-        """Current simulated time (seconds)."""
-        return self._env.now
-
-    def broadcast(self, tag: tuple, payload: np.ndarray, dsts: tuple[int, ...]) -> None:
-        """Send ``payload`` under ``tag`` to each neighbour in ``dsts`` (payload becomes read-only)."""
-        self._fabric.broadcast(self.owner, tag, payload, dsts)
-
-    def send_blocks(self, tag: tuple, payload: np.ndarray, blocks: BlockIndex,
-                    dsts: tuple[int, ...]) -> None:
-        """Send a batch of ``"final"`` blocks laid out by ``blocks`` to each neighbour in ``dsts``."""
-        self._fabric.broadcast(self.owner, tag, payload, dsts, blocks=blocks)
-
-    def heartbeat(self, tag: tuple, dsts: tuple[int, ...]) -> None:
-        """Send an unreliable, empty heartbeat to each neighbour in ``dsts``."""
-        self._fabric.broadcast(self.owner, tag, EMPTY_PAYLOAD, dsts, heartbeat=True)
-
-    def give_up(self, dst: int) -> None:
-        """Stop retransmitting to ``dst`` (it crashed)."""
-        self._fabric.give_up(self.owner, dst)
-
-    def sleep(self, seconds: float) -> Event:
-        """Event that fires after ``seconds`` of simulated computation."""
-        return self._env.timeout(seconds)
-
-    def event(self) -> Event:
-        """A fresh event to wait on."""
-        return self._env.event()
-
-    def timer(self, seconds: float, callback: object) -> None:
-        """Call ``callback(event)`` after ``seconds``."""
-        self._env.timeout(seconds).callbacks.append(callback)
-
-    def suspect(self, suspects: tuple[int, ...], waiting_on: tuple) -> None:
-        """Report that ``suspects`` timed out; the monitor may stop the run here."""
-        self._monitor.suspect(self.owner, suspects, waiting_on)
-
-
 @dataclass(frozen=True, slots=True)
-class AgentSettings:
-    """How an :class:`Agent` behaves beyond the protocol.
+class MixingSettings:
+    """How a :class:`MixingNode` behaves beyond its program.
 
     Attributes
     ----------
@@ -154,56 +88,34 @@ class AgentSettings:
     failure_timeout
         Seconds of silence before a neighbour is suspected.
     disseminate
-        Whether to disseminate ``q^(T)`` (otherwise the agent stops after ``T`` iterations).
-    record_states
-        Keep ``s_i^(t,k)`` in the trace.
+        Whether the program disseminates its blocks (read by the program).
     parent, children
-        The agent's place in the BFS spanning tree (:mod:`dpgossip.engine.tree`) when ``q^(T)`` is
+        The node's place in the BFS spanning tree (:mod:`dpgossip.engine.tree`) when blocks are
         disseminated along it (``parent = -1`` at the root); ``parent = None``: batched flooding.
     """
 
     compute_delay: float = 0.0
     failure_timeout: float = 1.0
     disseminate: bool = True
-    record_states: bool = False
     parent: int | None = None
     children: tuple[int, ...] = ()
 
 
-class AgentTrace:
-    """What one agent computed, in its own arrays (NaN where it never got).
+class MixingTrace:
+    """What a :class:`MixingNode` records of its dissemination, detections and progress."""
 
-    Shapes use ``r`` components, ``T`` iterations, ``c`` rounds, ``n_i`` rows, ``d`` columns.
-    """
+    __slots__ = ("q_norm", "member_mask", "late", "detections", "last_step", "components_done",
+                 "steps", "finished_at", "crashed_at")
 
-    __slots__ = ("blocks", "noise", "q", "z", "z_half", "states", "deflation", "q_norm",
-                 "member_mask", "late", "detections", "last_step", "components_done", "steps", "finished_at",
-                 "crashed_at")
-
-    def __init__(self, r: int, T: int, c: int, n_i: int, d: int, record_states: bool) -> None:
-        nan = np.nan
-        self.blocks: list[np.ndarray | None] = [None] * r
-        """``X_i`` at the start of each component (after the earlier deflations)."""
-        self.noise = np.full((r, T + 1, n_i), nan)
-        """``[q_i^(0); p_i^(1..T)]`` of each component."""
-        self.q = np.full((r, T + 1, n_i), nan)
-        """``q_i^(t)``, ``t = 0..T``."""
-        self.z = np.full((r, T, d), nan)
-        """``z_i^(t)``, ``t = 1..T``."""
-        self.z_half = np.full((r, T, d), nan)
-        """``z_i^(t+1/2)``."""
-        self.states = np.full((r, T, c + 1, d), nan) if record_states else None
-        """``s_i^(t,k)``, ``k = 0..c`` (when recorded)."""
-        self.deflation = np.full((r, d), nan)
-        """``b_i`` of each component (zero for the last one)."""
-        self.q_norm = np.full(r, nan)
-        """``||q^(T)||`` over the blocks the agent assembled."""
+    def __init__(self, r: int) -> None:
+        self.q_norm = np.full(r, np.nan)
+        """``||q||`` of each component over the blocks the node assembled."""
         self.member_mask: list[bytes | np.ndarray | None] = [None] * r
-        """Per component, who was in the agent's ``||q^(T)||``: flood, bytes (byte ``o`` is 1 if
-        ``q_o^(T)`` was); tree, the read-only origin ids of the assembled ``q^(T)`` (the array the
-        message carried, shared by every agent). :func:`member_bytes` turns either into bytes."""
+        """Per component, who was in the node's ``||q||``: flood, bytes (byte ``o`` is 1 if
+        ``q_o`` was); tree, the read-only origin ids of the assembled ``q`` (the array the
+        message carried, shared by every node). :func:`member_bytes` turns either into bytes."""
         self.late: list[tuple[int, int]] = []
-        """``(l, o)``: a block that arrived after the agent had assembled component ``l``."""
+        """``(l, o)``: a block that arrived after the node had assembled component ``l``."""
         self.detections: list[tuple[int, float, tuple | None, str]] = []
         """``(suspect, time, waiting_on, "timeout" | "notice")`` for each crash it learned of."""
         self.last_step: tuple | None = None
@@ -215,7 +127,7 @@ class AgentTrace:
 
     @property
     def members(self) -> list[tuple[int, ...] | None]:
-        """Origins whose ``q_o^(T)`` the agent assembled, per component (from ``member_mask``)."""
+        """Origins whose ``q_o`` the node assembled, per component (from ``member_mask``)."""
         return [None if mk is None
                 else tuple(np.flatnonzero(np.frombuffer(mk, np.uint8)).tolist())
                 if isinstance(mk, bytes) else tuple(sorted(mk.tolist()))
@@ -240,7 +152,7 @@ def _subset(origins: np.ndarray, starts: np.ndarray, payload: np.ndarray,
 
 
 class _Round:
-    """Messages of one gossip round held by one agent (row ``p`` = neighbour ``p``)."""
+    """Messages of one gossip round held by one node (row ``p`` = neighbour ``p``)."""
 
     __slots__ = ("buf", "have", "count")
 
@@ -249,58 +161,43 @@ class _Round:
         self.have = bytearray(deg)
         self.count = 0
 
-
-class Agent:
-    """Agent ``i`` of D-DP-PM (see the module docstring).
+class MixingNode(Node):
+    """A node that mixes with its live neighbours and disseminates blocks (module docstring).
 
     Parameters
     ----------
-    agent_id
+    node_id
         ``i``.
-    block
-        ``X_i`` (copied: the agent owns a private, writable copy).
-    rng
-        The agent's own stream (:attr:`dpgossip.rng.RunStreams.agents` ``[i]``).
+    outbox
+        Handle to the simulated world.
+    trace
+        Its record (a :class:`MixingTrace`).
     neighbours
         Sorted neighbour ids.
     w_self, w_neighbours
         ``W_ii`` and ``W_ij`` for ``j`` in ``neighbours``.
     m
-        Number of agents (public).
-    params
-        Protocol parameters.
-    outbox
-        Handle to the simulated world.
+        Number of nodes (public).
+    dim
+        Length of the vectors it mixes.
     settings
-        Computation delay, failure timeout, dissemination and state recording
-        (:class:`AgentSettings`).
+        Computation delay, failure timeout, dissemination (:class:`MixingSettings`).
     """
 
-    __slots__ = ("id", "X", "rng", "neighbours", "w_self", "w_nbr", "n_i", "m", "params",
-                 "outbox", "trace", "_d", "_deg", "_pos", "_live", "_n_live", "_wself_eff",
-                 "_wnbr_eff", "_targets", "_relay", "_rounds", "_sumsq", "_seen", "_nseen",
-                 "_pending", "_dups", "_flush_due", "_batches", "_dead", "_want", "_wake",
-                 "_wait_since", "_heard", "_last_sent", "_delay",
-                 "_ft", "_done", "_crashed", "_disseminate", "_tree")
+    __slots__ = ("neighbours", "w_self", "w_nbr", "m", "_d", "_deg", "_pos", "_live", "_n_live",
+                 "_wself_eff", "_wnbr_eff", "_targets", "_relay", "_rounds", "_sumsq", "_seen",
+                 "_nseen", "_pending", "_dups", "_flush_due", "_batches", "_dead", "_wait_since",
+                 "_heard", "_last_sent", "_ft", "_disseminate", "_tree")
 
-    def __init__(self, agent_id: int, block: np.ndarray, rng: np.random.Generator,
-                 neighbours: tuple[int, ...], w_self: float, w_neighbours: np.ndarray, m: int,
-                 params: ProtocolParams, outbox: Outbox,
-                 settings: AgentSettings = AgentSettings()) -> None:
-        compute_delay, failure_timeout = settings.compute_delay, settings.failure_timeout
-        disseminate, record_states = settings.disseminate, settings.record_states
-        self.id = agent_id
-        self.X = np.array(block, dtype=float, copy=True)
-        self.rng = rng
+    def __init__(self, node_id: int, outbox: Outbox, trace: MixingTrace, neighbours: tuple[int, ...],
+                 w_self: float, w_neighbours: np.ndarray, m: int, dim: int,
+                 settings: MixingSettings) -> None:
+        super().__init__(node_id, outbox, trace, settings.compute_delay)
         self.neighbours = tuple(int(j) for j in neighbours)
         self.w_self = float(w_self)
         self.w_nbr = np.array(w_neighbours, dtype=float, copy=True)
-        self.n_i, self._d = self.X.shape
         self.m = m
-        self.params = params
-        self.outbox = outbox
-        self.trace = AgentTrace(params.rank, params.iterations, params.consensus_steps, self.n_i,
-                                self._d, record_states)
+        self._d = dim
         self._deg = len(self.neighbours)
         self._pos = {j: p for p, j in enumerate(self.neighbours)}
         self._live = [True] * self._deg
@@ -318,38 +215,22 @@ class Agent:
         self._flush_due = False
         self._batches = 0
         self._dead: set[int] = set()
-        self._want: tuple | None = None
-        self._wake: Event | None = None
         self._wait_since = 0.0
         self._heard = [-np.inf] * self._deg
         self._last_sent = 0.0
-        self._delay = float(compute_delay)
-        self._ft = float(failure_timeout)
-        self._done = False
-        self._crashed = False
-        self._disseminate = disseminate
+        self._ft = float(settings.failure_timeout)
+        self._disseminate = settings.disseminate
         self._tree = (None if settings.parent is None
                       else TreeCast(int(settings.parent), tuple(settings.children)))
 
-    # ================================================================ observed by the monitor
     @property
-    def waiting_on(self) -> tuple | None:
-        """Tag the agent is blocked on (``(l, t, k)`` or ``("final", l)``), or ``None``."""
-        return self._want
+    def live_count(self) -> int:
+        """The number of nodes it does not know to have crashed (the survivors' count)."""
+        return self.m - len(self._dead)
 
-    @property
-    def finished(self) -> bool:
-        """Whether the agent completed every component."""
-        return self._done
-
-    @property
-    def crashed(self) -> bool:
-        """Whether the agent has crashed."""
-        return self._crashed
-
-    # ================================================================ the process
     def run(self) -> Generator[Event, object, None]:
-        """The simpy process: Algorithm 1 of 001 for this agent, until it finishes or crashes."""
+        """The simpy process: start the failure detector, then the program until it finishes or
+        crashes."""
         self.outbox.timer(0.25 * self._ft, self._tick)
         try:
             yield from self._protocol()
@@ -358,76 +239,30 @@ class Agent:
         self._done = True
         self.trace.finished_at = self.outbox.now
 
-    def crash(self, now: float) -> None:
-        """Fail-stop at ``now`` (called by the simulator; the process is interrupted separately)."""
-        self._crashed = True
-        if not self._done:
-            self.trace.crashed_at = now
+    def _send_round(self, tag: tuple, s: np.ndarray) -> bool:
+        """Round ``tag``: send ``s`` to every live neighbour; ``True`` if some of theirs are still
+        missing (then ``yield from self._wait(tag)`` before :meth:`_mix_round`)."""
+        self._last_sent = self.outbox.now
+        self.outbox.broadcast(tag, s, self._targets)
+        rb = self._rounds.get(tag)
+        return bool(self._n_live) and (rb is None or rb.count < self._n_live)
 
-    def _protocol(self) -> Generator[Event, object, None]:
-        P = self.params
-        T, c, r = P.iterations, P.consensus_steps, P.rank
-        out, tr = self.outbox, self.trace
-        states = tr.states
-        delay = self._delay
-        for l in range(r):
-            tr.blocks[l] = self.X.copy()
-            w = draw_component_noise(self.rng, self.n_i, P.sigma_q, P.sigma_p[l])
-            tr.noise[l] = w
-            alpha = P.alpha[l]
-            q = w[0]
-            tr.q[l, 0] = q
-            zh = q[:0]
-            for t in range(1, T + 1):
-                if delay:
-                    yield out.sleep(delay)
-                s = self.X.T @ q                                        # z_i^(t) = X_i^T q_i^(t-1)
-                tr.z[l, t - 1] = s
-                for k in range(1, c + 1):
-                    if states is not None:
-                        states[l, t - 1, k - 1] = s
-                    tag = (l, t, k)
-                    self._last_sent = out.now
-                    out.broadcast(tag, s, self._targets)                # send s_i^(t,k-1)
-                    rb = self._rounds.get(tag)
-                    if self._n_live and (rb is None or rb.count < self._n_live):
-                        yield from self._wait(tag)
-                        rb = self._rounds.get(tag)
-                    self._rounds.pop(tag, None)
-                    if self._n_live:                                    # W_ii s_i + sum W_ij s_j
-                        s = self._wself_eff * s + self._wnbr_eff @ rb.buf
-                    else:
-                        s = self._wself_eff * s
-                    tr.last_step = tag
-                    tr.steps += 1
-                    if delay:
-                        yield out.sleep(delay)
-                if states is not None:
-                    states[l, t - 1, c] = s
-                zh = (self.m - len(self._dead)) * s                     # z_i^(t+1/2) = m s^(t,c)
-                tr.z_half[l, t - 1] = zh
-                q = alpha * (self.X @ zh) + w[t]                        # q_i^(t)
-                tr.q[l, t] = q
-                tr.steps += 1
-                if delay:
-                    yield out.sleep(delay)
-            if not self._disseminate:
-                tr.deflation[l] = 0.0
-                tr.components_done = l + 1
-                continue
-            yield from self._disseminate_final(l, q)
-            q_norm = tr.q_norm[l]
-            if l + 1 < r:
-                b = deflation_vector(q_norm, alpha, zh)
-                q_hat = q / q_norm if q_norm > 0 else q
-                self.X -= np.outer(q_hat, b)                            # X_i <- X_i - q_hat_i b_i^T
-                tr.deflation[l] = b
-            else:
-                tr.deflation[l] = 0.0
-            tr.components_done = l + 1
+    def _mix_round(self, tag: tuple, s: np.ndarray) -> np.ndarray:
+        """``W_ii s + sum_j W_ij s_j`` over the round's messages (the crashed neighbours' weights on
+        the diagonal). A round is :meth:`_send_round`, :meth:`_wait` if needed, then this; not one
+        generator, which would cost a frame per round on the hot path."""
+        rb = self._rounds.pop(tag, None)
+        if self._n_live:
+            s = self._wself_eff * s + self._wnbr_eff @ rb.buf
+        else:
+            s = self._wself_eff * s
+        tr = self.trace
+        tr.last_step = tag
+        tr.steps += 1
+        return s
 
-    def _disseminate_final(self, l: int, q: np.ndarray) -> Generator[Event, object, None]:
-        """Send ``q_i^(T)``, wait for every block, and compute ``||q^(T)||`` (``canonical_norm``)."""
+    def _disseminate_block(self, l: int, q: np.ndarray) -> Generator[Event, object, None]:
+        """Send ``q`` (the own block), wait for every block, compute ``||q||`` (``canonical_norm``)."""
         tr = self.trace
         if self._tree is not None:
             yield from self._tree_final(l, q)
@@ -448,7 +283,7 @@ class Agent:
 
     # ================================================================ dissemination along the tree
     def _tree_final(self, l: int, q: np.ndarray) -> Generator[Event, object, None]:
-        """Convergecast then broadcast along the tree; ``||q^(T)||`` from the assembled vector."""
+        """Convergecast then broadcast along the tree; ``||q||`` from the assembled vector."""
         tree = self._tree
         tree.add_own(l, self.id, q)
         self._tree_send_up(l)
@@ -463,7 +298,7 @@ class Agent:
 
     def _tree_send_up(self, l: int) -> None:
         """Once the own block and every child's batch are in: send the subtree's batch to the
-        parent (one message), or, at the root, send the assembled ``q^(T)`` down."""
+        parent (one message), or, at the root, send the assembled ``q`` down."""
         tree = self._tree
         batch = tree.take_batch(l)
         if batch is None:
@@ -476,7 +311,7 @@ class Agent:
             self.outbox.send_blocks((FINAL, l, self._batches), payload, blocks, (tree.parent,))
 
     def _tree_send_down(self, l: int, payload: np.ndarray, blocks: BlockIndex) -> None:
-        """Keep the assembled ``q^(T)`` and forward the same array to every live child."""
+        """Keep the assembled ``q`` and forward the same array to every live child."""
         tree = self._tree
         tree.set_full(l, payload, blocks)
         kids = tuple(c for c in tree.children if c not in self._dead)
@@ -488,7 +323,7 @@ class Agent:
             self._release()
 
     def _on_tree_final(self, msg: Message, l: int) -> None:
-        """A child's subtree batch (convergecast) or the parent's ``q^(T)`` (broadcast)."""
+        """A child's subtree batch (convergecast) or the parent's ``q`` (broadcast)."""
         tree = self._tree
         if msg.src == tree.parent:
             if tree.full(l) is None:
@@ -514,7 +349,7 @@ class Agent:
         if seen is None:
             seen = self._seen[l] = np.zeros(self.m, dtype=bool)
             self._nseen[l] = 0
-            self._sumsq[l] = np.zeros(self.m)               # ||q_o^(T)||^2 at index o
+            self._sumsq[l] = np.zeros(self.m)               # ||q_o||^2 at index o
         return seen
 
     def _final_complete(self, l: int) -> bool:
@@ -652,9 +487,9 @@ class Agent:
 
     # ================================================================ failures
     def _missing(self) -> list[int]:
-        """Live neighbours the agent is waiting on.
+        """Live neighbours the node is waiting on.
 
-        In a gossip round, those whose round message is missing. While assembling ``q^(T)``, every
+        In a gossip round, those whose round message is missing. While assembling ``q``, every
         live neighbour: any of them may be the relay of a missing block.
         """
         want = self._want
