@@ -185,14 +185,9 @@ def run_scenario(
     KeyboardInterrupt
         Propagated after the finished points were saved.
     """
-    if not isinstance(scenario, Scenario):
-        raise ConfigError(f"scenario must be a Scenario (from dpgossip.load_scenario(path)), got "
-                          f"{scenario!r}", field="scenario")
+    n_workers, scheduler, scheduler_timeout = _check_run_arguments(scenario, workers, scheduler,
+                                                                   scheduler_timeout)
     cfg = scenario.config
-    n_workers = resolve_workers(workers)
-    scheduler, scheduler_timeout = check_scheduler(scheduler, scheduler_timeout)
-    if scheduler is not None and workers not in (None, 1):
-        raise ConfigError("--workers and --scheduler cannot be combined; the Dask cluster has its own")
     out_dir = Path(out or cfg["output"].get("dir") or Path("results") / scenario.name)
     flag = "--out" if out else "output.dir" if cfg["output"].get("dir") else "the results folder"
     check_out_dir(out_dir, scenario.name, flag=flag, force=force)
@@ -210,6 +205,19 @@ def run_scenario(
         if client is not None:
             client.close()
     return out_dir
+
+
+def _check_run_arguments(scenario: object, workers: int | None, scheduler: str | None,
+                         scheduler_timeout: float) -> tuple[int, str | None, float]:
+    """:func:`run_scenario`'s arguments checked: the number of workers, the scheduler and its timeout."""
+    if not isinstance(scenario, Scenario):
+        raise ConfigError(f"scenario must be a Scenario (from dpgossip.load_scenario(path)), got "
+                          f"{scenario!r}", field="scenario")
+    n_workers = resolve_workers(workers)
+    scheduler, scheduler_timeout = check_scheduler(scheduler, scheduler_timeout)
+    if scheduler is not None and workers not in (None, 1):
+        raise ConfigError("--workers and --scheduler cannot be combined; the Dask cluster has its own")
+    return n_workers, scheduler, scheduler_timeout
 
 
 def _run(

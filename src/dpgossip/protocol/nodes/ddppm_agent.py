@@ -8,7 +8,7 @@ noise levels, timeouts), the messages it has received, a record of its own compu
 simulated world (send on its own edges, read the clock, wait). It never sees the global data, the
 full ``W`` or another agent.
 
-For each component ``l`` the process runs, for ``t = 1..T``:
+For each component ``l`` the process runs, for ``t = 1..T``::
 
     z_i^(t) = X_i^T q_i^(t-1);  s_i^(t,0) = z_i^(t)
     round k = 1..c:  send s_i^(t,k-1) to every live neighbour; once round-k messages from all live
