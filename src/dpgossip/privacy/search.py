@@ -60,8 +60,10 @@ from dpgossip.privacy.subview import FirstMessageView
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
            "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate"]
 
-SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4}
-"""Number of effort levels of each named search; each level doubles the effort of the one before."""
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2}
+"""Number of effort levels of each named search; each level doubles the effort of the one before.
+``shared`` is ``standard`` run on a few lead views per target only, its neighbours then shared with
+the other views (:meth:`TargetSearch.adopt`)."""
 
 DEFAULT_SEARCH = "standard"
 """The search every audit and calibration uses unless told otherwise: two levels, so that the evidence
@@ -88,6 +90,9 @@ class SearchSettings:
     steps: int = 4
     starts: int = 2
     exact: int = 2
+    shared: bool = False
+    """Search the lead views of a target only and give their neighbours to the other views
+    (:meth:`TargetSearch.adopt`); ``False``: every view is searched."""
 
     @classmethod
     def of(cls, search: str | int | SearchSettings) -> SearchSettings:
@@ -107,7 +112,7 @@ class SearchSettings:
                               f"{CANDIDATE_SEARCH} or an integer number of levels >= 1, got "
                               f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}",
                               field="search")
-        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)])
+        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)], shared=search == "shared")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,6 +144,9 @@ class SearchEvidence:
     """The search's own best value after each level (without the warm neighbours)."""
     warm: int = 0
     """Neighbours found before (another noise scale) that were given exact values after the search."""
+    searched_on: str = "this view"
+    """``this view``, or with a shared search (:meth:`TargetSearch.adopt`) the lead views whose
+    neighbours this view was given."""
 
     @property
     def evaluations(self) -> int:
@@ -164,6 +172,7 @@ class SearchEvidence:
                 "rows_screened": self.rows_screened,
                 "value_by_level": " ".join(f"{v:.6g}" for v in self.level_values),
                 "warm_neighbours": self.warm,
+                **({"searched_on": self.searched_on} if self.searched_on != "this view" else {}),
                 "last_doubling_change": self.last_doubling_change,
                 "first_message_bound": self.first_message_bound,
                 "estimate": "lower estimate of the worst case over neighbours (per instance)"}
@@ -288,6 +297,7 @@ class TargetSearch:
         self.order: list[int] = []
         self.covered = 0
         self.random_done: dict[int, int] = {}
+        self.leads = "this view"
 
     # ------------------------------------------------------------------ evaluation
     def _sur(self, pair: GaussianPair) -> float:
@@ -534,7 +544,8 @@ class TargetSearch:
             self.row_exact[k][nb.row] = (score, nb, pair)
         return score
 
-    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int) -> None:
+    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int, *,
+                cheap_gradient: bool = False) -> None:
         """Projected ascent of the asked quantity itself from ``nb`` for view ``k``: the delta at the
         asked epsilon, or in epsilon mode the delta at the best epsilon so far (a neighbour beats the
         best exactly when that delta exceeds ``delta``; its epsilon is then solved)."""
@@ -549,10 +560,18 @@ class TargetSearch:
             p = self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k]
             return float(p.delta(eps0, self.method, resolution=self.resolution)), p
 
+        def sur(y: np.ndarray) -> float:
+            self.evals += 1
+            return self._sur(self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k])
+
         y, (fy, pair_y) = nb.x_new.copy(), f(nb.x_new)
         h, step, moved = 1e-5, 0.05, False
         for _ in range(steps):
-            g = np.array([(f(y + h * e)[0] - fy) / h for e in np.eye(x.size)])
+            if cheap_gradient:  # the direction from the surrogate; a step is still taken on f
+                sy = sur(y)
+                g = np.array([(sur(y + h * e) - sy) / h for e in np.eye(x.size)])
+            else:
+                g = np.array([(f(y + h * e)[0] - fy) / h for e in np.eye(x.size)])
             ng = float(np.linalg.norm(g))
             if not np.isfinite(ng) or ng == 0:
                 break
@@ -595,6 +614,83 @@ class TargetSearch:
         if self.warm:
             self._record(level, "warm")
 
+    def found(self, per_view: int) -> list[Neighbour]:
+        """Distinct neighbours worth giving to other views (:meth:`adopt`): of every view, its best,
+        the best of each of its ``per_view`` best rows (by exact score), and its ``per_view`` best
+        candidates by surrogate."""
+        out: list[Neighbour] = []
+        tags: set[tuple[int, bytes]] = set()
+        for k in self.keys:
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:per_view]
+            for nb in [self.best[k].neighbour, *(t[1] for t in ranked),
+                       *(t[1] for t in self._top(k, per_view))]:
+                if nb is None:
+                    continue
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag not in tags:
+                    tags.add(tag)
+                    out.append(nb)
+        return out
+
+    def adopt(self, found: Sequence[Neighbour], settings: SearchSettings, leads: str) -> None:
+        """The shared search's stages for views that are not searched themselves: the neighbours
+        ``found`` by the search of the lead views (:meth:`found`) and every view's own first-message
+        best (closed form, as in :meth:`screen`), each evaluated on every view; exact values for each
+        view's ``exact`` best by surrogate and the best of each row; then the polish of stage 5 from
+        the ``starts`` best rows (``steps + levels - 1`` steps). Every value is still that of an actual
+        neighbour (a lower estimate); ``leads`` names the lead views in the evidence."""
+        self.leads = leads
+        rng_sub = np.random.default_rng([self.seed, self.target, 7])
+        U_rand = rng_sub.standard_normal((_SUB_RANDOM, self.X.shape[1]))
+        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
+        for k, sv in self.subviews.items():  # the first-message bound of every view
+            if not sv.available:
+                continue
+            best: tuple[float, Neighbour | None] = (-math.inf, None)
+            for r in self.rows:
+                got = self._subview_best(sv, r, U_rand)
+                if got is not None and got[0] > best[0]:
+                    best = got
+            if best[1] is not None:
+                self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
+                self.bound_nb[k] = best[1]
+        tags = {(nb.row, np.round(nb.x_new, 12).tobytes()) for nb in found}
+        extra = [nb for nb in self.bound_nb.values()
+                 if (nb.row, np.round(nb.x_new, 12).tobytes()) not in tags]
+        pairs: dict[tuple[Hashable, int, bytes], GaussianPair] = {}
+        for nb in [*found, *extra]:
+            tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+            if tag in self.seen:
+                continue
+            self.seen.add(tag)
+            self.evals += 1
+            for k, pair in self.evaluate_pairs(nb, self.keys).items():
+                self.pool[k].append((self._sur(pair), nb))
+                pairs[(k, *tag)] = pair
+        self._record(0, "shared")
+        self.covered = len({nb.row for nb in found})
+        level = settings.levels - 1
+        for k in self.keys:
+            todo = [nb for _, nb in self._top(k, settings.exact)]
+            rows = sorted({nb.row for _, nb in self.pool[k]})
+            todo += [nb for nb in (self._row_top(k, r) for r in rows) if nb is not None]
+            if k in self.bound_nb:
+                todo.append(self.bound_nb[k])
+            for nb in todo:
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag in self.exact_done[k]:
+                    continue
+                self.exact_done[k].add(tag)
+                self._offer(k, nb, pairs[(k, *tag)])
+        self._record(level, "exact")
+        for k in self.keys:
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:settings.starts]
+            for _, nb, pair in ranked:
+                self._polish(k, nb, pair, settings.steps + level, cheap_gradient=True)
+            self.level_values[k].append(self.best[k].value)
+        self._record(level, "polish")
+        self._warm(level)
+
     def run(self, settings: SearchSettings) -> None:
         """All stages at every level of ``settings``."""
         self.screen()
@@ -609,4 +705,5 @@ class TargetSearch:
         return SearchEvidence(settings=settings, stages=tuple(self.stages[k]),
                               rows_screened=len(self.rows), rows_searched=self.covered,
                               first_message_bound=float(self.bound[k]),
-                              level_values=tuple(self.level_values[k]), warm=len(self.warm))
+                              level_values=tuple(self.level_values[k]), warm=len(self.warm),
+                              searched_on=self.leads)
