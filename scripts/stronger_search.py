@@ -9,6 +9,7 @@ relative difference. Where the stronger search beats a published number by more 
 number should be the stronger one's (docs/audit-scale.md).
 
     python scripts/stronger_search.py scenarios/paper-fig3.toml --point 0 [--json out.json]
+    python scripts/stronger_search.py --example geometric 1 delta   # the docs/privacy.md example
 
 Slow (minutes to hours): a checking tool, not part of the test suite.
 """
@@ -65,12 +66,51 @@ def audit(cfg: dict, problem, search) -> tuple[dict[str, object], float]:
             "pairs": pairs}, sec
 
 
+def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
+    """The worked example of docs/privacy.md (scripts/privacy_example.py: Wine, paper ring, T = 5,
+    c = 5, observer 0 against agent 1, the observer view) at one noise schedule, audited by
+    :data:`STRONG`; ``rank_by = "delta"`` maximises the exact delta at epsilon = 5 (no epsilon solved
+    during the search), ``"epsilon"`` the exact epsilon at delta = 1e-5."""
+    from dpgossip.data import load_dataset
+    from dpgossip.protocol import NoiseSchedule, resolve_params
+    from dpgossip.topology import make_network
+
+    net = make_network("paper-ring4")
+    data = load_dataset("wine", agents=4)
+    params = resolve_params(data, net, iterations=5, consensus_steps=5,
+                            noise=NoiseSchedule(kind=schedule, scale=scale))
+    t0 = time.perf_counter()
+    res = audit_pairs(data, net, params, delta=1e-5, epsilons=(5.0,), search=STRONG,
+                      methods=("exact",), options=AuditOptions(targets=[1], observers=[0],
+                                                               rank_by=rank_by))
+    r = res.results[(0, 1)]
+    pair = None
+    if rank_by == "delta":  # the epsilon of the neighbour found, solved once
+        from dpgossip.privacy.audit import result_pair
+
+        pair = result_pair(res, data, net, params, 0, 1)
+    return {"schedule": schedule, "scale": scale, "rank_by": rank_by,
+            "delta_exact_at_5": r.delta["exact"][0],
+            "epsilon_exact": (r.epsilon["exact"] if pair is None
+                              else float(pair.epsilon(1e-5, "exact"))),
+            "row": r.neighbour.row, "replacement": [float(v) for v in r.neighbour.x_new],
+            "label": r.neighbour.label, "seconds": time.perf_counter() - t0}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("scenario", type=Path)
+    ap.add_argument("scenario", type=Path, nargs="?")
+    ap.add_argument("--example", nargs=3, metavar=("SCHEDULE", "SCALE", "RANK_BY"),
+                    help="the docs/privacy.md example instead of a scenario, e.g. constant 1 epsilon")
     ap.add_argument("--point", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.example:
+        got = example(args.example[0], float(args.example[1]), args.example[2])
+        print(json.dumps(got, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps(got, indent=1))
+        return
     cfg, problem, axes = point_problem(args.scenario, args.point)
     base, t_base = audit(cfg, problem, cfg["privacy"]["search"])
     strong, t_strong = audit(cfg, problem, STRONG)

@@ -90,3 +90,38 @@ def test_batched_view_operator_is_bit_identical_to_the_agent_loop():
     looped = op.forward(g), op.adjoint(v)
     assert all(np.array_equal(a, b) for a, b in zip(batched, looped, strict=True))
     assert not math.isnan(float(batched[0].sum()))
+
+
+def test_surrogate_gradient_matches_central_differences():
+    from dpgossip.privacy.search import surrogate, surrogate_gradient
+
+    rng = np.random.default_rng(0)
+    lam = np.exp(rng.normal(0.0, 1.0, (30, 3)))
+    g = surrogate_gradient(lam, delta=DELTA)
+    h = 1e-6
+    fd = np.stack([(surrogate(lam + h * e, False, delta=DELTA)
+                    - surrogate(lam - h * e, False, delta=DELTA)) / (2 * h) for e in np.eye(3)],
+                  axis=1)
+    assert np.all(np.isfinite(g))
+    assert np.max(np.abs(g - fd) / np.maximum(np.abs(fd), 1e-8)) < 1e-4
+
+
+def test_first_message_eigenvalue_gradients_match_central_differences():
+    from dpgossip.privacy.audit import RunAuditor
+    from dpgossip.privacy.subview import FirstMessageView
+
+    data, net, params = _ring(d=3)
+    k, view = _view_key("observer", 1, 0, data.m)
+    spec = RunAuditor(data, net, params, {k: view}).auditors[0].specs[k]
+    sv = FirstMessageView(data.X, data.offsets, spec, 0)
+    assert sv.available
+    rng = np.random.default_rng(1)
+    x = data.X[1]
+    Y = rng.standard_normal((10, 3)) * 0.3
+    lam, grad = sv.eigenvalue_gradients(x, Y)
+    h = 1e-6
+    fd = np.stack([(sv.eigenvalues(x, Y + h * e)[0] - sv.eigenvalues(x, Y - h * e)[0]) / (2 * h)
+                   for e in np.eye(3)], axis=2)
+    ok = np.all(np.isfinite(grad), axis=(1, 2))
+    assert ok.sum() >= 8
+    assert np.allclose(grad[ok], fd[ok], rtol=1e-5, atol=1e-7)

@@ -58,7 +58,7 @@ from dpgossip.privacy.neighbours import Neighbour, max_step, project
 from dpgossip.privacy.subview import FirstMessageView
 
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
-           "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate"]
+           "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate", "surrogate_gradient"]
 
 SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2}
 """Number of effort levels of each named search; each level doubles the effort of the one before.
@@ -209,6 +209,48 @@ def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float) -> 
     return out
 
 
+def surrogate_gradient(lam: np.ndarray, *, delta: float) -> np.ndarray:
+    r"""The gradient of :func:`surrogate` in the eigenvalues ``lam`` (``M x p``, all ``> 0``, no support
+    mismatch), ``M x p``.
+
+    The surrogate is ``max`` over the two directions of ``min`` over the grid of orders of smooth
+    functions of ``lam``; where the selected direction and order are unique, its gradient is that of the
+    selected function (NaN rows where the surrogate is infinite):
+
+    .. math::
+
+        \partial D_a(P\|Q) / \partial \lambda_i = -\frac{a}{2(a-1)} \Bigl(\frac{1}{a \lambda_i + 1 - a}
+        - \frac{1}{\lambda_i}\Bigr),
+
+    and for ``Q||P`` the same in ``1/lam`` times ``-1/lam^2``.
+    """
+    lam = np.atleast_2d(np.asarray(lam, dtype=float))
+    a = _ORDERS[None, :, None]
+    ao = _ORDERS[None, :]
+    conversion = (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
+    best = np.full(lam.shape[0], -np.inf)
+    grad = np.full(lam.shape, np.nan)
+    rows = np.arange(lam.shape[0])
+    for inverse in (False, True):
+        ll = 1.0 / lam if inverse else lam
+        arg = a * ll[:, None, :] + 1 - a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll[:, None, :]),
+                             -np.inf)
+            val = -terms.sum(axis=2) / (2 * (ao - 1)) + conversion
+            i = np.nanargmin(np.where(np.isnan(val), np.inf, val), axis=1)
+            v = val[rows, i]
+            ai = _ORDERS[i][:, None]
+            g = -ai / (2 * (ai - 1)) * (1.0 / (ai * ll + 1 - ai) - 1.0 / ll)
+        if inverse:
+            g = g * (-1.0 / lam ** 2)
+        take = v > best
+        best = np.where(take, v, best)
+        grad[take] = g[take]
+    grad[~np.isfinite(best)] = np.nan
+    return grad
+
+
 def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
     if pair.support_mismatch is not None:
         return math.inf
@@ -298,6 +340,8 @@ class TargetSearch:
         self.covered = 0
         self.random_done: dict[int, int] = {}
         self.leads = "this view"
+        self.analytic = False
+        """Closed-form gradients in the sub-view's ascent (the shared search sets it)."""
 
     # ------------------------------------------------------------------ evaluation
     def _sur(self, pair: GaussianPair) -> float:
@@ -342,8 +386,8 @@ class TargetSearch:
                                                                    for k in self.keys}
         U_rand = rng_sub.standard_normal((_SUB_RANDOM, d))
         U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
-        sub = {k: self._subview_bests(sv, self.rows, U_rand) for k, sv in self.subviews.items()
-               if sv.available}
+        sub = {k: self._subview_bests(sv, self.rows, U_rand, analytic=self.analytic)
+               for k, sv in self.subviews.items() if sv.available}
         for r in self.rows:
             x = self.X[r]
             cands: list[Neighbour] = []
@@ -406,11 +450,13 @@ class TargetSearch:
                     break
         return fy, Neighbour(row=r, x_new=y, label="first-message")
 
-    def _subview_bests(self, sv: FirstMessageView, rows: Sequence[int], U_rand: np.ndarray
-                       ) -> dict[int, tuple[float, Neighbour]]:
+    def _subview_bests(self, sv: FirstMessageView, rows: Sequence[int], U_rand: np.ndarray, *,
+                       analytic: bool = False) -> dict[int, tuple[float, Neighbour]]:
         """:meth:`_subview_best` of every row of ``rows`` at once: the same arithmetic for each row
         (its values are the same bits), with one surrogate evaluation per ascent step for all rows
-        instead of one per row."""
+        instead of one per row. ``analytic``: the ascent's gradient in closed form
+        (:meth:`FirstMessageView.eigenvalue_gradients` and :func:`surrogate_gradient`) instead of
+        forward differences, which it replaces wherever the closed form holds."""
         evals, evecs = np.linalg.eigh(sv.P)
         base = [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
         starts = []
@@ -434,10 +480,13 @@ class TargetSearch:
         for _ in range(20):  # projected ascent of the closed form, every active row at once
             if not active:
                 break
-            fg = self._sub_values_rows(sv, active, [state[r][0] + h * np.eye(d) for r in active])
+            grads = self._sub_gradients(sv, active, state) if analytic else {}
+            fd = [r for r in active if r not in grads]
+            fg = dict(zip(fd, self._sub_values_rows(sv, fd, [state[r][0] + h * np.eye(d)
+                                                             for r in fd]), strict=True))
             moving, targets = [], []
-            for r, fe in zip(active, fg, strict=True):
-                g = (fe - state[r][1]) / h
+            for r in active:
+                g = grads[r] if r in grads else (fg[r] - state[r][1]) / h
                 ng = float(np.linalg.norm(g))
                 if not np.isfinite(ng) or ng == 0:
                     continue
@@ -457,6 +506,17 @@ class TargetSearch:
                 active.append(r)
         return {r: (state[r][1], Neighbour(row=r, x_new=state[r][0], label="first-message"))
                 for r in rows}
+
+    def _sub_gradients(self, sv: FirstMessageView, rows: list[int], state: dict[int, list]
+                       ) -> dict[int, np.ndarray]:
+        """The surrogate's gradient at each row's point ``state[r][0]``, in closed form (rows where it
+        does not hold are left out)."""
+        if not rows:
+            return {}
+        parts = [sv.eigenvalue_gradients(self.X[r], state[r][0][None, :]) for r in rows]
+        gs = surrogate_gradient(np.vstack([p[0] for p in parts]), delta=self.delta)
+        g = np.einsum("mp,mpd->md", gs, np.concatenate([p[1] for p in parts]))
+        return {r: g[i] for i, r in enumerate(rows) if np.all(np.isfinite(g[i]))}
 
     def _sub_values_rows(self, sv: FirstMessageView, rows: list[int], points: list[np.ndarray]
                          ) -> list[np.ndarray]:
@@ -707,7 +767,7 @@ class TargetSearch:
             if not sv.available:
                 continue
             best: tuple[float, Neighbour | None] = (-math.inf, None)
-            for got in self._subview_bests(sv, self.rows, U_rand).values():
+            for got in self._subview_bests(sv, self.rows, U_rand, analytic=True).values():
                 if got[0] > best[0]:
                     best = got
             if best[1] is not None:
@@ -752,6 +812,7 @@ class TargetSearch:
 
     def run(self, settings: SearchSettings) -> None:
         """All stages at every level of ``settings``."""
+        self.analytic = settings.shared
         self.screen()
         for level in range(settings.levels):
             self.starts(level, settings)

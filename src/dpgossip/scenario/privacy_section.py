@@ -461,7 +461,8 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
                 row[f"epsilon_{meth}"] = r.epsilon[meth]
             for e, dl in zip(audit.epsilons, r.delta[meth], strict=True):
                 row[f"delta_{meth}_at_eps_{e:g}"] = dl
-        row.update({"renyi2": r.renyi2, "delta": audit.delta, "view": audit.view,
+        row.update({"renyi2": r.renyi2, "renyi2_pq": r.renyi2_pq, "renyi2_qp": r.renyi2_qp,
+                    "delta": audit.delta, "view": audit.view,
                     "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {})})
         out.append(row)
     return out
