@@ -26,7 +26,7 @@ Chernoff values are those of the product of the conditional components.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import networkx as nx
@@ -389,6 +389,9 @@ class AuditOptions:
     workers: int = 1
     """Optimising search only: targets searched in parallel on this many processes (``spawn``); the
     result is the same for any number (each target's search reseeds its random streams)."""
+    on_target: Callable[[int, dict[tuple[int, int], PairResult]], None] | None = None
+    """Optimising search only: called with each target and its pairs' results as soon as its search is
+    done, in target order (to store them, or to report progress)."""
 
 
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
@@ -582,13 +585,19 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(_search_target, data, network, params, run, keys, hops, task,
                                    common) for task in tasks]
-            for fut in futures:
-                results.update(fut.result())
+            for task, fut in zip(tasks, futures, strict=True):
+                done = fut.result()
+                results.update(done)
+                if options.on_target is not None:
+                    options.on_target(task.target, done)
     else:
         auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
         for task in tasks:
-            results.update(_search_target(data, network, params, run, keys, hops, task, common,
-                                          auditor=auditor))
+            done = _search_target(data, network, params, run, keys, hops, task, common,
+                                  auditor=auditor)
+            results.update(done)
+            if options.on_target is not None:
+                options.on_target(task.target, done)
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results,
                      candidates=0 if settings is not None else max(

@@ -1,7 +1,8 @@
 """The D-DP-PM pair audit target by target: one file per target, written atomically, resumable.
 
-:func:`audit_by_target` runs :func:`~dpgossip.privacy.audit.audit_pairs` for one target at a time
-(every observer of it) and writes its pairs to ``out/targets/<j>.json`` as soon as it is done
+:func:`audit_by_target` runs :func:`~dpgossip.privacy.audit.audit_pairs` on the targets not done yet
+(every view factorised once) and writes each target's pairs (every observer of it) to
+``out/targets/<j>.json`` as soon as its search is done (``AuditOptions.on_target``)
 (:func:`~dpgossip.scenario.store.write_json`: a temporary file renamed, so a file present is complete).
 ``out/manifest.json`` holds what is audited (a hash of the data, the mixing matrix and the parameters,
 and the audit's settings); a second call with the same manifest skips the targets already written
@@ -116,21 +117,25 @@ def audit_by_target(data: PartitionedData, network: Network, params: ProtocolPar
     todo = [j for j in todo_all if not _target_path(out, j).exists()]
     progress = Progress(len(todo_all), quiet=quiet, stream=stream)
     progress.skipped(len(todo_all) - len(todo), str(out))
+    clock = [time.perf_counter()]
+
+    def store(j: int, results: dict) -> None:
+        rows = [{**row, "view": s.view} for key in sorted(results)
+                for row in results[key].rows(s.epsilons, s.delta)]
+        write_json(_target_path(out, j), json_safe({"target": j, "rows": rows}))
+        meth = s.methods[0]
+        worst = max((r["delta_at_eps_" + f"{s.epsilons[0]:g}"] if s.rank_by == "delta"
+                     else r["epsilon"]) for r in rows if r["method"] == meth)
+        now = time.perf_counter()
+        progress.update(TargetDone(index=j, seconds=now - clock[0], worst=worst, axes={"target": j}),
+                        f"worst {meth} {'delta' if s.rank_by == 'delta' else 'epsilon'} {worst:.4g}")
+        clock[0] = now
+
     try:
-        for j in todo:
-            t0 = time.perf_counter()
-            res = audit_pairs(data, network, params, delta=s.delta, epsilons=s.epsilons,
-                              view=s.view, neighbours=s.neighbours, search=s.search, seed=s.seed,
-                              methods=s.methods, options=AuditOptions(targets=[j], rank_by=s.rank_by))
-            rows = res.rows()
-            write_json(_target_path(out, j), json_safe({"target": j, "rows": rows}))
-            meth = s.methods[0]
-            worst = max((r["delta_at_eps_" + f"{s.epsilons[0]:g}"] if s.rank_by == "delta"
-                         else r["epsilon"]) for r in rows if r["method"] == meth)
-            progress.update(TargetDone(index=j, seconds=time.perf_counter() - t0, worst=worst,
-                                       axes={"target": j}),
-                            f"worst {meth} {'delta' if s.rank_by == 'delta' else 'epsilon'} "
-                            f"{worst:.4g}")
+        if todo:  # one audit (one factorisation of every view) storing each target when done
+            audit_pairs(data, network, params, delta=s.delta, epsilons=s.epsilons, view=s.view,
+                        neighbours=s.neighbours, search=s.search, seed=s.seed, methods=s.methods,
+                        options=AuditOptions(targets=todo, rank_by=s.rank_by, on_target=store))
     finally:
         progress.close()
     return read_targets(out, todo_all)
