@@ -606,18 +606,13 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                      run=run if params.rank > 1 else None, rank_by=rank_by)
 
 
-def _lead_pairs(job: _TargetJob, keys: dict, hops: dict, c: int) -> list[tuple[int, int]]:
+def _lead_pairs(job: _TargetJob, hops: dict, c: int) -> list[tuple[int, int]]:
     """The lead pairs of a shared search: the nearest observer within ``c`` hops of the target (its
     first messages reach it) and the nearest beyond (ties: the lowest observer)."""
     leads: dict[bool, tuple[int, int]] = {}
     for h, o, jj in sorted((int(hops[o][jj]), o, jj) for o, jj in job.pairs):
         leads.setdefault(h > c, (o, jj))
     return [leads[b] for b in sorted(leads)]
-
-
-def _lead_keys(job: _TargetJob, keys: dict, hops: dict, c: int) -> list[Hashable]:
-    """The distinct view keys of :func:`_lead_pairs`."""
-    return list(dict.fromkeys(keys[p] for p in _lead_pairs(job, keys, hops, c)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -675,14 +670,17 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
         if settings is None:
             ts.check()
         elif settings.shared and len(job.keys) > 1:
-            leads = _lead_keys(job, keys, hops, params.consensus_steps)
+            lead_pairs = _lead_pairs(job, hops, params.consensus_steps)
+            leads = list(dict.fromkeys(keys[p] for p in lead_pairs))
             ts = search_of(leads)
             ts.run(settings)
-            rest = search_of([k for k in job.keys if k not in leads])
-            rest.adopt(ts.found(settings.starts), settings,
-                       leads=" ".join(str(o) for o, _ in _lead_pairs(job, keys, hops,
-                                                                     params.consensus_steps)))
-            by_key = {k: ts if k in leads else rest for k in job.keys}
+            by_key = dict.fromkeys(leads, ts)
+            others = [k for k in job.keys if k not in by_key]
+            if others:
+                rest = search_of(others)
+                rest.adopt(ts.found(settings.starts), settings,
+                           leads=" ".join(str(o) for o, _ in lead_pairs))
+                by_key.update(dict.fromkeys(others, rest))
         else:
             ts.run(settings)
         out: dict[tuple[int, int], PairResult] = {}
