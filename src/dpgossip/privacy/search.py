@@ -754,11 +754,12 @@ class TargetSearch:
 
     def adopt(self, found: Sequence[Neighbour], settings: SearchSettings, leads: str) -> None:
         """The shared search's stages for views that are not searched themselves: the neighbours
-        ``found`` by the search of the lead views (:meth:`found`) and every view's own first-message
-        best (closed form, as in :meth:`screen`), each evaluated on every view; exact values for each
-        view's ``exact`` best by surrogate and the best of each row; then the polish of stage 5 from
-        the ``starts`` best rows (``steps + levels - 1`` steps). Every value is still that of an actual
-        neighbour (a lower estimate); ``leads`` names the lead views in the evidence."""
+        ``found`` by the search of the lead views (:meth:`found`), each evaluated on every view, and
+        every view's own first-message best (closed form, as in :meth:`screen`) on it; exact values
+        for each view's ``exact`` best by surrogate, the best of each row and its first-message best;
+        then the polish of stage 5 from its best row for ``steps // 2`` steps, the direction from the
+        surrogate. Every value is still that of an actual neighbour on that view (a lower estimate);
+        ``leads`` names the lead views in the evidence."""
         self.leads = leads
         rng_sub = np.random.default_rng([self.seed, self.target, 7])
         U_rand = rng_sub.standard_normal((_SUB_RANDOM, self.X.shape[1]))
@@ -773,17 +774,16 @@ class TargetSearch:
             if best[1] is not None:
                 self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
                 self.bound_nb[k] = best[1]
-        tags = {(nb.row, np.round(nb.x_new, 12).tobytes()) for nb in found}
-        extra = [nb for nb in self.bound_nb.values()
-                 if (nb.row, np.round(nb.x_new, 12).tobytes()) not in tags]
         pairs: dict[tuple[Hashable, int, bytes], GaussianPair] = {}
-        for nb in [*found, *extra]:
+        # the leads' neighbours on every view at once; each view's own first-message best on it alone
+        todo = [(nb, self.keys) for nb in found] + [(nb, [k]) for k, nb in self.bound_nb.items()]
+        for nb, keys in todo:
             tag = (nb.row, np.round(nb.x_new, 12).tobytes())
-            if tag in self.seen:
+            keys = [k for k in keys if (k, *tag) not in pairs]
+            if not keys:
                 continue
-            self.seen.add(tag)
             self.evals += 1
-            for k, pair in self.evaluate_pairs(nb, self.keys).items():
+            for k, pair in self.evaluate_pairs(nb, keys).items():
                 self.pool[k].append((self._sur(pair), nb))
                 pairs[(k, *tag)] = pair
         self._record(0, "shared")
