@@ -118,7 +118,8 @@ def _flags(names: dict[str, str]) -> Iterator[None]:
 
 
 # --- audit and calibrate ---------------------------------------------------------------------------
-_SEARCH_HELP = ("worst-case search: quick, standard (default), thorough, a number of levels, or "
+_SEARCH_HELP = ("worst-case search: quick, standard (default), thorough, shared (standard on two lead "
+                "observers per target, their neighbours given to the others), a number of levels, or "
                 "candidates (the older candidate search; overrides privacy.search)")
 _CANDIDATES_HELP = "with --search candidates: candidate neighbours per target (overrides privacy.candidates)"
 
