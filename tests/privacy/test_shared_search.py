@@ -125,3 +125,16 @@ def test_first_message_eigenvalue_gradients_match_central_differences():
     ok = np.all(np.isfinite(grad), axis=(1, 2))
     assert ok.sum() >= 8
     assert np.allclose(grad[ok], fd[ok], rtol=1e-5, atol=1e-7)
+
+
+def test_renyi2_reports_the_worse_direction():
+    """Closed form: P = N(0, 1), Q = N(0, 3) (one generalised eigenvalue 3 >= 2): D_2(P||Q) =
+    ln(9/5)/2, D_2(Q||P) infinite (2 Q^{-1} - P^{-1} is not positive)."""
+    from dpgossip.privacy.audit import _renyi2
+    from dpgossip.privacy.gaussian_pair import GaussianPair
+
+    got = _renyi2(GaussianPair.from_whitened([3.0], [0.0]))
+    assert got["renyi2_pq"] == pytest.approx(0.5 * math.log(9 / 5), rel=1e-12)
+    assert got["renyi2_qp"] == math.inf and got["renyi2"] == math.inf
+    small = _renyi2(GaussianPair.from_whitened([1.5], [0.0]))  # both finite: the larger one
+    assert small["renyi2"] == max(small["renyi2_pq"], small["renyi2_qp"]) > small["renyi2_pq"]
