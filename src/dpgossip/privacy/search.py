@@ -414,7 +414,8 @@ class TargetSearch:
     def _subview_best(self, sv: FirstMessageView, r: int, U_rand: np.ndarray
                       ) -> tuple[float, Neighbour] | None:
         """The best replacement of row ``r`` for the closed-form sub-view: structured and random
-        directions at the largest step, then projected ascent of the closed form."""
+        directions at the largest step, then projected ascent of the closed form (the one-row reference
+        of :meth:`_subview_bests`, which the search uses; the tests compare the two)."""
         x = self.X[r]
         evals, evecs = np.linalg.eigh(sv.P)
         dirs = [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
