@@ -76,8 +76,10 @@ def main() -> None:
                                   search], check=True, capture_output=True, text=True).stdout
             rows[search] = row = json.loads(out.strip().splitlines()[-1])
             print(f"m={m} {search:>8}: {row['pairs']} pairs, wall {row['wall_s']:.1f} s, cpu "
-                  f"{row['cpu_s']:.1f} s, {row['s_per_pair']:.2f} s/pair, all pairs ~"
-                  f"{row['all_pairs_s_estimate']:.0f} s (estimate), peak {row['peak_mb']:.0f} MB")
+                  f"{row['cpu_s']:.1f} s, {row['s_per_pair']:.2f} s/pair (cpu "
+                  f"{row['cpu_s'] / row['pairs']:.2f}), all pairs ~{row['all_pairs_s_estimate']:.0f}"
+                  f" s wall, ~{row['cpu_s'] * m / args.targets:.0f} s cpu (estimates), peak "
+                  f"{row['peak_mb']:.0f} MB")
         if "standard" in rows and "shared" in rows:
             a, b = rows["standard"], rows["shared"]
             ratio = [b["epsilon"][k] / a["epsilon"][k] for k in a["epsilon"]]
