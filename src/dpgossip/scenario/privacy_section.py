@@ -112,9 +112,10 @@ PRIVACY_FIELDS: dict[str, Field] = {
                      doc="list of numbers > 0: the grid at which delta of every pair is reported "
                      "(not a sweep axis)"),
     "search": Field(kind=str, default=DEFAULT_SEARCH, sweep=False,
-                    doc="the worst-case search: quick | standard | thorough | a number of levels "
-                    "1..8 (dpgossip.privacy.search); or candidates, the older candidate search, "
-                    "which can miss far worse neighbours"),
+                    doc="the worst-case search: quick | standard | thorough | shared (standard on "
+                    "two lead observers per target, their neighbours given to the others) | a number "
+                    "of levels 1..8 (dpgossip.privacy.search); or candidates, the older candidate "
+                    "search, which can miss far worse neighbours"),
     "candidates": Field(kind=int, default=20, low=1, sweep=False,
                         doc="search = \"candidates\" only: candidate neighbours per target"),
     "refine": Field(kind=int, default=2, low=1, sweep=False,
