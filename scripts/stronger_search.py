@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="the docs/privacy.md example instead of a scenario, e.g. constant 1 epsilon")
     ap.add_argument("--point", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--published", type=float, default=None,
+                    help="compare with this published worst value instead of running the default search")
     args = ap.parse_args(argv)
     if args.example:
         got = example(args.example[0], float(args.example[1]), args.example[2])
@@ -112,7 +114,11 @@ def main(argv: list[str] | None = None) -> None:
             args.json.write_text(json.dumps(got, indent=1))
         return
     cfg, problem, axes = point_problem(args.scenario, args.point)
-    base, t_base = audit(cfg, problem, cfg["privacy"]["search"])
+    if args.published is not None:  # compare with the published worst value, no default search
+        base, t_base = {"quantity": "published", "value": args.published, "observer": "?",
+                        "target": "?", "row": "?", "label": "published"}, 0.0
+    else:
+        base, t_base = audit(cfg, problem, cfg["privacy"]["search"])
     strong, t_strong = audit(cfg, problem, STRONG)
     rel = (strong["value"] - base["value"]) / abs(base["value"]) if base["value"] else float("nan")
     print(f"{args.scenario.name} point {args.point} {axes}: {base['quantity']}")
