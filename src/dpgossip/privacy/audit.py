@@ -122,7 +122,12 @@ class PairResult:
     delta: dict[str, list[float]]
     """``delta`` at each epsilon of the grid, for each method."""
     renyi2: float
-    """``D_2(P || Q)`` of the worst neighbour (a quick scale of the leakage)."""
+    """The Renyi divergence of order 2 of the worst neighbour in the worse direction,
+    ``max(D_2(P || Q), D_2(Q || P))`` (a quick scale of the leakage; either may be infinite)."""
+    renyi2_pq: float = math.nan
+    """``D_2(P || Q)`` (``P`` the law under ``X``)."""
+    renyi2_qp: float = math.nan
+    """``D_2(Q || P)``."""
     evidence: SearchEvidence | None = None
     """With ``search``: how the search found it and how the value moved with the effort."""
 
@@ -133,6 +138,7 @@ class PairResult:
             row: dict[str, object] = {"observer": self.observer, "target": self.target,
                                       "hops": self.hops, "method": meth, "delta": delta_target,
                                       "epsilon": eps, "renyi2": self.renyi2,
+                                      "renyi2_pq": self.renyi2_pq, "renyi2_qp": self.renyi2_qp,
                                       **self.neighbour.to_row(),
                                       **(self.evidence.to_row() if self.evidence else {})}
             for e, dl in zip(epsilons, self.delta[meth], strict=True):
@@ -191,6 +197,12 @@ class PairAudit:
             for row in self.results[key].rows(self.epsilons, self.delta):
                 out.append({**row, "view": self.view, "candidates": self.candidates})
         return out
+
+
+def _renyi2(pair: GaussianPair) -> dict[str, float]:
+    """``renyi2`` (the worse direction), ``renyi2_pq`` and ``renyi2_qp`` of a pair."""
+    pq, qp = float(pair.renyi(2.0, "PQ")), float(pair.renyi(2.0, "QP"))
+    return {"renyi2": max(pq, qp), "renyi2_pq": pq, "renyi2_qp": qp}
 
 
 def rank_audit_note(rank: int, run_seed: object) -> str | None:
@@ -409,6 +421,9 @@ class AuditOptions:
             check_int(getattr(self, name), f"options.{name}", low)
         check_choice(self.rank_by, "options.rank_by", ("epsilon", "delta"))
         check_number(self.delta_resolution, "options.delta_resolution", low=0)
+    on_target_results: Callable[[int, dict[tuple[int, int], PairResult]], None] | None = None
+    """Optimising search only: called with each target and its pairs' results as soon as its search is
+    done, in target order (to store them: :mod:`dpgossip.scenario.pair_targets`)."""
 
 
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
@@ -543,7 +558,7 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
                 if better:
                     best_res = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
                                           neighbour=nb, epsilon=eps, delta=dl,
-                                          renyi2=float(pair.renyi(2.0)))
+                                          **_renyi2(pair))
             results[(o, jj)] = best_res
         _report_target(options, _j, done, len(by_target))
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
@@ -618,23 +633,38 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(_search_target, data, network, params, run, keys, hops, task,
                                    common) for task in tasks]
-            for done, (fut, task) in enumerate(zip(futures, tasks, strict=True), 1):
-                results.update(fut.result())
-                _report_target(options, task.target, done, len(tasks))
+            for n_done, (fut, task) in enumerate(zip(futures, tasks, strict=True), 1):
+                done = fut.result()
+                results.update(done)
+                if options.on_target_results is not None:
+                    options.on_target_results(task.target, done)
+                _report_target(options, task.target, n_done, len(tasks))
     else:
         auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
-        for done, task in enumerate(tasks, 1):
+        for n_done, task in enumerate(tasks, 1):
             stage = (None if options.on_stage is None else
                      lambda text, j=task.target: options.on_stage(int(j), text))
-            results.update(_search_target(data, network, params, run, keys, hops, task, common,
-                                          auditor=auditor, on_stage=stage))
-            _report_target(options, task.target, done, len(tasks))
+            done = _search_target(data, network, params, run, keys, hops, task, common,
+                                  auditor=auditor, on_stage=stage)
+            results.update(done)
+            if options.on_target_results is not None:
+                options.on_target_results(task.target, done)
+            _report_target(options, task.target, n_done, len(tasks))
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results,
                      candidates=0 if settings is not None else max(
                          (len(v) for v in warm.values()), default=0),
                      search=settings, m=data.m, components=int(params.rank), note=note,
                      run=run if params.rank > 1 else None, rank_by=rank_by)
+
+
+def _lead_pairs(job: _TargetJob, hops: dict, c: int) -> list[tuple[int, int]]:
+    """The lead pairs of a shared search: the nearest observer within ``c`` hops of the target (its
+    first messages reach it) and the nearest beyond (ties: the lowest observer)."""
+    leads: dict[bool, tuple[int, int]] = {}
+    for h, o, jj in sorted((int(hops[o][jj]), o, jj) for o, jj in job.pairs):
+        leads.setdefault(h > c, (o, jj))
+    return [leads[b] for b in sorted(leads)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -683,15 +713,34 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
         asked = AskedQuantity(delta=spec.delta,
                               epsilon=spec.epsilons[0] if spec.rank_by == "delta" else None,
                               method=method, resolution=spec.resolution)
-        ts = TargetSearch(auditor.pairs, data.X, job.rows, job.keys, subviews=subviews,
-                          kind=spec.neighbours, asked=asked, seed=spec.seed, target=j, warm=job.warm)
+        def search_of(my_keys: list[Hashable]) -> TargetSearch:
+            return TargetSearch(auditor.pairs, data.X, job.rows, my_keys,
+                                subviews={k: subviews[k] for k in my_keys if k in subviews},
+                                kind=spec.neighbours, asked=asked, seed=spec.seed, target=j,
+                                warm=job.warm)
+
+        ts = search_of(job.keys)
+        by_key = dict.fromkeys(job.keys, ts)
         if settings is None:
             ts.check()
+        elif settings.shared and len(job.keys) > 1:
+            lead_pairs = _lead_pairs(job, hops, params.consensus_steps)
+            leads = list(dict.fromkeys(keys[p] for p in lead_pairs))
+            ts = search_of(leads)
+            ts.run(settings, on_stage)
+            by_key = dict.fromkeys(leads, ts)
+            others = [k for k in job.keys if k not in by_key]
+            if others:
+                rest = search_of(others)
+                rest.adopt(ts.found(settings.starts), settings,
+                           leads=" ".join(str(o) for o, _ in lead_pairs))
+                by_key.update(dict.fromkeys(others, rest))
         else:
             ts.run(settings, on_stage)
         out: dict[tuple[int, int], PairResult] = {}
         for o, jj in job.pairs:
             k = keys[(o, jj)]
+            ts = by_key[k]
             best = ts.best[k]
             if best.neighbour is None or best.pair is None:  # only when checking no neighbours
                 continue
@@ -705,7 +754,7 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
                          for e in spec.epsilons] for meth in methods}
             out[(o, jj)] = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
                                       neighbour=best.neighbour, epsilon=eps, delta=dl,
-                                      renyi2=float(pair.renyi(2.0)),
+                                      **_renyi2(pair),
                                       evidence=(ts.evidence(k, settings) if settings is not None
                                                 else None))
     return out

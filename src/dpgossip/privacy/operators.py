@@ -53,6 +53,11 @@ class ViewOperator:
         self.m = self.offsets.size - 1
         self._blocks = [(int(self.offsets[i]), int(self.offsets[i + 1])) for i in range(self.m)]
         self._XT = [np.ascontiguousarray(self.X[a:e].T) for a, e in self._blocks]
+        sizes = np.diff(self.offsets)
+        self._rows = int(sizes[0]) if sizes.size and (sizes == sizes[0]).all() else 0
+        if self._rows:  # equal blocks: one batched product instead of a loop over agents
+            self._X3 = np.ascontiguousarray(self.X.reshape(self.m, self._rows, self.d))
+            self._X3T = np.ascontiguousarray(self._X3.transpose(0, 2, 1))
         self.T, self.c, self.alpha = T, c, float(alpha)
         self.W = np.asarray(W, dtype=float)
         self.mWc = self.m * np.linalg.matrix_power(self.W, c)
@@ -67,6 +72,8 @@ class ViewOperator:
     # --- building blocks -------------------------------------------------------------------------
     def _Dt(self, q: np.ndarray) -> np.ndarray:
         """``D^T q`` as ``(m, d, b)``: ``z_i = X_i^T q_i`` (one BLAS product per agent)."""
+        if self._rows:
+            return np.matmul(self._X3T, q.reshape(self.m, self._rows, q.shape[1]))
         out = np.empty((self.m, self.d, q.shape[1]))
         for i, (a, e) in enumerate(self._blocks):
             np.matmul(self._XT[i], q[a:e], out=out[i])
@@ -74,6 +81,8 @@ class ViewOperator:
 
     def _D(self, y: np.ndarray) -> np.ndarray:
         """``D y`` for ``y`` of shape ``(m, d, b)``: row block ``i`` is ``X_i y_i``."""
+        if self._rows:
+            return np.matmul(self._X3, y).reshape(self.n, y.shape[2])
         out = np.empty((self.n, y.shape[2]))
         for i, (a, e) in enumerate(self._blocks):
             np.matmul(self.X[a:e], y[i], out=out[a:e])

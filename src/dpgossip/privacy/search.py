@@ -58,10 +58,12 @@ from dpgossip.privacy.neighbours import Neighbour, max_step, project
 from dpgossip.privacy.subview import FirstMessageView
 
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
-           "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate"]
+           "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate", "surrogate_gradient"]
 
-SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4}
-"""Number of effort levels of each named search; each level doubles the effort of the one before."""
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2}
+"""Number of effort levels of each named search; each level doubles the effort of the one before.
+``shared`` is ``standard`` run on a few lead views per target only, its neighbours then shared with
+the other views (:meth:`TargetSearch.adopt`)."""
 
 DEFAULT_SEARCH = "standard"
 """The search every audit and calibration uses unless told otherwise: two levels, so that the evidence
@@ -88,6 +90,9 @@ class SearchSettings:
     steps: int = 4
     starts: int = 2
     exact: int = 2
+    shared: bool = False
+    """Search the lead views of a target only and give their neighbours to the other views
+    (:meth:`TargetSearch.adopt`); ``False``: every view is searched."""
 
     def __post_init__(self) -> None:
         """Every effort is a positive integer (``random`` and ``steps`` may be 0): a search with no
@@ -116,7 +121,7 @@ class SearchSettings:
                               f"{CANDIDATE_SEARCH} or an integer number of levels >= 1, got "
                               f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}",
                               field="search")
-        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)])
+        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)], shared=search == "shared")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +153,9 @@ class SearchEvidence:
     """The search's own best value after each level (without the warm neighbours)."""
     warm: int = 0
     """Neighbours found before (another noise scale) that were given exact values after the search."""
+    searched_on: str = "this view"
+    """``this view``, or with a shared search (:meth:`TargetSearch.adopt`) the lead views whose
+    neighbours this view was given."""
 
     @property
     def evaluations(self) -> int:
@@ -173,6 +181,7 @@ class SearchEvidence:
                 "rows_screened": self.rows_screened,
                 "value_by_level": " ".join(f"{v:.6g}" for v in self.level_values),
                 "warm_neighbours": self.warm,
+                **({"searched_on": self.searched_on} if self.searched_on != "this view" else {}),
                 "last_doubling_change": self.last_doubling_change,
                 "first_message_bound": self.first_message_bound,
                 "estimate": "lower estimate of the worst case over neighbours (per instance)"}
@@ -207,6 +216,48 @@ def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float) -> 
         out = np.maximum(out, np.nanmin(val, axis=1))
     out[bad] = np.inf
     return out
+
+
+def surrogate_gradient(lam: np.ndarray, *, delta: float) -> np.ndarray:
+    r"""The gradient of :func:`surrogate` in the eigenvalues ``lam`` (``M x p``, all ``> 0``, no support
+    mismatch), ``M x p``.
+
+    The surrogate is ``max`` over the two directions of ``min`` over the grid of orders of smooth
+    functions of ``lam``; where the selected direction and order are unique, its gradient is that of the
+    selected function (NaN rows where the surrogate is infinite):
+
+    .. math::
+
+        \partial D_a(P\|Q) / \partial \lambda_i = -\frac{a}{2(a-1)} \Bigl(\frac{1}{a \lambda_i + 1 - a}
+        - \frac{1}{\lambda_i}\Bigr),
+
+    and for ``Q||P`` the same in ``1/lam`` times ``-1/lam^2``.
+    """
+    lam = np.atleast_2d(np.asarray(lam, dtype=float))
+    a = _ORDERS[None, :, None]
+    ao = _ORDERS[None, :]
+    conversion = (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
+    best = np.full(lam.shape[0], -np.inf)
+    grad = np.full(lam.shape, np.nan)
+    rows = np.arange(lam.shape[0])
+    for inverse in (False, True):
+        ll = 1.0 / lam if inverse else lam
+        arg = a * ll[:, None, :] + 1 - a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll[:, None, :]),
+                             -np.inf)
+            val = -terms.sum(axis=2) / (2 * (ao - 1)) + conversion
+            i = np.nanargmin(np.where(np.isnan(val), np.inf, val), axis=1)
+            v = val[rows, i]
+            ai = _ORDERS[i][:, None]
+            g = -ai / (2 * (ai - 1)) * (1.0 / (ai * ll + 1 - ai) - 1.0 / ll)
+        if inverse:
+            g = g * (-1.0 / lam ** 2)
+        take = v > best
+        best = np.where(take, v, best)
+        grad[take] = g[take]
+    grad[~np.isfinite(best)] = np.nan
+    return grad
 
 
 def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
@@ -297,6 +348,9 @@ class TargetSearch:
         self.order: list[int] = []
         self.covered = 0
         self.random_done: dict[int, int] = {}
+        self.leads = "this view"
+        self.analytic = False
+        """Closed-form gradients in the sub-view's ascent (the shared search sets it)."""
 
     # ------------------------------------------------------------------ evaluation
     def _sur(self, pair: GaussianPair) -> float:
@@ -341,19 +395,16 @@ class TargetSearch:
                                                                    for k in self.keys}
         U_rand = rng_sub.standard_normal((_SUB_RANDOM, d))
         U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
+        sub = {k: self._subview_bests(sv, self.rows, U_rand, analytic=self.analytic)
+               for k, sv in self.subviews.items() if sv.available}
         for r in self.rows:
             x = self.X[r]
             cands: list[Neighbour] = []
             nb = self._direction(r, -x, "-x")
             if nb is not None:
                 cands.append(nb)
-            for k, sv in self.subviews.items():
-                if not sv.available:
-                    continue
-                best = self._subview_best(sv, r, U_rand)
-                if best is None:
-                    continue
-                s, nbk = best
+            for k in sub:
+                s, nbk = sub[k][r]
                 if s > sub_best[k][0]:
                     sub_best[k] = (s, nbk)
                 if not any(np.allclose(nbk.x_new, c.x_new) for c in cands):
@@ -372,7 +423,8 @@ class TargetSearch:
     def _subview_best(self, sv: FirstMessageView, r: int, U_rand: np.ndarray
                       ) -> tuple[float, Neighbour] | None:
         """The best replacement of row ``r`` for the closed-form sub-view: structured and random
-        directions at the largest step, then projected ascent of the closed form."""
+        directions at the largest step, then projected ascent of the closed form (the one-row reference
+        of :meth:`_subview_bests`, which the search uses; the tests compare the two)."""
         x = self.X[r]
         evals, evecs = np.linalg.eigh(sv.P)
         dirs = [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
@@ -407,6 +459,85 @@ class TargetSearch:
                 if step < 1e-6:
                     break
         return fy, Neighbour(row=r, x_new=y, label="first-message")
+
+    def _subview_bests(self, sv: FirstMessageView, rows: Sequence[int], U_rand: np.ndarray, *,
+                       analytic: bool = False) -> dict[int, tuple[float, Neighbour]]:
+        """:meth:`_subview_best` of every row of ``rows`` at once: the same arithmetic for each row
+        (its values are the same bits), with one surrogate evaluation per ascent step for all rows
+        instead of one per row. ``analytic``: the ascent's gradient in closed form
+        (:meth:`FirstMessageView.eigenvalue_gradients` and :func:`surrogate_gradient`) instead of
+        forward differences, which it replaces wherever the closed form holds."""
+        evals, evecs = np.linalg.eigh(sv.P)
+        base = [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
+        starts = []
+        for r in rows:
+            x = self.X[r]
+            U = np.vstack(base + ([-x[None, :]] if np.linalg.norm(x) > 0 else []))
+            U = U[np.linalg.norm(U, axis=1) > 0]
+            U /= np.linalg.norm(U, axis=1, keepdims=True)
+            xu = U @ x
+            t = -xu + np.sqrt(np.maximum(xu * xu + 1.0 - x @ x, 0.0))
+            if self.kind == "bounded":
+                t = np.minimum(t, 1.0)
+            starts.append(x + t[:, None] * U)
+        f = self._sub_values_rows(sv, list(rows), starts)
+        state: dict[int, list] = {}  # row -> [y, fy, step]
+        for r, Xn, fr in zip(rows, starts, f, strict=True):
+            i = int(np.argmax(fr))
+            state[r] = [Xn[i], fr[i], 0.25]
+        active = [r for r in rows if math.isfinite(state[r][1])]
+        h, d = 1e-6, self.X.shape[1]
+        for _ in range(20):  # projected ascent of the closed form, every active row at once
+            if not active:
+                break
+            grads = self._sub_gradients(sv, active, state) if analytic else {}
+            fd = [r for r in active if r not in grads]
+            fg = dict(zip(fd, self._sub_values_rows(sv, fd, [state[r][0] + h * np.eye(d)
+                                                             for r in fd]), strict=True))
+            moving, targets = [], []
+            for r in active:
+                g = grads[r] if r in grads else (fg[r] - state[r][1]) / h
+                ng = float(np.linalg.norm(g))
+                if not np.isfinite(ng) or ng == 0:
+                    continue
+                moving.append(r)
+                targets.append(project(self.X[r], state[r][0] + state[r][2] * g / ng,
+                                       self.kind))
+            fz = self._sub_values_rows(sv, moving, [z[None, :] for z in targets])
+            active = []
+            for r, z, fzr in zip(moving, targets, fz, strict=True):
+                st = state[r]
+                if float(fzr[0]) > st[1]:
+                    st[0], st[1], st[2] = z, float(fzr[0]), st[2] * 1.5
+                else:
+                    st[2] /= 4
+                    if st[2] < 1e-6:
+                        continue
+                active.append(r)
+        return {r: (state[r][1], Neighbour(row=r, x_new=state[r][0], label="first-message"))
+                for r in rows}
+
+    def _sub_gradients(self, sv: FirstMessageView, rows: list[int], state: dict[int, list]
+                       ) -> dict[int, np.ndarray]:
+        """The surrogate's gradient at each row's point ``state[r][0]``, in closed form (rows where it
+        does not hold are left out)."""
+        if not rows:
+            return {}
+        parts = [sv.eigenvalue_gradients(self.X[r], state[r][0][None, :]) for r in rows]
+        gs = surrogate_gradient(np.vstack([p[0] for p in parts]), delta=self.delta)
+        g = np.einsum("mp,mpd->md", gs, np.concatenate([p[1] for p in parts]))
+        return {r: g[i] for i, r in enumerate(rows) if np.all(np.isfinite(g[i]))}
+
+    def _sub_values_rows(self, sv: FirstMessageView, rows: list[int], points: list[np.ndarray]
+                         ) -> list[np.ndarray]:
+        """:meth:`_sub_values` of ``points[i]`` (replacements of row ``rows[i]``) for every ``i``, by
+        one surrogate evaluation."""
+        if not rows:
+            return []
+        parts = [sv.eigenvalues(self.X[r], P) for r, P in zip(rows, points, strict=True)]
+        vals = surrogate(np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                         delta=self.delta)
+        return np.split(vals, np.cumsum([p[0].shape[0] for p in parts])[:-1])
 
     def _sub_values(self, sv: FirstMessageView, x: np.ndarray, Xn: np.ndarray) -> np.ndarray:
         lam, mismatch = sv.eigenvalues(x, Xn)
@@ -543,7 +674,8 @@ class TargetSearch:
             self.row_exact[k][nb.row] = (score, nb, pair)
         return score
 
-    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int) -> None:
+    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int, *,
+                cheap_gradient: bool = False) -> None:
         """Projected ascent of the asked quantity itself from ``nb`` for view ``k``: the delta at the
         asked epsilon, or in epsilon mode the delta at the best epsilon so far (a neighbour beats the
         best exactly when that delta exceeds ``delta``; its epsilon is then solved)."""
@@ -558,10 +690,18 @@ class TargetSearch:
             p = self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k]
             return float(p.delta(eps0, self.method, resolution=self.resolution)), p
 
+        def sur(y: np.ndarray) -> float:
+            self.evals += 1
+            return self._sur(self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k])
+
         y, (fy, pair_y) = nb.x_new.copy(), f(nb.x_new)
         h, step, moved = 1e-5, 0.05, False
         for _ in range(steps):
-            g = np.array([(f(y + h * e)[0] - fy) / h for e in np.eye(x.size)])
+            if cheap_gradient:  # the direction from the surrogate; a step is still taken on f
+                sy = sur(y)
+                g = np.array([(sur(y + h * e) - sy) / h for e in np.eye(x.size)])
+            else:
+                g = np.array([(f(y + h * e)[0] - fy) / h for e in np.eye(x.size)])
             ng = float(np.linalg.norm(g))
             if not np.isfinite(ng) or ng == 0:
                 break
@@ -604,8 +744,85 @@ class TargetSearch:
         if self.warm:
             self._record(level, "warm")
 
+    def found(self, per_view: int) -> list[Neighbour]:
+        """Distinct neighbours worth giving to other views (:meth:`adopt`): of every view, its best,
+        the best of each of its ``per_view`` best rows (by exact score), and its ``per_view`` best
+        candidates by surrogate."""
+        out: list[Neighbour] = []
+        tags: set[tuple[int, bytes]] = set()
+        for k in self.keys:
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:per_view]
+            for nb in [self.best[k].neighbour, *(t[1] for t in ranked),
+                       *(t[1] for t in self._top(k, per_view))]:
+                if nb is None:
+                    continue
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag not in tags:
+                    tags.add(tag)
+                    out.append(nb)
+        return out
+
+    def adopt(self, found: Sequence[Neighbour], settings: SearchSettings, leads: str) -> None:
+        """The shared search's stages for views that are not searched themselves: the neighbours
+        ``found`` by the search of the lead views (:meth:`found`), each evaluated on every view, and
+        every view's own first-message best (closed form, as in :meth:`screen`) on it; exact values
+        for each view's ``exact`` best by surrogate, the best of each row and its first-message best;
+        then the polish of stage 5 from its best row for ``steps // 2`` steps, the direction from the
+        surrogate. Every value is still that of an actual neighbour on that view (a lower estimate);
+        ``leads`` names the lead views in the evidence."""
+        self.leads = leads
+        rng_sub = np.random.default_rng([self.seed, self.target, 7])
+        U_rand = rng_sub.standard_normal((_SUB_RANDOM, self.X.shape[1]))
+        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
+        for k, sv in self.subviews.items():  # the first-message bound of every view
+            if not sv.available:
+                continue
+            best: tuple[float, Neighbour | None] = (-math.inf, None)
+            for got in self._subview_bests(sv, self.rows, U_rand, analytic=True).values():
+                if got[0] > best[0]:
+                    best = got
+            if best[1] is not None:
+                self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
+                self.bound_nb[k] = best[1]
+        pairs: dict[tuple[Hashable, int, bytes], GaussianPair] = {}
+        # the leads' neighbours on every view at once; each view's own first-message best on it alone
+        todo = [(nb, self.keys) for nb in found] + [(nb, [k]) for k, nb in self.bound_nb.items()]
+        for nb, keys in todo:
+            tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+            keys = [k for k in keys if (k, *tag) not in pairs]
+            if not keys:
+                continue
+            self.evals += 1
+            for k, pair in self.evaluate_pairs(nb, keys).items():
+                self.pool[k].append((self._sur(pair), nb))
+                pairs[(k, *tag)] = pair
+        self._record(0, "shared")
+        self.covered = len({nb.row for nb in found})
+        level = settings.levels - 1
+        for k in self.keys:
+            todo = [nb for _, nb in self._top(k, settings.exact)]
+            rows = sorted({nb.row for _, nb in self.pool[k]})
+            todo += [nb for nb in (self._row_top(k, r) for r in rows) if nb is not None]
+            if k in self.bound_nb:
+                todo.append(self.bound_nb[k])
+            for nb in todo:
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag in self.exact_done[k]:
+                    continue
+                self.exact_done[k].add(tag)
+                self._offer(k, nb, pairs[(k, *tag)])
+        self._record(level, "exact")
+        for k in self.keys:  # the best row only: the leads' rows were polished already
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:1]
+            for _, nb, pair in ranked:
+                self._polish(k, nb, pair, max(1, settings.steps // 2), cheap_gradient=True)
+            self.level_values[k].append(self.best[k].value)
+        self._record(level, "polish")
+        self._warm(level)
+
     def run(self, settings: SearchSettings, on_stage: Callable[[str], None] | None = None) -> None:
         """All stages at every level of ``settings``; ``on_stage`` hears of each (progress only)."""
+        self.analytic = settings.shared
         say = on_stage if on_stage is not None else (lambda _text: None)
         say(f"screening {len(self.rows)} rows")
         self.screen()
@@ -621,4 +838,5 @@ class TargetSearch:
         return SearchEvidence(settings=settings, stages=tuple(self.stages[k]),
                               rows_screened=len(self.rows), rows_searched=self.covered,
                               first_message_bound=float(self.bound[k]),
-                              level_values=tuple(self.level_values[k]), warm=len(self.warm))
+                              level_values=tuple(self.level_values[k]), warm=len(self.warm),
+                              searched_on=self.leads)

@@ -53,8 +53,8 @@ class RunResult:
     @property
     def status(self) -> str:
         """``arithmetic.status``: one of ``ok``, ``non-finite``, ``diverged``, ``underflow``
-        (an engine run's :attr:`~dpgossip.protocol.nodes.ddppm_result.EngineResult.status` is the engine's own;
-        its arithmetic status is :attr:`arithmetic` too)."""
+        (an engine run's :attr:`~dpgossip.protocol.nodes.ddppm_result.EngineResult.status` is the
+        engine's own; its arithmetic status is :attr:`arithmetic` too)."""
         return self.arithmetic.status
 
     @property

@@ -117,6 +117,7 @@ class WorstPair:
     delta_at_epsilon: dict[str, dict[str, float]]
     """Per method, delta at each epsilon of the grid (keys formatted ``f"{e:g}"``)."""
     renyi2: float
+    """The Renyi divergence of order 2 in the worse direction, ``max(D_2(P||Q), D_2(Q||P))``."""
     exact: ExactValue | None = None
     """The exact value of this neighbour when ``exact`` is not among the audit's methods."""
 

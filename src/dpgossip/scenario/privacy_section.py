@@ -115,9 +115,10 @@ PRIVACY_FIELDS: dict[str, Field] = {
                      doc="list of numbers > 0: the grid at which delta of every pair is reported "
                      "(not a sweep axis)"),
     "search": Field(kind=str, default=DEFAULT_SEARCH, sweep=False,
-                    doc="the worst-case search: quick | standard | thorough | a number of levels "
-                    "1..8 (dpgossip.privacy.search); or candidates, the older candidate search, "
-                    "which can miss far worse neighbours"),
+                    doc="the worst-case search: quick | standard | thorough | shared (standard on "
+                    "two lead observers per target, their neighbours given to the others) | a number "
+                    "of levels 1..8 (dpgossip.privacy.search); or candidates, the older candidate "
+                    "search, which can miss far worse neighbours"),
     "candidates": Field(kind=int, default=20, low=1, sweep=False,
                         doc="search = \"candidates\" only (refused with another search): candidate "
                         "neighbours per target"),
@@ -507,7 +508,8 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
                 row[f"epsilon_{meth}"] = r.epsilon[meth]
             for e, dl in zip(audit.epsilons, r.delta[meth], strict=True):
                 row[f"delta_{meth}_at_eps_{e:g}"] = dl
-        row.update({"renyi2": r.renyi2, "delta": audit.delta, "view": audit.view,
+        row.update({"renyi2": r.renyi2, "renyi2_pq": r.renyi2_pq, "renyi2_qp": r.renyi2_qp,
+                    "delta": audit.delta, "view": audit.view,
                     "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {})})
         out.append(row)
     return out
