@@ -63,4 +63,4 @@ def test_readme_is_short_and_its_first_shell_block_is_the_two_ci_commands():
     start = next(i for i, line in enumerate(lines) if re.fullmatch(r"```(bash|sh|shell)", line))
     block = lines[start + 1:lines.index("```", start + 1)]
     assert block == ["python -m pip install . && dpgossip run scenarios/quickstart.toml",
-                     'python -m pip install ".[test]" && python -m pytest -q'], block
+                     'python -m pip install ".[test]" && python -m pytest -q -n 2'], block
