@@ -72,6 +72,8 @@ __all__ = ["AuditOptions", "PairAudit", "PairResult", "RunAuditor", "audit_pairs
            "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
+UPPER_MAX_COORDS = 8192
+"""Largest ``m d`` for which audits attach the certified upper bound (:func:`upper_bounds`)."""
 
 
 # --- dense reference path ------------------------------------------------------------------------
@@ -304,9 +306,11 @@ def result_pair(audit: PairAudit, data: PartitionedData, network: Network, param
 def upper_bounds(data: PartitionedData, network: Network, params: ProtocolParams, delta: float,
                  neighbours: str = "bounded", targets: Sequence[int] | None = None
                  ) -> dict[int, CertifiedBound]:
-    """The certified upper bound of every target (docs/upper-bound.md), rank 1; ``{}`` for rank
-    ``r > 1`` (not derived)."""
-    if params.rank > 1:
+    """The certified upper bound of every target (docs/upper-bound.md), rank 1; ``{}`` (not computed)
+    for rank ``r > 1`` (not derived), for rows outside the unit ball (the neighbour relation assumes
+    them inside) and above ``UPPER_MAX_COORDS`` coordinates ``m d`` (dense ``md x md`` products)."""
+    if (params.rank > 1 or data.m * data.d > UPPER_MAX_COORDS
+            or np.max(np.linalg.norm(data.X, axis=1), initial=0.0) > 1 + 1e-9):
         return {}
     model = NoisyPowerIteration(X=data.X, offsets=data.offsets, W=network.dense_W(),
                                 consensus_steps=params.consensus_steps, alpha=params.alpha[0],
@@ -413,6 +417,8 @@ class AuditOptions:
     """Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), given
     exact values after the search (:class:`~dpgossip.privacy.search.TargetSearch`), so the audit never
     reports less than theirs; they do not steer the search."""
+    upper_bound: bool = True
+    """Attach the certified upper bound of every target (:func:`upper_bounds`, docs/upper-bound.md)."""
     workers: int = 1
     """Optimising search only: targets searched in parallel on this many processes (``spawn``); the
     result is the same for any number (each target's search reseeds its random streams)."""
@@ -541,7 +547,8 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
                      methods=tuple(methods), results=results, candidates=candidates, m=m,
                      components=auditor.components, note=auditor.note, run=auditor.run,
                      rank_by=rank_by,
-                     upper=upper_bounds(data, network, params, delta, neighbours, targets))
+                     upper=(upper_bounds(data, network, params, delta, neighbours, targets)
+                            if options.upper_bound else {}))
 
 
 def audit_neighbours(data: PartitionedData, network: Network, params: ProtocolParams,
@@ -623,7 +630,8 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                          (len(v) for v in warm.values()), default=0),
                      search=settings, m=data.m, components=int(params.rank), note=note,
                      run=run if params.rank > 1 else None, rank_by=rank_by,
-                     upper=upper_bounds(data, network, params, delta, neighbours, targets))
+                     upper=(upper_bounds(data, network, params, delta, neighbours, targets)
+                            if options.upper_bound else {}))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

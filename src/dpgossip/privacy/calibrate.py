@@ -454,7 +454,8 @@ class _Calibrator:
         common = dict(delta=self.delta, epsilons=(self.epsilon,), view=a.view, methods=(a.method,),
                       seed=a.seed)
         opts = AuditOptions(targets=a.targets, observers=a.observers, rank_by="delta",
-                            delta_resolution=1e-3 * self.delta)  # far below the target: no refinement
+                            delta_resolution=1e-3 * self.delta,  # far below the target: no refinement
+                            upper_bound=False)  # the bisection judges the lower estimate only
         label: int | str
         if effort == "pool":
             res = audit_neighbours(self.data, self.network, self.params_at(s), pool, options=opts,
