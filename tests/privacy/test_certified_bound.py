@@ -273,3 +273,39 @@ def test_the_audit_carries_the_bound():
                         options=AuditOptions(targets=[1], observers=[0, 2]))
     assert set(audit.upper) == {1}
     assert audit.upper[1].epsilon >= audit.results[(0, 1)].epsilon["rdp"]
+
+
+def test_one_agent_one_iteration_against_the_closed_form_view():
+    """A single agent, T = 1: the view is ``(y_1, q^(1)) = (X^T q0, alpha X X^T q0 + p)`` (``K = I``),
+    a Gaussian written here by hand: ``Cov = [[s_q^2 A, s_q^2 alpha A X^T], [.., s_q^2 alpha^2 X A X^T +
+    s_p^2 I]]``. Its exact delta at the bound, over a grid of every row's replacements, is <= delta."""
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((5, 2)) * [1.0, 0.7]
+    X /= np.max(np.linalg.norm(X, axis=1))
+    sq, sp, alpha, delta = 0.4, 0.6, 0.8, 1e-3
+    model = NoisyPowerIteration(X=X, offsets=np.array([0, 5]), W=np.ones((1, 1)), consensus_steps=1,
+                                alpha=alpha, sigma_q=sq, sigma_p=np.array([sp]))
+    bound = certified_upper_bounds(model, delta)[0]
+    assert math.isfinite(bound.epsilon)
+
+    def cov(Z):
+        A = Z.T @ Z
+        top = np.hstack([sq ** 2 * A, sq ** 2 * alpha * A @ Z.T])
+        bottom = np.hstack([sq ** 2 * alpha * Z @ A, sq ** 2 * alpha ** 2 * Z @ A @ Z.T
+                            + sp ** 2 * np.eye(Z.shape[0])])
+        return np.vstack([top, bottom])
+
+    S0 = cov(X)
+    worst = 0.0
+    for r in range(5):
+        for y in _ball(2, rng, 12):
+            if not is_neighbour(X[r], y):
+                continue
+            X1 = X.copy()
+            X1[r] = y
+            pair = GaussianPair(np.zeros(7), S0, np.zeros(7), cov(X1))
+            dl = min(_cks_delta(pair, a, bound.epsilon) for a in (1.05, 1.2, 1.5, 2.0, 3.0))
+            if dl > delta / 10:
+                dl = pair.delta(bound.epsilon, resolution=delta / 100)
+            worst = max(worst, dl)
+    assert worst <= delta * 1.01
