@@ -36,6 +36,11 @@ from dpgossip._threads import blas_threads
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number, renamed_fields
 from dpgossip.privacy.auditor import ComponentAuditor
+from dpgossip.privacy.certified_bound import (
+    CertifiedBound,
+    NoisyPowerIteration,
+    certified_upper_bounds,
+)
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import (
     NEIGHBOUR_KINDS,
@@ -65,9 +70,11 @@ __all__ = ["AuditOptions", "PairAudit", "PairResult", "RunAuditor", "audit_pairs
            "result_pair",
            "view_pair",
            "view_gaussian",
-           "component_model", "rank_audit_note", "PAIR_VIEWS"]
+           "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
+UPPER_MAX_COORDS = 8192
+"""Largest ``m d`` for which audits attach the certified upper bound (:func:`upper_bounds`)."""
 
 
 # --- dense reference path ------------------------------------------------------------------------
@@ -174,6 +181,20 @@ class PairAudit:
     """The run whose realised components the audit is conditional on (``components > 1`` only)."""
     search: SearchSettings | None = None
     """The optimising search's settings, or None for the candidate search (``candidates``)."""
+    upper: dict[int, CertifiedBound] = field(default_factory=dict)
+    """Per target, the certified upper bound on epsilon at ``delta`` (docs/upper-bound.md): every
+    neighbour of this ``X``, every observer; empty for rank ``r > 1`` (not derived)."""
+
+    def bracket(self, observer: int, target: int, method: str = "exact") -> tuple[float, float]:
+        """``[lower, upper]`` epsilon at ``delta`` of a pair: the search's value (a lower estimate) and
+        the certified bound (``nan`` when none was computed)."""
+        up = self.upper.get(target)
+        return (self.results[(observer, target)].epsilon[method],
+                up.epsilon if up is not None else math.nan)
+
+    def worst_upper(self) -> CertifiedBound | None:
+        """The target with the largest certified bound (None when none was computed)."""
+        return max(self.upper.values(), key=lambda b: b.epsilon, default=None)
 
     def matrix(self, method: str = "exact", what: str = "epsilon", index: int = 0) -> np.ndarray:
         """``m x m`` matrix (observer x target) of epsilon at ``delta`` (``what="epsilon"``) or of delta at
@@ -194,8 +215,14 @@ class PairAudit:
         """Tidy rows: one per (observer, target, method)."""
         out = []
         for key in sorted(self.results):
+            up = self.upper.get(key[1])
+            extra = {} if up is None else {"epsilon_upper": up.epsilon,
+                                           "upper_reason": up.reason or ""}
             for row in self.results[key].rows(self.epsilons, self.delta):
-                out.append({**row, "view": self.view, "candidates": self.candidates})
+                if up is not None:
+                    extra["gap_upper_lower"] = (up.epsilon / row["epsilon"]
+                                                if row["epsilon"] > 0 else math.inf)
+                out.append({**row, "view": self.view, "candidates": self.candidates, **extra})
         return out
 
 
@@ -287,6 +314,22 @@ def result_pair(audit: PairAudit, data: PartitionedData, network: Network, param
     _, view = _view_key(audit.view, observer, target, data.m)
     nb = audit.results[(observer, target)].neighbour
     return RunAuditor(data, network, params, {"v": view}, run=audit.run).pairs(nb, ["v"])["v"]
+
+
+def upper_bounds(data: PartitionedData, network: Network, params: ProtocolParams, delta: float,
+                 neighbours: str = "bounded", targets: Sequence[int] | None = None
+                 ) -> dict[int, CertifiedBound]:
+    """The certified upper bound of every target (docs/upper-bound.md), rank 1; ``{}`` (not computed)
+    for rank ``r > 1`` (not derived), for rows outside the unit ball (the neighbour relation assumes
+    them inside) and above ``UPPER_MAX_COORDS`` coordinates ``m d`` (dense ``md x md`` products)."""
+    if (params.rank > 1 or data.m * data.d > UPPER_MAX_COORDS
+            or np.max(np.linalg.norm(data.X, axis=1), initial=0.0) > 1 + 1e-9):
+        return {}
+    model = NoisyPowerIteration(X=data.X, offsets=data.offsets, W=network.dense_W(),
+                                consensus_steps=params.consensus_steps, alpha=params.alpha[0],
+                                sigma_q=params.sigma_q, sigma_p=params.sigma_p[0])
+    with blas_threads(1):
+        return certified_upper_bounds(model, delta, adjacency=neighbours, targets=targets)
 
 
 def _view_key(kind: str, o: int, j: int, m: int) -> tuple[Hashable, View]:
@@ -404,6 +447,8 @@ class AuditOptions:
     """Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), given
     exact values after the search (:class:`~dpgossip.privacy.search.TargetSearch`), so the audit never
     reports less than theirs; they do not steer the search."""
+    upper_bound: bool = True
+    """Attach the certified upper bound of every target (:func:`upper_bounds`, docs/upper-bound.md)."""
     workers: int = 1
     """Optimising search only: targets searched in parallel on this many processes (``spawn``); the
     result is the same for any number (each target's search reseeds its random streams)."""
@@ -564,7 +609,9 @@ def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
                      methods=tuple(methods), results=results, candidates=candidates, m=m,
                      components=auditor.components, note=auditor.note, run=auditor.run,
-                     rank_by=rank_by)
+                     rank_by=rank_by,
+                     upper=(upper_bounds(data, network, params, delta, neighbours, targets)
+                            if options.upper_bound else {}))
 
 
 def audit_neighbours(data: PartitionedData, network: Network, params: ProtocolParams,
@@ -655,7 +702,9 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                      candidates=0 if settings is not None else max(
                          (len(v) for v in warm.values()), default=0),
                      search=settings, m=data.m, components=int(params.rank), note=note,
-                     run=run if params.rank > 1 else None, rank_by=rank_by)
+                     run=run if params.rank > 1 else None, rank_by=rank_by,
+                     upper=(upper_bounds(data, network, params, delta, neighbours, targets)
+                            if options.upper_bound else {}))
 
 
 def _lead_pairs(job: _TargetJob, hops: dict, c: int) -> list[tuple[int, int]]:

@@ -488,7 +488,8 @@ class _Calibrator:
                             on_target=lambda _j, done, total: on_level(
                                 replace(event, done=done, total=total)),
                             on_stage=lambda j, text: on_level(
-                                replace(event, stage=f"target {j}: {text}")))
+                                replace(event, stage=f"target {j}: {text}")),
+                            upper_bound=False)  # the bisection judges the lower estimate only
         label: int | str
         if effort == "pool":
             res = audit_neighbours(self.data, self.network, self.params_at(s), pool, options=opts,

@@ -279,7 +279,8 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
 
 def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float, *,
                          a_max: np.ndarray | float = math.inf, count: int | None = None,
-                         max_order: float = 1e8) -> np.ndarray:
+                         max_order: float = 1e8,
+                         with_orders: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """:func:`rdp_to_epsilon` for ``P`` RDP curves at once, all orders vectorised.
 
     ``renyi(a)`` maps a ``(P, k)`` array of orders to ``D_a`` of curve ``i`` in row ``i`` (``inf``
@@ -290,7 +291,8 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
 
     over the same order range and grid, refined by golden sections to ``1e-13`` in ``ln(a - 1)``
     (scipy's bounded Brent in the scalar path): the two agree to about ``1e-12`` relative wherever the
-    curve is smooth at its optimum. No edge warnings.
+    curve is smooth at its optimum. No edge warnings. ``with_orders``: also return the order ``a`` at
+    which each value was attained.
     """
     log_d = math.log(_check_delta(delta))
     a_arr = np.atleast_1d(np.asarray(a_max, dtype=float))
@@ -301,7 +303,9 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
     def eps_at(x: np.ndarray) -> np.ndarray:
         return renyi(1.0 + x) + np.log(x) - np.log1p(x) - (log_d + np.log1p(x)) / x
 
-    value, _ = _minimise_batch(eps_at, x_lo, x_hi)
+    value, x = _minimise_batch(eps_at, x_lo, x_hi)
+    if with_orders:
+        return np.maximum(0.0, value), 1.0 + x
     return np.maximum(0.0, value)
 
 

@@ -311,6 +311,9 @@ def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict
         "delta_at_epsilon": {m: dict(zip([f"{e:g}" for e in audit.epsilons], dl, strict=True))
                              for m, dl in w.delta.items()},
         "renyi2": w.renyi2,
+        **({"epsilon_upper": audit.upper[w.target].epsilon,
+            "epsilon_upper_max": max(b.epsilon for b in audit.upper.values())}
+           if audit.upper.get(w.target) is not None else {}),
     })
 
 

@@ -120,20 +120,31 @@ class WorstPair:
     """The Renyi divergence of order 2 in the worse direction, ``max(D_2(P||Q), D_2(Q||P))``."""
     exact: ExactValue | None = None
     """The exact value of this neighbour when ``exact`` is not among the audit's methods."""
+    epsilon_upper: float | None = None
+    """The certified upper bound on epsilon at ``delta`` of this pair's target (docs/upper-bound.md);
+    None when not computed."""
+    epsilon_upper_max: float | None = None
+    """The largest certified upper bound over all targets: with ``epsilon``, the worst case lies in
+    ``[epsilon, epsilon_upper_max]``; None when not computed."""
 
     _PAIR_KEYS = ("view", "neighbours", "delta", "candidates", "observer", "target", "hops", "row",
                   "original", "replacement", "direction", "epsilon", "delta_at_epsilon", "renyi2")
+    _UPPER_KEYS = ("epsilon_upper", "epsilon_upper_max")
 
     def to_row(self) -> dict[str, Any]:
-        """The pair's part of its ``worst.json`` entry (without the exact value), in file order."""
-        return {k: getattr(self, k) for k in self._PAIR_KEYS}
+        """The pair's part of its ``worst.json`` entry (without the exact value), in file order; the
+        upper bounds only when computed."""
+        row = {k: getattr(self, k) for k in self._PAIR_KEYS}
+        row.update({k: getattr(self, k) for k in self._UPPER_KEYS if getattr(self, k) is not None})
+        return row
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], exact: Mapping[str, Any] | None) -> WorstPair:
         """Inverse of :meth:`to_row`, with the exact value's row if any."""
         value = None if exact is None else ExactValue(
             epsilon=float(exact["epsilon"]), delta_at_epsilon=dict(exact["delta_at_epsilon"]))
-        return cls(**{k: row[k] for k in cls._PAIR_KEYS}, exact=value)
+        return cls(**{k: row[k] for k in cls._PAIR_KEYS}, exact=value,
+                   **{k: row[k] for k in cls._UPPER_KEYS if row.get(k) is not None})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
