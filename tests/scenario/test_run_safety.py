@@ -81,6 +81,10 @@ BAD_RUNS = [
                                           tail='[ppm]\nnoise_multiplier = 1.0\n'
                                                '[engine]\ncrashes = { "5" = 0.5 }'),
      "engine.crashes: agent 5 does not exist; the network has agents 0..4"),  # 4 clients, curator 4
+    ("floorfree-audit-targets-above-m",
+     scenario(protocol='kind = "ddppm-floorfree"\n' + PROTO,
+              tail="[floorfree]\nnoise_multiplier = 4.0\naudit_targets = 10"),
+     "floorfree.audit_targets = 10 must be <= the number of agents, 4"),
     ("ppm-block-rank-above-d", scenario(protocol='kind = "ppm"\n' + PROTO,
                                         tail="[ppm]\nblock_rank = 20\nnoise_multiplier = 1.0"),
      "ppm.block_rank = 20 must be <= d = 13"),

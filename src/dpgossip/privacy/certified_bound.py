@@ -8,20 +8,20 @@ row blocks ``X_i``, a mixing matrix ``W``, ``T`` iterations of ``c`` gossip roun
 The bound is about the **all-but-one coalition** of a target ``j`` (every other agent's data and noise,
 every message, every final ``q_i^(T)``). Every supported view of an observer, coalition or eavesdropper
 that does not contain ``j`` is a data-independent function of that view, so by data processing the bound
-holds for every such view. Given the coalition's own noise, it sees the adaptive sequence
+holds for every such view. Given the coalition's own noise, it sees the adaptive sequence::
 
     y_1 = X_j^T q_j^(0)                 ~ N(0, sigma_q^2 A)
     y_(t+1) | past                      ~ N(alpha A u_t, sigma_p(t)^2 A),      t = 1..T-1
     q_j^(T) | past                      ~ N(alpha X_j u_T, sigma_p(T)^2 I)
 
 with ``A = X_j^T X_j`` and ``u_t = z_j^(t+1/2)`` computed by the coalition. With the event
-``E = {||u_t|| <= R_t for all t}`` and the mechanism whose ``u_t`` is clipped to the ``R_t``-ball,
+``E = {||u_t|| <= R_t for all t}`` and the mechanism whose ``u_t`` is clipped to the ``R_t``-ball,::
 
     delta(P || Q) <= delta_rdp(clipped) + Pr_X(not E),
     delta(Q || P) <= delta_rdp'(clipped) + sup_X' Pr_X'(not E),
 
 and the clipped mechanism's Renyi divergence of order ``a`` is at most (one changed row ``x -> x'``,
-``h = x^T A^{-1} x``, ``kappa = 1 / lambda_min(A)``, ``f_a(l) = (a ln l - ln(a l + 1 - a)) / (2 (a - 1))``)
+``h = x^T A^{-1} x``, ``kappa = 1 / lambda_min(A)``, ``f_a(l) = (a ln l - ln(a l + 1 - a)) / (2 (a - 1))``)::
 
     D_a(P || Q) <= T [f_a(1 + kappa) + f_a(1 - h)]
                    + (a alpha^2 / 2) [sum_(t<T) R_t^2 / (sigma_p(t)^2 ell_a) + rho^2 R_T^2 / sigma_p(T)^2],

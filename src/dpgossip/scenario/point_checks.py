@@ -38,7 +38,7 @@ def check_point(config: Mapping[str, Any], structure: Structure) -> ProtocolPara
     (:func:`check_engine`), the calibration target (:func:`check_calibration`), the protocol
     parameters resolved on the network and data
     (:func:`~dpgossip.scenario.problem.make_problem`: rank, alpha, noise schedule; with the noise a
-    calibration would replace left out), and ``ppm.block_rank <= d``.
+    calibration would replace left out), ``ppm.block_rank <= d`` and ``floorfree.audit_targets <= m``.
     """
     spec = PointSpec.from_config(config)
     if spec.backend == "engine":
@@ -53,6 +53,11 @@ def check_point(config: Mapping[str, Any], structure: Structure) -> ProtocolPara
         if p > problem.data.d:
             raise ConfigError(f"ppm.block_rank = {p} must be <= d = {problem.data.d} (the data's "
                               "columns)", field="ppm.block_rank")
+    ff = spec.floorfree
+    if ff is not None and ff.audit and ff.audit_targets is not None and ff.audit_targets > problem.data.m:
+        raise ConfigError(f"floorfree.audit_targets = {ff.audit_targets} must be <= the number of "
+                          f"agents, {problem.data.m} (it audits agents 0..audit_targets-1)",
+                          field="floorfree.audit_targets")
     return None if calibrated else problem.params
 
 
