@@ -11,7 +11,7 @@ import pytest
 
 from dpgossip.cli import main
 from dpgossip.scenario import run_scenario
-from tests.scenario.helpers import small
+from tests.scenario.helpers import small, tiny_audit_toml
 
 pytest.importorskip("matplotlib")
 
@@ -85,27 +85,7 @@ def test_runs_missing_a_repeat_is_named(folder, capsys):
     assert code == 2 and "runs.csv: point 1 has the repeats [0], expected 0..1" in err
 
 
-TINY_AUDIT = """name = "tiny"
-seed = 1
-[data]
-source = "synthetic"
-standardize = false
-synthetic = { n = 16, d = 2, spectrum = [1.0, 0.8] }
-[network]
-topology = "ring"
-agents = 4
-[protocol]
-iterations = 2
-consensus_steps = [1, 2]
-noise = { schedule = "constant", scale = 1.0 }
-[privacy]
-search = "candidates"
-candidates = 1
-refine = 1
-ascent_steps = 0
-methods = ["rdp"]
-epsilon = [50.0]
-"""
+TINY_AUDIT = tiny_audit_toml(consensus_steps="[1, 2]")
 
 
 def test_report_redraws_an_audit_folder_in_plots(tmp_path, capsys):

@@ -18,34 +18,14 @@ from dpgossip.scenario import load_scenario
 from dpgossip.scenario.audit_command import plan_audit, run_audit
 from dpgossip.scenario.audit_point import KindAuditPoint
 from dpgossip.scenario.kind_commands import KIND_COMMANDS, commands_for
-from tests.scenario.helpers import scenario_error, toml_scenario
+from tests.scenario.helpers import scenario_error, tiny_audit_toml, toml_scenario
 
 CAPE = toml_scenario('[protocol]\nkind = "capepca"\niterations = 3\nconsensus_steps = 1',
                      "[cape]\nepsilon = 1.0\ndelta = 1e-5")
 PPM = toml_scenario('[protocol]\nkind = "ppm"\niterations = 3\nconsensus_steps = 1',
                     "[ppm]\nepsilon = 2.0")
 # the pair audit at its cheapest (a CLI test, not a search test): 4 agents, 16 rows
-DDPPM = """name = "tiny"
-seed = 1
-[data]
-source = "synthetic"
-standardize = false
-synthetic = { n = 16, d = 2, spectrum = [1.0, 0.8] }
-[network]
-topology = "ring"
-agents = 4
-[protocol]
-iterations = 2
-consensus_steps = 1
-noise = { schedule = "constant", scale = 1.0 }
-[privacy]
-search = "candidates"
-candidates = 1
-refine = 1
-ascent_steps = 0
-methods = ["rdp"]
-epsilon = [50.0]
-"""
+DDPPM = tiny_audit_toml()
 
 
 def write(folder: Path, text: str, name: str = "s.toml") -> Path:

@@ -28,7 +28,7 @@ from dpgossip.scenario.staging import (
     staging_path,
 )
 
-from .helpers import small
+from .helpers import small, tiny_audit_toml
 
 GOOD = """name = "t"
 seed = 3
@@ -217,37 +217,15 @@ def test_a_rerun_keeps_the_users_files_and_the_plots_of_the_same_configuration(t
     assert no_leftovers(out)
 
 
-AUDIT = """name = "tiny-audit"
-seed = 1
-[data]
-source = "synthetic"
-standardize = false
-synthetic = {{ n = 16, d = 2, spectrum = [1.0, 0.8] }}
-[network]
-topology = "ring"
-agents = 4
-[protocol]
-iterations = 2
-consensus_steps = 1
-rank = {rank}
-noise = {{ schedule = "constant", scale = 1.0 }}
-[privacy]
-search = "candidates"
-candidates = 1
-refine = 1
-ascent_steps = 0
-methods = ["rdp"]
-epsilon = [50.0]
-"""
 
 
 def test_audit_refuses_before_writing_and_keeps_earlier_results(tmp_path, capsys):
     toml = tmp_path / "a.toml"
-    toml.write_text(AUDIT.format(rank=1))
+    toml.write_text(tiny_audit_toml(name="tiny-audit", rank=1))
     out = tmp_path / "audit"
     assert cli("audit", toml, out) == 0
     before = snapshot(out)
-    toml.write_text(AUDIT.format(rank="[1, 3]"))  # d = 2
+    toml.write_text(tiny_audit_toml(name="tiny-audit", rank="[1, 3]"))  # d = 2
     assert cli("audit", toml, out) == 2
     assert "point 1 (r=3): protocol.rank must be <= min(n, d) = 2, got 3" in capsys.readouterr().err
     assert snapshot(out) == before and no_leftovers(out)
