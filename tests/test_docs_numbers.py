@@ -88,6 +88,10 @@ QUICKSTART_AUDIT = ("`dpgossip audit scenarios/quickstart.toml` (standard search
                     "worst pair)")
 
 
+QUICKSTART_DELTA = ("its worst pair, by `dpgossip audit scenarios/quickstart.toml`: exact delta {delta} at "
+                    "epsilon = 1")
+
+
 def test_readme_prints_the_quickstart_audit_sentence():
     readme = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
     assert QUICKSTART_AUDIT.format(rdp="1.5e+08") in readme
@@ -108,6 +112,14 @@ def test_the_quickstart_audit_sentence_is_what_the_cli_computes(tmp_path, capsys
     rdp = max(float(r["epsilon"]) for r in rows if r["method"] == "rdp")
     readme = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
     assert QUICKSTART_AUDIT.format(rdp=f"{rdp:.2g}") in readme
+    worst_delta = max(float(r["delta_at_eps_1"]) for r in exact)  # epsilon = 1, the default list
+    results = " ".join((ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
+    assert QUICKSTART_DELTA.format(delta=f"{worst_delta:.4f}") in results
+
+
+def test_the_results_page_prints_the_quickstart_delta_sentence():
+    results = " ".join((ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
+    assert QUICKSTART_DELTA.format(delta="0.9996") in results
 
 
 def test_readme_prints_the_stored_paper_fig3_numbers():

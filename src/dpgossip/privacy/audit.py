@@ -219,9 +219,11 @@ class PairAudit:
             extra = {} if up is None else {"epsilon_upper": up.epsilon,
                                            "upper_reason": up.reason or ""}
             for row in self.results[key].rows(self.epsilons, self.delta):
-                if up is not None:
-                    extra["gap_upper_lower"] = (up.epsilon / row["epsilon"]
-                                                if row["epsilon"] > 0 else math.inf)
+                if up is not None:  # nan where the lower value is inf (the exact conversion's cap,
+                    # epsilon beyond 1e6, or no privacy): the ratio says nothing there
+                    low = float(row["epsilon"])
+                    extra["gap_upper_lower"] = (math.nan if math.isinf(low) else
+                                                up.epsilon / low if low > 0 else math.inf)
                 out.append({**row, "view": self.view, "candidates": self.candidates, **extra})
         return out
 
