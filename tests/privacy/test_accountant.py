@@ -158,3 +158,33 @@ def test_bad_input_names_the_parameter(call, field):
     with pytest.raises(ConfigError) as err:
         call()
     assert err.value.field == field and str(err.value).startswith(field)
+
+
+def test_pld_refuses_a_multiplier_its_grid_cannot_hold():
+    """Below PLD_MIN_MULTIPLIER the accountant's grid (about 1 / (sigma^2 step) points) would need
+    tens of GiB; the refusal names the field and gives the Gaussian-DP mu = sqrt(sum 1 / sigma^2)."""
+    from dpgossip.errors import ConfigError
+    from dpgossip.privacy.accountant import PLD_MIN_MULTIPLIER, compose_pld, composition_guarantee
+
+    with pytest.raises(ConfigError, match=r"noise multiplier 1e-06 is below 0\.1.*mu = 3\.16e\+06") as err:
+        composition_guarantee((1e-6,) * 10, 1e-5)
+    assert err.value.field == "noise_multiplier"
+    with pytest.raises(ConfigError):
+        compose_pld([1.0, 0.5 * PLD_MIN_MULTIPLIER])
+    # without the PLD the other accountings still answer
+    g = composition_guarantee((1e-6,) * 10, 1e-5, pld=False)
+    assert g.epsilon_rdp > 1e6 and math.isnan(g.epsilon_pld)
+
+
+def test_cli_calibrate_at_a_huge_epsilon_says_why(tmp_path, capsys):
+    """`calibrate` of a ppm scenario at epsilon = 1e6 ends with a one-line error naming the noise, not
+    an out-of-memory message from deep in dp_accounting."""
+    from dpgossip.cli import main
+
+    toml = tmp_path / "p.toml"
+    toml.write_text('name = "p"\nseed = 1\n[data]\nsource = "wine"\n[network]\ntopology = "ring"\n'
+                    'agents = 4\n[protocol]\nkind = "ppm"\niterations = 3\nconsensus_steps = 1\n'
+                    '[ppm]\nepsilon = 2.0\n', encoding="utf-8")
+    code = main(["calibrate", str(toml), "--epsilon", "1e6", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "is below 0.1" in err and "Traceback" not in err and "memory" not in err

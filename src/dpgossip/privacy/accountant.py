@@ -150,14 +150,35 @@ def compose_rdp(noise_multipliers: Sequence[float] | np.ndarray,
     return accountant
 
 
+PLD_MIN_MULTIPLIER = 0.1
+"""The smallest noise multiplier :func:`compose_pld` accounts (its grid grows as ``1 / sigma^2``)."""
+
+
 def compose_pld(noise_multipliers: Sequence[float] | np.ndarray,
                 value_discretization_interval: float = 1e-4) -> PLDAccountant:
-    """``dp_accounting.pld.PLDAccountant`` with one ``GaussianDpEvent(sigma_l)`` per iteration."""
+    """``dp_accounting.pld.PLDAccountant`` with one ``GaussianDpEvent(sigma_l)`` per iteration.
+
+    Raises
+    ------
+    ConfigError
+        A multiplier below :data:`PLD_MIN_MULTIPLIER`: the privacy loss of ``GaussianDpEvent(sigma)``
+        spans about ``1 / sigma^2``, so the accountant's grid would have about
+        ``1 / (sigma^2 value_discretization_interval)`` points (10^10 at ``sigma = 1e-3``: dp_accounting
+        then fails for want of memory). The message gives the exact Gaussian-DP epsilon instead.
+    """
     from dp_accounting import GaussianDpEvent, NeighboringRelation
     from dp_accounting.pld import PLDAccountant
 
     values = _check_multipliers(noise_multipliers)
     step = _check_positive(value_discretization_interval, "value_discretization_interval")
+    low = min(values)
+    if 0 < low < PLD_MIN_MULTIPLIER:
+        mu = math.sqrt(sum(1.0 / s**2 for s in values))
+        raise ConfigError(
+            f"noise multiplier {low:.3g} is below {PLD_MIN_MULTIPLIER:g}: the PLD accountant's grid would "
+            f"need about {1.0 / (low**2 * step):.1e} points; at this noise the composed mechanism is "
+            f"mu = {mu:.3g} Gaussian DP (no meaningful privacy); choose a smaller epsilon or a larger "
+            "noise multiplier", field="noise_multiplier")
     accountant = PLDAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
                                value_discretization_interval=step)
     for s in values:
