@@ -214,3 +214,17 @@ def test_the_stored_ppm_row_is_what_the_code_computes():
         aud.append(audit_ppm(data, res, delta=1e-5, neighbours="replace-one", seed=k).epsilon)
     assert (row["error"], row["guaranteed_epsilon"], row["audited_epsilon"]) == tuple(
         comparison._fmt(float(np.mean(v))) for v in (err, guar, aud))
+
+
+def test_privacy_page_quotes_the_example_parameters():
+    """docs/privacy.md's example: alpha = 1/sqrt(mu_1 mu_2) and sigma_q = 1/sqrt(n) as resolve_params
+    computes them on Wine over the paper's ring (T = 5, c = 5), to the printed digits."""
+    import dpgossip as dg
+
+    data = dg.load_dataset("wine", agents=4)
+    params = dg.resolve_params(data, dg.make_network("paper-ring4"), iterations=5, consensus_steps=5)
+    doc = " ".join((ROOT / "docs" / "privacy.md").read_text(encoding="utf-8").split())
+    assert (f"`alpha = 1/sqrt(mu_1 mu_2) = {params.alpha[0]:.4f}`, "
+            f"`sigma_q = 1/sqrt(n) = {params.sigma_q:.4f}`") in doc
+    assert data.X.shape == (178, 13)
+    assert f"Observer 0 attacks agent 1 ({data.sizes[1]} rows)" in doc
