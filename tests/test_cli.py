@@ -130,7 +130,7 @@ def test_console_script_has_no_traceback(tmp_path):
     assert p.stderr.startswith("dpgossip: error: --agents: 1 is too small")
 
 
-# --- sweeps: workers, scheduler, report (issue 5) ---------------------------------------------
+# --- sweeps: workers, scheduler, report --------------------------------------------------------
 
 ZIPPED = GOOD.replace("iterations = 4", "iterations = [4, 6]") + (
     '\n[sweep]\nzip = [["protocol.consensus_steps", "protocol.iterations"]]\n'
@@ -200,7 +200,7 @@ def test_report_subcommand(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing")]) == 2
 
 
-# --- privacy: audit and calibrate (issue 4), the [privacy] hooks of run (issue 5) -------------------
+# --- privacy: audit and calibrate, the [privacy] hooks of run -----------------------------------
 
 TINY_PRIVATE = """
 name = "tiny-private"

@@ -1,4 +1,4 @@
-"""Issue 9 (reliability), through the command line: bad inputs, environment problems, sizes that do not
+"""Reliability through the command line: bad inputs, environment problems, sizes that do not
 fit, names that escape results/, misleading output. Each case checks the exit code and the one line on
 stderr."""
 

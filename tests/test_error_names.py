@@ -1,4 +1,4 @@
-"""The library layers name parameters, not TOML fields, in their errors (issue 11).
+"""The library layers name parameters, not TOML fields, in their errors.
 
 ``dpgossip.data``, ``topology``, ``protocol``, ``engine`` and ``privacy`` are called from Python with
 parameters (``load_dataset(agents=...)``); their ``ConfigError`` messages name those parameters and set

@@ -2,7 +2,7 @@
 
 Walks every module's imports (top level and inside functions) and fails on an import of a higher layer
 that is not in ``KNOWN``. ``KNOWN`` lists upward imports still to be removed (none since the privacy
-adapter moved into ``scenario/`` and the plots out of ``scenario.run``, issue 11); the test also fails
+adapter moved into ``scenario/`` and the plots out of ``scenario.run``); the test also fails
 when one of them is gone, so the list only shrinks.
 
 The package root has two kinds of module. ``dpgossip/__init__.py`` is the public facade

@@ -1,5 +1,5 @@
 """The gossip protocols on the engine: transcripts equal the linear model's messages ``J x + B z``
-(issue 16), under ideal links and faults."""
+(network DP), under ideal links and faults."""
 
 from __future__ import annotations
 

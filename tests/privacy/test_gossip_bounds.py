@@ -1,4 +1,4 @@
-"""Muffliato's per-message sum: its formula, and where it falls below the exact leakage (issue 16)."""
+"""Muffliato's per-message sum: its formula, and where it falls below the exact leakage."""
 
 from __future__ import annotations
 

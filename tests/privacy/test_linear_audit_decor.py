@@ -1,5 +1,5 @@
 """Exact leakage of gossip-decor and of secure summation against a dense projection oracle, and
-DECOR's one-round closed form reproduced by the multi-round model (issue 16)."""
+DECOR's one-round closed form reproduced by the multi-round model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MFDL's absolute-value bound and Muffliato's rounds rule (issue 16), against independent oracles."""
+"""MFDL's absolute-value bound and Muffliato's rounds rule, against independent oracles."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_mfdl_bound_is_above_the_box_maximum_and_scales_with_delta():
 
 def test_mfdl_setting_reproduces_the_published_numbers():
     # MFDL: Erdos-Renyi n = 100, seed 42, T = 10, W = (A + I)/rowsum, attacker 0, noise every round;
-    # issue 16 quotes ~9.86 (their bound), ~9.15 (supremum over [-1, 1]^T), 7.9 (all-equal shift)
+    # the figures quoted to us: ~9.86 (their bound), ~9.15 (supremum over [-1, 1]^T), 7.9 (all-equal shift)
     network = mfdl_erdos_renyi(100, 42)
     assert np.allclose(network.W.sum(axis=1), 1.0)
     spec = LinearGossip(protocol="gossip-noisy", rounds=10, sigma=1.0, inputs="per-round")

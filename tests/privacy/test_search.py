@@ -75,7 +75,7 @@ def test_default_search_within_one_percent_of_the_grid_maximum(d, seed, topology
 
 
 def _reconstruction():
-    """Issue 10's first case, reconstructed: the paper ring, n = 200, d = 5, decreasing singular values,
+    """A reported search failure, reconstructed: the paper ring, n = 200, d = 5, decreasing singular values,
     T = 5, c = 3, sigma_p = 0.2, observer 0 against target 2 (rows 100-149). Returns the problem and
     the attack's pairs: every row of the target moved along +- the smallest right singular vector of
     X_j at the largest allowed step."""
@@ -94,7 +94,7 @@ def _reconstruction():
 
 
 def test_default_search_beats_the_smallest_singular_direction_attack():
-    """Issue 10's first case, reconstructed: the paper ring, n = 200, d = 5, decreasing singular values,
+    """A reported search failure, reconstructed: the paper ring, n = 200, d = 5, decreasing singular values,
     T = 5, c = 3, sigma_p = 0.2, observer 0 against target 2. The candidate search reports delta(5) below
     0.01; moving a row along the smallest right singular vector of X_j gives about 0.33."""
     data, net, params, pairs = _reconstruction()
@@ -194,7 +194,7 @@ def test_readme_wine_number():
                       methods=("exact",),
                       options=AuditOptions(targets=[0], observers=[1], rank_by="delta"))
     found = res.results[(1, 0)].delta["exact"][0]
-    assert found >= 0.32  # issue 10: row 0 along the smallest singular vector of X_0 gives 0.323
+    assert found >= 0.32  # the reported case: row 0 along the smallest singular vector of X_0 gives 0.323
     readme = (Path(__file__).resolve().parents[2] / "docs" / "audit-search.md").read_text(encoding="utf-8")
     assert f"quick optimising search finds delta(100) = {found:.3g}" in readme
 

@@ -51,7 +51,7 @@ PROTOCOL_KINDS: tuple[str, ...] = ("ddppm", "ppm", "ppm-federated", "ppm-gossip"
                                    "capepca-gossip", "ddppm-floorfree")
 """Every value of ``protocol.kind``; ``ddppm`` (001, Algorithm 1) is the default. ``capepca`` (004,
 Algorithm 2 on a star), ``capepca-gossip`` (its gossip form, docs/cape-gossip.md) and
-``ddppm-floorfree`` (docs/floorfree.md) are issue 13's."""
+``ddppm-floorfree`` (docs/floorfree.md) are the CAPE and floor-free kinds."""
 
 SIDES: tuple[str, ...] = ("left", "right")
 """``left``: ``n``-dimensional left singular vectors of ``X``; ``right``: ``d``-dimensional right ones."""

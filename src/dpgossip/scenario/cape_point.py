@@ -1,4 +1,5 @@
-"""Run the repeats of a point of issue 13's kinds: ``capepca``, ``capepca-gossip``, ``ddppm-floorfree``.
+"""Run the repeats of a point of the CAPE and floor-free kinds (``capepca``, ``capepca-gossip``,
+``ddppm-floorfree``).
 
 Rows as :mod:`dpgossip.scenario.protocol_point`'s (the error of the final estimate against the exact
 subspace of the protocol's side; ``iterations`` rows per iterate), with the guarantee and audit columns
@@ -108,7 +109,8 @@ def floorfree_protocol(spec: PointSpec) -> PrivateProtocol:
 
 
 def cape_point_protocol(spec: PointSpec, problem: Problem) -> PrivateProtocol:
-    """The protocol object of a point of issue 13's kinds (either backend: with ``backend = "engine"``
+    """The protocol object of a point of the CAPE and floor-free kinds (either backend: with
+    ``backend = "engine"``
     :mod:`dpgossip.scenario.protocol_point` runs it through
     :class:`~dpgossip.protocol.nodes.view_protocol.ViewEngineProtocol`)."""
     if spec.protocol.kind == "ddppm-floorfree":

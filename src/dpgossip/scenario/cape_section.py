@@ -1,4 +1,5 @@
-"""``[cape]`` and ``[floorfree]``: the settings of issue 13's protocols (docs/protocol-frontier.md).
+"""``[cape]`` and ``[floorfree]``: the settings of the CAPE and floor-free protocols
+(docs/protocol-frontier.md).
 
 ``[cape]`` is read by the points whose ``protocol.kind`` is ``capepca`` (004, Algorithm 2 on a star) or
 ``capepca-gossip`` (its gossip form); ``[floorfree]`` by ``ddppm-floorfree`` (docs/floorfree.md). Both

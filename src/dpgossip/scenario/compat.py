@@ -87,7 +87,7 @@ _KIND_SECTIONS = {"cape": (("capepca", "capepca-gossip"),
                             "noise_multiplier = tau / Delta, or epsilon = the budget (docs/cape.md)"),
                    "floorfree": (("ddppm-floorfree",),
                                  "noise_multiplier = s, or epsilon = the budget (docs/floorfree.md)")}
-"""Sections read by issue 13's kinds: the kinds and what the section must give."""
+"""Sections read by the CAPE and floor-free kinds: the kinds and what the section must give."""
 
 
 def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:

@@ -1,5 +1,5 @@
 """Run the repeats of a point whose ``protocol.kind`` is a ``ppm*`` kind (``[ppm]``, docs/ppm.md) or
-one of issue 13's (:mod:`dpgossip.scenario.cape_point`).
+one of the CAPE and floor-free kinds (:mod:`dpgossip.scenario.cape_point`).
 
 With ``backend = "engine"`` each repeat runs message by message on the engine under ``[engine]``
 (:class:`dpgossip.protocol.nodes.ppm_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
@@ -7,7 +7,7 @@ backend's plus the engine's status and traffic columns; a run the engine stopped
 message) has ``status = "stopped"``, its reason, NaN errors and no guarantee or audit columns; a run
 the parties that did not crash completed without the crashed ones (``engine_status =
 "completed_with_crash"``) has ``status = "partial"``, the reason, and ``max_agent_error`` over the
-agents that hold an estimate. Issue 13's kinds run on the engine through
+agents that hold an estimate. The CAPE and floor-free kinds run on the engine through
 :class:`dpgossip.protocol.nodes.view_protocol.ViewEngineProtocol`.
 
 Each repeat ``k`` runs the protocol with ``SeedSequence(seed, spawn_key=(k,))`` (the repeat seed of
@@ -72,7 +72,7 @@ from dpgossip.scenario.problem import Problem
 __all__ = ["ppm_params", "make_protocol", "run_protocol_point", "protocol_columns", "AUDIT_NEIGHBOURS"]
 
 CAPE_POINT_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
-"""Kinds run by :mod:`dpgossip.scenario.cape_point` (issue 13; ``[cape]``, ``[floorfree]``)."""
+"""Kinds run by :mod:`dpgossip.scenario.cape_point` (CAPE and floor-free; ``[cape]``, ``[floorfree]``)."""
 
 AUDIT_NEIGHBOURS: dict[str, str] = {"row-replacement": "replace-one",
                                     "bounded-row-replacement": "bounded", "element": "element"}
