@@ -19,21 +19,9 @@ import sys
 import time
 
 import numpy as np
-
-
-def problem(m: int, seed: int = 0):
-    """The benchmark's data, network and parameters at ``m`` agents (module docstring)."""
-    from dpgossip.data import load_dataset
-    from dpgossip.protocol import NoiseSchedule, resolve_params
-    from dpgossip.topology import make_network
-
-    net = make_network("ring", agents=m)
-    data = load_dataset("synthetic", agents=m, standardize=False,
-                        synthetic={"n": 32 * m, "d": 4, "spectrum": [1.0, 0.9, 0.8, 0.7]},
-                        rng=np.random.default_rng(seed))
-    params = resolve_params(data, net, iterations=5, consensus_steps=3,
-                            noise=NoiseSchedule(kind="constant", scale=1.0))
-    return data, net, params
+from bench_pair_audit import (
+    problem,  # the same ring, data and parameters (benchmarks/ is on sys.path)
+)
 
 
 def child(m: int, delta: float) -> dict[str, object]:

@@ -420,24 +420,32 @@ class TargetSearch:
                 self.bound_nb[k] = nb
         self._record(0, "screen")
 
-    def _subview_best(self, sv: FirstMessageView, r: int, U_rand: np.ndarray
-                      ) -> tuple[float, Neighbour] | None:
-        """The best replacement of row ``r`` for the closed-form sub-view: structured and random
-        directions at the largest step, then projected ascent of the closed form (the one-row reference
-        of :meth:`_subview_bests`, which the search uses; the tests compare the two)."""
-        x = self.X[r]
-        evals, evecs = np.linalg.eigh(sv.P)
-        dirs = [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
-        if np.linalg.norm(x) > 0:
-            dirs.append(-x[None, :])
-        U = np.vstack(dirs)
+    def _start_directions(self, sv: FirstMessageView, U_rand: np.ndarray) -> list[np.ndarray]:
+        """The sub-view ascent's structured and random start directions, shared by every row: the
+        eigenvectors of ``sv.P``, the top singular directions of ``X_j`` and ``X`` (both signs) and
+        ``U_rand``."""
+        _, evecs = np.linalg.eigh(sv.P)
+        return [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
+
+    def _row_starts(self, x: np.ndarray, base: list[np.ndarray]) -> np.ndarray:
+        """Replacements of row ``x`` along ``base`` and ``-x``, each at the largest step the
+        adjacency allows (``||x + t u|| = 1``, and ``t <= 1`` for ``bounded``)."""
+        U = np.vstack(base + ([-x[None, :]] if np.linalg.norm(x) > 0 else []))
         U = U[np.linalg.norm(U, axis=1) > 0]
         U /= np.linalg.norm(U, axis=1, keepdims=True)
         xu = U @ x
         t = -xu + np.sqrt(np.maximum(xu * xu + 1.0 - x @ x, 0.0))
         if self.kind == "bounded":
             t = np.minimum(t, 1.0)
-        Xn = x + t[:, None] * U
+        return x + t[:, None] * U
+
+    def _subview_best(self, sv: FirstMessageView, r: int, U_rand: np.ndarray
+                      ) -> tuple[float, Neighbour] | None:
+        """The best replacement of row ``r`` for the closed-form sub-view: structured and random
+        directions at the largest step, then projected ascent of the closed form (the one-row reference
+        of :meth:`_subview_bests`, which the search uses; the tests compare the two)."""
+        x = self.X[r]
+        Xn = self._row_starts(x, self._start_directions(sv, U_rand))
         f = self._sub_values(sv, x, Xn)
         i = int(np.argmax(f))
         y, fy = Xn[i], f[i]
@@ -467,19 +475,8 @@ class TargetSearch:
         instead of one per row. ``analytic``: the ascent's gradient in closed form
         (:meth:`FirstMessageView.eigenvalue_gradients` and :func:`surrogate_gradient`) instead of
         forward differences, which it replaces wherever the closed form holds."""
-        evals, evecs = np.linalg.eigh(sv.P)
-        base = [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
-        starts = []
-        for r in rows:
-            x = self.X[r]
-            U = np.vstack(base + ([-x[None, :]] if np.linalg.norm(x) > 0 else []))
-            U = U[np.linalg.norm(U, axis=1) > 0]
-            U /= np.linalg.norm(U, axis=1, keepdims=True)
-            xu = U @ x
-            t = -xu + np.sqrt(np.maximum(xu * xu + 1.0 - x @ x, 0.0))
-            if self.kind == "bounded":
-                t = np.minimum(t, 1.0)
-            starts.append(x + t[:, None] * U)
+        base = self._start_directions(sv, U_rand)
+        starts = [self._row_starts(self.X[r], base) for r in rows]
         f = self._sub_values_rows(sv, list(rows), starts)
         state: dict[int, list] = {}  # row -> [y, fy, step]
         for r, Xn, fr in zip(rows, starts, f, strict=True):

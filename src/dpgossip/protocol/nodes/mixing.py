@@ -56,7 +56,6 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
-import simpy
 from simpy.events import Event
 
 from dpgossip.engine.messages import (
@@ -232,12 +231,7 @@ class MixingNode(Node):
         """The simpy process: start the failure detector, then the program until it finishes or
         crashes."""
         self.outbox.timer(0.25 * self._ft, self._tick)
-        try:
-            yield from self._protocol()
-        except simpy.Interrupt:
-            return
-        self._done = True
-        self.trace.finished_at = self.outbox.now
+        yield from super().run()
 
     def _send_round(self, tag: tuple, s: np.ndarray) -> bool:
         """Round ``tag``: send ``s`` to every live neighbour; ``True`` if some of theirs are still
