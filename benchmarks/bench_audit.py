@@ -20,11 +20,11 @@ import numpy as np
 
 from dpgossip._threads import blas_threads
 from dpgossip.data import load_dataset
-from dpgossip.privacy.audit import AuditOptions, audit_pairs, component_model, view_gaussian
-from dpgossip.privacy.auditor import ComponentAuditor
 from dpgossip.privacy.neighbours import Neighbour, candidate_neighbours
-from dpgossip.privacy.views import make_view
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs, component_model, view_gaussian
+from dpgossip.protocols.ddppm.auditor import ComponentAuditor
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.views import make_view
 from dpgossip.topology import make_network
 
 EPSILONS = (1, 2, 5, 10, 20, 40, 100)

@@ -23,8 +23,8 @@ import numpy as np
 from dpgossip.data import PartitionedData
 from dpgossip.data.blocks import block_products, block_projections
 from dpgossip.data.tall import tall_qr
-from dpgossip.protocol.power import top_singular
-from dpgossip.protocol.spectrum import xi_apply
+from dpgossip.protocols.ddppm.spectrum import xi_apply
+from dpgossip.protocols.power import top_singular
 from dpgossip.topology import make_network
 
 ROWS, D, C = 5, 20, 10

@@ -18,8 +18,8 @@ from unittest import mock
 
 from dpgossip.data import load_dataset
 from dpgossip.privacy import plrv
-from dpgossip.privacy.audit import AuditOptions, audit_pairs
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
 

@@ -31,8 +31,9 @@ import simpy
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.engine import NetworkConditions
-from dpgossip.protocol import ProtocolParams, resolve_params, run_matrix
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
+from dpgossip.protocols.ddppm.params import ProtocolParams, resolve_params
 from dpgossip.rng import draw_component_noise, run_streams
 from dpgossip.topology.network import Network
 

@@ -24,12 +24,12 @@ import numpy as np
 from dpgossip._threads import blas_threads
 from dpgossip.data import load_dataset
 from dpgossip.privacy.accountant import calibrate_ppm_noise
-from dpgossip.privacy.floorfree_audit import audit_floorfree
+from dpgossip.privacy.mechanism import analytic_gaussian_sigma
 from dpgossip.privacy.neighbours import project
-from dpgossip.privacy.ppm_audit import _climb, audit_ppm, replacement_mu2, trajectory_metric
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocol.mechanism import analytic_gaussian_sigma
-from dpgossip.protocol.ppm import PpmParams, run_ppm
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocols.ddppm.floorfree_audit import audit_floorfree
+from dpgossip.protocols.ppm.audit import _climb, audit_ppm, replacement_mu2, trajectory_metric
+from dpgossip.protocols.ppm.central import PpmParams, run_ppm
 from dpgossip.topology import make_network
 
 

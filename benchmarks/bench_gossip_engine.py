@@ -5,10 +5,10 @@ radius ``sqrt(10 / (pi m))``: average degree about 10), Metropolis weights, scal
 For each protocol (``gossip-noisy`` with fixed inputs, ``gossip-decor``, ``gossip-noisy`` with secure
 summation) it times, interleaved and best of ``--repeats``:
 
-* ``engine``: :func:`dpgossip.protocol.nodes.gossip.run_gossip_engine` with ideal links and no
+* ``engine``: :func:`dpgossip.protocols.gossip.nodes.run_gossip_engine` with ideal links and no
   transcript (set-up of the agents' streams, secrets and masks included);
-* ``model``: :func:`~dpgossip.protocol.decor.draw_gossip_noise` plus
-  :func:`~dpgossip.protocol.linear_gossip.simulate_messages` (the same values, vectorised);
+* ``model``: :func:`~dpgossip.protocols.gossip.decor.draw_gossip_noise` plus
+  :func:`~dpgossip.protocols.gossip.linear.simulate_messages` (the same values, vectorised);
 
 and prints the ratio engine / model and ``max |states_engine - states_model|``.
 
@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from dpgossip.protocol.decor import draw_gossip_noise
-from dpgossip.protocol.linear_gossip import LinearGossip, simulate_messages
-from dpgossip.protocol.nodes.gossip import run_gossip_engine
+from dpgossip.protocols.gossip.decor import draw_gossip_noise
+from dpgossip.protocols.gossip.linear import LinearGossip, simulate_messages
+from dpgossip.protocols.gossip.nodes import run_gossip_engine
 from dpgossip.topology import make_network
 
 SPECS = {

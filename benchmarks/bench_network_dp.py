@@ -31,7 +31,7 @@ per observer; the largest difference of ``mu^2`` between the methods is printed.
 
 Stage ``big-ratio`` (at ``--agents``): per observer on the first ``--big-observers`` observers, side by
 side, the fast path against ``linear_audit`` and against ``pinv(B B^T)`` of the explicit view built by
-:func:`~dpgossip.protocol.linear_gossip.observe` (the dense powers of ``W`` would need ``8 T m^2`` bytes,
+:func:`~dpgossip.protocols.gossip.linear.observe` (the dense powers of ``W`` would need ``8 T m^2`` bytes,
 8 GB at 10,000 agents), with the all-observer times they extrapolate to (estimates, not measurements).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_network_dp.py [--stage all|allpairs|ratio]
@@ -60,7 +60,7 @@ from dpgossip.privacy.allpairs_run import (
     run_all_pairs,
 )
 from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-from dpgossip.protocol.linear_gossip import LinearGossip, observe
+from dpgossip.protocols.gossip.linear import LinearGossip, observe
 from dpgossip.topology import make_network
 
 

@@ -30,7 +30,7 @@ import numpy as np
 def problem(m: int, seed: int = 0):
     """The benchmark's data, network and parameters at ``m`` agents (module docstring)."""
     from dpgossip.data import load_dataset
-    from dpgossip.protocol import NoiseSchedule, resolve_params
+    from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
     from dpgossip.topology import make_network
 
     net = make_network("ring", agents=m)
@@ -44,7 +44,7 @@ def problem(m: int, seed: int = 0):
 
 def one(m: int, targets: int, search: str) -> dict[str, object]:
     """One size and search in this process; the measured row."""
-    from dpgossip.privacy.audit import AuditOptions, audit_pairs
+    from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
 
     data, net, params = problem(m)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -23,9 +23,9 @@ import networkx as nx
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.protocol.nodes import run_ppm_engine
-from dpgossip.protocol.ppm import PpmParams, run_ppm, run_ppm_federated
-from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
+from dpgossip.protocols.ppm.central import PpmParams, run_ppm, run_ppm_federated
+from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
+from dpgossip.protocols.ppm.nodes import run_ppm_engine
 from dpgossip.topology.mixing import metropolis_weights
 from dpgossip.topology.network import Network
 

@@ -45,7 +45,7 @@ STAGES = ("screen", "starts", "ascent", "exact", "polish", "warm")
 def problem(m: int, seed: int = 0):
     """The benchmark's data, network and parameters at ``m`` agents (module docstring)."""
     from dpgossip.data import load_dataset
-    from dpgossip.protocol import NoiseSchedule, resolve_params
+    from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
     from dpgossip.topology import make_network
 
     net = make_network("random_geometric", agents=m, seed=seed)
@@ -77,7 +77,7 @@ def one(m: int, targets: int | None, methods: tuple[str, ...], search: str = "st
         ) -> dict[str, object]:
     """One size in this process with the search ``search`` (``standard``: the default optimising
     search; ``candidates``: the cheap candidate search with its defaults); returns the measured row."""
-    from dpgossip.privacy.audit import AuditOptions, audit_pairs
+    from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
 
     data, net, params = problem(m)
     chosen = None if targets is None else list(range(min(targets, m)))
@@ -128,10 +128,10 @@ def conversions(count: int) -> None:
 
 def probe(m: int, observers: int) -> dict[str, object]:
     """Set-up per observer and one evaluation per view at ``m`` agents, ``observers`` views built."""
-    from dpgossip.privacy.auditor import ComponentAuditor
-    from dpgossip.privacy.lowrank import difference_rowspace, pencil_eigenvalues
     from dpgossip.privacy.neighbours import Neighbour
-    from dpgossip.privacy.views import make_view
+    from dpgossip.protocols.ddppm.auditor import ComponentAuditor
+    from dpgossip.protocols.ddppm.lowrank import difference_rowspace, pencil_eigenvalues
+    from dpgossip.protocols.ddppm.views import make_view
 
     data, net, params = problem(m)
     views = {o: make_view("observer", m=m, agents=(o,)) for o in range(1, observers + 1)}

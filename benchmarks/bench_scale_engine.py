@@ -76,8 +76,8 @@ def make_network(graph: nx.Graph, m: int, name: str):
 
 def engine_case(kind: str, m: int, how: str = "tree", check: bool = False) -> dict:
     from dpgossip.data.partition import PartitionedData
-    from dpgossip.protocol import ProtocolParams
-    from dpgossip.protocol.nodes import run_engine
+    from dpgossip.protocols.ddppm.nodes import run_engine
+    from dpgossip.protocols.ddppm.params import ProtocolParams
     t0 = time.perf_counter()
     graph = build_graph(kind, m)
     net = make_network(graph, m, f"{kind}{m}")
@@ -97,7 +97,7 @@ def engine_case(kind: str, m: int, how: str = "tree", check: bool = False) -> di
     E = graph.number_of_edges()
     extra = {}
     if check and how != "none":                     # engine = matrix backend (same seed)
-        from dpgossip.protocol import run_matrix
+        from dpgossip.protocols.ddppm.matrix import run_matrix
         ref = run_matrix(data, net, params, 7)
         extra["max_abs_diff_Q_vs_matrix"] = float(np.max(np.abs(ref.Q - res.Q)))
     if how == "tree":

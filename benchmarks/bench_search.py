@@ -15,8 +15,8 @@ import time
 from collections import defaultdict
 
 from dpgossip.data import load_dataset
-from dpgossip.privacy.audit import AuditOptions, audit_pairs
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
 

@@ -27,7 +27,7 @@ from bench_pair_audit import (
 def child(m: int, delta: float) -> dict[str, object]:
     """Every target's bound at ``m`` agents, timed (run in a child process)."""
     from dpgossip._threads import blas_threads
-    from dpgossip.privacy.audit import upper_bounds
+    from dpgossip.protocols.ddppm.audit import upper_bounds
 
     data, net, params = problem(m)
     with blas_threads(1):

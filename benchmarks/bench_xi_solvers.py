@@ -2,8 +2,8 @@
 
 Counts calls of the ``Xi`` product made by ``eigsh`` at several tolerances, Krylov sizes, start vectors
 and numbers of wanted moduli, and by ``lobpcg`` with a start block from the data; then times one product
-both ways side by side: the plain :func:`dpgossip.protocol.spectrum.xi_apply` and the prepared
-:class:`~dpgossip.protocol.spectrum.XiOperator` (gossip relabelled for locality, batched block products).
+both ways side by side: the plain :func:`dpgossip.protocols.ddppm.spectrum.xi_apply` and the prepared
+:class:`~dpgossip.protocols.ddppm.spectrum.XiOperator` (gossip relabelled for locality, batched block products).
 Synthetic data ``d = 20``, 5 rows per agent (geometric spectrum, ratio 0.8, rows scaled into the unit
 ball), ``c = 10``, ``k = 2`` moduli used by the rules. Usage::
 
@@ -22,7 +22,7 @@ import scipy.sparse.linalg as spla
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.data.synthetic import synthetic_data
-from dpgossip.protocol.spectrum import xi_apply, xi_operator, xi_start_vector
+from dpgossip.protocols.ddppm.spectrum import xi_apply, xi_operator, xi_start_vector
 from dpgossip.topology import make_network
 from dpgossip.topology.spectral import start_vector
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from dpgossip.privacy.cape_gossip_audit import audit_cape_gossip
-from dpgossip.privacy.cape_guarantee import calibrate_cape_noise, cape_guarantee
-from dpgossip.protocol.cape import CapeParams
-from dpgossip.protocol.cape_gossip import CapeGossipParams
+from dpgossip.protocols.cape.gossip import CapeGossipParams
+from dpgossip.protocols.cape.gossip_audit import audit_cape_gossip
+from dpgossip.protocols.cape.guarantee import calibrate_cape_noise, cape_guarantee
+from dpgossip.protocols.cape.star import CapeParams
 from dpgossip.topology import make_network
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "cape-gossip-views.json"

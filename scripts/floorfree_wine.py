@@ -5,10 +5,10 @@ disseminated, bounded neighbours, delta = 1e-5. For each noise multiplier s:
 
 * audited: the largest exact epsilon over the 12 (observer, target) pairs of the observer view, for the
   worst neighbour the search found (every row of the target), conditionally on the realised directions of
-  the run with seed 0 (dpgossip.privacy.floorfree_audit); ``audit_upper`` is its certified upper end;
+  the run with seed 0 (dpgossip.protocols.ddppm.floorfree_audit); ``audit_upper`` is its certified upper end;
   ``exact``: every observer recovers every direction from its view (true on this ring with c = 5);
 * guarantee: the data-independent epsilon of the T + 1 composed Gaussian mechanisms (exact GDP, and
-  dp_accounting's PLD and RDP; dpgossip.privacy.floorfree_guarantee);
+  dp_accounting's PLD and RDP; dpgossip.protocols.ddppm.floorfree_guarantee);
 * error: mean over seeds 0..19 of sin(u_1, q^(T)) (the left singular vector, D-DP-PM's error) and of the
   largest sin(v_1, u_i^(T)) over agents (the right singular vector every agent holds).
 
@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from dpgossip.data import load_dataset
-from dpgossip.privacy.floorfree_audit import audit_floorfree
-from dpgossip.privacy.floorfree_guarantee import floorfree_guarantee
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocol.metrics import sin_angle
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocols.ddppm.floorfree_audit import audit_floorfree
+from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee
+from dpgossip.protocols.metrics import sin_angle
 from dpgossip.topology import make_network
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "floorfree-wine.json"

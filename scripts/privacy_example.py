@@ -15,8 +15,8 @@ import math
 from pathlib import Path
 
 from dpgossip.data import load_dataset
-from dpgossip.privacy.audit import AuditOptions, audit_pairs
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "privacy-example.json"

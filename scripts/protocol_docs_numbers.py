@@ -104,7 +104,7 @@ def ppm_paper_limit() -> str:
 
 def ppm_search() -> str:
     """docs/ppm.md, Section 3: the seeded random search of tests/protocol/test_ppm.py."""
-    from dpgossip.protocol.ppm_sensitivity import replacement_change
+    from dpgossip.protocols.ppm.sensitivity import replacement_change
 
     rng = np.random.default_rng(4)
     d, p = 6, 3
@@ -127,9 +127,9 @@ def ppm_gossip_table() -> str:
     import networkx as nx
 
     from dpgossip.data.partition import PartitionedData
-    from dpgossip.privacy.ppm_gossip_audit import audit_ppm_gossip, coalition_view
-    from dpgossip.protocol.ppm import PpmParams
-    from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
+    from dpgossip.protocols.ppm.central import PpmParams
+    from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
+    from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view
     from dpgossip.topology.mixing import metropolis_weights
     from dpgossip.topology.network import Network
 
@@ -170,8 +170,8 @@ def ppm_texts() -> list[str]:
 
 def cape_table() -> str:
     """docs/cape.md, Section 5: exact epsilons of one release and of the aggregator's joint view."""
-    from dpgossip.privacy.cape_guarantee import cape_guarantee
-    from dpgossip.protocol.cape import CapeParams
+    from dpgossip.protocols.cape.guarantee import cape_guarantee
+    from dpgossip.protocols.cape.star import CapeParams
 
     lines = ["| eps (004) | S | site, 004's `1/N` | aggregator, 004's `1/N` | site, row replacement "
              "| aggregator, row replacement |", "|---|---|---|---|---|---|"]
@@ -190,7 +190,7 @@ def cape_factors() -> str:
     """docs/cape.md, Section 5: the joint view's factor ``2S/(S+1)``."""
     from fractions import Fraction
 
-    from dpgossip.privacy.cape_guarantee import view_factor
+    from dpgossip.protocols.cape.guarantee import view_factor
 
     two, four = view_factor(2), view_factor(4)
     return (f"`2S/(S+1)`: `{Fraction(two).limit_denominator(10)}` for `S = 2`, `{four:g}` for `S = 4`, "
@@ -198,7 +198,7 @@ def cape_factors() -> str:
 
 
 def _cape_paper_params(eps: float):
-    from dpgossip.protocol.cape import CapeParams
+    from dpgossip.protocols.cape.star import CapeParams
 
     return CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
                       sensitivity="paper")
@@ -207,7 +207,7 @@ def _cape_paper_params(eps: float):
 def cape_nominal_limit(eps: float) -> float:
     """The aggregator's exact epsilon as ``S`` grows (joint factor ``2S/(S+1) -> 2``), at 004's ``1/N``
     sensitivity and 004's classical calibration for ``eps``."""
-    from dpgossip.privacy.cape_guarantee import cape_guarantee, gaussian_epsilon
+    from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon
 
     site = cape_guarantee((CAPE_ROWS_PER_SITE,) * 2, _cape_paper_params(eps), CAPE_DELTA,
                           adjacency="paper").mu_site
@@ -222,7 +222,7 @@ def cape_nominal_sites(eps: float) -> int | None:
     passes ``eps`` at some ``S`` exactly when its limit :func:`cape_nominal_limit` is above ``eps``, and
     stays above from there on.
     """
-    from dpgossip.privacy.cape_guarantee import cape_guarantee
+    from dpgossip.protocols.cape.guarantee import cape_guarantee
 
     if cape_nominal_limit(eps) <= eps:
         return None
@@ -236,7 +236,7 @@ def cape_nominal_sites(eps: float) -> int | None:
 def cape_nominal() -> str:
     """docs/cape.md, Section 5: where the aggregator's exact epsilon passes the nominal one (004's
     sensitivity), for each ``eps`` of the table."""
-    from dpgossip.privacy.cape_guarantee import cape_guarantee
+    from dpgossip.protocols.cape.guarantee import cape_guarantee
 
     below, above = [], []
     for eps in dict.fromkeys(e for e, _ in CAPE_ROWS):
@@ -262,7 +262,7 @@ def cape_texts() -> list[str]:
 def network_grid() -> str:
     """docs/network-dp.md, Section 2: the literal message matrix underestimates on the 8 x 8 grid."""
     from dpgossip.privacy.linear_audit import audit_gossip
-    from dpgossip.protocol.linear_gossip import LinearGossip
+    from dpgossip.protocols.gossip.linear import LinearGossip
     from dpgossip.topology import make_network
 
     network = make_network("grid", agents=64, params={"rows": 8, "cols": 8})
@@ -279,7 +279,7 @@ def network_grid() -> str:
 def network_erdos_renyi() -> str:
     """docs/network-dp.md, Section 3: per-round inputs of a neighbour on the Erdos-Renyi graph."""
     from dpgossip.privacy.linear_audit import box_maximum, dual_certificate, whiten
-    from dpgossip.protocol.linear_gossip import LinearGossip, observe
+    from dpgossip.protocols.gossip.linear import LinearGossip, observe
     from dpgossip.topology import make_network
 
     network = make_network("erdos_renyi", agents=100, seed=42)
@@ -315,9 +315,9 @@ def _hypercube_network(d: int):
 
 def hypercube_column(d: int) -> dict[int, str]:
     """Mean exact Renyi-2 / the authors' sum over ``t = 1..T`` by hop count, as the table prints it."""
-    from dpgossip.privacy.gossip_bounds import compare_to_bound, muffliato_per_message
     from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-    from dpgossip.protocol.linear_gossip import LinearGossip
+    from dpgossip.protocols.gossip.bounds import compare_to_bound, muffliato_per_message
+    from dpgossip.protocols.gossip.linear import LinearGossip
 
     T = {8: 16, 11: 19}[d]
     network = _hypercube_network(d)
@@ -356,8 +356,8 @@ def hypercube_closed_form() -> str:
 
 def hypercube_antipode() -> str:
     """docs/network-dp.md, Section 4: the authors' sum at the antipode of the 2,048-node hypercube."""
-    from dpgossip.privacy.gossip_bounds import muffliato_per_message
-    from dpgossip.protocol.linear_gossip import LinearGossip
+    from dpgossip.protocols.gossip.bounds import muffliato_per_message
+    from dpgossip.protocols.gossip.linear import LinearGossip
 
     network = _hypercube_network(11)
     spec = LinearGossip(rounds=19, sigma=1.0)
@@ -379,13 +379,13 @@ def _bound_cell(bound: np.ndarray, exact: np.ndarray) -> str:
 def muffliato_forms_rows() -> list[dict[str, object]]:
     """Per graph distance on MFDL's graph (Erdos-Renyi n = 100, seed 42, attacker 0, ``T = 10``,
     ``sigma = 1``, ``alpha = 2``): exact Renyi values and the published bounds, per target."""
-    from dpgossip.privacy.gossip_bounds import (
+    from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+    from dpgossip.protocols.gossip.bounds import (
         mfdl_abs_sum,
         muffliato_corrected,
         muffliato_per_message,
     )
-    from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-    from dpgossip.protocol.linear_gossip import LinearGossip
+    from dpgossip.protocols.gossip.linear import LinearGossip
     from dpgossip.topology.published import mfdl_erdos_renyi
 
     network, settings = mfdl_erdos_renyi(100, 42), LinearAuditSettings(orders=(2.0,))

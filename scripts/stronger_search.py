@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dpgossip.privacy.audit import AuditOptions, audit_pairs
-from dpgossip.privacy.search import SearchSettings
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.scenario import load_scenario, privacy_section
 from dpgossip.scenario.audit_command import plan_audit
 from dpgossip.scenario.problem import build_structure, resolve_problem
@@ -72,7 +72,7 @@ def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
     :data:`STRONG`; ``rank_by = "delta"`` maximises the exact delta at epsilon = 5 (no epsilon solved
     during the search), ``"epsilon"`` the exact epsilon at delta = 1e-5."""
     from dpgossip.data import load_dataset
-    from dpgossip.protocol import NoiseSchedule, resolve_params
+    from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
     from dpgossip.topology import make_network
 
     net = make_network("paper-ring4")
@@ -86,7 +86,7 @@ def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
     r = res.results[(0, 1)]
     pair = None
     if rank_by == "delta":  # the epsilon of the neighbour found, solved once
-        from dpgossip.privacy.audit import result_pair
+        from dpgossip.protocols.ddppm.audit import result_pair
 
         pair = result_pair(res, data, net, params, 0, 1)
     return {"schedule": schedule, "scale": scale, "rank_by": rank_by,

@@ -33,7 +33,7 @@ def test_every_name_is_its_modules_object(name):
 def test_dir_lists_the_public_names_and_the_subpackages():
     listed = dir(dg)
     assert set(dg.__all__) <= set(listed)
-    for sub in ("data", "topology", "protocol", "engine", "privacy", "scenario", "report"):
+    for sub in ("data", "topology", "protocols", "engine", "privacy", "scenario", "report"):
         assert sub in listed
         assert getattr(dg, sub) is importlib.import_module(f"dpgossip.{sub}")
 

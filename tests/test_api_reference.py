@@ -57,4 +57,4 @@ def test_the_api_reference_builds_without_warnings(tmp_path):
         f"sphinx exited {proc.returncode}:\n{reported}{proc.stderr[-3000:]}")
     page = (tmp_path / "html" / "api" / "privacy.html").read_text(encoding="utf-8")
     # the public names are there, with their numpydoc sections rendered
-    assert 'id="dpgossip.privacy.audit_pairs"' in page and "Parameters" in page
+    assert 'id="dpgossip.privacy.GaussianPair"' in page and "Parameters" in page

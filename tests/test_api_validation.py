@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import dpgossip as dg
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import captured_energy, subspace_distance
+from dpgossip.protocols.metrics import captured_energy, subspace_distance
 from tests.conftest import PAPER_W, metropolis
 
 WINE4 = dg.load_dataset("wine", agents=4)

@@ -398,8 +398,8 @@ def test_topology_help_lists_the_builders_files_and_rules_of_the_code(capsys):
 
 @pytest.mark.parametrize("command", ["audit", "calibrate"])
 def test_view_and_search_help_list_the_values_of_the_code(capsys, command):
-    from dpgossip.privacy.audit import PAIR_VIEWS
-    from dpgossip.privacy.search import SEARCH_PRESETS
+    from dpgossip.protocols.ddppm.audit import PAIR_VIEWS
+    from dpgossip.protocols.ddppm.search import SEARCH_PRESETS
 
     text = _help(capsys, command)
     assert f"one of {', '.join(PAIR_VIEWS)}" in text

@@ -21,14 +21,14 @@ import numpy as np
 import pytest
 
 from dpgossip._threads import single_blas_thread
-from dpgossip.privacy.gossip_bounds import (
+from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     mfdl_abs_sum,
     muffliato_mixing_rounds,
     muffliato_per_message,
 )
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.scenario.network_dp import build_network, choose_observers
 from dpgossip.scenario.network_dp_config import load_network_dp
 

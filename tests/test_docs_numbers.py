@@ -191,11 +191,12 @@ def test_the_stored_ppm_row_is_what_the_code_computes():
     import numpy as np
 
     from dpgossip.data import load_dataset
-    from dpgossip.privacy.accountant import calibrate_ppm_noise, realised_guarantee
-    from dpgossip.privacy.ppm_audit import audit_ppm
-    from dpgossip.protocol.interface import exact_subspace
-    from dpgossip.protocol.metrics import subspace_distance
-    from dpgossip.protocol.ppm import PpmParams, run_ppm
+    from dpgossip.privacy.accountant import calibrate_ppm_noise
+    from dpgossip.protocols.interface import exact_subspace
+    from dpgossip.protocols.metrics import subspace_distance
+    from dpgossip.protocols.ppm.audit import audit_ppm
+    from dpgossip.protocols.ppm.central import PpmParams, run_ppm
+    from dpgossip.protocols.ppm.guarantee import realised_guarantee
 
     comparison = _script("protocol_comparison")
     sc = _comparison_scenario()

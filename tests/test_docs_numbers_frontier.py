@@ -68,10 +68,10 @@ def test_the_stored_audits_respect_the_guarantees_they_audit_and_say_what_they_a
 def test_the_stored_capepca_row_is_what_the_code_computes():
     """Recompute capepca on the ring at budget 1 for the first dataset (3 repeats, under a second)."""
     from dpgossip.data import load_dataset
-    from dpgossip.privacy.cape_guarantee import calibrate_cape_noise, cape_guarantee
-    from dpgossip.protocol.cape import CapeParams, run_cape
-    from dpgossip.protocol.interface import exact_subspace
-    from dpgossip.protocol.metrics import subspace_distance
+    from dpgossip.protocols.cape.guarantee import calibrate_cape_noise, cape_guarantee
+    from dpgossip.protocols.cape.star import CapeParams, run_cape
+    from dpgossip.protocols.interface import exact_subspace
+    from dpgossip.protocols.metrics import subspace_distance
 
     sc = FRONTIER.scenario()
     source = sc["data"]["source"][0]

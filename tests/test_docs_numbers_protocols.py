@@ -82,7 +82,7 @@ def test_the_cape_aggregator_passes_the_nominal_epsilon_where_the_page_says():
     the nominal one at eps = 0.1 for every S, and above it from S = 19 at 0.5 and from S = 7 at 0.9.
     Checked on ``cape_guarantee`` directly, on both sides of each threshold, and against the 2S/(S+1)
     closed form of the joint view (sqrt(2S/(S+1)) times the site's mu)."""
-    from dpgossip.privacy.cape_guarantee import cape_guarantee, gaussian_epsilon
+    from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon
 
     def agg(eps: float, S: int):
         return cape_guarantee((NUMBERS.CAPE_ROWS_PER_SITE,) * S, NUMBERS._cape_paper_params(eps),

@@ -122,8 +122,8 @@ def test_floorfree_wine_row_at_seven_recomputed_but_its_audit():
     import numpy as np
 
     from dpgossip.data import load_dataset
-    from dpgossip.privacy.floorfree_guarantee import floorfree_guarantee
-    from dpgossip.protocol.ddppm_floorfree import FloorFreeParams
+    from dpgossip.protocols.ddppm.floorfree import FloorFreeParams
+    from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee
     from dpgossip.topology import make_network
 
     wine = _script("floorfree_wine")

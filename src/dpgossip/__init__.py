@@ -35,7 +35,7 @@ Every public function checks its arguments as the command line does: a wrong val
 :class:`ConfigError` naming the argument, the value and what is allowed (finite data, a
 doubly-stochastic ``W`` unless ``Network(..., allow_nonstochastic=True)``, integer or ``SeedSequence``
 seeds); every run result carries a ``status`` (``ok``, ``non-finite``, ``diverged`` or ``underflow``;
-:mod:`dpgossip.protocol.status`) to check before its numbers are used.
+:mod:`dpgossip.protocols.status`) to check before its numbers are used.
 """
 
 from __future__ import annotations
@@ -97,29 +97,29 @@ _LAZY: dict[str, str] = {
     "make_network": "dpgossip.topology",
     "Network": "dpgossip.topology",
     "spectral_summary": "dpgossip.topology",
-    "resolve_params": "dpgossip.protocol",
-    "ProtocolParams": "dpgossip.protocol",
-    "NoiseSchedule": "dpgossip.protocol",
-    "run_matrix": "dpgossip.protocol",
-    "RunResult": "dpgossip.protocol",
-    "run_ldp": "dpgossip.protocol",
-    "LdpResult": "dpgossip.protocol",
-    "top_singular": "dpgossip.protocol",
-    "sin_angle": "dpgossip.protocol",
-    "error_per_iteration": "dpgossip.protocol",
-    "run_engine": "dpgossip.protocol.nodes",
-    "EngineResult": "dpgossip.protocol.nodes",
+    "resolve_params": "dpgossip.protocols.ddppm.params",
+    "ProtocolParams": "dpgossip.protocols.ddppm.params",
+    "NoiseSchedule": "dpgossip.protocols.ddppm.params",
+    "run_matrix": "dpgossip.protocols.ddppm.matrix",
+    "RunResult": "dpgossip.protocols.ddppm.result",
+    "run_ldp": "dpgossip.protocols.ldp.baseline",
+    "LdpResult": "dpgossip.protocols.ldp.baseline",
+    "top_singular": "dpgossip.protocols.power",
+    "sin_angle": "dpgossip.protocols.metrics",
+    "error_per_iteration": "dpgossip.protocols.metrics",
+    "run_engine": "dpgossip.protocols.ddppm.nodes",
+    "EngineResult": "dpgossip.protocols.ddppm.engine_result",
     "NetworkConditions": "dpgossip.engine",
-    "audit_pairs": "dpgossip.privacy",
-    "AuditOptions": "dpgossip.privacy",
-    "PairAudit": "dpgossip.privacy",
-    "PairResult": "dpgossip.privacy",
+    "audit_pairs": "dpgossip.protocols.ddppm.audit",
+    "AuditOptions": "dpgossip.protocols.ddppm.audit",
+    "PairAudit": "dpgossip.protocols.ddppm.audit",
+    "PairResult": "dpgossip.protocols.ddppm.audit",
     "GaussianPair": "dpgossip.privacy",
-    "SearchSettings": "dpgossip.privacy.search",
-    "calibrate_noise": "dpgossip.privacy.calibrate",
-    "Calibration": "dpgossip.privacy.calibrate",
-    "AuditSettings": "dpgossip.privacy.calibrate",
-    "FixedProtocol": "dpgossip.privacy.calibrate",
+    "SearchSettings": "dpgossip.protocols.ddppm.search",
+    "calibrate_noise": "dpgossip.protocols.ddppm.calibrate",
+    "Calibration": "dpgossip.protocols.ddppm.calibrate",
+    "AuditSettings": "dpgossip.protocols.ddppm.calibrate",
+    "FixedProtocol": "dpgossip.protocols.ddppm.calibrate",
     "ScaleSearchOptions": "dpgossip.privacy.scale_search",
     "load_scenario": "dpgossip.scenario",
     "run_scenario": "dpgossip.scenario",
@@ -127,34 +127,30 @@ _LAZY: dict[str, str] = {
     "make_report": "dpgossip.report",
 }
 
-_SUBPACKAGES: tuple[str, ...] = ("data", "topology", "protocol", "engine", "privacy", "scenario",
+_SUBPACKAGES: tuple[str, ...] = ("data", "topology", "protocols", "engine", "privacy", "scenario",
                                  "report")
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports these on first use
     from dpgossip.data import PartitionedData, load_dataset
     from dpgossip.engine import NetworkConditions
-    from dpgossip.privacy import AuditOptions, GaussianPair, PairAudit, PairResult, audit_pairs
-    from dpgossip.privacy.calibrate import (
+    from dpgossip.privacy import GaussianPair
+    from dpgossip.privacy.scale_search import ScaleSearchOptions
+    from dpgossip.protocols.ddppm.audit import AuditOptions, PairAudit, PairResult, audit_pairs
+    from dpgossip.protocols.ddppm.calibrate import (
         AuditSettings,
         Calibration,
         FixedProtocol,
         calibrate_noise,
     )
-    from dpgossip.privacy.scale_search import ScaleSearchOptions
-    from dpgossip.privacy.search import SearchSettings
-    from dpgossip.protocol import (
-        LdpResult,
-        NoiseSchedule,
-        ProtocolParams,
-        RunResult,
-        error_per_iteration,
-        resolve_params,
-        run_ldp,
-        run_matrix,
-        sin_angle,
-        top_singular,
-    )
-    from dpgossip.protocol.nodes import EngineResult, run_engine
+    from dpgossip.protocols.ddppm.engine_result import EngineResult
+    from dpgossip.protocols.ddppm.matrix import run_matrix
+    from dpgossip.protocols.ddppm.nodes import run_engine
+    from dpgossip.protocols.ddppm.params import NoiseSchedule, ProtocolParams, resolve_params
+    from dpgossip.protocols.ddppm.result import RunResult
+    from dpgossip.protocols.ddppm.search import SearchSettings
+    from dpgossip.protocols.ldp.baseline import LdpResult, run_ldp
+    from dpgossip.protocols.metrics import error_per_iteration, sin_angle
+    from dpgossip.protocols.power import top_singular
     from dpgossip.report import make_report
     from dpgossip.scenario import Scenario, load_scenario, run_scenario
     from dpgossip.topology import Network, make_network, spectral_summary

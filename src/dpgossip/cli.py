@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from dpgossip.errors import ConfigError, renamed_error
 
 if TYPE_CHECKING:
-    from dpgossip.privacy.calibrate import Calibration
+    from dpgossip.protocols.ddppm.calibrate import Calibration
     from dpgossip.scenario.audit_point import AuditPoint, KindAuditPoint
     from dpgossip.scenario.calibrate_command import CalibrationTarget
     from dpgossip.scenario.privacy_overrides import PrivacyOverrides
@@ -151,7 +151,7 @@ def _flags(names: dict[str, str]) -> Iterator[None]:
 # --- audit and calibrate ---------------------------------------------------------------------------
 def _search_help() -> str:
     """``--search``: the presets, the candidate search and the default, from the code."""
-    from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SEARCH_PRESETS
+    from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SEARCH_PRESETS
 
     return (f"worst-case search: {_names(SEARCH_PRESETS)}, a number of levels 1..8, or "
             f"{CANDIDATE_SEARCH} (the older candidate search); overrides privacy.search (default: "
@@ -160,7 +160,7 @@ def _search_help() -> str:
 
 def _candidates_help() -> str:
     """``--candidates``: what it is and its default, from ``[privacy] candidates``' field."""
-    from dpgossip.privacy.search import CANDIDATE_SEARCH
+    from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH
     from dpgossip.scenario.privacy_section import PRIVACY_FIELDS
 
     field = PRIVACY_FIELDS["candidates"]

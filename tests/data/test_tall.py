@@ -7,8 +7,8 @@ import pytest
 
 import dpgossip.data.tall as tall
 from dpgossip.data.synthetic import synthetic_data
-from dpgossip.protocol.metrics import captured_energy
-from dpgossip.protocol.power import top_singular
+from dpgossip.protocols.metrics import captured_energy
+from dpgossip.protocols.power import top_singular
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dpgossip.engine import HEADER_BYTES
-from dpgossip.protocol import NoiseSchedule, resolve_params
-from dpgossip.protocol.result import RunResult
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.result import RunResult
 from tests.conftest import net_from_graph, spiked_data
 
 NOISY = NoiseSchedule(kind="constant", scale=0.1)

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import simpy
 
-import dpgossip.protocol.nodes.ddppm as simulator
+import dpgossip.protocols.ddppm.nodes as simulator
 from dpgossip.engine import Outbox
-from dpgossip.protocol.nodes import Agent, run_engine
+from dpgossip.protocols.ddppm.agent import Agent
+from dpgossip.protocols.ddppm.nodes import run_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import check_flood, data_for, flood_oracle, grid3, params_for, ws12
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.cape import CapeParams, run_cape
-from dpgossip.protocol.cape_gossip import CapeGossipParams, run_cape_gossip
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocol.nodes.cape import cape_star_network, run_cape_engine
-from dpgossip.protocol.nodes.floorfree import run_floorfree_engine
+from dpgossip.protocols.cape.gossip import CapeGossipParams, run_cape_gossip
+from dpgossip.protocols.cape.nodes import cape_star_network, run_cape_engine
+from dpgossip.protocols.cape.star import CapeParams, run_cape
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocols.ddppm.floorfree_nodes import run_floorfree_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
 

@@ -9,8 +9,8 @@ import pytest
 from dpgossip.data import load_dataset
 from dpgossip.engine import NetworkConditions
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import resolve_params
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.nodes import run_engine
+from dpgossip.protocols.ddppm.params import resolve_params
 from dpgossip.scenario import load_scenario, run_scenario
 from dpgossip.topology import make_network
 from tests.scenario.helpers import scenario_error, toml_scenario

@@ -8,9 +8,9 @@ import pytest
 
 from dpgossip.engine.transcript import load_transcript
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.decor import draw_gossip_noise, edge_list
-from dpgossip.protocol.linear_gossip import LinearGossip, observe, simulate_messages, view_values
-from dpgossip.protocol.nodes.gossip import gossip_values, run_gossip_engine
+from dpgossip.protocols.gossip.decor import draw_gossip_noise, edge_list
+from dpgossip.protocols.gossip.linear import LinearGossip, observe, simulate_messages, view_values
+from dpgossip.protocols.gossip.nodes import gossip_values, run_gossip_engine
 from dpgossip.topology import make_network
 
 NETWORKS = {

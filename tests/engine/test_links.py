@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpgossip.engine import HEADER_BYTES
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.nodes import run_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import check_flood, data_for, params_for
 

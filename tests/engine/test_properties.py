@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpgossip.protocol import run_matrix
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import assert_same_run, check_flood, data_for, params_for
 

@@ -7,8 +7,11 @@ import pytest
 
 from dpgossip.data import load_dataset
 from dpgossip.engine import EngineOutcome, EngineSummary, NetworkConditions
-from dpgossip.protocol import NoiseSchedule, RunResult, resolve_params, run_matrix
-from dpgossip.protocol.nodes import EngineResult, run_engine
+from dpgossip.protocols.ddppm.engine_result import EngineResult
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.topology import make_network
 
 

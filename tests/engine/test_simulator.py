@@ -11,8 +11,10 @@ import pytest
 from dpgossip.data.partition import PartitionedData
 from dpgossip.engine import NetworkConditions
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import NoiseSchedule, run_matrix, sin_angle
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
+from dpgossip.protocols.ddppm.params import NoiseSchedule
+from dpgossip.protocols.metrics import sin_angle
 from dpgossip.topology.network import Network
 from tests.conftest import net_from_graph
 from tests.engine.conftest import assert_same_run, data_for, grid3, params_for, ws12

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dpgossip.engine import HEADER_BYTES, load_transcript
-from dpgossip.protocol import run_matrix
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
 from tests.engine.conftest import data_for, params_for, ws12
 
 CONDITIONS = [None, {"latency": {"kind": "exponential", "mean": 0.01}, "loss": 0.2,

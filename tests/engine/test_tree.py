@@ -10,8 +10,8 @@ from dpgossip.engine import HEADER_BYTES, NetworkConditions
 from dpgossip.engine.messages import BlockIndex, block_squares
 from dpgossip.engine.tree import TreeCast, bfs_tree
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import run_matrix
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import assert_same_run, data_for, grid3, params_for, ws12
 

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.cape import CapeParams
-from dpgossip.protocol.cape_gossip import CapeGossipParams, run_cape_gossip
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, Ppm
-from dpgossip.protocol.nodes.cape import run_cape_engine
-from dpgossip.protocol.nodes.floorfree import run_floorfree_engine
-from dpgossip.protocol.nodes.view_protocol import ViewEngineProtocol
-from dpgossip.protocol.ppm import PpmParams
+from dpgossip.protocols.cape.gossip import CapeGossipParams, run_cape_gossip
+from dpgossip.protocols.cape.nodes import run_cape_engine
+from dpgossip.protocols.cape.star import CapeParams
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocols.ddppm.floorfree_nodes import run_floorfree_engine
+from dpgossip.protocols.interface import CapePca, CapePcaGossip, DdppmFloorFree, Ppm
+from dpgossip.protocols.nodes.view_protocol import ViewEngineProtocol
+from dpgossip.protocols.ppm.central import PpmParams
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.nodes.wrapped import WrappedProtocol
+from dpgossip.protocols.nodes.wrapped import WrappedProtocol
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,12 @@ from dpgossip.privacy.accountant import (
     composition_guarantee,
     paper_epsilon_limit,
     paper_noise_multiplier,
-    ppm_guarantee,
-    realised_guarantee,
     zcdp_from_epsilon,
     zcdp_rho,
     zcdp_to_epsilon,
 )
-from dpgossip.protocol.ppm import PpmParams, run_ppm
+from dpgossip.protocols.ppm.central import PpmParams, run_ppm
+from dpgossip.protocols.ppm.guarantee import ppm_guarantee, realised_guarantee
 
 EPSILONS = [1e-3, 0.1, 0.5, 1.0, 3.0, 10.0, 50.0, 300.0]
 DELTAS = [1e-10, 1e-6, 1e-4, 1e-2, 0.3]

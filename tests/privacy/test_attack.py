@@ -3,7 +3,7 @@
 "A likelihood-ratio attack that sees simulated views under X and X' yields an empirical epsilon lower bound
 (Clopper-Pearson, stated confidence) that never exceeds the auditor's epsilon at the same delta."
 
-First the statistics (:mod:`dpgossip.privacy.attack`) on their own: Clopper-Pearson against closed forms and
+First the statistics (:mod:`dpgossip.protocols.ddppm.attack`) on their own: Clopper-Pearson against closed forms and
 scipy, exact coverage, the bound's monotonicity and its validity and tightness on randomized response. Then
 the validation, on the 4-agent ring (paper's W), a 3 x 3 grid and a random graph: an observer's views
 assembled from the engine's transcripts under X and under a neighbour X' of a target agent (on the ring the
@@ -22,7 +22,8 @@ import pytest
 from scipy import stats
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.attack import (
+from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.protocols.ddppm.attack import (
     AttackResult,
     clopper_pearson,
     clopper_pearson_upper,
@@ -31,12 +32,12 @@ from dpgossip.privacy.attack import (
     likelihood_ratio_attack,
     log_likelihood_ratio,
 )
-from dpgossip.privacy.audit import component_model, view_gaussian
-from dpgossip.privacy.auditor import ComponentAuditor
-from dpgossip.privacy.gaussian_pair import GaussianPair
-from dpgossip.privacy.views import make_view, receive_basis
-from dpgossip.protocol import NoiseSchedule, resolve_params, run_matrix
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.audit import component_model, view_gaussian
+from dpgossip.protocols.ddppm.auditor import ComponentAuditor
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.views import make_view, receive_basis
 from tests.conftest import spiked_data
 from tests.privacy.test_validation_engine import NETWORKS, OBSERVER_TARGET, observer_view_from_run
 

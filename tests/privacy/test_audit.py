@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import AuditOptions, audit_pairs, component_model, view_pair
 from dpgossip.privacy.neighbours import is_neighbour
-from dpgossip.privacy.views import make_view
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs, component_model, view_pair
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.views import make_view
 from dpgossip.topology.network import Network
 from tests.conftest import PAPER_W, spiked_data
 

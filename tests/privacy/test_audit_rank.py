@@ -13,18 +13,18 @@ import pytest
 import scipy.linalg as sla
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import (
+from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.privacy.neighbours import Neighbour, is_neighbour
+from dpgossip.protocols.ddppm.audit import (
     AuditOptions,
     RunAuditor,
     audit_pairs,
     component_model,
     view_gaussian,
 )
-from dpgossip.privacy.gaussian_pair import GaussianPair
-from dpgossip.privacy.neighbours import Neighbour, is_neighbour
-from dpgossip.privacy.views import make_view
-from dpgossip.protocol import NoiseSchedule, resolve_params
-from dpgossip.protocol.ddppm import run_matrix
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.views import make_view
 from dpgossip.scenario.privacy_section import exact_for_pair, rank_note
 from dpgossip.topology.network import Network
 from tests.conftest import PAPER_W, spiked_data

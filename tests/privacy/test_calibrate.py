@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy import audit_pairs
-from dpgossip.privacy.audit import AuditOptions
-from dpgossip.privacy.calibrate import (
+from dpgossip.privacy.scale_search import ScaleSearchOptions
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.calibrate import (
     AuditSettings,
     Calibration,
     FixedProtocol,
@@ -17,8 +17,7 @@ from dpgossip.privacy.calibrate import (
     calibrate_noise,
     check_target,
 )
-from dpgossip.privacy.scale_search import ScaleSearchOptions
-from dpgossip.protocol.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.scenario.problem import build_structure
 from dpgossip.scenario.schema import validate
 
@@ -198,7 +197,7 @@ class _StandIn:
 
 def stand_in(monkeypatch, fn):
     """Replace audit_pairs inside calibrate by ``fn(s, candidates) -> worst epsilon``."""
-    import dpgossip.privacy.calibrate as mod
+    import dpgossip.protocols.ddppm.calibrate as mod
 
     def fake(data, network, params, *, methods, delta, epsilons, options, **kw):
         return _StandIn(fn(float(params.sigma_p[0, 0]), options.candidates), methods[0], delta,
@@ -252,7 +251,7 @@ def search_stand_in(monkeypatch, full, pool):
     """``full(s, pooled) -> worst epsilon`` of a full search warm-started from ``pooled`` neighbours,
     ``pool(s, pooled) -> worst epsilon`` of the pooled neighbours alone. Every full search adds one
     neighbour to the pool."""
-    import dpgossip.privacy.calibrate as mod
+    import dpgossip.protocols.ddppm.calibrate as mod
 
     calls = []
 

@@ -1,5 +1,5 @@
-"""The audits of capePCA (:mod:`dpgossip.privacy.cape_guarantee`) and capepca-gossip
-(:mod:`dpgossip.privacy.cape_gossip_audit`) validated against the engine, from its transcript only:
+"""The audits of capePCA (:mod:`dpgossip.protocols.cape.guarantee`) and capepca-gossip
+(:mod:`dpgossip.protocols.cape.gossip_audit`) validated against the engine, from its transcript only:
 
 1. exactness: what a site / the aggregator / an eavesdropper / a neighbour / a coalition receives equals
    the audit's mean plus its noise model applied to the matrix backend's draws (same seed), to 1e-10;
@@ -15,19 +15,24 @@ import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.privacy.attack import likelihood_ratio_attack
-from dpgossip.privacy.cape_gossip_audit import audit_cape_gossip, entry_view
-from dpgossip.privacy.cape_guarantee import gaussian_epsilon, mahalanobis_sq, view_covariance
-from dpgossip.protocol.cape import CapeParams, run_cape, second_moment_sensitivity, triu_vector
-from dpgossip.protocol.cape_gossip import (
+from dpgossip.protocols.cape.gossip import (
     CapeGossipParams,
     incidence,
     run_cape_gossip,
     second_moments,
 )
-from dpgossip.protocol.nodes.cape import run_cape_engine
-from dpgossip.protocol.nodes.cape_parties import F_SHARE, UPLOAD
-from dpgossip.protocol.ppm_gossip import edge_list
+from dpgossip.protocols.cape.gossip_audit import audit_cape_gossip, entry_view
+from dpgossip.protocols.cape.guarantee import gaussian_epsilon, mahalanobis_sq, view_covariance
+from dpgossip.protocols.cape.nodes import run_cape_engine
+from dpgossip.protocols.cape.parties import F_SHARE, UPLOAD
+from dpgossip.protocols.cape.star import (
+    CapeParams,
+    run_cape,
+    second_moment_sensitivity,
+    triu_vector,
+)
+from dpgossip.protocols.ddppm.attack import likelihood_ratio_attack
+from dpgossip.protocols.ppm.gossip import edge_list
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
 from tests.privacy.test_ppm_engine_validation import _check_standard_normal, whitener

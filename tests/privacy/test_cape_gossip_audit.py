@@ -11,9 +11,9 @@ import pytest
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.cape_gossip_audit import audit_cape_gossip
-from dpgossip.protocol.cape_gossip import CapeGossipNoise, CapeGossipParams, run_cape_gossip
-from dpgossip.protocol.ppm_gossip import edge_list
+from dpgossip.protocols.cape.gossip import CapeGossipNoise, CapeGossipParams, run_cape_gossip
+from dpgossip.protocols.cape.gossip_audit import audit_cape_gossip
+from dpgossip.protocols.ppm.gossip import edge_list
 from tests.conftest import net_from_graph
 
 D_SIDE, ROWS = 2, 3

@@ -9,7 +9,8 @@ import pytest
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.cape_guarantee import (
+from dpgossip.privacy.mechanism import gaussian_mechanism_delta
+from dpgossip.protocols.cape.guarantee import (
     baseline_epsilon,
     calibrate_cape_noise,
     cape_guarantee,
@@ -20,8 +21,12 @@ from dpgossip.privacy.cape_guarantee import (
     view_covariance,
     view_factor,
 )
-from dpgossip.protocol.cape import CapeParams, cape_noise, second_moment_sensitivity, triu_vector
-from dpgossip.protocol.mechanism import gaussian_mechanism_delta
+from dpgossip.protocols.cape.star import (
+    CapeParams,
+    cape_noise,
+    second_moment_sensitivity,
+    triu_vector,
+)
 
 
 def _dense_covariance(S: int, d: int, tau: float, with_f: bool) -> np.ndarray:

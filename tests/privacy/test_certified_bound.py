@@ -13,7 +13,6 @@ from scipy import stats
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import AuditOptions, RunAuditor, _view_key, audit_pairs, component_model
 from dpgossip.privacy.certified_bound import (
     NoisyPowerIteration,
     _f,
@@ -23,7 +22,14 @@ from dpgossip.privacy.certified_bound import (
 )
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour, is_neighbour
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import (
+    AuditOptions,
+    RunAuditor,
+    _view_key,
+    audit_pairs,
+    component_model,
+)
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 
 

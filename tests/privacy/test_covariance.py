@@ -5,11 +5,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.privacy.audit import component_model, view_gaussian
-from dpgossip.privacy.lowrank import JointWhitening
-from dpgossip.privacy.operators import view_operator
-from dpgossip.privacy.views import make_view, view_spec
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import component_model, view_gaussian
+from dpgossip.protocols.ddppm.lowrank import JointWhitening
+from dpgossip.protocols.ddppm.operators import view_operator
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.views import make_view, view_spec
 from tests.conftest import net_from_graph, spiked_data
 
 VIEWS = [("observer", (0,), None), ("coalition", (0, 2), None), ("eavesdropper", (), None),

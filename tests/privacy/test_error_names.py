@@ -8,9 +8,9 @@ import pytest
 
 from dpgossip.data import load_dataset
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import AuditOptions, audit_pairs
-from dpgossip.privacy.search import SearchSettings
-from dpgossip.protocol import resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.params import resolve_params
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.topology import make_network
 from tests.scenario.helpers import scenario_error, toml_scenario
 

@@ -8,8 +8,8 @@ import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.export import rounded_pmf, to_pld
 from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.protocols.ddppm.export import rounded_pmf, to_pld
 
 H = 1e-2  # coarse grid: one CDF per point, and the brackets below are a few H wide
 

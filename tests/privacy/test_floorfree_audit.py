@@ -9,17 +9,17 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.privacy.floorfree_audit import (
+from dpgossip.privacy.linear_audit import whiten
+from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocols.ddppm.floorfree_audit import (
     audit_floorfree,
     conditional_mu2,
     determines_directions,
     leverage,
     worst_neighbour,
 )
-from dpgossip.privacy.floorfree_guarantee import floorfree_guarantee, floorfree_mu
-from dpgossip.privacy.linear_audit import whiten
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
+from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee, floorfree_mu
 from tests.conftest import net_from_graph, spiked_data
 
 
@@ -170,7 +170,7 @@ def test_bad_audit_requests_name_their_field(paper_ring):
 def test_screened_rows_are_the_best_pulled_in_start_and_the_screened_audit_is_attained():
     """screen_rows against conditional_mu2 at worst_neighbour's own starts; the screened audit with
     every row climbed equals the full search, and with fewer rows stays between screen and full."""
-    from dpgossip.privacy.floorfree_audit import _pull_in, screen_rows
+    from dpgossip.protocols.ddppm.floorfree_audit import _pull_in, screen_rows
 
     data = spiked_data(24, 4, [3, 2, 1, 0.5], 4, seed=3)
     net = net_from_graph(nx.cycle_graph(4))

@@ -1,4 +1,4 @@
-"""The floor-free D-DP-PM's audit (:mod:`dpgossip.privacy.floorfree_audit`) validated against the engine,
+"""The floor-free D-DP-PM's audit (:mod:`dpgossip.protocols.ddppm.floorfree_audit`) validated against the engine,
 from its transcript only: (1) what an observer receives is the audit's mean given the directions plus
 ``sigma_z K e`` (gossip) and ``p`` (flood), to 1e-10, and its leverage ``kappa_j`` is the audit's;
 (2) the whitened view is standard normal over fixed seeds; (3) a likelihood-ratio attack (``T = 1``, where
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.privacy.attack import likelihood_ratio_attack
-from dpgossip.privacy.floorfree_audit import audit_floorfree, conditional_mu2, leverage
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocol.nodes.floorfree import FLOOD, run_floorfree_engine
+from dpgossip.protocols.ddppm.attack import likelihood_ratio_attack
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocols.ddppm.floorfree_audit import audit_floorfree, conditional_mu2, leverage
+from dpgossip.protocols.ddppm.floorfree_nodes import FLOOD, run_floorfree_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
 from tests.privacy.test_ppm_engine_validation import _check_standard_normal, whitener

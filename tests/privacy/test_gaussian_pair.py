@@ -474,8 +474,8 @@ def test_a_rounding_residue_of_a_zero_eigenvalue_is_a_support_mismatch():
 
 def test_fewer_rows_than_columns_audits_to_infinite_epsilon_not_a_crash():
     from dpgossip.data import load_dataset
-    from dpgossip.privacy import audit_pairs
-    from dpgossip.protocol import NoiseSchedule, resolve_params
+    from dpgossip.protocols.ddppm.audit import audit_pairs
+    from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
     from dpgossip.topology import make_network
 
     net = make_network("paper-ring4")

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.gossip_bounds import (
+from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, whiten
+from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     decor_round_rdp,
     decor_round_view,
     muffliato_per_message,
 )
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, whiten
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology import Network, build_graph, make_network, mixing_matrix
 
 

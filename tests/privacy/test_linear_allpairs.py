@@ -21,8 +21,8 @@ from dpgossip.privacy.allpairs_run import (
 )
 from dpgossip.privacy.linear_allpairs import gaussian_epsilons, hops_within, observer_leakage
 from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-from dpgossip.protocol.linear_gossip import LinearGossip
-from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
+from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology import make_network
 
 NETWORKS = {

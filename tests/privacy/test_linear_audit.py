@@ -20,7 +20,7 @@ from dpgossip.privacy.linear_audit import (
     gaussian_epsilon,
     whiten,
 )
-from dpgossip.protocol.linear_gossip import LinearGossip, observe
+from dpgossip.protocols.gossip.linear import LinearGossip, observe
 from dpgossip.topology import make_network
 
 SPECS = [

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.gossip_bounds import decor_round_rdp, decor_round_view
 from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, audit_view, whiten
-from dpgossip.protocol.linear_gossip import LinearGossip, eavesdrop, observe
+from dpgossip.protocols.gossip.bounds import decor_round_rdp, decor_round_view
+from dpgossip.protocols.gossip.linear import LinearGossip, eavesdrop, observe
 from dpgossip.topology import make_network
 
 NETWORKS = {

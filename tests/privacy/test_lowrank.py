@@ -4,13 +4,13 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.privacy.audit import component_model, view_gaussian
-from dpgossip.privacy.auditor import ComponentAuditor
-from dpgossip.privacy.lowrank import JointWhitening, WhitenedCovariance
 from dpgossip.privacy.neighbours import candidate_neighbours
-from dpgossip.privacy.operators import view_operator
-from dpgossip.privacy.views import make_view, view_spec
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import component_model, view_gaussian
+from dpgossip.protocols.ddppm.auditor import ComponentAuditor
+from dpgossip.protocols.ddppm.lowrank import JointWhitening, WhitenedCovariance
+from dpgossip.protocols.ddppm.operators import view_operator
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.views import make_view, view_spec
 from tests.conftest import net_from_graph, spiked_data
 
 VIEWS = [("observer", (0,), None), ("eavesdropper", (), None), ("all-but-one", (), 1),
@@ -103,8 +103,8 @@ def test_differing_supports_are_reported_with_the_right_kind():
     leaves that space gives the view a direction it never had: infinite divergence, delta = 1."""
     import networkx as nx
 
-    from dpgossip.privacy.audit import component_model, view_pair
     from dpgossip.privacy.neighbours import Neighbour
+    from dpgossip.protocols.ddppm.audit import component_model, view_pair
     from dpgossip.topology.network import Network
     from tests.conftest import PAPER_W
 

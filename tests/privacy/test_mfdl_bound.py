@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.gossip_bounds import mfdl_abs_sum, muffliato_mixing_rounds
 from dpgossip.privacy.linear_audit import box_maximum, whiten
-from dpgossip.protocol.linear_gossip import LinearGossip, observe
+from dpgossip.protocols.gossip.bounds import mfdl_abs_sum, muffliato_mixing_rounds
+from dpgossip.protocols.gossip.linear import LinearGossip, observe
 from dpgossip.topology import Network, make_network
 from dpgossip.topology.published import mfdl_erdos_renyi, row_normalised_weights
 

@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.gossip_bounds import (
+from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     muffliato_corrected,
     muffliato_per_message,
 )
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology import make_network
 
 ONCE = LinearGossip(protocol="gossip-average", rounds=2, sigma=1.0)

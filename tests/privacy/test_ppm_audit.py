@@ -10,8 +10,8 @@ from dpgossip.data import load_dataset
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import project
-from dpgossip.privacy.ppm_audit import audit_ppm, replacement_mu2, trajectory_metric
-from dpgossip.protocol.ppm import PpmParams, run_ppm
+from dpgossip.protocols.ppm.audit import audit_ppm, replacement_mu2, trajectory_metric
+from dpgossip.protocols.ppm.central import PpmParams, run_ppm
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,7 @@ def test_element_audit_is_the_exact_supremum_and_below_the_guarantee(wine, sensi
 @pytest.mark.parametrize("kind", ["bounded", "replace-one"])
 def test_batched_projection_and_climb_follow_the_scalar_functions(kind, wine):
     """The vectorised search of audit_ppm against the scalar project / replacement_mu2 / _climb."""
-    from dpgossip.privacy.ppm_audit import (
+    from dpgossip.protocols.ppm.audit import (
         _climb,
         _climb_batch,
         project_batch,

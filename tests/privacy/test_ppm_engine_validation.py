@@ -3,9 +3,9 @@ D-DP-PM): the views are rebuilt from the messages the observers actually receive
 transcript, never from the auditor's own arrays.
 
 1. Exactness: a single agent's or a coalition's received messages of ppm-gossip are the linear view of
-   :mod:`dpgossip.privacy.ppm_gossip_audit` (``R S^(0)`` with ``S^(0) = x + n z + tau E m``: its mean given
+   :mod:`dpgossip.protocols.ppm.gossip_audit` (``R S^(0)`` with ``S^(0) = x + n z + tau E m``: its mean given
    the data and the iterates, plus its noise terms) for the same seed; the server's sum of
-   ``ppm-federated`` is the release ``A V + G`` of :mod:`dpgossip.privacy.ppm_audit`.
+   ``ppm-federated`` is the release ``A V + G`` of :mod:`dpgossip.protocols.ppm.audit`.
 2. Distribution: over many seeds, the observed view minus its mean, whitened by the audit's covariance
    ``B B^T``, is standard normal (and the server's release whitened by ``Delta_l sigma``).
 3. Attack: the Neyman-Pearson test between two neighbouring datasets on the engine's views; its
@@ -22,12 +22,12 @@ import pytest
 from scipy import stats
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.privacy.attack import likelihood_ratio_attack
-from dpgossip.privacy.ppm_gossip_audit import audit_ppm_gossip, coalition_view, incidence
-from dpgossip.protocol.linear_gossip import senders_of
-from dpgossip.protocol.nodes.ppm import run_ppm_engine
-from dpgossip.protocol.ppm import PpmParams
-from dpgossip.protocol.ppm_gossip import PpmGossipParams
+from dpgossip.protocols.ddppm.attack import likelihood_ratio_attack
+from dpgossip.protocols.gossip.linear import senders_of
+from dpgossip.protocols.ppm.central import PpmParams
+from dpgossip.protocols.ppm.gossip import PpmGossipParams
+from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view, incidence
+from dpgossip.protocols.ppm.nodes import run_ppm_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
 

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.accountant import composition_guarantee, ppm_guarantee
-from dpgossip.privacy.ppm_gossip_audit import (
+from dpgossip.privacy.accountant import composition_guarantee
+from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
+from dpgossip.protocols.ppm.central import PpmParams
+from dpgossip.protocols.ppm.gossip import PpmGossipParams, edge_list, run_ppm_gossip
+from dpgossip.protocols.ppm.gossip_audit import (
     audit_ppm_gossip,
     coalition_view,
     eavesdropper_view,
@@ -19,9 +22,7 @@ from dpgossip.privacy.ppm_gossip_audit import (
     sum_view,
     view_gains,
 )
-from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
-from dpgossip.protocol.ppm import PpmParams
-from dpgossip.protocol.ppm_gossip import PpmGossipParams, edge_list, run_ppm_gossip
+from dpgossip.protocols.ppm.guarantee import ppm_guarantee
 from tests.protocol.ppm_gossip_helpers import dense_W, metropolis_network, partitioned, random_graph
 
 SIGMA, L, DELTA = 2.0, 3, 1e-5

@@ -4,8 +4,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.privacy.release import build_release_model
-from dpgossip.protocol import NoiseSchedule, resolve_params, run_matrix
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.release import build_release_model
 from tests.conftest import net_from_graph, spiked_data
 
 

@@ -11,10 +11,10 @@ import pytest
 from dpgossip.data.partition import PartitionedData
 from dpgossip.data.synthetic import synthetic_data
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import AuditOptions, RunAuditor, _view_key, audit_pairs
 from dpgossip.privacy.neighbours import Neighbour, is_neighbour, max_step, project
-from dpgossip.privacy.search import SEARCH_PRESETS, SearchSettings
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, RunAuditor, _view_key, audit_pairs
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.search import SEARCH_PRESETS, SearchSettings
 from dpgossip.topology import make_network
 
 

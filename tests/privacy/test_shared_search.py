@@ -13,10 +13,16 @@ import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.privacy.audit import AuditOptions, _view_key, audit_pairs, component_model, view_pair
-from dpgossip.privacy.operators import ViewOperator
-from dpgossip.privacy.search import SearchSettings
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import (
+    AuditOptions,
+    _view_key,
+    audit_pairs,
+    component_model,
+    view_pair,
+)
+from dpgossip.protocols.ddppm.operators import ViewOperator
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.topology import make_network
 
 DELTA = 1e-5
@@ -93,7 +99,7 @@ def test_batched_view_operator_is_bit_identical_to_the_agent_loop():
 
 
 def test_surrogate_gradient_matches_central_differences():
-    from dpgossip.privacy.search import surrogate, surrogate_gradient
+    from dpgossip.protocols.ddppm.search import surrogate, surrogate_gradient
 
     rng = np.random.default_rng(0)
     lam = np.exp(rng.normal(0.0, 1.0, (30, 3)))
@@ -107,8 +113,8 @@ def test_surrogate_gradient_matches_central_differences():
 
 
 def test_first_message_eigenvalue_gradients_match_central_differences():
-    from dpgossip.privacy.audit import RunAuditor
-    from dpgossip.privacy.subview import FirstMessageView
+    from dpgossip.protocols.ddppm.audit import RunAuditor
+    from dpgossip.protocols.ddppm.subview import FirstMessageView
 
     data, net, params = _ring(d=3)
     k, view = _view_key("observer", 1, 0, data.m)
@@ -130,8 +136,8 @@ def test_first_message_eigenvalue_gradients_match_central_differences():
 def test_renyi2_reports_the_worse_direction():
     """Closed form: P = N(0, 1), Q = N(0, 3) (one generalised eigenvalue 3 >= 2): D_2(P||Q) =
     ln(9/5)/2, D_2(Q||P) infinite (2 Q^{-1} - P^{-1} is not positive)."""
-    from dpgossip.privacy.audit import _renyi2
     from dpgossip.privacy.gaussian_pair import GaussianPair
+    from dpgossip.protocols.ddppm.audit import _renyi2
 
     got = _renyi2(GaussianPair.from_whitened([3.0], [0.0]))
     assert got["renyi2_pq"] == pytest.approx(0.5 * math.log(9 / 5), rel=1e-12)
@@ -141,9 +147,9 @@ def test_renyi2_reports_the_worse_direction():
 
 
 def test_subview_ascent_of_all_rows_is_the_row_by_row_ascent_bit_for_bit():
-    from dpgossip.privacy.audit import RunAuditor
-    from dpgossip.privacy.search import AskedQuantity, TargetSearch
-    from dpgossip.privacy.subview import FirstMessageView
+    from dpgossip.protocols.ddppm.audit import RunAuditor
+    from dpgossip.protocols.ddppm.search import AskedQuantity, TargetSearch
+    from dpgossip.protocols.ddppm.subview import FirstMessageView
 
     data, net, params = _ring(d=3)
     k, view = _view_key("observer", 1, 0, data.m)

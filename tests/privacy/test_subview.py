@@ -10,11 +10,11 @@ import pytest
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.privacy import plrv
-from dpgossip.privacy.audit import RunAuditor, _view_key
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.neighbours import Neighbour
-from dpgossip.privacy.subview import FirstMessageView
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import RunAuditor, _view_key
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.subview import FirstMessageView
 from dpgossip.topology import make_network
 
 

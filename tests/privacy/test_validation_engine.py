@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpgossip.privacy.operators import view_operator
-from dpgossip.privacy.release import build_release_model
-from dpgossip.privacy.views import make_view, receive_basis, view_spec
-from dpgossip.protocol import NoiseSchedule, resolve_params
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.nodes import run_engine
+from dpgossip.protocols.ddppm.operators import view_operator
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.release import build_release_model
+from dpgossip.protocols.ddppm.views import make_view, receive_basis, view_spec
 from dpgossip.topology.network import Network
 from tests.conftest import PAPER_W, net_from_graph, spiked_data
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.views import make_view, receive_basis
+from dpgossip.protocols.ddppm.views import make_view, receive_basis
 from tests.conftest import metropolis
 
 

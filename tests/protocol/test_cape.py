@@ -9,7 +9,7 @@ import pytest
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.cape import (
+from dpgossip.protocols.cape.star import (
     CapeNoise,
     CapeParams,
     cape_noise,

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.cape import CapeNoise, CapeParams, run_cape
-from dpgossip.protocol.cape_gossip import (
+from dpgossip.protocols.cape.gossip import (
     CapeGossipNoise,
     CapeGossipParams,
     cape_gossip_noise,
     run_cape_gossip,
 )
+from dpgossip.protocols.cape.star import CapeNoise, CapeParams, run_cape
 from tests.conftest import net_from_graph, spiked_data
 
 

@@ -3,17 +3,11 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import (
-    NoiseSchedule,
-    centralized_power_method,
-    resolve_params,
-    run_matrix,
-    sin_angle,
-    subspace_distance,
-    top_singular,
-    xi_matrix,
-)
-from dpgossip.protocol.params import ProtocolParams
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.params import NoiseSchedule, ProtocolParams, resolve_params
+from dpgossip.protocols.ddppm.spectrum import xi_matrix
+from dpgossip.protocols.metrics import sin_angle, subspace_distance
+from dpgossip.protocols.power import centralized_power_method, top_singular
 from tests.conftest import net_from_graph, spiked_data
 
 NONE = NoiseSchedule(kind="none")

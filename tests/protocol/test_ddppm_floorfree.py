@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.ddppm_floorfree import (
+from dpgossip.protocols.ddppm.floorfree import (
     FloorFreeParams,
     floorfree_noise,
     rank_two_norm,

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.decor import (
+from dpgossip.protocols.gossip.decor import (
     EDGE,
     draw_gossip_noise,
     edge_list,
     incidence,
     pair_stream,
 )
-from dpgossip.protocol.linear_gossip import (
+from dpgossip.protocols.gossip.linear import (
     GOSSIP_KINDS,
     LinearGossip,
     observe,

@@ -11,7 +11,7 @@ import pytest
 
 from dpgossip.data import load_dataset
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
 from tests.scenario.helpers import scenario_error, toml_scenario
 

@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.protocol.gossip import gossip, gossip_states, mixing_operator
+from dpgossip.protocols.gossip.average import gossip, gossip_states, mixing_operator
 from tests.conftest import metropolis
 
 

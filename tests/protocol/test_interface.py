@@ -7,16 +7,17 @@ import pytest
 
 from dpgossip.data import load_dataset
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import resolve_params, run_matrix
-from dpgossip.protocol.interface import (
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.params import resolve_params
+from dpgossip.protocols.interface import (
     Ddppm,
     Ppm,
     PpmFederated,
     PrivateProtocol,
     exact_subspace,
 )
-from dpgossip.protocol.metrics import sin_angle
-from dpgossip.protocol.ppm import PpmParams, run_ppm, run_ppm_federated
+from dpgossip.protocols.metrics import sin_angle
+from dpgossip.protocols.ppm.central import PpmParams, run_ppm, run_ppm_federated
 from dpgossip.topology import make_network
 
 

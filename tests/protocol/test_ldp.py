@@ -3,7 +3,7 @@ import pytest
 from scipy.special import ndtr
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol import ldp_sigma, run_ldp
+from dpgossip.protocols.ldp.baseline import ldp_sigma, run_ldp
 
 
 def test_paper_calibration_formula():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.linear_gossip import (
+from dpgossip.protocols.gossip.linear import (
     LinearGossip,
     observe,
     propagated_rows,

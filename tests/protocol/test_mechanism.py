@@ -6,7 +6,7 @@ import pytest
 from dp_accounting import get_epsilon_gaussian
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.mechanism import (
+from dpgossip.privacy.mechanism import (
     analytic_gaussian_sigma,
     gaussian_mechanism_delta,
     gaussian_mechanism_epsilon,

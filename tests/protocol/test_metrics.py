@@ -1,6 +1,11 @@
 import numpy as np
 
-from dpgossip.protocol import captured_energy, error_per_iteration, sin_angle, subspace_distance
+from dpgossip.protocols.metrics import (
+    captured_energy,
+    error_per_iteration,
+    sin_angle,
+    subspace_distance,
+)
 
 
 def test_sin_angle_closed_form():

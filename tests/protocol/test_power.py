@@ -1,6 +1,6 @@
 import numpy as np
 
-from dpgossip.protocol import centralized_power_method, top_singular
+from dpgossip.protocols.power import centralized_power_method, top_singular
 
 
 def test_centralized_power_method_matches_eigh():

@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.ppm import (
+from dpgossip.protocols.ppm.central import (
     PpmParams,
     federated_standard_noise,
     orthonormalise,
     run_ppm,
     run_ppm_federated,
 )
-from dpgossip.protocol.ppm_sensitivity import (
+from dpgossip.protocols.ppm.sensitivity import (
     element_sensitivity,
     iterate_sensitivity,
     replacement_change,

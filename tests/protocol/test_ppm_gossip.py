@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocol.ppm import (
+from dpgossip.protocols.ppm.central import (
     PpmParams,
     federated_standard_noise,
     orthonormalise,
     run_ppm,
     run_ppm_federated,
 )
-from dpgossip.protocol.ppm_gossip import (
+from dpgossip.protocols.ppm.gossip import (
     PpmGossipParams,
     edge_list,
     edge_masks,

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpgossip.protocol.spectrum import XI_TOL, xi_apply, xi_eigenvalues, xi_matrix, xi_operator
+from dpgossip.protocols.ddppm.spectrum import (
+    XI_TOL,
+    xi_apply,
+    xi_eigenvalues,
+    xi_matrix,
+    xi_operator,
+)
 from dpgossip.topology import make_network
 from tests.conftest import spiked_data
 

@@ -1,6 +1,6 @@
 """``backend = "engine"`` for the CAPE and floor-free kinds (``capepca``, ``capepca-gossip``,
 ``ddppm-floorfree``): the scenario runs them message by message
-(:mod:`dpgossip.protocol.nodes.view_protocol`) and gets the matrix backend's rows (errors, guarantees,
+(:mod:`dpgossip.protocols.nodes.view_protocol`) and gets the matrix backend's rows (errors, guarantees,
 audits) with ideal links and under loss with retransmission, the message counts of the protocols' closed
 forms, and named statuses when a party crashes."""
 

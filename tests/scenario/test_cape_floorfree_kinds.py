@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.cape_guarantee import (
+from dpgossip.protocols.cape.gossip import CapeGossipParams
+from dpgossip.protocols.cape.guarantee import (
     calibrate_cape_noise,
     gaussian_epsilon,
     view_covariance,
 )
-from dpgossip.protocol.cape import CapeParams, run_cape, second_moment_sensitivity
-from dpgossip.protocol.cape_gossip import CapeGossipParams
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocol.interface import DdppmFloorFree, exact_subspace
-from dpgossip.protocol.metrics import subspace_distance
+from dpgossip.protocols.cape.star import CapeParams, run_cape, second_moment_sensitivity
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
+from dpgossip.protocols.interface import DdppmFloorFree, exact_subspace
+from dpgossip.protocols.metrics import subspace_distance
 from dpgossip.scenario import run_scenario
 from dpgossip.scenario.cape_point import (
     aggregator_audit,

@@ -36,7 +36,7 @@ def write(folder: Path, text: str, name: str = "s.toml") -> Path:
 
 # --- cause: audit and calibrate ignored protocol.kind ----------------------------------------------
 def test_every_kind_has_an_audit_and_a_calibration_and_others_are_refused():
-    from dpgossip.protocol.interface import PROTOCOL_KINDS
+    from dpgossip.protocols.interface import PROTOCOL_KINDS
 
     assert set(KIND_COMMANDS) == set(PROTOCOL_KINDS)
     assert [k for k, c in KIND_COMMANDS.items() if c.pair_audit] == ["ddppm"]
@@ -45,8 +45,8 @@ def test_every_kind_has_an_audit_and_a_calibration_and_others_are_refused():
 
 
 def test_audit_of_capepca_is_its_aggregator_audit_not_ddppm(tmp_path):
-    from dpgossip.privacy.cape_guarantee import calibrate_cape_noise, gaussian_epsilon
-    from dpgossip.protocol.cape import second_moment_sensitivity
+    from dpgossip.protocols.cape.guarantee import calibrate_cape_noise, gaussian_epsilon
+    from dpgossip.protocols.cape.star import second_moment_sensitivity
 
     sc = load_scenario(write(tmp_path, CAPE))
     run = run_audit(plan_audit(sc, tmp_path / "a"), quiet=True)
@@ -70,9 +70,10 @@ def test_audit_of_capepca_is_its_aggregator_audit_not_ddppm(tmp_path):
 
 
 def test_audit_of_ppm_equals_its_own_auditor_on_repeat_0(tmp_path):
-    from dpgossip.privacy.accountant import calibrate_ppm_noise, realised_guarantee
-    from dpgossip.privacy.ppm_audit import audit_ppm
-    from dpgossip.protocol.ppm import PpmParams, run_ppm
+    from dpgossip.privacy.accountant import calibrate_ppm_noise
+    from dpgossip.protocols.ppm.audit import audit_ppm
+    from dpgossip.protocols.ppm.central import PpmParams, run_ppm
+    from dpgossip.protocols.ppm.guarantee import realised_guarantee
     from dpgossip.scenario.problem import build_problem
     from dpgossip.scenario.runner import repeat_seed
 
@@ -89,8 +90,8 @@ def test_audit_of_ppm_equals_its_own_auditor_on_repeat_0(tmp_path):
 
 
 def test_calibrate_capepca_prints_the_cape_line_it_reads(tmp_path, capsys):
-    from dpgossip.privacy.cape_guarantee import cape_guarantee
-    from dpgossip.protocol.cape import CapeParams
+    from dpgossip.protocols.cape.guarantee import cape_guarantee
+    from dpgossip.protocols.cape.star import CapeParams
 
     path = write(tmp_path, CAPE)
     assert main(["calibrate", str(path), "--epsilon", "2", "-q", "--out",
@@ -160,7 +161,7 @@ def test_candidates_flag_without_the_candidate_search_is_refused(tmp_path, capsy
 
 # --- cause: views without an observer ---------------------------------------------------------------
 def test_eavesdropper_audit_is_per_target_without_hops(tmp_path, capsys):
-    from dpgossip.privacy.audit import AuditOptions, audit_pairs
+    from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
     from dpgossip.scenario.problem import build_problem
 
     path = write(tmp_path, DDPPM.replace("[privacy]\n", '[privacy]\nview = "eavesdropper"\n'))
@@ -201,7 +202,7 @@ def test_run_report_of_an_all_but_one_audit_draws_per_target(tmp_path):
 
 # --- progress ---------------------------------------------------------------------------------------
 def test_target_and_level_progress_say_the_eta():
-    from dpgossip.privacy.calibrate import LevelEvent
+    from dpgossip.protocols.ddppm.calibrate import LevelEvent
     from dpgossip.scenario.step_progress import LevelProgress, TargetProgress
 
     now = [0.0]
@@ -257,7 +258,7 @@ def test_network_dp_scenarios_are_sent_to_run(capsys, command):
 
 
 def test_the_search_says_its_stages_inside_a_target(tmp_path):
-    from dpgossip.privacy.audit import AuditOptions, audit_pairs
+    from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
     from dpgossip.scenario.problem import build_problem
 
     text = DDPPM.replace('search = "candidates"\ncandidates = 1\nrefine = 1\nascent_steps = 0\n', "")

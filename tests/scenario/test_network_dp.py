@@ -13,8 +13,8 @@ import pytest
 
 from dpgossip.cli import main
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.gossip_bounds import mfdl_abs_sum
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocols.gossip.bounds import mfdl_abs_sum
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.scenario.network_dp import build_network, choose_observers, run_network_dp
 from dpgossip.scenario.network_dp_config import (
     is_network_dp_file,

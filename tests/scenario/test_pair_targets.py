@@ -10,9 +10,9 @@ import pytest
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import AuditOptions, audit_pairs
-from dpgossip.privacy.search import SearchSettings
-from dpgossip.protocol import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.scenario.pair_targets import TargetAuditSettings, audit_by_target
 from dpgossip.topology import make_network
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from dpgossip.protocol import NoiseSchedule
+from dpgossip.protocols.ddppm.params import NoiseSchedule
 from dpgossip.scenario.expand import expand
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.schema import validate

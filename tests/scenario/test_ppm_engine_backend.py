@@ -1,5 +1,5 @@
 """``backend = "engine"`` for the ppm* kinds: the scenario runs them on the engine
-(:mod:`dpgossip.protocol.nodes.ppm_protocol`) and gets the matrix backend's rows (ideal links)."""
+(:mod:`dpgossip.protocols.ppm.engine_protocol`) and gets the matrix backend's rows (ideal links)."""
 
 from __future__ import annotations
 

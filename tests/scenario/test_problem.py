@@ -7,7 +7,7 @@ import copy
 
 import numpy as np
 
-from dpgossip.protocol import run_matrix
+from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.scenario import execute, problem
 from dpgossip.scenario.expand import expand
 from dpgossip.scenario.privacy_section import AUDITED_REPEAT, audit_config

@@ -11,10 +11,10 @@ import pytest
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.accountant import calibrate_ppm_noise
-from dpgossip.protocol.interface import exact_subspace
-from dpgossip.protocol.metrics import subspace_distance
-from dpgossip.protocol.ppm import PpmParams, run_ppm, run_ppm_federated
-from dpgossip.protocol.ppm_gossip import PpmGossipParams, run_ppm_gossip
+from dpgossip.protocols.interface import exact_subspace
+from dpgossip.protocols.metrics import subspace_distance
+from dpgossip.protocols.ppm.central import PpmParams, run_ppm, run_ppm_federated
+from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
 from dpgossip.scenario import run_scenario
 from dpgossip.scenario.expand import expand
 from dpgossip.scenario.problem import build_structure

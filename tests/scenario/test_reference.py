@@ -6,10 +6,10 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from dpgossip.scenario.fields import REQUIRED
 from dpgossip.scenario.privacy_section import PRIVACY_FIELDS, check_privacy
 from dpgossip.scenario.reference import field_rows, scenario_reference
 from dpgossip.scenario.schema import SCHEMA, validate
+from dpgossip.settings import REQUIRED
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
 MINIMAL = {"name": "m", "data": {"source": "wine"}, "network": {"topology": "paper-ring4"},

@@ -146,7 +146,7 @@ def test_network_dp_decor_runs_and_edge_secrets_protect(tmp_path):
     sigma_cor), MFDL's bound applies to the reference only, and the neighbour's leakage falls as
     sigma_cor grows."""
     from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
-    from dpgossip.protocol.linear_gossip import LinearGossip
+    from dpgossip.protocols.gossip.linear import LinearGossip
     from dpgossip.scenario.network_dp import build_network, run_network_dp
     from dpgossip.scenario.network_dp_config import load_network_dp
 

@@ -15,14 +15,10 @@ import numpy as np
 import pytest
 
 from dpgossip.cli import main
-from dpgossip.protocol import (
-    captured_energy,
-    error_per_iteration,
-    run_matrix,
-    subspace_distance,
-    top_singular,
-)
-from dpgossip.protocol.nodes import run_engine
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.nodes import run_engine
+from dpgossip.protocols.metrics import captured_energy, error_per_iteration, subspace_distance
+from dpgossip.protocols.power import top_singular
 from dpgossip.scenario.status import measure_run, point_warning, status_counts
 from tests.engine.conftest import data_for, params_for, ws12
 from tests.engine.test_simulator import _survivor_oracle

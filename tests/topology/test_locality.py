@@ -48,7 +48,7 @@ def test_column_block_rule() -> None:
 
 def test_gossip_paths_agree_above_local_from() -> None:
     """Above LOCAL_FROM the protocol's gossip goes through the relabelling and equals plain products."""
-    from dpgossip.protocol.gossip import LOCAL_FROM, gossip, gossip_states, mixing_operator
+    from dpgossip.protocols.gossip.average import LOCAL_FROM, gossip, gossip_states, mixing_operator
     from dpgossip.topology.locality import LocalMixing
 
     net = make_network("random_geometric", agents=LOCAL_FROM + 200, seed=1)

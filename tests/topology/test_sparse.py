@@ -133,11 +133,11 @@ def test_network_accepts_dense_and_sparse():
 def test_parameters_and_runs_are_the_same_with_lanczos_and_a_sparse_w(monkeypatch):
     """Corollary 1's mu (Lanczos on the Xi operator vs dense eigvalsh of Xi) and run_matrix (sparse W
     vs the dense W it used before) agree to 1e-10."""
-    import dpgossip.protocol.spectrum as spectrum_mod
+    import dpgossip.protocols.ddppm.spectrum as spectrum_mod
     from dpgossip.data.partition import PartitionedData
-    from dpgossip.protocol.ddppm import run_matrix
-    from dpgossip.protocol.gossip import mixing_operator
-    from dpgossip.protocol.params import resolve_params
+    from dpgossip.protocols.ddppm.matrix import run_matrix
+    from dpgossip.protocols.ddppm.params import resolve_params
+    from dpgossip.protocols.gossip.average import mixing_operator
 
     net = make_network("random_geometric", agents=70, seed=2)
     X = np.random.default_rng(1).standard_normal((350, 6)) * np.array([3, 2, 1.5, 1, 0.5, 0.2])

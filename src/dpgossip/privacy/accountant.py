@@ -1,6 +1,6 @@
 """Privacy accounting of the private power method (000, Theorem 3.2, corrected; docs/ppm.md).
 
-Iteration ``l`` of :func:`dpgossip.protocol.ppm.run_ppm` is a Gaussian mechanism on ``A X^(l-1)`` with
+Iteration ``l`` of :func:`dpgossip.protocols.ppm.central.run_ppm` is a Gaussian mechanism on ``A X^(l-1)`` with
 sensitivity at most ``Delta_l`` and noise ``N(0, (Delta_l sigma_l)^2)``: its *noise multiplier* (noise
 std over sensitivity) is ``sigma_l``. The ``L`` iterations compose adaptively (``Delta_l`` and ``X^(l-1)``
 are functions of earlier releases only). Three accountings of that composition:
@@ -20,7 +20,7 @@ are functions of earlier releases only). Three accountings of that composition:
 
 ``dp_accounting`` is used with ``NeighboringRelation.ADD_OR_REMOVE_ONE`` because its Gaussian event then
 means exactly "noise std / l2 sensitivity", the sensitivity being the one of our adjacency (element or
-row replacement, :mod:`dpgossip.protocol.ppm_sensitivity`); under ``REPLACE_ONE`` its PLD accountant
+row replacement, :mod:`dpgossip.protocols.ppm.sensitivity`); under ``REPLACE_ONE`` its PLD accountant
 would double that distance again.
 
 000's own calibration ``sigma = eps^-1 sqrt(4 L ln(1/delta))`` gives ``rho = eps^2 / (8 ln(1/delta))``
@@ -38,9 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpgossip.errors import ConfigError, check_choice, check_int, check_number
-from dpgossip.protocol.ppm import PpmParams, PpmResult
-from dpgossip.protocol.ppm_sensitivity import ADJACENCIES, iterate_sensitivity
+from dpgossip.errors import ConfigError, check_int, check_number
 
 if TYPE_CHECKING:
     from dp_accounting.pld import PLDAccountant
@@ -48,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Guarantee", "zcdp_rho", "zcdp_to_epsilon", "zcdp_from_epsilon", "calibrate_ppm_noise",
            "paper_noise_multiplier", "paper_epsilon_limit", "compose_rdp", "compose_pld",
-           "composition_guarantee", "ppm_guarantee", "realised_guarantee"]
+           "composition_guarantee"]
 
 
 def _check_delta(delta: object) -> float:
@@ -107,7 +105,7 @@ def zcdp_from_epsilon(epsilon: float, delta: float) -> float:
 def calibrate_ppm_noise(epsilon: float, delta: float, iterations: int) -> float:
     """The noise multiplier ``sigma = sqrt(L / (2 rho))``, ``rho = zcdp_from_epsilon(eps, delta)``.
 
-    With it, :func:`dpgossip.protocol.ppm.run_ppm` is ``rho``-zCDP and exactly ``(eps, delta)``-DP by the
+    With it, :func:`dpgossip.protocols.ppm.central.run_ppm` is ``rho``-zCDP and exactly ``(eps, delta)``-DP by the
     conversion of :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects 000, Theorem 3.2).
     """
     L = check_int(iterations, "iterations", 1)
@@ -258,36 +256,3 @@ def composition_guarantee(noise_multipliers: Sequence[float] | np.ndarray, delta
                      rdp_order=float(order), epsilon_pld=eps_pld,
                      epsilon_gdp=float(get_epsilon_gaussian(1.0 / math.sqrt(2.0 * rho), delta)),
                      adjacency=adjacency)
-
-
-def ppm_guarantee(params: PpmParams, delta: float, *, pld: bool = True) -> Guarantee:
-    """The guarantee of :func:`dpgossip.protocol.ppm.run_ppm` with ``params``: ``L`` multipliers ``sigma``.
-
-    It holds for ``params.adjacency`` with either sensitivity kind (both bound the true sensitivity).
-    """
-    if not isinstance(params, PpmParams):
-        raise ConfigError(f"params must be a PpmParams, got {type(params).__name__}", field="params")
-    return composition_guarantee((params.noise_multiplier,) * params.iterations, delta,
-                                 adjacency=params.adjacency, pld=pld)
-
-
-def realised_guarantee(result: PpmResult, delta: float, *, adjacency: str | None = None,
-                       pld: bool = True) -> Guarantee:
-    """The guarantee of a finished run for ``adjacency`` (default: the run's own).
-
-    The multiplier of iteration ``l`` is ``noise_std_l / Delta_l``, with ``Delta_l`` the exact supremum
-    (``"improved"`` kind) under ``adjacency`` at the recorded ``X^(l-1)``: e.g. a run calibrated for the
-    element adjacency, read under row replacement (``Delta_l = sqrt(min(p, 2))``).
-
-    Raises
-    ------
-    ConfigError
-        ``result`` is not a :class:`~dpgossip.protocol.ppm.PpmResult`, ``adjacency`` unknown, bad ``delta``.
-    """
-    if not isinstance(result, PpmResult):
-        raise ConfigError(f"result must be a PpmResult, got {type(result).__name__}", field="result")
-    adjacency = result.params.adjacency if adjacency is None else adjacency
-    check_choice(adjacency, "adjacency", ADJACENCIES)
-    deltas = [iterate_sensitivity(V, adjacency, "improved") for V in result.iterates[:-1]]
-    ratios = [std / D if D > 0 else math.inf for std, D in zip(result.noise_std, deltas, strict=True)]
-    return composition_guarantee(ratios, delta, adjacency=adjacency, pld=pld)

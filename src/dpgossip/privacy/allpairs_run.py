@@ -43,7 +43,7 @@ from dpgossip.privacy.linear_allpairs import (
     observer_leakage,
 )
 from dpgossip.privacy.linear_audit import LinearAuditSettings
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology.network import Network
 
 __all__ = ["AllPairsSettings", "PairTable", "AllPairsRun", "chunk_table", "iter_all_pairs",

@@ -46,7 +46,7 @@ from dpgossip.privacy.linear_audit import (
     box_maximum,
     whiten,
 )
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology.network import Network
 
 __all__ = ["ObserverLeakage", "Ball", "ball_of", "observer_leakage", "gaussian_epsilons",
@@ -280,7 +280,7 @@ def _via_linear_audit(network: Network, spec: LinearGossip, v: int, dist: np.nda
 
 
 def gaussian_epsilons(mu: np.ndarray, delta: float, *, iterations: int = 200) -> np.ndarray:
-    """Vectorised :func:`~dpgossip.protocol.mechanism.gaussian_mechanism_epsilon`: for each ``mu`` the
+    """Vectorised :func:`~dpgossip.privacy.mechanism.gaussian_mechanism_epsilon`: for each ``mu`` the
     root ``epsilon >= 0`` of ``f(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) = delta``
     (``0`` when ``mu = 0`` or ``f(0) <= delta``, ``inf`` when ``mu = inf``).
 
@@ -330,7 +330,7 @@ def _newton(m: np.ndarray, d: float, lo: np.ndarray, hi: np.ndarray, iterations:
 
 def _delta(eps: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``delta(eps)`` of the Gaussian mechanism, vectorised (as
-    :func:`~dpgossip.protocol.mechanism.gaussian_mechanism_delta`), and ``-delta'(eps) =
+    :func:`~dpgossip.privacy.mechanism.gaussian_mechanism_delta`), and ``-delta'(eps) =
     e^eps Phi(-mu/2 - eps/mu)``."""
     a, b = mu / 2 - eps / mu, -mu / 2 - eps / mu
     e = np.exp(eps + log_ndtr(b))

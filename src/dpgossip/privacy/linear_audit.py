@@ -25,7 +25,7 @@ column at once and ``mu^2 = ||C_u s||^2``.  A column is outside the range when i
 
 Then RDP of order ``alpha`` is exactly ``alpha mu^2 / 2`` and ``epsilon(delta)`` is the Gaussian
 mechanism's exact curve ``delta = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``
-(:func:`dpgossip.protocol.mechanism.gaussian_mechanism_delta`) solved for ``epsilon``.
+(:func:`dpgossip.privacy.mechanism.gaussian_mechanism_delta`) solved for ``epsilon``.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from scipy.optimize import minimize
 
 from dpgossip._threads import blas_threads
 from dpgossip.errors import ConfigError, check_int, check_number
-from dpgossip.protocol.linear_gossip import GossipView, LinearGossip, observe
-from dpgossip.protocol.mechanism import gaussian_mechanism_epsilon
+from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
+from dpgossip.protocols.gossip.linear import GossipView, LinearGossip, observe
 from dpgossip.topology.network import Network
 
 __all__ = ["LinearAuditSettings", "WhitenedView", "BoxMaximum", "PairLeakage", "whiten",
@@ -229,7 +229,7 @@ def box_maximum(M: np.ndarray, bound: float = 1.0, *, exhaustive_up_to: int = 16
 
 gaussian_epsilon = gaussian_mechanism_epsilon
 """Exact epsilon of a Gaussian mechanism of Mahalanobis norm ``mu`` at ``delta``
-(:func:`~dpgossip.protocol.mechanism.gaussian_mechanism_epsilon`)."""
+(:func:`~dpgossip.privacy.mechanism.gaussian_mechanism_epsilon`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -290,7 +290,7 @@ def audit_view(view: GossipView, network: Network, settings: LinearAuditSettings
     Parameters
     ----------
     view : GossipView
-        The observers' view ``O = J x + B z`` (:func:`~dpgossip.protocol.linear_gossip.observe`).
+        The observers' view ``O = J x + B z`` (:func:`~dpgossip.protocols.gossip.linear.observe`).
     network : Network
         The network the view was built on (for the graph distances).
     settings : LinearAuditSettings, optional
@@ -343,7 +343,7 @@ def _targets(view: GossipView, targets: Iterable[int]) -> list[int]:
 def audit_gossip(network: Network, spec: LinearGossip, observers: int | Iterable[int],
                  settings: LinearAuditSettings | None = None,
                  targets: Iterable[int] | None = None, *, basis: str | None = None) -> list[PairLeakage]:
-    """:func:`audit_view` of :func:`~dpgossip.protocol.linear_gossip.observe` ``(network, spec,
+    """:func:`audit_view` of :func:`~dpgossip.protocols.gossip.linear.observe` ``(network, spec,
     observers, basis=basis)``.
 
     ``basis`` defaults to ``"krylov"`` for ``gossip-average``: its messages ``e_w^T W^k y^0`` become

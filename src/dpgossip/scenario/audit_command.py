@@ -23,7 +23,7 @@ Files (each written atomically):
 
 ``pairs.csv``
     One row per ``ddppm`` point, pair and method: ``point``, the axis columns, the calibration columns of a
-    calibrated point, then the audit's (:meth:`~dpgossip.privacy.audit.PairAudit.rows`).
+    calibrated point, then the audit's (:meth:`~dpgossip.protocols.ddppm.audit.PairAudit.rows`).
 ``worst.json``
     Per point, the worst pair, its neighbour (the row replaced and its replacement) and its numbers
     (strict JSON: infinite values as ``"inf"``); its ``scenario`` marks the folder as this scenario's.

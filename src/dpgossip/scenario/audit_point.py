@@ -186,7 +186,7 @@ class AuditPoint:
         The ``m x m`` matrix of the ranked quantity (observer x target, NaN on the diagonal) by
         ``matrix_method`` (``exact`` when audited, else ``method``).
     pairs
-        The audit's tidy rows (:meth:`~dpgossip.privacy.audit.PairAudit.rows`), JSON-native.
+        The audit's tidy rows (:meth:`~dpgossip.protocols.ddppm.audit.PairAudit.rows`), JSON-native.
     leakage
         One row per pair for the leakage plots (:func:`~dpgossip.scenario.privacy_section.leakage_rows`).
     seconds

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.calibrate import Calibration
+from dpgossip.protocols.ddppm.calibrate import Calibration
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.expand import Point
 from dpgossip.scenario.kind_audit import KindCalibration, calibrate_kind
@@ -230,7 +230,7 @@ def calibrate_plan(plan: CalibrationPlan, stage: Callable[[str], None] | None = 
 def calibrate_pairs(plan: CalibrationPlan, stage: Callable[[str], None] | None = None) -> Calibration:
     """``ddppm``: build the point's network and data and search its noise scale
     (:func:`~dpgossip.scenario.privacy_section.calibrate_point`, whose
-    :class:`~dpgossip.privacy.calibrate.Calibration` carries the notes); ``stage`` hears of every
+    :class:`~dpgossip.protocols.ddppm.calibrate.Calibration` carries the notes); ``stage`` hears of every
     candidate scale and, with an ETA, of its targets
     (:class:`~dpgossip.scenario.step_progress.LevelProgress`)."""
     from dpgossip.scenario.step_progress import LevelProgress
@@ -254,7 +254,7 @@ def calibrate_kind_plan(plan: CalibrationPlan, stage: Callable[[str], None] | No
 
 def calibration_record(plan: CalibrationPlan, cal: Calibration | KindCalibration) -> dict[str, Any]:
     """The JSON record of a calibration: the scenario, file, point and axes, the per-instance statement
-    (``ddppm``) and :meth:`~dpgossip.privacy.calibrate.Calibration.to_dict` (strict JSON values)."""
+    (``ddppm``) and :meth:`~dpgossip.protocols.ddppm.calibrate.Calibration.to_dict` (strict JSON values)."""
     what = ({"audit": privacy_section.PER_INSTANCE} if isinstance(cal, Calibration)
             else {"guarantee": "a DP guarantee of the kind's accountant (not a per-instance audit)"})
     record = {"scenario": plan.scenario, "file": str(plan.file), "point": plan.point.index,

@@ -6,11 +6,11 @@ subspace of the protocol's side; ``iterations`` rows per iterate), with the guar
 of each kind (docs/protocol-frontier.md):
 
 * ``capepca``: ``guaranteed_epsilon`` is the **aggregator's joint view** (every release, every
-  ``F_s``: ``mu^2 = (2S/(S + 1)) (Delta/tau)^2``, :func:`dpgossip.privacy.cape_guarantee.cape_guarantee`);
+  ``F_s``: ``mu^2 = (2S/(S + 1)) (Delta/tau)^2``, :func:`dpgossip.protocols.cape.guarantee.cape_guarantee`);
   004's own per-site claim is ``claimed_epsilon`` (its classical calibration with ``Delta = 1/N``) and
   the exact epsilon of one site's release alone ``site_epsilon``. ``audited_epsilon`` is the exact
   audit of the aggregator's view, computed without the closed form: ``mu_s^2 = Delta(N_s)^2 (C^-1)_ss``
-  with ``C`` the sites' noise covariance (:func:`~dpgossip.privacy.cape_guarantee.view_covariance`)
+  with ``C`` the sites' noise covariance (:func:`~dpgossip.protocols.cape.guarantee.view_covariance`)
   solved numerically, worst site.
 * ``capepca-gossip`` (noise matched to capePCA at site level ``tau``: ``tau_g = tau/sqrt(S)``,
   ``tau_e = tau sqrt((1 - 1/S)/deg)`` with ``deg`` the smallest degree, so the least-connected
@@ -20,11 +20,11 @@ of each kind (docs/protocol-frontier.md):
   tau_g^2``); ``audited_epsilon`` the exact audit of that view through
   :func:`dpgossip.privacy.linear_audit.whiten`; ``audited_epsilon_beyond`` the worst neighbour
   (every round's messages, its own edge draws known:
-  :func:`dpgossip.privacy.cape_gossip_audit.audit_cape_gossip`).
+  :func:`dpgossip.protocols.cape.gossip_audit.audit_cape_gossip`).
 * ``ddppm-floorfree``: ``guaranteed_epsilon`` is the PLD accountant's epsilon of ``T + 1`` composed
-  Gaussian mechanisms of multiplier ``s`` (:func:`dpgossip.privacy.floorfree_guarantee.floorfree_guarantee`;
+  Gaussian mechanisms of multiplier ``s`` (:func:`dpgossip.protocols.ddppm.floorfree_guarantee.floorfree_guarantee`;
   ``gdp_epsilon`` is the exact ``mu``-GDP figure); ``audited_epsilon`` the audit of the eavesdropper,
-  who sees every release the guarantee covers (:func:`dpgossip.privacy.floorfree_audit.audit_floorfree`:
+  who sees every release the guarantee covers (:func:`dpgossip.protocols.ddppm.floorfree_audit.audit_floorfree`:
   exact for the neighbour it reports, a lower estimate of the per-instance worst case).
 
 Noise given by a budget is calibrated to the kind's own guarantee: capePCA's aggregator view, the site
@@ -39,22 +39,22 @@ from typing import Any
 import numpy as np
 
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.privacy.cape_gossip_audit import audit_cape_gossip
-from dpgossip.privacy.cape_guarantee import (
+from dpgossip.privacy.linear_audit import whiten
+from dpgossip.privacy.mechanism import analytic_gaussian_sigma
+from dpgossip.protocols.cape.gossip import CapeGossipParams, incidence
+from dpgossip.protocols.cape.gossip_audit import audit_cape_gossip
+from dpgossip.protocols.cape.guarantee import (
     calibrate_cape_noise,
     cape_guarantee,
     gaussian_epsilon,
     view_covariance,
 )
-from dpgossip.privacy.floorfree_audit import audit_floorfree
-from dpgossip.privacy.floorfree_guarantee import floorfree_guarantee
-from dpgossip.privacy.linear_audit import whiten
-from dpgossip.protocol.cape import CapeParams, second_moment_sensitivity
-from dpgossip.protocol.cape_gossip import CapeGossipParams, incidence
-from dpgossip.protocol.ddppm_floorfree import FloorFreeParams
-from dpgossip.protocol.interface import CapePca, CapePcaGossip, DdppmFloorFree, PrivateProtocol
-from dpgossip.protocol.mechanism import analytic_gaussian_sigma
-from dpgossip.protocol.ppm_gossip import edge_list
+from dpgossip.protocols.cape.star import CapeParams, second_moment_sensitivity
+from dpgossip.protocols.ddppm.floorfree import FloorFreeParams
+from dpgossip.protocols.ddppm.floorfree_audit import audit_floorfree
+from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee
+from dpgossip.protocols.interface import CapePca, CapePcaGossip, DdppmFloorFree, PrivateProtocol
+from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
 
@@ -112,7 +112,7 @@ def cape_point_protocol(spec: PointSpec, problem: Problem) -> PrivateProtocol:
     """The protocol object of a point of the CAPE and floor-free kinds (either backend: with
     ``backend = "engine"``
     :mod:`dpgossip.scenario.protocol_point` runs it through
-    :class:`~dpgossip.protocol.nodes.view_protocol.ViewEngineProtocol`)."""
+    :class:`~dpgossip.protocols.nodes.view_protocol.ViewEngineProtocol`)."""
     if spec.protocol.kind == "ddppm-floorfree":
         return floorfree_protocol(spec)
     return cape_protocol(spec, problem)

@@ -7,7 +7,7 @@ take the noise as a multiplier of the sensitivity, or a budget to calibrate it t
 
 * ``[cape]``: ``noise_multiplier`` (``tau / Delta(N_min)``, 004's site level) or ``epsilon`` (the
   multiplier at which capePCA's aggregator, who sees every release and knows every ``F_s``, is exactly
-  ``(epsilon, delta)``-DP: :func:`dpgossip.privacy.cape_guarantee.calibrate_cape_noise`, view
+  ``(epsilon, delta)``-DP: :func:`dpgossip.protocols.cape.guarantee.calibrate_cape_noise`, view
   ``aggregator``; for ``capepca-gossip`` the same multiplier); ``delta``; ``sensitivity``
   (``row-replacement``: ``sqrt(2)/N``, exact for a row replaced in the unit ball; ``paper``: 004's
   ``1/N``); ``audit``;
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgossip.errors import ConfigError, reject_unknown_keys
-from dpgossip.protocol.cape import SENSITIVITIES
-from dpgossip.protocol.ddppm_floorfree import FLOORFREE_ADJACENCIES
-from dpgossip.scenario.fields import Field
+from dpgossip.protocols.cape.star import SENSITIVITIES
+from dpgossip.protocols.ddppm.floorfree import FLOORFREE_ADJACENCIES
 from dpgossip.scenario.sections import register_section
+from dpgossip.settings import Field
 
 __all__ = ["CAPE_FIELDS", "FLOORFREE_FIELDS", "CAPE_KINDS", "FLOORFREE_KINDS", "CapeSpec",
            "FloorFreeSpec", "check_cape", "check_floorfree"]

@@ -14,7 +14,7 @@ guarantee does not cover.
 **Calibrate** (:func:`calibrate_kind`): the noise multiplier the run itself would use with
 ``<section>.epsilon = E`` and ``<section>.delta = D`` (the kind's own calibration: the zCDP inversion
 :func:`~dpgossip.privacy.accountant.calibrate_ppm_noise` for ``ppm*``,
-:func:`~dpgossip.privacy.cape_guarantee.calibrate_cape_noise` for capePCA (the aggregator's view) and
+:func:`~dpgossip.protocols.cape.guarantee.calibrate_cape_noise` for capePCA (the aggregator's view) and
 capePCA-gossip (one site's view), the analytic Gaussian mechanism at sensitivity ``sqrt(T + 1)`` for the
 floor-free variant; ``sqrt(T)`` without ``floorfree.disseminate``), rounded **up** to 6 significant
 digits (more noise), and checked by the kind's guarantee at the rounded value: the
@@ -165,21 +165,21 @@ def _ppm_multiplier(spec: PointSpec, problem: Problem) -> float:
 
 
 def _ppm_guarantee(spec: PointSpec, problem: Problem) -> float:
-    from dpgossip.privacy.accountant import ppm_guarantee
+    from dpgossip.protocols.ppm.guarantee import ppm_guarantee
     from dpgossip.scenario.protocol_point import ppm_params
 
     return float(ppm_guarantee(ppm_params(spec), spec.ppm.delta).epsilon_pld)
 
 
 def _cape_multiplier(spec: PointSpec, problem: Problem) -> float:
-    from dpgossip.privacy.cape_guarantee import calibrate_cape_noise
+    from dpgossip.protocols.cape.guarantee import calibrate_cape_noise
 
     view = "site" if spec.protocol.kind == "capepca-gossip" else "aggregator"
     return float(calibrate_cape_noise(spec.cape.epsilon, spec.cape.delta, problem.data.m, view=view))
 
 
 def _cape_guarantee(spec: PointSpec, problem: Problem) -> float:
-    from dpgossip.privacy.cape_guarantee import cape_guarantee
+    from dpgossip.protocols.cape.guarantee import cape_guarantee
     from dpgossip.scenario.cape_point import cape_protocol, gossip_site_guarantee
 
     protocol, cape, sizes = cape_protocol(spec, problem), spec.cape, problem.data.sizes
@@ -196,7 +196,7 @@ def _floorfree_multiplier(spec: PointSpec, problem: Problem) -> float:
 
 
 def _floorfree_guarantee(spec: PointSpec, problem: Problem) -> float:
-    from dpgossip.privacy.floorfree_guarantee import floorfree_guarantee
+    from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee
     from dpgossip.scenario.cape_point import floorfree_protocol
 
     return float(floorfree_guarantee(floorfree_protocol(spec).params, spec.floorfree.delta).epsilon_pld)

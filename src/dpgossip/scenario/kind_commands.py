@@ -39,7 +39,7 @@ class KindCommands:
         :class:`~dpgossip.scenario.audit_point.KindAuditPoint`.
     calibrate
         ``calibrate(plan, stage) -> calibration``: a
-        :class:`~dpgossip.privacy.calibrate.Calibration` or
+        :class:`~dpgossip.protocols.ddppm.calibrate.Calibration` or
         :class:`~dpgossip.scenario.kind_audit.KindCalibration`.
     section
         The section the kind's audit and calibration read: ``privacy`` (the pair audit, which

@@ -5,13 +5,13 @@ For each graph of the scenario (:mod:`~dpgossip.scenario.network_dp_config`) the
 ``mu^2`` (the Gaussian mechanism's squared Mahalanobis norm), the Renyi divergence ``alpha mu^2 / 2``
 and ``epsilon`` at ``delta``.  Beside it, where they apply:
 
-* Muffliato's per-message sum (:func:`~dpgossip.privacy.gossip_bounds.muffliato_per_message`) for
+* Muffliato's per-message sum (:func:`~dpgossip.protocols.gossip.bounds.muffliato_per_message`) for
   ``gossip-average``, summed over the same messages the exact audit sees (rounds ``0..T-1``);
-* MFDL's absolute-value bound (:func:`~dpgossip.privacy.gossip_bounds.mfdl_abs_sum`) for
+* MFDL's absolute-value bound (:func:`~dpgossip.protocols.gossip.bounds.mfdl_abs_sum`) for
   ``gossip-noisy``;
 
 each with the ratio exact / bound and a flag where the published value is below the exact one
-(:func:`~dpgossip.privacy.gossip_bounds.compare_to_bound`).
+(:func:`~dpgossip.protocols.gossip.bounds.compare_to_bound`).
 
 A fixed target needs one view per observer (one SVD each); a fixed observer gives every target from one
 view.  Files in the results folder (all written atomically): ``config.resolved.json``,
@@ -43,14 +43,14 @@ import numpy as np
 
 from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.privacy.gossip_bounds import (
+from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
+from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     mfdl_abs_sum,
     muffliato_mixing_rounds,
     muffliato_per_message,
 )
-from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
-from dpgossip.protocol.linear_gossip import LinearGossip
+from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.scenario.network_dp_config import MIXING_TIME, GraphCase, NetworkDpConfig
 from dpgossip.scenario.outdir import check_out_dir

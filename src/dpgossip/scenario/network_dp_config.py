@@ -1,7 +1,7 @@
 """A network-DP scenario file: ``[network_dp]`` and ``[[network_dp.graphs]]`` (docs/network-dp-scenario.md).
 
 A scenario file whose top level has a ``[network_dp]`` table is a network-DP scenario: it audits the
-pairwise leakage of noisy gossip averaging (:mod:`dpgossip.protocol.linear_gossip`) exactly, on a
+pairwise leakage of noisy gossip averaging (:mod:`dpgossip.protocols.gossip.linear`) exactly, on a
 list of graphs, beside the published bounds, and has no data, protocol or sweep of the D-DP-PM
 scenarios.  Top-level keys: ``name``, ``description``, ``[output]`` (``dir``, ``plots``) and
 ``[network_dp]``.  The keys of ``[network_dp]`` (:data:`CASE_KEYS`) are defaults that each graph
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number, reject_unknown_keys
-from dpgossip.protocol.linear_gossip import INPUTS, PROTOCOLS
+from dpgossip.protocols.gossip.linear import INPUTS, PROTOCOLS
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.mixing import MIXING_RULES
 
@@ -31,7 +31,7 @@ SECTION = "network_dp"
 """The TOML table that makes a scenario file a network-DP scenario."""
 MIXING_TIME = "mixing-time"
 """``rounds = "mixing-time"``: Muffliato's rule
-(:func:`~dpgossip.privacy.gossip_bounds.muffliato_mixing_rounds`)."""
+(:func:`~dpgossip.protocols.gossip.bounds.muffliato_mixing_rounds`)."""
 SETTINGS: tuple[str, ...] = ("dpgossip", "mfdl")
 """How a graph is built: by the project's builders, or as MFDL's code builds it."""
 CASE_KEYS: tuple[str, ...] = ("protocol", "inputs", "sigma", "sigma_cor", "rounds", "target",

@@ -1,6 +1,6 @@
 """The D-DP-PM pair audit target by target: one file per target, written atomically, resumable.
 
-:func:`audit_by_target` runs :func:`~dpgossip.privacy.audit.audit_pairs` on the targets not done yet
+:func:`audit_by_target` runs :func:`~dpgossip.protocols.ddppm.audit.audit_pairs` on the targets not done yet
 (every view factorised once) and writes each target's pairs (every observer of it) to
 ``out/targets/<j>.json`` as soon as its search is done (``AuditOptions.on_target_results``)
 (:func:`~dpgossip.scenario.store.write_json`: a temporary file renamed, so a file present is complete).
@@ -26,9 +26,9 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.audit import AuditOptions, audit_pairs
-from dpgossip.privacy.search import SearchSettings
-from dpgossip.protocol.params import ProtocolParams
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.params import ProtocolParams
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.store import json_safe, read_json, write_json
 from dpgossip.topology.network import Network
@@ -38,7 +38,7 @@ __all__ = ["TargetAuditSettings", "TargetDone", "audit_by_target", "read_targets
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TargetAuditSettings:
-    """What :func:`audit_by_target` passes to :func:`~dpgossip.privacy.audit.audit_pairs`."""
+    """What :func:`audit_by_target` passes to :func:`~dpgossip.protocols.ddppm.audit.audit_pairs`."""
 
     search: str | int | SearchSettings = "shared"
     delta: float = 1e-5
@@ -99,7 +99,7 @@ def audit_by_target(data: PartitionedData, network: Network, params: ProtocolPar
                     targets: Sequence[int] | None = None, *, quiet: bool = False,
                     stream: IO[str] | None = None) -> list[dict[str, Any]]:
     """Audit every (observer, target) pair target by target into ``out`` (module docstring) and return
-    every pair's tidy rows (:meth:`~dpgossip.privacy.audit.PairAudit.rows`), resumed targets included.
+    every pair's tidy rows (:meth:`~dpgossip.protocols.ddppm.audit.PairAudit.rows`), resumed targets included.
 
     Raises
     ------

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dpgossip.errors import renamed_fields
-from dpgossip.protocol import NoiseSchedule
+from dpgossip.protocols.ddppm.params import NoiseSchedule
 from dpgossip.scenario.cape_section import CapeSpec, FloorFreeSpec
 from dpgossip.scenario.ppm_section import PpmSpec
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.protocol import NoiseSchedule, ProtocolParams
+from dpgossip.protocols.ddppm.params import NoiseSchedule, ProtocolParams
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Structure, make_problem
 
@@ -75,14 +75,14 @@ def check_engine(spec: PointSpec, structure: Structure) -> None:
 def engine_network(kind: str, network: Any, parties: int) -> Any:
     """The network the engine runs ``kind`` on: the star of ``parties`` clients around a curator
     (node ``parties``) for ``ppm`` and ``ppm-federated``, around the aggregator for ``capepca``
-    (as :func:`dpgossip.protocol.nodes.ppm.run_ppm_engine` and the CAPE engine build them); the
+    (as :func:`dpgossip.protocols.ppm.nodes.run_ppm_engine` and the CAPE engine build them); the
     point's own network for the gossip kinds."""
     if kind in ("ppm", "ppm-federated"):
-        from dpgossip.protocol.nodes.ppm import star_network
+        from dpgossip.protocols.ppm.nodes import star_network
 
         return star_network(parties)
     if kind == "capepca":
-        from dpgossip.protocol.nodes.cape import cape_star_network
+        from dpgossip.protocols.cape.nodes import cape_star_network
 
         return cape_star_network(parties)
     return network

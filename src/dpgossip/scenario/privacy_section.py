@@ -8,7 +8,7 @@
     delta = 1e-5             # epsilon of every pair is reported at this delta; a list is a sweep axis
     epsilon = [1.0, 4.0]     # grid at which delta of every pair is reported (NOT a sweep axis)
     search = "standard"      # the worst-case search: quick | standard (default) | thorough | 1..8 levels
-                             # (dpgossip.privacy.search), or "candidates": the older candidate search
+                             # (dpgossip.protocols.ddppm.search), or "candidates": the older candidate search
                              # below, which can miss far worse neighbours (kept for comparison)
     candidates = 20          # search = "candidates" only: candidate neighbours per target
     refine = 2               # search = "candidates" only: best candidates per pair given exact values
@@ -19,7 +19,7 @@
     calibrate = { epsilon = 4.0, delta = 1e-5, family = "geometric", infeasible = "error" }  # optional
 
 ``calibrate`` (optional table): before each point runs, the noise scale is set by
-:func:`~dpgossip.privacy.calibrate.calibrate_noise` to the smallest scale whose audited worst case meets
+:func:`~dpgossip.protocols.ddppm.calibrate.calibrate_noise` to the smallest scale whose audited worst case meets
 ``(epsilon, delta)`` (``delta`` defaults to ``privacy.delta``); keys ``epsilon`` (required), ``delta``,
 ``family`` (``geometric`` | ``constant`` | ``explicit``; default ``geometric``), ``values`` (base values of
 ``explicit``, default ``protocol.noise.values``), ``method`` (``exact`` | ``rdp``; default ``exact``;
@@ -54,8 +54,11 @@ from dpgossip.errors import (
     reject_unknown_keys,
     renamed_fields,
 )
-from dpgossip.privacy.audit import PAIR_VIEWS, AuditOptions, PairAudit, audit_pairs
-from dpgossip.privacy.calibrate import (
+from dpgossip.privacy.gaussian_pair import METHODS
+from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
+from dpgossip.privacy.scale_search import ScaleSearchOptions
+from dpgossip.protocols.ddppm.audit import PAIR_VIEWS, AuditOptions, PairAudit, audit_pairs
+from dpgossip.protocols.ddppm.calibrate import (
     CALIBRATION_FAMILIES,
     CALIBRATION_METHODS,
     AuditSettings,
@@ -64,16 +67,13 @@ from dpgossip.privacy.calibrate import (
     LevelEvent,
     calibrate_noise,
 )
-from dpgossip.privacy.gaussian_pair import METHODS
-from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
-from dpgossip.privacy.scale_search import ScaleSearchOptions
-from dpgossip.privacy.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
-from dpgossip.protocol.ddppm import run_matrix
-from dpgossip.scenario.fields import REQUIRED, Field
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem, Structure
 from dpgossip.scenario.runner import repeat_seed
 from dpgossip.scenario.sections import register_section
+from dpgossip.settings import REQUIRED, Field
 
 __all__ = [
     "PRIVACY_FIELDS",
@@ -117,7 +117,7 @@ PRIVACY_FIELDS: dict[str, Field] = {
     "search": Field(kind=str, default=DEFAULT_SEARCH, sweep=False,
                     doc="the worst-case search: quick | standard | thorough | shared (standard on "
                     "two lead observers per target, their neighbours given to the others) | a number "
-                    "of levels 1..8 (dpgossip.privacy.search); or candidates, the older candidate "
+                    "of levels 1..8 (dpgossip.protocols.ddppm.search); or candidates, the older candidate "
                     "search, which can miss far worse neighbours"),
     "candidates": Field(kind=int, default=20, low=1, sweep=False,
                         doc="search = \"candidates\" only (refused with another search): candidate "
@@ -354,7 +354,7 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure,
                     on_level: Callable[[LevelEvent], None] | None = None) -> Calibration:
     """Calibrate the noise scale of one point from its ``privacy.calibrate`` table, on the point's
     network and data (built once by the caller). The calibration's ``RuntimeWarning`` notes are not
-    raised: the returned :class:`~dpgossip.privacy.calibrate.Calibration` carries the same text.
+    raised: the returned :class:`~dpgossip.protocols.ddppm.calibrate.Calibration` carries the same text.
     ``on_level`` hears of every candidate noise scale and its targets (progress only)."""
     spec = PointSpec.from_config(config)
     priv, proto = spec.privacy, spec.protocol
@@ -438,7 +438,7 @@ _AUDIT_FIELDS: dict[str, str] = {
     **{f"options.{k}": f"privacy.{k}" for k in ("candidates", "refine", "ascent_steps", "rank_by")},
     "params": "protocol",
 }
-"""Parameters of :func:`~dpgossip.privacy.audit.audit_pairs` -> the ``[privacy]`` keys they come from."""
+"""Parameters of :func:`~dpgossip.protocols.ddppm.audit.audit_pairs` -> the ``[privacy]`` keys they come from."""
 
 AUDITED_REPEAT = 0
 """The recorded repeat whose run a rank ``r > 1`` audit is conditional on (``runs.csv``, ``repeat = 0``)."""
@@ -477,10 +477,10 @@ def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
     """The exact hockey-stick numbers of one audited pair's worst neighbour (when the audit ran only
     the cheaper conversions): ``epsilon`` at the audit's ``delta`` and ``delta`` at its epsilon grid.
 
-    Rebuilds the pair with :func:`~dpgossip.privacy.audit.result_pair` (for rank ``r > 1`` on the
+    Rebuilds the pair with :func:`~dpgossip.protocols.ddppm.audit.result_pair` (for rank ``r > 1`` on the
     audit's realised run, composing the components) and evaluates it by the exact method.
     """
-    from dpgossip.privacy.audit import result_pair
+    from dpgossip.protocols.ddppm.audit import result_pair
 
     with renamed_fields({"params": "protocol"}):
         pair = result_pair(audit, data, network, params, observer, target)

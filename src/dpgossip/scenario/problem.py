@@ -19,7 +19,7 @@ import numpy as np
 
 from dpgossip.data import PartitionedData, load_dataset
 from dpgossip.errors import renamed_fields
-from dpgossip.protocol import ProtocolParams, resolve_params
+from dpgossip.protocols.ddppm.params import ProtocolParams, resolve_params
 from dpgossip.scenario.point import (
     DATA_FIELDS,
     NETWORK_FIELDS,

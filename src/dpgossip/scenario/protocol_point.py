@@ -2,13 +2,13 @@
 one of the CAPE and floor-free kinds (:mod:`dpgossip.scenario.cape_point`).
 
 With ``backend = "engine"`` each repeat runs message by message on the engine under ``[engine]``
-(:class:`dpgossip.protocol.nodes.ppm_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
+(:class:`dpgossip.protocols.ppm.engine_protocol.EngineProtocol`, docs/engine.md): the rows are the matrix
 backend's plus the engine's status and traffic columns; a run the engine stopped (a crash, a lost
 message) has ``status = "stopped"``, its reason, NaN errors and no guarantee or audit columns; a run
 the parties that did not crash completed without the crashed ones (``engine_status =
 "completed_with_crash"``) has ``status = "partial"``, the reason, and ``max_agent_error`` over the
 agents that hold an estimate. The CAPE and floor-free kinds run on the engine through
-:class:`dpgossip.protocol.nodes.view_protocol.ViewEngineProtocol`.
+:class:`dpgossip.protocols.nodes.view_protocol.ViewEngineProtocol`.
 
 Each repeat ``k`` runs the protocol with ``SeedSequence(seed, spawn_key=(k,))`` (the repeat seed of
 every kind, :func:`~dpgossip.scenario.runner.repeat_seed`), measures the subspace distance of its
@@ -19,7 +19,7 @@ guarantee of its accountant and (``ppm.audit``) the per-instance audit of the se
   the run's noise multipliers under ``ppm.adjacency``, at ``ppm.delta``: a DP guarantee;
 * ``audited_epsilon``: the per-instance audit of **what the guarantee covers** (the same view and
   adjacency), so ``audit_exceeds_guarantee`` is a check that can fail and must not: for ``ppm`` and
-  ``ppm-federated`` :func:`dpgossip.privacy.ppm_audit.audit_ppm` of the server's view at ``ppm.delta``
+  ``ppm-federated`` :func:`dpgossip.protocols.ppm.audit.audit_ppm` of the server's view at ``ppm.delta``
   with the neighbours of the adjacency (``bounded`` for ``bounded-row-replacement``, ``replace-one``
   for ``row-replacement``: the exact epsilon of the worst neighbour found along the realised
   trajectory, a LOWER ESTIMATE of the per-instance worst case; ``element``: the exact supremum over
@@ -35,9 +35,9 @@ so both kinds have the same audited view.
 ``ppm-gossip`` has no server. Its ``guaranteed_epsilon`` is 000's claim for Algorithm 2 (the central
 guarantee, which covers a party that sees only the sum); ``audited_epsilon`` is the exact audit of the
 sum's view, and ``audited_epsilon_beyond`` the worst single agent's view
-(:func:`dpgossip.privacy.ppm_gossip_audit.coalition_view` of every agent, every target). Both are
+(:func:`dpgossip.protocols.ppm.gossip_audit.coalition_view` of every agent, every target). Both are
 exact for the row-replacement adjacencies, conditional on the realised trajectory
-(:mod:`dpgossip.privacy.ppm_gossip_audit`). An agent knows its own share of the noise, so once the sum
+(:mod:`dpgossip.protocols.ppm.gossip_audit`). An agent knows its own share of the noise, so once the sum
 reaches it, it sees more than a server would (docs/ppm.md, ppm-gossip).
 """
 
@@ -50,10 +50,8 @@ from typing import Any
 import numpy as np
 
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.privacy.accountant import calibrate_ppm_noise, ppm_guarantee, realised_guarantee
-from dpgossip.privacy.ppm_audit import audit_ppm
-from dpgossip.privacy.ppm_gossip_audit import audit_ppm_gossip, coalition_view, sum_view
-from dpgossip.protocol.interface import (
+from dpgossip.privacy.accountant import calibrate_ppm_noise
+from dpgossip.protocols.interface import (
     Ppm,
     PpmFederated,
     PpmGossip,
@@ -61,10 +59,13 @@ from dpgossip.protocol.interface import (
     ProtocolRun,
     exact_subspace,
 )
-from dpgossip.protocol.metrics import subspace_distance
-from dpgossip.protocol.power import top_singular
-from dpgossip.protocol.ppm import PpmParams, PpmResult
-from dpgossip.protocol.ppm_gossip import PpmGossipParams, PpmGossipResult
+from dpgossip.protocols.metrics import subspace_distance
+from dpgossip.protocols.power import top_singular
+from dpgossip.protocols.ppm.audit import audit_ppm
+from dpgossip.protocols.ppm.central import PpmParams, PpmResult
+from dpgossip.protocols.ppm.gossip import PpmGossipParams, PpmGossipResult
+from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view, sum_view
+from dpgossip.protocols.ppm.guarantee import ppm_guarantee, realised_guarantee
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.ppm_section import PpmSpec
 from dpgossip.scenario.problem import Problem
@@ -174,8 +175,8 @@ def _engine(spec: PointSpec, protocol: PrivateProtocol) -> Any:
         return None
     from dpgossip.engine import NetworkConditions
     from dpgossip.engine.conditions import condition_fields
-    from dpgossip.protocol.nodes.ppm_protocol import EngineProtocol
-    from dpgossip.protocol.nodes.view_protocol import ViewEngineProtocol
+    from dpgossip.protocols.nodes.view_protocol import ViewEngineProtocol
+    from dpgossip.protocols.ppm.engine_protocol import EngineProtocol
 
     with renamed_fields(condition_fields("engine")):
         conditions = NetworkConditions.from_mapping(dict(spec.engine))
@@ -187,8 +188,8 @@ def _engine(spec: PointSpec, protocol: PrivateProtocol) -> Any:
 def _engine_run(engine: Any, data: Any, network: Any, seed: Any) -> tuple[ProtocolRun, dict[str, Any]]:
     """One engine run in the common view, and its columns: the engine status (a stopped run is
     ``status = "stopped"``), crashed agents and traffic (as D-DP-PM's engine rows, timings left out)."""
-    from dpgossip.protocol.nodes.ppm_protocol import engine_protocol_run
-    from dpgossip.protocol.nodes.view_protocol import ViewEngineProtocol
+    from dpgossip.protocols.nodes.view_protocol import ViewEngineProtocol
+    from dpgossip.protocols.ppm.engine_protocol import engine_protocol_run
     from dpgossip.scenario.runner import TIMING_COLUMNS
 
     with renamed_fields({"conditions": "engine"}):

@@ -1,7 +1,7 @@
 """The key reference of scenario files (``docs/scenarios.md``), generated from the schema.
 
 Every key of every section comes from the same objects validation reads: the
-:class:`~dpgossip.scenario.fields.Field` entries of :data:`~dpgossip.scenario.schema.SCHEMA` and of
+:class:`~dpgossip.settings.Field` entries of :data:`~dpgossip.scenario.schema.SCHEMA` and of
 the registered sections (``[privacy]``), and the fields of
 :class:`~dpgossip.engine.NetworkConditions` (``[engine]``). ``tests/scenario/test_reference.py`` fails
 when ``docs/scenarios.md`` differs from :func:`scenario_reference`. Regenerate it with::
@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.engine.conditions import NetworkConditions
-from dpgossip.protocol.linear_gossip import INPUTS, PROTOCOLS
+from dpgossip.protocols.gossip.linear import INPUTS, PROTOCOLS
 from dpgossip.scenario import network_dp_config as ndp
-from dpgossip.scenario.fields import REQUIRED, Field
 from dpgossip.scenario.schema import EXTRA_SECTIONS, SCHEMA
 from dpgossip.scenario.sweep import SWEEP_KEYS
+from dpgossip.settings import REQUIRED, Field
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.mixing import MIXING_RULES
 
@@ -157,7 +157,7 @@ NETWORK_DP_KEYS: dict[str, tuple[str, str, str, str]] = {
     "graphs": ("array of tables", "*required*", "nonempty",
                "the graphs to audit, one [[network_dp.graphs]] table each (below)"),
     "protocol": ("string", _value(_CASE["protocol"]), _choices(PROTOCOLS),
-                 "the gossip protocol audited (dpgossip.protocol.linear_gossip, docs/network-dp.md): "
+                 "the gossip protocol audited (dpgossip.protocols.gossip.linear, docs/network-dp.md): "
                  "gossip-average adds noise once, gossip-noisy every round, gossip-decor is DECOR's"),
     "inputs": ("string", '"once" for gossip-average, else "fixed"', _choices(INPUTS),
                "how the private input enters: once, the same every round, or a new one every round "
@@ -190,7 +190,7 @@ NETWORK_DP_KEYS: dict[str, tuple[str, str, str, str]] = {
 """Every key of ``[network_dp]`` and ``[[network_dp.graphs]]``: type, default, allowed values, meaning.
 
 The parser (:mod:`dpgossip.scenario.network_dp_config`) validates by hand rather than from
-:class:`~dpgossip.scenario.fields.Field` entries; ``tests/scenario/test_reference.py`` checks that
+:class:`~dpgossip.settings.Field` entries; ``tests/scenario/test_reference.py`` checks that
 these keys are exactly the parser's and that the defaults are the ones it fills."""
 
 

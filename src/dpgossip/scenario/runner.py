@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 
 from dpgossip.errors import renamed_fields
-from dpgossip.protocol import run_ldp, run_matrix, subspace_distance, top_singular
-from dpgossip.protocol.nodes.ddppm_result import EngineResult
+from dpgossip.protocols.ddppm.engine_result import EngineResult
+from dpgossip.protocols.ddppm.matrix import run_matrix
+from dpgossip.protocols.ldp.baseline import run_ldp
+from dpgossip.protocols.metrics import subspace_distance
+from dpgossip.protocols.power import top_singular
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
 from dpgossip.scenario.status import flag_non_finite, measure_run
@@ -106,7 +109,7 @@ def run_point(
         outcome = None
         with np.errstate(all="ignore"):  # overflow and NaN are reported by the run's status
             if conditions is not None:
-                from dpgossip.protocol.nodes import run_engine
+                from dpgossip.protocols.ddppm.nodes import run_engine
 
                 with renamed_fields({"conditions": "engine"}):
                     res = run_engine(data, network, params, seq, conditions=conditions,

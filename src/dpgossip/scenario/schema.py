@@ -26,10 +26,9 @@ from typing import Any
 from dpgossip.data import PARTITIONS
 from dpgossip.data.preprocess import SCALES
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, renamed_fields
-from dpgossip.protocol.interface import PROTOCOL_KINDS
-from dpgossip.protocol.ldp import LDP_CALIBRATIONS
+from dpgossip.protocols.interface import PROTOCOL_KINDS
+from dpgossip.protocols.ldp.baseline import LDP_CALIBRATIONS
 from dpgossip.scenario.compat import check_combinations
-from dpgossip.scenario.fields import REQUIRED, Field
 from dpgossip.scenario.point import noise_schedule
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
@@ -39,6 +38,7 @@ from dpgossip.scenario.sections import (
     section_for,
 )
 from dpgossip.scenario.sweep import check_sweep
+from dpgossip.settings import REQUIRED, Field
 
 __all__ = [
     "Field",

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.scenario.fields import Field
+from dpgossip.settings import Field
 
 __all__ = [
     "ExtraSection",
@@ -70,7 +70,7 @@ class ExtraSection:
         Optional ``prepare(point_config, structure) -> (point_config, extra_columns)`` called before the
         point's parameters are resolved.
     fields
-        The section's keys as :class:`~dpgossip.scenario.fields.Field` (type, default, allowed values,
+        The section's keys as :class:`~dpgossip.settings.Field` (type, default, allowed values,
         meaning), for the key reference; ``validate`` must fill the same defaults.
     doc
         One paragraph on the section, for the key reference.

@@ -23,8 +23,8 @@ A run of a sweep point ends in one of :data:`STATUSES`, written to the ``status`
 
 The first two of the last three come from a noise scale or ``protocol.alpha`` too large for float64
 arithmetic, the last from a ``protocol.alpha`` too small; the iterates are classified by
-:func:`dpgossip.protocol.status.iterate_problem` (the status of every
-:class:`~dpgossip.protocol.result.RunResult`). Nothing here raises: metrics that cannot be computed are
+:func:`dpgossip.protocols.status.iterate_problem` (the status of every
+:class:`~dpgossip.protocols.ddppm.result.RunResult`). Nothing here raises: metrics that cannot be computed are
 NaN, and the status says why.
 """
 
@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.protocol import captured_energy, sin_angle, subspace_distance, top_singular
-from dpgossip.protocol.nodes.ddppm_result import EngineResult
-from dpgossip.protocol.power import Spectrum
-from dpgossip.protocol.result import RunResult
-from dpgossip.protocol.status import (
+from dpgossip.protocols.ddppm.engine_result import EngineResult
+from dpgossip.protocols.ddppm.result import RunResult
+from dpgossip.protocols.metrics import captured_energy, sin_angle, subspace_distance
+from dpgossip.protocols.power import Spectrum, top_singular
+from dpgossip.protocols.status import (
     DIVERGENCE_BOUND,
     UNDERFLOW_BOUND,
     iterate_problem,
@@ -121,7 +121,7 @@ def measure_run(res: RunResult, data: PartitionedData, spec: Spectrum) -> RunMea
     -------
     RunMeasure
         On all rows when the run has no failures, so the numbers equal the plain metrics of
-        :mod:`dpgossip.protocol.metrics` bit for bit.
+        :mod:`dpgossip.protocols.metrics` bit for bit.
     """
     outcome = res.outcome if isinstance(res, EngineResult) else None
     engine = None if outcome is None else outcome.status

@@ -1,10 +1,10 @@
 """Progress inside one long step of ``dpgossip audit`` and ``dpgossip calibrate``: per target of a pair
 audit, with an ETA, and per candidate noise scale of a calibration.
 
-Both turn the privacy layer's callbacks (:attr:`~dpgossip.privacy.audit.AuditOptions.on_target`,
-:attr:`~dpgossip.privacy.calibrate.AuditSettings.on_level`) into sentences for a ``say`` function (the
+Both turn the privacy layer's callbacks (:attr:`~dpgossip.protocols.ddppm.audit.AuditOptions.on_target`,
+:attr:`~dpgossip.protocols.ddppm.calibrate.AuditSettings.on_level`) into sentences for a ``say`` function (the
 ``stage`` of :class:`~dpgossip.scenario.progress.Progress`, or the calibrate command's comment lines),
-and the stages inside one target's search (:attr:`~dpgossip.privacy.audit.AuditOptions.on_stage`).
+and the stages inside one target's search (:attr:`~dpgossip.protocols.ddppm.audit.AuditOptions.on_stage`).
 The ETA of a step is ``elapsed / done * (total - done)`` over its finished targets. Lines are throttled:
 the first and last target of a step are always said, the others at most every ``every`` seconds.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from dpgossip.privacy.calibrate import LevelEvent
+from dpgossip.protocols.ddppm.calibrate import LevelEvent
 
 __all__ = ["TargetProgress", "LevelProgress", "eta_text"]
 

@@ -1,0 +1,17 @@
+"""Protocols: one home per family, and the registry of kinds (:mod:`dpgossip.protocols.registry`).
+
+Each home holds everything that is specific to its protocols: the maths (the matrix backend), the node
+programs for the engine kernel, the release model and the audit, the guarantee or accountant where its paper
+has one, and its scenario settings, registered as kinds in its ``kinds`` module:
+
+* :mod:`dpgossip.protocols.ddppm` -- D-DP-PM (001, Algorithm 1) and its floor-free variant;
+* :mod:`dpgossip.protocols.ppm` -- the private power method of 000 (central, federated, gossip);
+* :mod:`dpgossip.protocols.cape` -- capePCA of 004 (star and gossip forms);
+* :mod:`dpgossip.protocols.gossip` -- gossip averaging (plain, noisy, DECOR) and its network-DP bounds;
+* :mod:`dpgossip.protocols.ldp` -- the local-DP baseline.
+
+The modules at this level are shared by every home: :mod:`~dpgossip.protocols.interface` (the common view
+of a run), :mod:`~dpgossip.protocols.checks`, :mod:`~dpgossip.protocols.metrics`,
+:mod:`~dpgossip.protocols.power`, :mod:`~dpgossip.protocols.status` and the engine adapters of
+:mod:`dpgossip.protocols.nodes`.
+"""

@@ -1,0 +1,839 @@
+r"""The worst-case neighbour search of a pair audit: an optimisation over (row, replacement).
+
+For a target ``j`` the audit wants, for every view ``k`` of it,
+
+.. math::
+
+    \sup_{r \in \text{rows}(j)} \ \sup_{x' \in C(x_r)} \ \phi_k(r, x'),
+
+``phi_k`` the asked quantity (exact epsilon at ``delta``, or exact delta at ``epsilon``) of the view's
+Gaussian pair when row ``r`` is replaced by ``x'``, and ``C`` the allowed set (``bounded``: ``||x'|| <= 1``
+and ``||x' - x|| <= 1``; ``replace-one``: ``||x'|| <= 1``). The search runs in levels; level ``l + 1``
+doubles the effort of level ``l`` and continues from everything level ``l`` found, so a larger budget
+never reports less (the reported value is the maximum over every candidate ever given an exact value).
+
+1. **Screen** (once): every row of the target. For each view the first-message sub-view
+   (:mod:`~dpgossip.protocols.ddppm.subview`, closed form) is maximised over many directions for every row; then
+   the full view is evaluated at ``-x`` and at the sub-view's best replacement of every row. Rows are
+   ranked by the largest surrogate over views.
+2. **Starts** (level ``l``: the best ``rows * 2^l`` rows): ``x' = x + t u`` at the largest allowed step for
+   ``u`` in ``-x``, plus and minus every right singular vector of ``X_j`` and of ``X``, and
+   ``random * 2^l`` random unit directions (a stream per row, so a higher level extends a lower one).
+3. **Ascent** (per view, from its ``starts`` best candidates): projected gradient ascent of the surrogate
+   on ``C`` (forward-difference gradient in all ``d`` coordinates, Euclidean projection onto ``C``,
+   step halved on failure), ``steps * 2^l`` steps.
+4. **Exact** (per view): the asked quantity for its ``exact`` best candidates by surrogate. In epsilon
+   mode a candidate is better than the best so far exactly when its delta at the best epsilon exceeds
+   ``delta`` (``delta(eps)`` is non-increasing), so an epsilon is solved only for improvements.
+5. **Polish** (per view): projected ascent of the asked quantity itself (forward differences of the
+   exact delta) from the best neighbours of its ``starts`` best rows, ``steps + l`` steps or until a step
+   gains less than ``1e-6`` relative.
+
+Warm start: neighbours found before (a calibration's search at another noise scale) are given exact
+values after the last level; the reported value is the larger of theirs and the search's, and the search's
+own course does not depend on them.
+
+The surrogate is the RDP epsilon at ``delta`` on a fixed grid of orders, both directions, vectorised (in
+both modes: the RDP delta at an epsilon saturates at 1 where the leakage is large, leaving nothing to
+climb): an upper bound of the exact epsilon that ranks candidates and is smooth enough to climb.
+
+Every value is the exact quantity of an actual neighbour, hence a **lower estimate** of the true worst
+case over all neighbours of this ``X``; the evidence (value after every stage and level, evaluations) says
+how it moved as the effort grew, and the first-message bound is a lower bound that does not depend on the
+search.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpgossip.errors import ConfigError, check_int, did_you_mean
+from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.privacy.neighbours import Neighbour, max_step, project
+from dpgossip.protocols.ddppm.subview import FirstMessageView
+
+__all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
+           "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate", "surrogate_gradient"]
+
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2}
+"""Number of effort levels of each named search; each level doubles the effort of the one before.
+``shared`` is ``standard`` run on a few lead views per target only, its neighbours then shared with
+the other views (:meth:`TargetSearch.adopt`)."""
+
+DEFAULT_SEARCH = "standard"
+"""The search every audit and calibration uses unless told otherwise: two levels, so that the evidence
+says how much the last doubling of effort changed the worst value."""
+
+CANDIDATE_SEARCH = "candidates"
+"""The name of the older candidate search (a fixed set of directions per target; it can miss far worse
+neighbours), kept for comparison."""
+
+_ORDERS = np.geomspace(1.0 + 1e-3, 1e6, 72)
+_SUB_RANDOM = 128  # random directions per row for the closed-form sub-view
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchSettings:
+    """Effort of the worst-case search (module docstring): level ``l`` searches ``rows * 2^l`` rows with
+    ``random * 2^l`` random directions each and ``steps * 2^l`` ascent steps from ``starts`` starts per
+    view, and gives exact values to ``exact`` candidates per view."""
+
+    name: str = "standard"
+    levels: int = 2
+    rows: int = 2
+    random: int = 4
+    steps: int = 4
+    starts: int = 2
+    exact: int = 2
+    shared: bool = False
+    """Search the lead views of a target only and give their neighbours to the other views
+    (:meth:`TargetSearch.adopt`); ``False``: every view is searched."""
+
+    def __post_init__(self) -> None:
+        """Every effort is a positive integer (``random`` and ``steps`` may be 0): a search with no
+        level, row, start or exact value would report a lower bound as the worst case."""
+        if not isinstance(self.name, str):
+            raise ConfigError(f"search.name must be a string, got {self.name!r}", field="search.name")
+        for key, low in (("levels", 1), ("rows", 1), ("random", 0), ("steps", 0), ("starts", 1),
+                         ("exact", 1)):
+            check_int(getattr(self, key), f"search.{key}", low)
+
+    @classmethod
+    def of(cls, search: str | int | SearchSettings) -> SearchSettings:
+        """Settings from a preset name (``quick``, ``standard``, ``thorough``) or a number of levels."""
+        if isinstance(search, SearchSettings):
+            return search
+        if isinstance(search, bool):
+            raise ConfigError(f"search must be one of {', '.join(SEARCH_PRESETS)} or an "
+                              f"integer number of levels >= 1, got {search!r}", field="search")
+        if isinstance(search, int | np.integer):
+            if not 1 <= int(search) <= 8:
+                raise ConfigError(f"search levels must be in 1..8, got {search!r}",
+                                  field="search")
+            return cls(name=f"levels={int(search)}", levels=int(search))
+        if search not in SEARCH_PRESETS:
+            raise ConfigError(f"search must be one of {', '.join(SEARCH_PRESETS)}, "
+                              f"{CANDIDATE_SEARCH} or an integer number of levels >= 1, got "
+                              f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}",
+                              field="search")
+        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)], shared=search == "shared")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchStage:
+    """The best values of one view after a stage of the search."""
+
+    level: int
+    stage: str
+    evaluations: int
+    """Full-view evaluations for the target so far (all its views together)."""
+    surrogate: float
+    value: float
+    """Best exact value so far (NaN before the first exact stage)."""
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchEvidence:
+    """How a pair's worst value was found and how it moved with the effort."""
+
+    settings: SearchSettings
+    stages: tuple[SearchStage, ...]
+    rows_screened: int
+    rows_searched: int
+    first_message_bound: float
+    """The asked quantity of the first-message sub-view at its best neighbour (a lower bound of the true
+    worst case that does not depend on the search); NaN when the view has no first message of the target."""
+    level_values: tuple[float, ...] = field(default=())
+    """The search's own best value after each level (without the warm neighbours)."""
+    warm: int = 0
+    """Neighbours found before (another noise scale) that were given exact values after the search."""
+    searched_on: str = "this view"
+    """``this view``, or with a shared search (:meth:`TargetSearch.adopt`) the lead views whose
+    neighbours this view was given."""
+
+    @property
+    def evaluations(self) -> int:
+        return self.stages[-1].evaluations if self.stages else 0
+
+    @property
+    def last_doubling_change(self) -> float:
+        """Relative change of the worst value over the last level (0 = the last doubling of effort found
+        nothing better; NaN with a single level)."""
+        v = self.level_values
+        if len(v) < 2:
+            return math.nan
+        if v[-1] == v[-2]:
+            return 0.0
+        if not math.isfinite(v[-1]):
+            return math.inf
+        return float((v[-1] - v[-2]) / abs(v[-1])) if v[-1] != 0 else math.nan
+
+    def to_row(self) -> dict[str, object]:
+        """Tidy columns."""
+        return {"search": self.settings.name, "search_levels": self.settings.levels,
+                "evaluations": self.evaluations, "rows_searched": self.rows_searched,
+                "rows_screened": self.rows_screened,
+                "value_by_level": " ".join(f"{v:.6g}" for v in self.level_values),
+                "warm_neighbours": self.warm,
+                **({"searched_on": self.searched_on} if self.searched_on != "this view" else {}),
+                "last_doubling_change": self.last_doubling_change,
+                "first_message_bound": self.first_message_bound,
+                "estimate": "lower estimate of the worst case over neighbours (per instance)"}
+
+
+def _log_delta_terms(a: np.ndarray) -> np.ndarray:
+    return (a - 1) * np.log1p(-1 / a) - np.log(a)
+
+
+def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float) -> np.ndarray:
+    """RDP epsilon at ``delta`` of zero-mean pairs given their nontrivial eigenvalues ``lam`` (``M x p``).
+
+    ``D_a(P||Q) = -1/(2(a-1)) sum[ln(a lam + 1 - a) - a ln lam]`` and the same for ``1/lam`` (``Q||P``),
+    on a grid of orders, converted by Canonne, Kamath & Steinke (2020), Prop. 12:
+    ``eps = min_a D_a + (ln(1/delta) + (a-1) ln(1 - 1/a) - ln a) / (a - 1)``; the worse direction.
+    ``inf`` for a support mismatch or an eigenvalue 0.
+    """
+    lam = np.atleast_2d(np.asarray(lam, dtype=float))
+    mismatch = np.broadcast_to(np.asarray(mismatch, dtype=bool), (lam.shape[0],))
+    a = _ORDERS[None, :, None]
+    ao = _ORDERS[None, :]
+    out = np.full(lam.shape[0], -np.inf)
+    bad = mismatch | np.any(lam <= 0, axis=1)
+    L = np.where(lam[:, None, :] > 0, lam[:, None, :], 1.0)
+    conversion = (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
+    for ll in (L, 1.0 / L):
+        arg = a * ll + 1 - a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll), -np.inf)
+        D = -terms.sum(axis=2) / (2 * (ao - 1))  # M x orders; +inf where arg <= 0
+        val = D + conversion
+        out = np.maximum(out, np.nanmin(val, axis=1))
+    out[bad] = np.inf
+    return out
+
+
+def surrogate_gradient(lam: np.ndarray, *, delta: float) -> np.ndarray:
+    r"""The gradient of :func:`surrogate` in the eigenvalues ``lam`` (``M x p``, all ``> 0``, no support
+    mismatch), ``M x p``.
+
+    The surrogate is ``max`` over the two directions of ``min`` over the grid of orders of smooth
+    functions of ``lam``; where the selected direction and order are unique, its gradient is that of the
+    selected function (NaN rows where the surrogate is infinite):
+
+    .. math::
+
+        \partial D_a(P\|Q) / \partial \lambda_i = -\frac{a}{2(a-1)} \Bigl(\frac{1}{a \lambda_i + 1 - a}
+        - \frac{1}{\lambda_i}\Bigr),
+
+    and for ``Q||P`` the same in ``1/lam`` times ``-1/lam^2``.
+    """
+    lam = np.atleast_2d(np.asarray(lam, dtype=float))
+    a = _ORDERS[None, :, None]
+    ao = _ORDERS[None, :]
+    conversion = (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
+    best = np.full(lam.shape[0], -np.inf)
+    grad = np.full(lam.shape, np.nan)
+    rows = np.arange(lam.shape[0])
+    for inverse in (False, True):
+        ll = 1.0 / lam if inverse else lam
+        arg = a * ll[:, None, :] + 1 - a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll[:, None, :]),
+                             -np.inf)
+            val = -terms.sum(axis=2) / (2 * (ao - 1)) + conversion
+            i = np.nanargmin(np.where(np.isnan(val), np.inf, val), axis=1)
+            v = val[rows, i]
+            ai = _ORDERS[i][:, None]
+            g = -ai / (2 * (ai - 1)) * (1.0 / (ai * ll + 1 - ai) - 1.0 / ll)
+        if inverse:
+            g = g * (-1.0 / lam ** 2)
+        take = v > best
+        best = np.where(take, v, best)
+        grad[take] = g[take]
+    grad[~np.isfinite(best)] = np.nan
+    return grad
+
+
+def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
+    if pair.support_mismatch is not None:
+        return math.inf
+    lam = pair.eigenvalues
+    if lam.size == 0:
+        return 0.0
+    return float(surrogate(lam[None, :], False, delta=delta)[0])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AskedQuantity:
+    """The quantity ``phi_k`` a :class:`TargetSearch` maximises (module docstring).
+
+    Epsilon mode (``epsilon=None``): ``epsilon`` at ``delta``; delta mode: ``delta`` at ``epsilon``. The
+    surrogate is the RDP epsilon at ``delta`` in both modes.
+    """
+
+    delta: float
+    epsilon: float | None = None
+    method: str = "exact"
+    """Conversion: ``exact``, ``rdp`` or ``chernoff``."""
+    resolution: float = 0.0
+    """Resolution of the delta values (0: full accuracy)."""
+
+
+@dataclass(slots=True)
+class _Best:
+    value: float = -math.inf
+    neighbour: Neighbour | None = None
+    pair: GaussianPair | None = None
+
+
+class TargetSearch:
+    """The search for one target over all its views (module docstring).
+
+    Parameters
+    ----------
+    evaluate
+        ``evaluate(neighbour, keys) -> {key: GaussianPair}``: the full-view pairs (a
+        :meth:`RunAuditor.pairs <dpgossip.protocols.ddppm.audit.RunAuditor.pairs>`).
+    X, rows, kind
+        Data, the target's (global) row indices, neighbour kind.
+    subviews
+        The first-message sub-view of each view key (:class:`FirstMessageView`).
+    asked
+        The asked quantity (:class:`AskedQuantity`): ``epsilon`` at ``delta`` or ``delta`` at
+        ``epsilon``, its conversion and delta resolution.
+    seed
+        Seed of the random directions (one stream per row).
+    warm
+        Neighbours of this target found before (for example by a search at another noise scale): each
+        gets its exact value after the last level, so the search reports the larger of its own best and
+        theirs. They do not steer the search, whose course is that of the search without them (so a
+        warm start never reports less than a cold one).
+    """
+
+    def __init__(self, evaluate: Callable[[Neighbour, list[Hashable]], dict[Hashable, GaussianPair]],
+                 X: np.ndarray, rows: Sequence[int], keys: Sequence[Hashable], *,
+                 subviews: dict[Hashable, FirstMessageView], kind: str, asked: AskedQuantity,
+                 seed: int = 0, target: int = 0, warm: Sequence[Neighbour] = ()) -> None:
+        self.evaluate_pairs = evaluate
+        self.rows = [int(r) for r in rows]
+        mine = set(self.rows)
+        self.warm = [nb for nb in warm if nb.row in mine]
+        self.X = np.asarray(X, dtype=float)
+        self.keys = list(keys)
+        self.kind, self.delta, self.epsilon = kind, float(asked.delta), asked.epsilon
+        self.method, self.resolution = asked.method, asked.resolution
+        self.seed, self.target = int(seed), int(target)
+        self.subviews = subviews
+        self.evals = 0
+        self.t0 = time.perf_counter()
+        self.pool: dict[Hashable, list[tuple[float, Neighbour]]] = {k: [] for k in self.keys}
+        self.seen: set[tuple[int, bytes]] = set()
+        self.exact_done: dict[Hashable, set[tuple[int, bytes]]] = {k: set() for k in self.keys}
+        self.best = {k: _Best() for k in self.keys}
+        self.row_exact: dict[Hashable, dict[int, tuple[float, Neighbour, GaussianPair]]] = {
+            k: {} for k in self.keys}
+        self.stages: dict[Hashable, list[SearchStage]] = {k: [] for k in self.keys}
+        self.level_values: dict[Hashable, list[float]] = {k: [] for k in self.keys}
+        Xj = self.X[self.rows]
+        self.V_j = np.linalg.svd(Xj, full_matrices=False)[2] if Xj.size else np.zeros((0, X.shape[1]))
+        self.V = np.linalg.svd(self.X, full_matrices=False)[2]
+        self.bound = {k: math.nan for k in self.keys}
+        self.bound_nb: dict[Hashable, Neighbour] = {}
+        self.order: list[int] = []
+        self.covered = 0
+        self.random_done: dict[int, int] = {}
+        self.leads = "this view"
+        self.analytic = False
+        """Closed-form gradients in the sub-view's ascent (the shared search sets it)."""
+
+    # ------------------------------------------------------------------ evaluation
+    def _sur(self, pair: GaussianPair) -> float:
+        # the RDP epsilon at delta in both modes: the RDP delta at epsilon saturates at 1 where the
+        # leakage is large and then has no gradient to climb
+        return _pair_surrogate(pair, self.delta)
+
+    def _add(self, nb: Neighbour, keys: list[Hashable] | None = None) -> dict[Hashable, float]:
+        """Evaluate ``nb`` on ``keys`` (default all) and add it to their pools."""
+        keys = self.keys if keys is None else keys
+        tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+        if tag in self.seen and keys is self.keys:
+            return {}
+        if keys is self.keys:
+            self.seen.add(tag)
+        self.evals += 1
+        out = {}
+        for k, pair in self.evaluate_pairs(nb, keys).items():
+            s = self._sur(pair)
+            self.pool[k].append((s, nb))
+            out[k] = s
+        return out
+
+    def _direction(self, r: int, u: np.ndarray, label: str) -> Neighbour | None:
+        nu = float(np.linalg.norm(u))
+        if nu == 0:
+            return None
+        u = u / nu
+        x = self.X[r]
+        t = max_step(x, u, self.kind)
+        if t <= 0:
+            return None
+        return Neighbour(row=r, x_new=x + t * u, label=label)
+
+    # ------------------------------------------------------------------ stages
+    def screen(self) -> None:
+        """Stage 1: every row, sub-view maximised in closed form, full view at two replacements."""
+        rng_sub = np.random.default_rng([self.seed, self.target, 7])
+        d = self.X.shape[1]
+        score: dict[int, float] = {}
+        sub_best: dict[Hashable, tuple[float, Neighbour | None]] = {k: (-math.inf, None)
+                                                                   for k in self.keys}
+        U_rand = rng_sub.standard_normal((_SUB_RANDOM, d))
+        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
+        sub = {k: self._subview_bests(sv, self.rows, U_rand, analytic=self.analytic)
+               for k, sv in self.subviews.items() if sv.available}
+        for r in self.rows:
+            x = self.X[r]
+            cands: list[Neighbour] = []
+            nb = self._direction(r, -x, "-x")
+            if nb is not None:
+                cands.append(nb)
+            for k in sub:
+                s, nbk = sub[k][r]
+                if s > sub_best[k][0]:
+                    sub_best[k] = (s, nbk)
+                if not any(np.allclose(nbk.x_new, c.x_new) for c in cands):
+                    cands.append(nbk)
+            row_score = -math.inf
+            for nb in cands:
+                row_score = max([row_score, *self._add(nb).values()])
+            score[r] = row_score
+        self.order = sorted(self.rows, key=lambda r: (-score[r], r))
+        for k, (_, nb) in sub_best.items():
+            if nb is not None:
+                self.bound[k] = self._exact_value(self.subviews[k].pair(self.X[nb.row], nb.x_new))
+                self.bound_nb[k] = nb
+        self._record(0, "screen")
+
+    def _start_directions(self, sv: FirstMessageView, U_rand: np.ndarray) -> list[np.ndarray]:
+        """The sub-view ascent's structured and random start directions, shared by every row: the
+        eigenvectors of ``sv.P``, the top singular directions of ``X_j`` and ``X`` (both signs) and
+        ``U_rand``."""
+        _, evecs = np.linalg.eigh(sv.P)
+        return [evecs.T, -evecs.T, self.V_j, -self.V_j, self.V, -self.V, U_rand]
+
+    def _row_starts(self, x: np.ndarray, base: list[np.ndarray]) -> np.ndarray:
+        """Replacements of row ``x`` along ``base`` and ``-x``, each at the largest step the
+        adjacency allows (``||x + t u|| = 1``, and ``t <= 1`` for ``bounded``)."""
+        U = np.vstack(base + ([-x[None, :]] if np.linalg.norm(x) > 0 else []))
+        U = U[np.linalg.norm(U, axis=1) > 0]
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+        xu = U @ x
+        t = -xu + np.sqrt(np.maximum(xu * xu + 1.0 - x @ x, 0.0))
+        if self.kind == "bounded":
+            t = np.minimum(t, 1.0)
+        return x + t[:, None] * U
+
+    def _subview_best(self, sv: FirstMessageView, r: int, U_rand: np.ndarray
+                      ) -> tuple[float, Neighbour] | None:
+        """The best replacement of row ``r`` for the closed-form sub-view: structured and random
+        directions at the largest step, then projected ascent of the closed form (the one-row reference
+        of :meth:`_subview_bests`, which the search uses; the tests compare the two)."""
+        x = self.X[r]
+        Xn = self._row_starts(x, self._start_directions(sv, U_rand))
+        f = self._sub_values(sv, x, Xn)
+        i = int(np.argmax(f))
+        y, fy = Xn[i], f[i]
+        if not math.isfinite(fy):
+            return fy, Neighbour(row=r, x_new=y, label="first-message")
+        h, step = 1e-6, 0.25
+        for _ in range(20):  # projected ascent of the closed form
+            E = y + h * np.eye(x.size)
+            g = (self._sub_values(sv, x, E) - fy) / h
+            ng = float(np.linalg.norm(g))
+            if not np.isfinite(ng) or ng == 0:
+                break
+            z = project(x, y + step * g / ng, self.kind)
+            fz = float(self._sub_values(sv, x, z[None, :])[0])
+            if fz > fy:
+                y, fy, step = z, fz, step * 1.5
+            else:
+                step /= 4
+                if step < 1e-6:
+                    break
+        return fy, Neighbour(row=r, x_new=y, label="first-message")
+
+    def _subview_bests(self, sv: FirstMessageView, rows: Sequence[int], U_rand: np.ndarray, *,
+                       analytic: bool = False) -> dict[int, tuple[float, Neighbour]]:
+        """:meth:`_subview_best` of every row of ``rows`` at once: the same arithmetic for each row
+        (its values are the same bits), with one surrogate evaluation per ascent step for all rows
+        instead of one per row. ``analytic``: the ascent's gradient in closed form
+        (:meth:`FirstMessageView.eigenvalue_gradients` and :func:`surrogate_gradient`) instead of
+        forward differences, which it replaces wherever the closed form holds."""
+        base = self._start_directions(sv, U_rand)
+        starts = [self._row_starts(self.X[r], base) for r in rows]
+        f = self._sub_values_rows(sv, list(rows), starts)
+        state: dict[int, list] = {}  # row -> [y, fy, step]
+        for r, Xn, fr in zip(rows, starts, f, strict=True):
+            i = int(np.argmax(fr))
+            state[r] = [Xn[i], fr[i], 0.25]
+        active = [r for r in rows if math.isfinite(state[r][1])]
+        h, d = 1e-6, self.X.shape[1]
+        for _ in range(20):  # projected ascent of the closed form, every active row at once
+            if not active:
+                break
+            grads = self._sub_gradients(sv, active, state) if analytic else {}
+            fd = [r for r in active if r not in grads]
+            fg = dict(zip(fd, self._sub_values_rows(sv, fd, [state[r][0] + h * np.eye(d)
+                                                             for r in fd]), strict=True))
+            moving, targets = [], []
+            for r in active:
+                g = grads[r] if r in grads else (fg[r] - state[r][1]) / h
+                ng = float(np.linalg.norm(g))
+                if not np.isfinite(ng) or ng == 0:
+                    continue
+                moving.append(r)
+                targets.append(project(self.X[r], state[r][0] + state[r][2] * g / ng,
+                                       self.kind))
+            fz = self._sub_values_rows(sv, moving, [z[None, :] for z in targets])
+            active = []
+            for r, z, fzr in zip(moving, targets, fz, strict=True):
+                st = state[r]
+                if float(fzr[0]) > st[1]:
+                    st[0], st[1], st[2] = z, float(fzr[0]), st[2] * 1.5
+                else:
+                    st[2] /= 4
+                    if st[2] < 1e-6:
+                        continue
+                active.append(r)
+        return {r: (state[r][1], Neighbour(row=r, x_new=state[r][0], label="first-message"))
+                for r in rows}
+
+    def _sub_gradients(self, sv: FirstMessageView, rows: list[int], state: dict[int, list]
+                       ) -> dict[int, np.ndarray]:
+        """The surrogate's gradient at each row's point ``state[r][0]``, in closed form (rows where it
+        does not hold are left out)."""
+        if not rows:
+            return {}
+        parts = [sv.eigenvalue_gradients(self.X[r], state[r][0][None, :]) for r in rows]
+        gs = surrogate_gradient(np.vstack([p[0] for p in parts]), delta=self.delta)
+        g = np.einsum("mp,mpd->md", gs, np.concatenate([p[1] for p in parts]))
+        return {r: g[i] for i, r in enumerate(rows) if np.all(np.isfinite(g[i]))}
+
+    def _sub_values_rows(self, sv: FirstMessageView, rows: list[int], points: list[np.ndarray]
+                         ) -> list[np.ndarray]:
+        """:meth:`_sub_values` of ``points[i]`` (replacements of row ``rows[i]``) for every ``i``, by
+        one surrogate evaluation."""
+        if not rows:
+            return []
+        parts = [sv.eigenvalues(self.X[r], P) for r, P in zip(rows, points, strict=True)]
+        vals = surrogate(np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                         delta=self.delta)
+        return np.split(vals, np.cumsum([p[0].shape[0] for p in parts])[:-1])
+
+    def _sub_values(self, sv: FirstMessageView, x: np.ndarray, Xn: np.ndarray) -> np.ndarray:
+        lam, mismatch = sv.eigenvalues(x, Xn)
+        return surrogate(lam, mismatch, delta=self.delta)
+
+    def starts(self, level: int, settings: SearchSettings) -> None:
+        """Stage 2: structured and random directions for the rows covered at this level."""
+        n_rows = min(len(self.order), settings.rows * 2 ** level)
+        n_rand = settings.random * 2 ** level
+        for idx, r in enumerate(self.order[:n_rows]):
+            x = self.X[r]
+            if idx >= self.covered:
+                for label, V in (("vj", self.V_j), ("v", self.V)):
+                    for i, v in enumerate(V):
+                        for sgn in (1, -1):
+                            nb = self._direction(r, sgn * v, f"{'+' if sgn > 0 else '-'}{label}{i}")
+                            if nb is not None:
+                                self._add(nb)
+            done = self.random_done.get(r, 0)
+            if n_rand > done:
+                rng = np.random.default_rng([self.seed, self.target, r])
+                U = rng.standard_normal((n_rand, x.size))[done:]
+                for u in U:
+                    nb = self._direction(r, u, "random")
+                    if nb is not None:
+                        self._add(nb)
+                self.random_done[r] = n_rand
+        self.covered = max(self.covered, n_rows)
+        self._record(level, "starts")
+
+    def ascent(self, level: int, settings: SearchSettings) -> None:
+        """Stage 3: projected gradient ascent of the surrogate, per view."""
+        steps = settings.steps * 2 ** level
+        for k in self.keys:
+            for s0, nb0 in self._top(k, settings.starts):
+                if not math.isfinite(s0):
+                    continue
+                self._climb(k, nb0, s0, steps)
+        self._record(level, "ascent")
+
+    def _climb(self, k: Hashable, nb: Neighbour, s: float, steps: int) -> None:
+        x = self.X[nb.row]
+        y = nb.x_new.copy()
+        h, step = 1e-5, 0.2
+        for _ in range(steps):
+            g = np.empty(x.size)
+            for i in range(x.size):
+                e = y.copy()
+                e[i] += h
+                self.evals += 1
+                g[i] = (self._sur(self.evaluate_pairs(Neighbour(row=nb.row, x_new=e), [k])[k]) - s) / h
+            ng = float(np.linalg.norm(g))
+            if not np.isfinite(ng) or ng == 0:
+                return
+            while step >= 1e-4:
+                z = project(x, y + step * g / ng, self.kind)
+                cand = Neighbour(row=nb.row, x_new=z, label=nb.label.split("+")[0] + "+ascent")
+                sz = self._add(cand, [k])[k]
+                if sz > s:
+                    y, s, step = z, sz, step * 1.5
+                    break
+                step /= 4
+            else:
+                return
+
+    def _top(self, k: Hashable, count: int) -> list[tuple[float, Neighbour]]:
+        """The ``count`` best distinct candidates of view ``k`` by surrogate (ties: first found)."""
+        out: list[tuple[float, Neighbour]] = []
+        seen: set[bytes] = set()
+        for s, nb in sorted(self.pool[k], key=lambda t: -t[0]):
+            tag = np.round(nb.x_new, 9).tobytes() + nb.row.to_bytes(8, "little")
+            if tag in seen:
+                continue
+            seen.add(tag)
+            out.append((s, nb))
+            if len(out) >= count:
+                break
+        return out
+
+    def _exact_value(self, pair: GaussianPair) -> float:
+        if self.epsilon is None:
+            return float(pair.epsilon(self.delta, self.method))
+        return float(pair.delta(self.epsilon, self.method, resolution=self.resolution))
+
+    def exact(self, level: int, settings: SearchSettings) -> None:
+        """Stage 4: the asked quantity for the best candidates of every view (its ``exact`` best by
+        surrogate, the best of every searched row, the sub-view's best); stage 5: polish from the
+        ``starts`` rows whose exact values are best."""
+        for k in self.keys:
+            todo = [nb for _, nb in self._top(k, settings.exact)]
+            todo += [nb for nb in (self._row_top(k, r) for r in self.order[:self.covered])
+                     if nb is not None]
+            if k in self.bound_nb:  # the full view at the sub-view's best is at least the bound
+                todo.append(self.bound_nb[k])
+            for nb in todo:
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag in self.exact_done[k]:
+                    continue
+                self.exact_done[k].add(tag)
+                self.evals += 1
+                self._offer(k, nb, self.evaluate_pairs(nb, [k])[k])
+        self._record(level, "exact")
+        for k in self.keys:
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:settings.starts]
+            for _, nb, pair in ranked:
+                self._polish(k, nb, pair, settings.steps + level)
+            self.level_values[k].append(self.best[k].value)
+        self._record(level, "polish")
+
+    def _row_top(self, k: Hashable, r: int) -> Neighbour | None:
+        cands = [(s, nb) for s, nb in self.pool[k] if nb.row == r]
+        return max(cands, key=lambda t: t[0])[1] if cands else None
+
+    def _offer(self, k: Hashable, nb: Neighbour, pair: GaussianPair, *, rank_rows: bool = True
+               ) -> float:
+        """Compare a neighbour with the best of view ``k`` on the asked quantity; returns its score (the
+        delta at the asked epsilon, or at the best epsilon so far in epsilon mode)."""
+        best = self.best[k]
+        if self.epsilon is not None:
+            score = float(pair.delta(self.epsilon, self.method, resolution=self.resolution))
+            value = score
+        elif best.neighbour is None:
+            value = self._exact_value(pair)
+            score = float(pair.delta(value, self.method)) if math.isfinite(value) else 1.0
+        elif not math.isfinite(best.value):
+            score, value = (1.0, math.inf) if pair.support_mismatch is not None else (0.0, -math.inf)
+        else:  # better iff delta(best epsilon) > delta: an epsilon is solved only for improvements
+            score = float(pair.delta(best.value, self.method))
+            value = self._exact_value(pair) if score > self.delta else -math.inf
+        if value > best.value:
+            best.value, best.neighbour, best.pair = value, nb, pair
+        old = self.row_exact[k].get(nb.row)
+        if rank_rows and (old is None or score > old[0]):
+            self.row_exact[k][nb.row] = (score, nb, pair)
+        return score
+
+    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int, *,
+                cheap_gradient: bool = False) -> None:
+        """Projected ascent of the asked quantity itself from ``nb`` for view ``k``: the delta at the
+        asked epsilon, or in epsilon mode the delta at the best epsilon so far (a neighbour beats the
+        best exactly when that delta exceeds ``delta``; its epsilon is then solved)."""
+        best = self.best[k]
+        if not math.isfinite(best.value) or pair.support_mismatch is not None:
+            return
+        eps0 = self.epsilon if self.epsilon is not None else best.value
+        x = self.X[nb.row]
+
+        def f(y: np.ndarray) -> tuple[float, GaussianPair]:
+            self.evals += 1
+            p = self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k]
+            return float(p.delta(eps0, self.method, resolution=self.resolution)), p
+
+        def sur(y: np.ndarray) -> float:
+            self.evals += 1
+            return self._sur(self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k])
+
+        y, (fy, pair_y) = nb.x_new.copy(), f(nb.x_new)
+        h, step, moved = 1e-5, 0.05, False
+        for _ in range(steps):
+            if cheap_gradient:  # the direction from the surrogate; a step is still taken on f
+                sy = sur(y)
+                g = np.array([(sur(y + h * e) - sy) / h for e in np.eye(x.size)])
+            else:
+                g = np.array([(f(y + h * e)[0] - fy) / h for e in np.eye(x.size)])
+            ng = float(np.linalg.norm(g))
+            if not np.isfinite(ng) or ng == 0:
+                break
+            while step >= 1e-5:
+                z = project(x, y + step * g / ng, self.kind)
+                fz, pz = f(z)
+                if fz > fy:
+                    gain = (fz - fy) / max(abs(fy), 1e-300)
+                    y, fy, pair_y, step, moved = z, fz, pz, step * 1.5, True
+                    break
+                step /= 4
+            else:
+                break
+            if gain < 1e-6:  # stalled
+                break
+        if moved:
+            self._offer(k, Neighbour(row=nb.row, x_new=y, label=nb.label.split("+")[0] + "+polish"),
+                        pair_y)
+
+    def _record(self, level: int, stage: str) -> None:
+        now = time.perf_counter() - self.t0
+        for k in self.keys:
+            s = max((t[0] for t in self.pool[k]), default=math.nan)
+            v = self.best[k].value if self.best[k].neighbour is not None else math.nan
+            self.stages[k].append(SearchStage(level=level, stage=stage, evaluations=self.evals,
+                                              surrogate=float(s), value=float(v), seconds=now))
+
+    def check(self) -> None:
+        """Only the ``warm`` neighbours, each given the exact asked quantity on every view (no search):
+        the cheap lower estimate of a calibration's bisection (:mod:`~dpgossip.protocols.ddppm.calibrate`)."""
+        self._warm(0)
+        for k in self.keys:
+            self.level_values[k].append(self.best[k].value)
+
+    def _warm(self, level: int) -> None:
+        for nb in self.warm:
+            self.evals += 1
+            for k, pair in self.evaluate_pairs(nb, self.keys).items():
+                self._offer(k, nb, pair, rank_rows=False)
+        if self.warm:
+            self._record(level, "warm")
+
+    def found(self, per_view: int) -> list[Neighbour]:
+        """Distinct neighbours worth giving to other views (:meth:`adopt`): of every view, its best,
+        the best of each of its ``per_view`` best rows (by exact score), and its ``per_view`` best
+        candidates by surrogate."""
+        out: list[Neighbour] = []
+        tags: set[tuple[int, bytes]] = set()
+        for k in self.keys:
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:per_view]
+            for nb in [self.best[k].neighbour, *(t[1] for t in ranked),
+                       *(t[1] for t in self._top(k, per_view))]:
+                if nb is None:
+                    continue
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag not in tags:
+                    tags.add(tag)
+                    out.append(nb)
+        return out
+
+    def adopt(self, found: Sequence[Neighbour], settings: SearchSettings, leads: str) -> None:
+        """The shared search's stages for views that are not searched themselves: the neighbours
+        ``found`` by the search of the lead views (:meth:`found`), each evaluated on every view, and
+        every view's own first-message best (closed form, as in :meth:`screen`) on it; exact values
+        for each view's ``exact`` best by surrogate, the best of each row and its first-message best;
+        then the polish of stage 5 from its best row for ``steps // 2`` steps, the direction from the
+        surrogate. Every value is still that of an actual neighbour on that view (a lower estimate);
+        ``leads`` names the lead views in the evidence."""
+        self.leads = leads
+        rng_sub = np.random.default_rng([self.seed, self.target, 7])
+        U_rand = rng_sub.standard_normal((_SUB_RANDOM, self.X.shape[1]))
+        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
+        for k, sv in self.subviews.items():  # the first-message bound of every view
+            if not sv.available:
+                continue
+            best: tuple[float, Neighbour | None] = (-math.inf, None)
+            for got in self._subview_bests(sv, self.rows, U_rand, analytic=True).values():
+                if got[0] > best[0]:
+                    best = got
+            if best[1] is not None:
+                self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
+                self.bound_nb[k] = best[1]
+        pairs: dict[tuple[Hashable, int, bytes], GaussianPair] = {}
+        # the leads' neighbours on every view at once; each view's own first-message best on it alone
+        todo = [(nb, self.keys) for nb in found] + [(nb, [k]) for k, nb in self.bound_nb.items()]
+        for nb, keys in todo:
+            tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+            keys = [k for k in keys if (k, *tag) not in pairs]
+            if not keys:
+                continue
+            self.evals += 1
+            for k, pair in self.evaluate_pairs(nb, keys).items():
+                self.pool[k].append((self._sur(pair), nb))
+                pairs[(k, *tag)] = pair
+        self._record(0, "shared")
+        self.covered = len({nb.row for nb in found})
+        level = settings.levels - 1
+        for k in self.keys:
+            todo = [nb for _, nb in self._top(k, settings.exact)]
+            rows = sorted({nb.row for _, nb in self.pool[k]})
+            todo += [nb for nb in (self._row_top(k, r) for r in rows) if nb is not None]
+            if k in self.bound_nb:
+                todo.append(self.bound_nb[k])
+            for nb in todo:
+                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+                if tag in self.exact_done[k]:
+                    continue
+                self.exact_done[k].add(tag)
+                self._offer(k, nb, pairs[(k, *tag)])
+        self._record(level, "exact")
+        for k in self.keys:  # the best row only: the leads' rows were polished already
+            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:1]
+            for _, nb, pair in ranked:
+                self._polish(k, nb, pair, max(1, settings.steps // 2), cheap_gradient=True)
+            self.level_values[k].append(self.best[k].value)
+        self._record(level, "polish")
+        self._warm(level)
+
+    def run(self, settings: SearchSettings, on_stage: Callable[[str], None] | None = None) -> None:
+        """All stages at every level of ``settings``; ``on_stage`` hears of each (progress only)."""
+        self.analytic = settings.shared
+        say = on_stage if on_stage is not None else (lambda _text: None)
+        say(f"screening {len(self.rows)} rows")
+        self.screen()
+        for level in range(settings.levels):
+            say(f"search level {level + 1}/{settings.levels}")
+            self.starts(level, settings)
+            self.ascent(level, settings)
+            self.exact(level, settings)
+        self._warm(settings.levels - 1)
+
+    def evidence(self, k: Hashable, settings: SearchSettings) -> SearchEvidence:
+        """The evidence of view ``k``."""
+        return SearchEvidence(settings=settings, stages=tuple(self.stages[k]),
+                              rows_screened=len(self.rows), rows_searched=self.covered,
+                              first_message_bound=float(self.bound[k]),
+                              level_values=tuple(self.level_values[k]), warm=len(self.warm),
+                              searched_on=self.leads)

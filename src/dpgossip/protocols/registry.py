@@ -1,0 +1,271 @@
+"""The registry of protocol kinds: every value of ``protocol.kind`` and what it brings.
+
+A protocol family lives in one home, a package under :mod:`dpgossip.protocols` (or a package outside
+dpgossip). The home registers each of its kinds once, with a :class:`ProtocolKind`::
+
+    from dpgossip.protocols.registry import ProtocolKind, register
+
+    register(ProtocolKind(name="my-kind", family="mine", estimates="...", build=build_point, ...))
+
+How kinds are found (:func:`load_kinds`, called on first use of the registry):
+
+* every subpackage of :mod:`dpgossip.protocols` that has a ``kinds`` module (``dpgossip.protocols.<home>.kinds``)
+  is imported, and its import registers its kinds: adding a home adds its kinds, with no list to edit;
+* every entry point of the group :data:`ENTRY_POINT_GROUP` (``dpgossip.protocols``) of the installed
+  distributions is loaded: a module (its import registers) or a callable (called with no argument), so a
+  package outside this repository adds kinds by declaring, in its ``pyproject.toml``::
+
+      [project.entry-points."dpgossip.protocols"]
+      my_home = "my_package.kinds"
+
+The scenario layer, the CLI, the reports and the key reference read the kinds from here; no other list of
+kind names exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.engine.record import EngineRecord
+from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.protocols.interface import PrivateProtocol, ProtocolRun
+from dpgossip.settings import Field
+from dpgossip.topology.network import Network
+
+__all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "ProtocolKind", "register",
+           "kind", "kinds", "kind_names", "load_kinds"]
+
+ENTRY_POINT_GROUP = "dpgossip.protocols"
+"""The entry-point group through which installed packages add kinds."""
+
+BACKENDS: tuple[str, ...] = ("matrix", "engine")
+"""``matrix``: the vectorised synchronous algebra; ``engine``: message by message on the simpy kernel."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class PointInputs:
+    """What the scenario layer gives a kind for one point.
+
+    Attributes
+    ----------
+    data, network
+        The point's partitioned data (rows scaled into the unit ball) and network (graph and ``W``).
+    rank, iterations, consensus_steps
+        ``protocol.rank``, ``protocol.iterations`` and ``protocol.consensus_steps``.
+    settings
+        The kind's own section (``[<section>]``) as validated against its :attr:`ProtocolKind.fields`,
+        defaults filled; empty for a kind without a section.
+    """
+
+    data: PartitionedData
+    network: Network
+    rank: int
+    iterations: int
+    consensus_steps: int
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+class EngineForm(Protocol):
+    """A protocol on the engine kernel: its node programs run message by message."""
+
+    def run_engine(self, data: PartitionedData, network: Network,
+                   seed: int | np.random.SeedSequence) -> EngineRecord:
+        """One engine run (outcome, traffic, transcript and the protocol's own records)."""
+        ...
+
+    def protocol_run(self, record: EngineRecord, data: PartitionedData) -> ProtocolRun:
+        """The engine run in the common view of :class:`~dpgossip.protocols.interface.ProtocolRun`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class KindPoint:
+    """A kind built for one point.
+
+    Attributes
+    ----------
+    protocol
+        The matrix backend: ``protocol.run(data, network, seed) -> ProtocolRun``.
+    engine
+        ``engine(conditions) -> EngineForm``: the same protocol on the engine under link conditions
+        (``None`` for a kind without an engine form).
+    columns
+        ``columns(result, repeat) -> {column: value}``: the guarantee and audit columns of one run's
+        own result (``ProtocolRun.result``). Names shared by every kind: ``guaranteed_epsilon``,
+        ``guarantee_delta``, ``audited_epsilon`` (the audit of what the guarantee covers, so
+        ``audited_epsilon <= guaranteed_epsilon`` must hold), ``audit_exceeds_guarantee``.
+    view_residual
+        ``view_residual(record, data) -> float``: the largest absolute difference between each view the
+        kind audits as rebuilt from an engine run's transcript and as its release model computes it
+        (the contract test requires ``<= 1e-10``); ``None`` when the kind audits no view.
+    """
+
+    protocol: PrivateProtocol
+    engine: Callable[[NetworkConditions], EngineForm] | None = None
+    columns: Callable[[Any, int], Mapping[str, Any]] = lambda result, repeat: {}
+    view_residual: Callable[[EngineRecord, PartitionedData], float] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProtocolKind:
+    """One value of ``protocol.kind`` and everything the layers above need of it.
+
+    Attributes
+    ----------
+    name
+        The value of ``protocol.kind``.
+    family
+        The home (e.g. ``"ppm"``), as ``dpgossip protocols`` lists it.
+    estimates
+        What it estimates, one line (e.g. ``"top-k right singular subspace of X"``).
+    paper
+        Where it comes from (paper, algorithm).
+    side
+        ``"left"`` or ``"right"`` singular vectors, or another name for a kind that estimates
+        something else (the subspace error is measured only for ``left`` and ``right``).
+    backends
+        The backends it runs on (:data:`BACKENDS`).
+    views
+        The adversary views its audit covers (e.g. ``("server", "neighbour")``).
+    guarantee
+        Its guarantee in one line, or ``"none"``.
+    section, fields, section_doc, requires_section
+        Its own TOML section (``[section]``), the section's keys and their meaning, and whether a
+        scenario of this kind must give the section; ``None`` for a kind without settings.
+    check
+        ``check(config)`` on a point's resolved configuration (every section): cross-field rules of the
+        kind (e.g. ``protocol.rank`` must be 1), raising :class:`~dpgossip.errors.ConfigError` naming the
+        TOML path.
+    build
+        ``build(inputs) -> KindPoint`` for one point; ``None`` for a kind run by its own scenario runner.
+    pair_audit
+        The kind is audited pair by pair with a worst-case neighbour search, as ``[privacy]`` says.
+    example
+        ``example() -> PointInputs``: a small case on which the contract test runs the kind.
+    """
+
+    name: str
+    family: str
+    estimates: str
+    paper: str = ""
+    side: str = "right"
+    backends: tuple[str, ...] = BACKENDS
+    views: tuple[str, ...] = ()
+    guarantee: str = "none"
+    section: str | None = None
+    fields: Mapping[str, Field] | None = None
+    section_doc: str = ""
+    requires_section: bool = False
+    check: Callable[[Mapping[str, Any]], None] | None = None
+    build: Callable[[PointInputs], KindPoint] | None = None
+    pair_audit: bool = False
+    example: Callable[[], PointInputs] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or self.name != self.name.strip():
+            raise ConfigError(f"a protocol kind's name must be a non-empty string, got {self.name!r}",
+                              field="name")
+        unknown = [b for b in self.backends if b not in BACKENDS]
+        if unknown or not self.backends:
+            raise ConfigError(f"kind {self.name!r}: backends must be a non-empty subset of "
+                              f"{list(BACKENDS)}, got {list(self.backends)}", field="backends")
+        if (self.fields is not None or self.requires_section) and not self.section:
+            raise ConfigError(f"kind {self.name!r} declares fields but no section", field="section")
+
+    def to_row(self) -> dict[str, object]:
+        """One line of ``dpgossip protocols``."""
+        return {"kind": self.name, "estimates": self.estimates, "home": self.family,
+                "backends": ", ".join(self.backends), "views": ", ".join(self.views) or "-",
+                "guarantee": self.guarantee, "section": f"[{self.section}]" if self.section else "-"}
+
+
+_KINDS: dict[str, ProtocolKind] = {}
+_LOADED = False
+
+
+def register(spec: ProtocolKind, *, replace: bool = False) -> ProtocolKind:
+    """Add ``spec`` to the registry.
+
+    Raises
+    ------
+    ConfigError
+        A kind of that name is registered already by another home (unless ``replace``), or ``spec`` is
+        not a :class:`ProtocolKind`.
+    """
+    if not isinstance(spec, ProtocolKind):
+        raise ConfigError(f"register() takes a ProtocolKind, got {type(spec).__name__}", field="spec")
+    old = _KINDS.get(spec.name)
+    if old is not None and old is not spec and not replace and old.family != spec.family:
+        raise ConfigError(f"protocol kind {spec.name!r} is registered already by home "
+                          f"{old.family!r}; choose another name", field="name")
+    _KINDS[spec.name] = spec
+    return spec
+
+
+def _load_homes() -> None:
+    import dpgossip.protocols as package
+
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        if info.ispkg and importlib.util.find_spec(info.name + ".kinds") is not None:
+            importlib.import_module(info.name + ".kinds")
+
+
+def _load_entry_points() -> None:
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = ep.load()
+        except Exception as exc:  # a broken third-party package must not hide the built-in kinds
+            raise ConfigError(f"the protocol entry point {ep.name!r} ({ep.value}) of group "
+                              f"{ENTRY_POINT_GROUP!r} failed to load: {type(exc).__name__}: {exc}",
+                              field="entry_points") from None
+        if callable(loaded) and not isinstance(loaded, ModuleType):
+            loaded()
+
+
+def load_kinds(*, force: bool = False) -> None:
+    """Import every home of :mod:`dpgossip.protocols` and every installed entry point (once)."""
+    global _LOADED
+    if _LOADED and not force:
+        return
+    _LOADED = True
+    _load_homes()
+    _load_entry_points()
+
+
+def kinds() -> tuple[ProtocolKind, ...]:
+    """Every registered kind, in registration order."""
+    load_kinds()
+    return tuple(_KINDS.values())
+
+
+def kind_names() -> tuple[str, ...]:
+    """The names of every registered kind (the allowed values of ``protocol.kind``)."""
+    return tuple(k.name for k in kinds())
+
+
+def kind(name: str, *, field_name: str = "protocol.kind") -> ProtocolKind:
+    """The registered kind ``name``.
+
+    Raises
+    ------
+    ConfigError
+        No kind has that name: names the field, the value and the registered kinds.
+    """
+    load_kinds()
+    try:
+        return _KINDS[name]
+    except (KeyError, TypeError):
+        hint = did_you_mean(name, list(_KINDS)) if isinstance(name, str) else ""
+        raise ConfigError(f"{field_name} = {name!r} is not a registered protocol kind{hint}; "
+                          f"registered: {', '.join(_KINDS)}", field=field_name) from None
