@@ -53,13 +53,10 @@ from pathlib import Path
 import numpy as np
 
 from dpgossip._threads import single_blas_thread
-from dpgossip.privacy.allpairs_run import (
-    AllPairsSettings,
-    chunk_table,
-    read_all_pairs,
-    run_all_pairs,
-)
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.privacy.allpairs_run import AllPairsSettings, read_all_pairs
+from dpgossip.privacy.linear_audit import LinearAuditSettings
+from dpgossip.protocols.gossip.allpairs import chunk_table, run_all_pairs
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.linear import LinearGossip, observe
 from dpgossip.topology import make_network
 

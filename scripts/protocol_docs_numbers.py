@@ -261,7 +261,7 @@ def cape_texts() -> list[str]:
 
 def network_grid() -> str:
     """docs/network-dp.md, Section 2: the literal message matrix underestimates on the 8 x 8 grid."""
-    from dpgossip.privacy.linear_audit import audit_gossip
+    from dpgossip.protocols.gossip.audit import audit_gossip
     from dpgossip.protocols.gossip.linear import LinearGossip
     from dpgossip.topology import make_network
 
@@ -315,7 +315,8 @@ def _hypercube_network(d: int):
 
 def hypercube_column(d: int) -> dict[int, str]:
     """Mean exact Renyi-2 / the authors' sum over ``t = 1..T`` by hop count, as the table prints it."""
-    from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+    from dpgossip.privacy.linear_audit import LinearAuditSettings
+    from dpgossip.protocols.gossip.audit import audit_gossip
     from dpgossip.protocols.gossip.bounds import compare_to_bound, muffliato_per_message
     from dpgossip.protocols.gossip.linear import LinearGossip
 
@@ -379,7 +380,8 @@ def _bound_cell(bound: np.ndarray, exact: np.ndarray) -> str:
 def muffliato_forms_rows() -> list[dict[str, object]]:
     """Per graph distance on MFDL's graph (Erdos-Renyi n = 100, seed 42, attacker 0, ``T = 10``,
     ``sigma = 1``, ``alpha = 2``): exact Renyi values and the published bounds, per target."""
-    from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+    from dpgossip.privacy.linear_audit import LinearAuditSettings
+    from dpgossip.protocols.gossip.audit import audit_gossip
     from dpgossip.protocols.gossip.bounds import (
         mfdl_abs_sum,
         muffliato_corrected,

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from dpgossip._threads import single_blas_thread
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.privacy.linear_audit import LinearAuditSettings
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     mfdl_abs_sum,

@@ -29,11 +29,7 @@ LAYER = {"topology": 0, "data": 0, "engine": 1, "privacy": 2, "protocols": 3, "s
 FACADE = 7  # dpgossip/__init__.py, the lazy public re-exports (module docstring)
 BASE = -1  # the other modules of the package root but cli.py: errors.py, rng.py, ...
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpgossip"
-KNOWN: set[tuple[str, str]] = {
-    ("privacy/allpairs_run.py", "dpgossip.protocols.gossip.linear"),
-    ("privacy/linear_allpairs.py", "dpgossip.protocols.gossip.linear"),
-    ("privacy/linear_audit.py", "dpgossip.protocols.gossip.linear"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _imports(path: Path) -> set[str]:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, whiten
+from dpgossip.privacy.linear_audit import LinearAuditSettings, whiten
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     decor_round_rdp,

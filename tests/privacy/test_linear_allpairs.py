@@ -11,17 +11,12 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.allpairs_run import (
-    METHODS,
-    AllPairsSettings,
-    PairTable,
-    iter_all_pairs,
-    read_all_pairs,
-    run_all_pairs,
-)
-from dpgossip.privacy.linear_allpairs import gaussian_epsilons, hops_within, observer_leakage
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.privacy.allpairs_run import METHODS, AllPairsSettings, PairTable, read_all_pairs
+from dpgossip.privacy.linear_allpairs import gaussian_epsilons, hops_within
+from dpgossip.privacy.linear_audit import LinearAuditSettings
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
+from dpgossip.protocols.gossip.allpairs import iter_all_pairs, observer_leakage, run_all_pairs
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology import make_network
 

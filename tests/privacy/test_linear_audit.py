@@ -14,12 +14,12 @@ from dpgossip.errors import ConfigError
 from dpgossip.privacy.gaussian_pair import GaussianPair
 from dpgossip.privacy.linear_audit import (
     LinearAuditSettings,
-    audit_gossip,
     box_maximum,
     dual_certificate,
     gaussian_epsilon,
     whiten,
 )
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.linear import LinearGossip, observe
 from dpgossip.topology import make_network
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip, audit_view, whiten
+from dpgossip.privacy.linear_audit import LinearAuditSettings, whiten
+from dpgossip.protocols.gossip.audit import audit_gossip, audit_view
 from dpgossip.protocols.gossip.bounds import decor_round_rdp, decor_round_view
 from dpgossip.protocols.gossip.linear import LinearGossip, eavesdrop, observe
 from dpgossip.topology import make_network

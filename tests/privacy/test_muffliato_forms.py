@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.privacy.linear_audit import LinearAuditSettings
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     muffliato_corrected,

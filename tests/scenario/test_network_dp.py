@@ -197,7 +197,7 @@ def test_other_scenarios_are_not_network_dp():
 
 
 def test_leakage_is_not_symmetric_so_a_fixed_target_needs_a_view_per_observer():
-    from dpgossip.privacy.linear_audit import audit_gossip
+    from dpgossip.protocols.gossip.audit import audit_gossip
     from dpgossip.topology import make_network
 
     network = make_network("random_geometric", agents=14, seed=3)

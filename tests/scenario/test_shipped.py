@@ -145,7 +145,8 @@ def test_network_dp_decor_runs_and_edge_secrets_protect(tmp_path):
     about a second; its rows are the exact auditor's for the same specs (gossip-decor with the file's
     sigma_cor), MFDL's bound applies to the reference only, and the neighbour's leakage falls as
     sigma_cor grows."""
-    from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+    from dpgossip.privacy.linear_audit import LinearAuditSettings
+    from dpgossip.protocols.gossip.audit import audit_gossip
     from dpgossip.protocols.gossip.linear import LinearGossip
     from dpgossip.scenario.network_dp import build_network, run_network_dp
     from dpgossip.scenario.network_dp_config import load_network_dp

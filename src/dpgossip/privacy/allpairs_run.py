@@ -1,21 +1,26 @@
 """Every observer against every target: observers streamed in chunks, tidy rows on disk, optional Dask.
 
-The observers are cut into chunks of :attr:`AllPairsSettings.chunk` (in the order given).  A chunk is
-one pure task, :func:`chunk_table` (network, protocol, observers, settings -> :class:`PairTable`),
+Each observer's leakage comes from a producer of releases (:class:`ObserverReleases`, a protocol's
+home implements it: the observer's view as a
+:class:`~dpgossip.privacy.linear_release.LinearGaussianRelease`, audited by
+:func:`~dpgossip.privacy.linear_allpairs.release_leakage`).  The observers are cut into chunks of
+:attr:`AllPairsSettings.chunk` (in the order given).  A chunk is
+one pure task, :func:`chunk_table` (network, releases, observers, settings -> :class:`PairTable`),
 run with one BLAS thread (:func:`dpgossip._threads.single_blas_thread`), so its numbers are the same
 bits in this process and on a Dask worker.  Memory holds the chunks in flight only, never the
 results already done.
 
 Result directory (:func:`run_all_pairs`)::
 
-    out/manifest.json      what was computed (network fingerprint, protocol, settings, observers)
+    out/manifest.json      what was computed (network fingerprint, releases, settings, observers)
     out/part-000000.npz    the tidy columns of chunk 0 (observer, target, hops, mu, mu_upper, exact,
     out/part-000001.npz    method, rdp at each order, epsilon), written to a temporary file and
     ...                    renamed (atomic): a part present is complete
 
 A second run with the same manifest skips the parts present (resume); a different manifest is an
-error.  :func:`read_all_pairs` reads them back as one :class:`PairTable`.  Targets more than ``T`` hops
-from the observer have ``mu = 0`` exactly and are written only with ``all_targets = True``.
+error.  :func:`read_all_pairs` reads them back as one :class:`PairTable`.  Targets more than
+:attr:`ObserverReleases.reach` hops from the observer have ``mu = 0`` exactly and are written only with
+``all_targets = True``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,18 +45,37 @@ from dpgossip.privacy.linear_allpairs import (
     ObserverLeakage,
     gaussian_epsilons,
     hops_within,
-    observer_leakage,
 )
 from dpgossip.privacy.linear_audit import LinearAuditSettings
-from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology.network import Network
 
-__all__ = ["AllPairsSettings", "PairTable", "AllPairsRun", "chunk_table", "iter_all_pairs",
-           "run_all_pairs", "read_all_pairs", "METHODS", "network_fingerprint"]
+__all__ = ["ObserverReleases", "AllPairsSettings", "PairTable", "AllPairsRun", "chunk_table",
+           "iter_all_pairs", "run_all_pairs", "read_all_pairs", "METHODS", "network_fingerprint"]
 
 METHODS: tuple[str, ...] = ("cholesky", "svd", "linear_audit", "out-of-reach")
 """Codes of the ``method`` column (index into this tuple)."""
 _INT_COLUMNS = ("observer", "target", "hops")
+
+
+class ObserverReleases(Protocol):
+    """What the all-pairs run needs of a protocol: each observer's exact leakage to the targets that
+    can reach it.  Instances must pickle (a Dask worker receives one)."""
+
+    @property
+    def reach(self) -> int:
+        """Hops beyond which a target leaks nothing to an observer (``mu = 0`` exactly)."""
+        ...
+
+    def observer_leakage(self, network: Network, v: int, dist: np.ndarray, settings: LinearAuditSettings,
+                         min_rcond: float) -> ObserverLeakage:
+        """Leakage of every target within :attr:`reach` hops of ``v`` (``dist``: hop distances from
+        ``v``, exact up to :attr:`reach`), e.g. by
+        :func:`~dpgossip.privacy.linear_allpairs.release_leakage`; targets increasing."""
+        ...
+
+    def to_row(self) -> dict[str, object]:
+        """What the releases are, as plain values (the manifest's ``protocol`` entry)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,7 +184,7 @@ def _table(parts: list[ObserverLeakage], audit: LinearAuditSettings) -> PairTabl
     return PairTable(columns=cols, delta=audit.delta)
 
 
-def chunk_table(network: Network, spec: LinearGossip, observers: np.ndarray,
+def chunk_table(network: Network, releases: ObserverReleases, observers: np.ndarray,
                 settings: AllPairsSettings) -> PairTable:
     """Tidy rows of a chunk of observers (one BLAS thread; the task a worker runs).
 
@@ -170,13 +194,12 @@ def chunk_table(network: Network, spec: LinearGossip, observers: np.ndarray,
     observers = np.asarray(observers, dtype=np.int64)
     adjacency = sp.csr_array((np.ones_like(network.W.data), network.W.indices, network.W.indptr),
                              shape=network.W.shape)
-    reach = np.inf if settings.all_targets else spec.rounds
+    reach = np.inf if settings.all_targets else releases.reach
     with single_blas_thread():
         dist = np.atleast_2d(hops_within(adjacency, observers, reach))
         parts = []
         for i, v in enumerate(observers.tolist()):
-            part = observer_leakage(network, spec, v, dist[i], settings.audit,
-                                    min_rcond=settings.min_rcond)
+            part = releases.observer_leakage(network, v, dist[i], settings.audit, settings.min_rcond)
             parts.append(part)
             if settings.all_targets:
                 parts.append(_out_of_reach(v, dist[i], part.targets))
@@ -200,15 +223,17 @@ def _agent(network: Network, v: object) -> int:
     return int(v)
 
 
-def iter_all_pairs(network: Network, spec: LinearGossip, settings: AllPairsSettings | None = None,
+def iter_all_pairs(network: Network, releases: ObserverReleases, settings: AllPairsSettings | None = None,
                    observers: Iterable[int] | None = None, *,
                    scheduler: str | None = None) -> Iterator[tuple[int, PairTable]]:
     """``(chunk index, rows)`` for every chunk of observers (default: every agent), in chunk order.
 
     Parameters
     ----------
-    network, spec : Network, LinearGossip
-        The graph and the protocol.
+    network : Network
+        The graph.
+    releases : ObserverReleases
+        Each observer's releases (a protocol's producer).
     settings : AllPairsSettings, optional
         Audit settings and chunk size.
     observers : iterable of int, optional
@@ -218,19 +243,19 @@ def iter_all_pairs(network: Network, spec: LinearGossip, settings: AllPairsSetti
         worker thread in flight.  Needs ``pip install "dpgossip[dask]"``.
     """
     s = settings or AllPairsSettings()
-    yield from _run_chunks(network, spec, _chunks(network, observers, s.chunk), s, scheduler)
+    yield from _run_chunks(network, releases, _chunks(network, observers, s.chunk), s, scheduler)
 
 
-def _run_chunks(network: Network, spec: LinearGossip, chunks: list[np.ndarray],
+def _run_chunks(network: Network, releases: ObserverReleases, chunks: list[np.ndarray],
                 settings: AllPairsSettings, scheduler: str | None) -> Iterator[tuple[int, PairTable]]:
     """``(position in chunks, rows)`` in order, here or on the Dask scheduler."""
     if not chunks:
         return
     if scheduler is None:
         for i, obs in enumerate(chunks):
-            yield i, chunk_table(network, spec, obs, settings)
+            yield i, chunk_table(network, releases, obs, settings)
         return
-    yield from _dask_chunks(network, spec, chunks, settings, scheduler)
+    yield from _dask_chunks(network, releases, chunks, settings, scheduler)
 
 
 def _dask_client(scheduler: str) -> Any:
@@ -246,7 +271,7 @@ def _dask_client(scheduler: str) -> Any:
                           "address (e.g. tcp://host:8786)", field="scheduler") from None
 
 
-def _dask_chunks(network: Network, spec: LinearGossip, chunks: list[np.ndarray],
+def _dask_chunks(network: Network, releases: ObserverReleases, chunks: list[np.ndarray],
                  settings: AllPairsSettings, scheduler: str) -> Iterator[tuple[int, PairTable]]:
     client = _dask_client(scheduler)
     try:
@@ -256,7 +281,7 @@ def _dask_chunks(network: Network, spec: LinearGossip, chunks: list[np.ndarray],
         nxt = 0
         for i in range(len(chunks)):
             while nxt < len(chunks) and len(pending) < 2 * lanes:
-                pending.append(client.submit(chunk_table, net, spec, chunks[nxt], settings, pure=False))
+                pending.append(client.submit(chunk_table, net, releases, chunks[nxt], settings, pure=False))
                 nxt += 1
             yield i, pending.pop(0).result()
     finally:
@@ -289,14 +314,12 @@ def network_fingerprint(network: Network) -> str:
     return h.hexdigest()
 
 
-def _manifest(network: Network, spec: LinearGossip, settings: AllPairsSettings,
+def _manifest(network: Network, releases: ObserverReleases, settings: AllPairsSettings,
               chunks: list[np.ndarray]) -> dict[str, object]:
     obs = np.concatenate(chunks)
-    sigma = list(spec.sigma) if isinstance(spec.sigma, tuple) else spec.sigma
     return {"format": "dpgossip-allpairs-1", "network": {"name": network.name, "agents": network.m,
             "mixing": network.mixing, "sha256": network_fingerprint(network)},
-            "protocol": {"protocol": spec.protocol, "rounds": spec.rounds, "sigma": sigma,
-                         "inputs": spec.inputs},
+            "protocol": releases.to_row(),
             "settings": settings.to_row(), "chunks": len(chunks), "observers": int(obs.size),
             "observers_sha256": hashlib.sha256(obs.tobytes()).hexdigest(), "methods": list(METHODS)}
 
@@ -357,7 +380,7 @@ class _Progress:
             self.bar.close()
 
 
-def run_all_pairs(network: Network, spec: LinearGossip, out: str | Path,
+def run_all_pairs(network: Network, releases: ObserverReleases, out: str | Path,
                   settings: AllPairsSettings | None = None, observers: Iterable[int] | None = None, *,
                   scheduler: str | None = None, progress: bool = False,
                   stream: IO[str] | None = None) -> AllPairsRun:
@@ -369,14 +392,14 @@ def run_all_pairs(network: Network, spec: LinearGossip, out: str | Path,
     s = settings or AllPairsSettings()
     chunks = _chunks(network, observers, s.chunk)
     out = Path(out)
-    _prepare(out, _manifest(network, spec, s, chunks))
+    _prepare(out, _manifest(network, releases, s, chunks))
     todo = [i for i in range(len(chunks)) if not _part(out, i).exists()]
     bar = _Progress(int(sum(c.size for c in chunks)), stream) if progress else None
     if bar is not None:
         bar.update(int(sum(chunks[i].size for i in set(range(len(chunks))) - set(todo))))
     t0, pairs = time.perf_counter(), 0
     try:
-        for j, table in _run_chunks(network, spec, [chunks[i] for i in todo], s, scheduler):
+        for j, table in _run_chunks(network, releases, [chunks[i] for i in todo], s, scheduler):
             i = todo[j]
             _write_part(_part(out, i), table)
             pairs += len(table)

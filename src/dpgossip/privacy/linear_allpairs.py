@@ -1,30 +1,22 @@
-"""Exact pairwise leakage of noisy gossip for every observer at once, on large sparse graphs
+"""Exact pairwise leakage of one observer's linear Gaussian release to every target, at scale
 (docs/network-dp.md, Section 6).
 
-For one observer ``v`` of ``gossip-noisy`` the view is ``O = J x + B z`` (:mod:`dpgossip.protocol.
-linear_gossip`), with rows the messages ``y_w^t`` of the senders ``w`` in ``N(v)`` at rounds
-``t < T``.  A message ``y_w^t`` depends on agent ``u`` only through walks of length at most ``t`` from
-``w`` to ``u``, so every row is supported on the ball ``B_T(v)`` of agents within ``T`` hops of ``v``;
-restricted to that ball the propagation ``r_{k+1} = W^T r_k`` is exact for ``k < T``.  Writing
-``P_k = E^T W^k`` (``E`` the senders' unit vectors, restricted to the ball) and ``D_v`` the noise
-scales with the observer's own set to zero (it knows its noise),
+A producer (a protocol's home) gives, per observer, its view as a
+:class:`~dpgossip.privacy.linear_release.LinearGaussianRelease` ``O = J x + B z`` restricted to the agents
+that can reach it (its :class:`Ball`: a target outside has a zero column, ``mu = 0`` exactly), with
+the covariance ``Sigma = B B^T`` computed without ``B`` where the producer can, and ``B`` built on
+demand.  :func:`release_leakage` then whitens every target at once:
 
-    G_{ab} = P_a D_v^2 P_b^T,        Sigma_{t t'} = sum_{s <= min(t, t')} G_{t-s, t'-s}
-                                                  = G_{t t'} + Sigma_{t-1, t'-1},
+* when LAPACK's reciprocal condition estimate of ``Sigma`` is at least ``min_rcond``,
+  ``Sigma = L L^T`` (Cholesky) and ``C = L^{-1} J``: ``mu_u^2 = Delta^2 ||C_u||^2`` for a target with
+  one input, ``||C_u s||^2`` maximised over the box ``|s_i| <= Delta`` for several
+  (:func:`~dpgossip.privacy.linear_audit.box_maximum`).  ``Sigma`` is then positive definite, so no
+  column leaves the support;
+* otherwise (noiseless agents, a singular view) :func:`~dpgossip.privacy.linear_audit.whiten` of the
+  explicit ``J`` and ``B``: the rank and support rule of :mod:`~dpgossip.privacy.linear_audit`.
 
-so the ``(|N(v)| T)^2`` covariance ``Sigma = B B^T`` costs one Gram matrix of ``T |N(v)|`` rows over
-the ball, never the ``|N(v)| T x m T`` matrix ``B``.  When LAPACK's reciprocal condition estimate
-of ``Sigma`` is at least ``min_rcond``, ``Sigma = L L^T`` (Cholesky) and ``C = L^{-1} J`` whitens
-every target column at once: ``mu_u^2 = Delta^2 ||C_u||^2`` (``||C_u s||^2`` maximised over the box
-for per-round inputs, as in :func:`~dpgossip.privacy.linear_audit.box_maximum`).  ``Sigma`` is then
-positive definite, so no column leaves the support.  Otherwise (noiseless agents, a singular view)
-the observer falls back to :func:`~dpgossip.privacy.linear_audit.whiten` of the explicit ``J`` and
-``B`` on the ball: the same rank and support rule as :mod:`~dpgossip.privacy.linear_audit`, which
-sees the same nonzero columns.  A target more than ``T`` hops away receives no coefficient in any
-message: ``mu = 0`` exactly.
-
-``gossip-average`` is audited observer by observer with
-:func:`~dpgossip.privacy.linear_audit.audit_gossip` (its Krylov basis; no fast path here).
+:func:`gaussian_epsilons` solves the exact ``epsilon(delta)`` of a Gaussian mechanism for an array of
+``mu`` at once.  :mod:`dpgossip.privacy.allpairs_run` streams observers in chunks through a producer.
 """
 
 from __future__ import annotations
@@ -39,18 +31,12 @@ from scipy.sparse.csgraph import dijkstra
 from scipy.special import log_ndtr, ndtr
 
 from dpgossip.errors import ConfigError, check_number
-from dpgossip.privacy.linear_audit import (
-    LinearAuditSettings,
-    PairLeakage,
-    audit_gossip,
-    box_maximum,
-    whiten,
-)
-from dpgossip.protocols.gossip.linear import LinearGossip
+from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, box_maximum, whiten
+from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.topology.network import Network
 
-__all__ = ["ObserverLeakage", "Ball", "ball_of", "observer_leakage", "gaussian_epsilons",
-           "hops_within", "MIN_RCOND"]
+__all__ = ["ObserverLeakage", "Ball", "ball_of", "release_leakage", "whiten_covariance",
+           "gaussian_epsilons", "hops_within", "MIN_RCOND"]
 
 MIN_RCOND = 1e-6
 """Smallest reciprocal condition estimate (1-norm, LAPACK ``dpocon``) of ``Sigma`` for the Cholesky
@@ -77,7 +63,8 @@ class ObserverLeakage:
     exact: np.ndarray
     """Boolean per target."""
     method: str
-    """``"cholesky"``, ``"svd"`` (ill-conditioned ``Sigma``) or ``"linear_audit"`` (gossip-average)."""
+    """``"cholesky"``, ``"svd"`` (ill-conditioned ``Sigma``), or a producer's own (e.g.
+    ``"linear_audit"`` for a view audited by :func:`~dpgossip.privacy.linear_audit.audit_release`)."""
 
     def to_row(self) -> dict[str, object]:
         """Summary row of the observer: observer, method, targets in reach, largest ``mu``."""
@@ -140,64 +127,12 @@ def ball_of(network: Network, v: int, dist: np.ndarray, reach: int) -> Ball:
     return Ball(observer=int(v), nodes=nodes, hops=dist[nodes].astype(np.int64), W=sub)
 
 
-def _propagate(ball: Ball, senders: np.ndarray, rounds: int) -> np.ndarray:
-    """``P[k] = E^T W^k`` on the ball, ``k < rounds``, shape ``(rounds, |senders|, |ball|)``."""
-    Wt = ball.W.T
-    cur = np.zeros((ball.nodes.size, senders.size))
-    cur[senders, np.arange(senders.size)] = 1.0
-    out = np.empty((rounds, senders.size, ball.nodes.size))
-    for k in range(rounds):
-        out[k] = cur.T
-        if k + 1 < rounds:
-            cur = Wt @ cur
-    return out
-
-
-def _data_map(spec: LinearGossip, P: np.ndarray) -> np.ndarray:
-    """``J`` on the ball, rows ``(t, w)``; columns ``(s, u)`` for per-round inputs (``s``-major),
-    else ``u``: ``sum_{k <= t} P_k`` (fixed), ``P_t`` (once), ``P_{t-s}`` (per-round)."""
-    T, n_s, n = P.shape
-    if spec.inputs == "fixed":
-        J = P.copy()
-        for t in range(1, T):
-            J[t] += J[t - 1]
-        return J.reshape(T * n_s, n)
-    if spec.inputs == "once":
-        return P.reshape(T * n_s, n)
-    J = np.zeros((T * n_s, T * n))
-    for t in range(T):
-        for s in range(t + 1):
-            J[t * n_s:(t + 1) * n_s, s * n:(s + 1) * n] = P[t - s]
-    return J
-
-
-def _covariance(P: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """``Sigma = B B^T`` by the recursion ``Sigma_{t t'} = G_{t t'} + Sigma_{t-1, t'-1}`` (module
-    docstring), ``G = (P D) (P D)^T``."""
-    T, n_s, n = P.shape
-    R = (P * scales).reshape(T * n_s, n)
-    G = (R @ R.T).reshape(T, n_s, T, n_s)
-    S = G.copy()
-    for t in range(1, T):
-        S[t, :, 1:, :] += S[t - 1, :, :-1, :]
-    return S.reshape(T * n_s, T * n_s)
-
-
-def _noise_map(P: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """Explicit ``B`` on the ball (rows ``(t, w)``, columns ``(s, u)``), for the SVD fallback."""
-    T, n_s, n = P.shape
-    keep = np.flatnonzero(scales > 0)
-    B = np.zeros((T * n_s, T * keep.size))
-    for t in range(T):
-        for s in range(t + 1):
-            B[t * n_s:(t + 1) * n_s, s * keep.size:(s + 1) * keep.size] = P[t - s][:, keep] * scales[keep]
-    return B
-
-
-def _whitened(J: np.ndarray, P: np.ndarray, scales: np.ndarray, settings: LinearAuditSettings,
-              min_rcond: float) -> tuple[np.ndarray, np.ndarray, str]:
-    """``C`` with ``mu^2 = ||C s||^2``, the columns outside the support, and the method used."""
-    Sigma = _covariance(P, scales)
+def whiten_covariance(release: LinearGaussianRelease, settings: LinearAuditSettings,
+                      min_rcond: float) -> tuple[np.ndarray, np.ndarray, str]:
+    """``C`` with ``mu^2 = ||C s||^2``, the columns outside the support, and the method used
+    (module docstring): Cholesky of ``Sigma`` when well conditioned, else the SVD of ``B``."""
+    J = release.J
+    Sigma = release.noise_covariance()
     L, info = la.lapack.dpotrf(Sigma, lower=1)
     if info == 0:
         anorm = float(np.max(np.sum(np.abs(Sigma), axis=0)))
@@ -205,23 +140,24 @@ def _whitened(J: np.ndarray, P: np.ndarray, scales: np.ndarray, settings: Linear
         if rcond >= min_rcond:
             C = la.solve_triangular(L, J, lower=True, check_finite=False)
             return C, np.zeros(J.shape[1], dtype=bool), "cholesky"
-    white = whiten(J, _noise_map(P, scales), rank_rtol=settings.rank_rtol,
+    white = whiten(J, release.noise_factor(), rank_rtol=settings.rank_rtol,
                    range_rtol=settings.range_rtol)
     return white.C, white.outside, "svd"
 
 
-def _per_target(C: np.ndarray, outside: np.ndarray, n: int, spec: LinearGossip,
+def _per_target(C: np.ndarray, outside: np.ndarray, columns: np.ndarray,
                 settings: LinearAuditSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``mu``, ``mu_upper`` and ``exact`` of the ``n`` agents of the ball from the whitened columns."""
-    b2 = settings.sensitivity ** 2
-    if spec.inputs != "per-round":
-        mu2 = b2 * np.einsum("ij,ij->j", C, C)
+    """``mu``, ``mu_upper`` and ``exact`` of each target (its ``columns``) from the whitened ``C``:
+    ``Delta ||c_u||`` for one column, the box maximum for several."""
+    n = columns.shape[0]
+    if columns.shape[1] == 1:
+        mu2 = settings.sensitivity ** 2 * np.einsum("ij,ij->j", C, C)
         mu2[outside] = np.inf
-        mu = np.sqrt(mu2)
+        mu = np.sqrt(mu2)[columns[:, 0]]
         return mu, mu.copy(), np.ones(n, dtype=bool)
     lo, up, exact = np.empty(n), np.empty(n), np.ones(n, dtype=bool)
     for i in range(n):
-        cols = np.arange(spec.rounds) * n + i
+        cols = columns[i]
         if np.any(outside[cols]):
             lo[i] = up[i] = np.inf
             continue
@@ -233,50 +169,35 @@ def _per_target(C: np.ndarray, outside: np.ndarray, n: int, spec: LinearGossip,
     return np.sqrt(np.maximum(lo, 0.0)), np.sqrt(np.maximum(up, 0.0)), exact
 
 
-def observer_leakage(network: Network, spec: LinearGossip, v: int, dist: np.ndarray,
-                     settings: LinearAuditSettings, *, min_rcond: float = MIN_RCOND) -> ObserverLeakage:
-    """Exact leakage of every target within ``T`` hops to observer ``v`` (module docstring).
+def release_leakage(observer: int, release: LinearGaussianRelease, hops: np.ndarray,
+                    settings: LinearAuditSettings, *, min_rcond: float = MIN_RCOND) -> ObserverLeakage:
+    """Exact leakage of every target of ``release`` to ``observer`` (module docstring).
 
     Parameters
     ----------
-    network, spec : Network, LinearGossip
-        The graph and the protocol (``gossip-noisy`` has the fast path; ``gossip-average`` is audited
-        by :func:`~dpgossip.privacy.linear_audit.audit_gossip`).
-    v : int
-        The observer (a single agent).
-    dist : ndarray
-        Hop distances from ``v`` to every agent, exact at least up to ``T`` (:func:`hops_within`).
+    observer : int
+        The observer (a single agent), for the rows.
+    release : LinearGaussianRelease
+        Its view, restricted to the targets that can leak to it; ``covariance`` given for the Cholesky
+        path (without it, the SVD of ``B``).
+    hops : ndarray
+        Graph distance of each of ``release.targets`` from the observer.
     settings : LinearAuditSettings
         Sensitivity, tolerances and box-maximum settings (``orders`` and ``delta`` are used later).
     min_rcond : float
         Cholesky path when the reciprocal condition estimate of ``Sigma`` is at least this.
     """
     check_number(min_rcond, "min_rcond", low=0.0, high=1.0)
-    if spec.protocol != "gossip-noisy":
-        return _via_linear_audit(network, spec, v, dist, settings)
-    ball = ball_of(network, v, dist, spec.rounds)
-    local_v = int(np.searchsorted(ball.nodes, v))
-    senders = np.searchsorted(ball.nodes, network.neighbours[v])
-    P = _propagate(ball, senders, spec.rounds)
-    scales = spec.noise_scales(network.m)[ball.nodes]
-    scales[local_v] = 0.0
-    J = _data_map(spec, P)
-    own = np.arange(spec.data_rounds) * ball.nodes.size + local_v
-    J[:, own] = 0.0  # the observer knows its own inputs: conditioning removes their columns
-    C, outside, method = _whitened(J, P, scales, settings, min_rcond)
-    mu, up, exact = _per_target(C, outside, ball.nodes.size, spec, settings)
-    keep = np.arange(ball.nodes.size) != local_v
-    return ObserverLeakage(observer=int(v), targets=ball.nodes[keep], hops=ball.hops[keep],
-                           mu=mu[keep], mu_upper=up[keep], exact=exact[keep], method=method)
-
-
-def _via_linear_audit(network: Network, spec: LinearGossip, v: int, dist: np.ndarray,
-                      settings: LinearAuditSettings) -> ObserverLeakage:
-    reach = np.flatnonzero((dist <= spec.rounds) & (np.arange(network.m) != v))
-    rows = audit_gossip(network, spec, v, settings, targets=reach.tolist())
-    return ObserverLeakage(observer=int(v), targets=reach, hops=dist[reach].astype(np.int64),
-                           mu=np.array([r.mu for r in rows]), mu_upper=np.array([r.mu_upper for r in rows]),
-                           exact=np.array([r.exact for r in rows], dtype=bool), method="linear_audit")
+    if release.covariance is None:
+        white = whiten(release.J, release.noise_factor(), rank_rtol=settings.rank_rtol,
+                       range_rtol=settings.range_rtol)
+        C, outside, method = white.C, white.outside, "svd"
+    else:
+        C, outside, method = whiten_covariance(release, settings, min_rcond)
+    mu, up, exact = _per_target(C, outside, release.columns, settings)
+    return ObserverLeakage(observer=int(observer), targets=release.targets,
+                           hops=np.asarray(hops, dtype=np.int64), mu=mu, mu_upper=up, exact=exact,
+                           method=method)
 
 
 def gaussian_epsilons(mu: np.ndarray, delta: float, *, iterations: int = 200) -> np.ndarray:

@@ -1,7 +1,9 @@
-"""Exact pairwise leakage of a linear Gaussian view, for every target at once (docs/network-dp.md).
+"""Exact pairwise leakage of a linear Gaussian release, for every target at once (docs/network-dp.md).
 
-A view ``O = J x + B z`` with ``z ~ N(0, I)`` has covariance ``B B^T`` independent of the data, so
-changing target ``u``'s inputs by ``s`` moves only the mean, by ``J_u s`` (``J_u``: ``u``'s columns).
+A view ``O = J x + B z`` with ``z ~ N(0, I)``
+(:class:`~dpgossip.privacy.linear_release.LinearGaussianRelease`) has covariance ``B B^T`` independent
+of the data, so changing target ``u``'s inputs by ``s`` moves only the mean, by ``J_u s`` (``J_u``:
+``u``'s columns).
 The pair of views is a Gaussian mechanism with Mahalanobis norm
 
     ``mu^2 = s^T J_u^T (B B^T)^+ J_u s``     if ``J_u s`` lies in the range of ``B B^T``,
@@ -31,22 +33,20 @@ mechanism's exact curve ``delta = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 from scipy.optimize import minimize
 
 from dpgossip._threads import blas_threads
 from dpgossip.errors import ConfigError, check_int, check_number
+from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
-from dpgossip.protocols.gossip.linear import GossipView, LinearGossip, observe
-from dpgossip.topology.network import Network
 
 __all__ = ["LinearAuditSettings", "WhitenedView", "BoxMaximum", "PairLeakage", "whiten",
-           "box_maximum", "dual_certificate", "gaussian_epsilon", "audit_view", "audit_gossip",
-           "observer_label"]
+           "whiten_release", "unit_shift_gains", "box_maximum", "dual_certificate", "gaussian_epsilon",
+           "audit_release", "observer_label"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -272,6 +272,32 @@ def observer_label(observers: Sequence[int]) -> str:
     return "+".join(str(v) for v in observers)
 
 
+def whiten_release(release: LinearGaussianRelease, *, rank_rtol: float = 1e-10,
+                   range_rtol: float = 1e-8) -> WhitenedView:
+    """:func:`whiten` of the release's ``J`` against its noise factor ``B``."""
+    return whiten(release.J, release.noise_factor(), rank_rtol=rank_rtol, range_rtol=range_rtol)
+
+
+def unit_shift_gains(release: LinearGaussianRelease, *, rank_rtol: float = 1e-10,
+                     range_rtol: float = 1e-8) -> np.ndarray:
+    """``g_u = j_u^T (B B^T)^+ j_u`` for each target of a release with one column per target: the
+    ``mu^2`` of a unit shift of its coordinate (``inf`` when ``j_u`` leaves ``range(B)``), in the order
+    of :attr:`~dpgossip.privacy.linear_release.LinearGaussianRelease.targets`.
+
+    One SVD of ``B`` (:func:`whiten`, one BLAS thread), then ``g_u = ||c_u||^2`` summed down each
+    whitened column. ``mu`` of a shift by ``s`` is ``|s| sqrt(g_u)``.
+    """
+    if release.columns.shape[1] != 1:
+        raise ConfigError(f"release: unit_shift_gains needs one column per target, got "
+                          f"{release.columns.shape[1]}; use audit_release for several inputs per target",
+                          field="release")
+    with blas_threads(1):
+        white = whiten_release(release, rank_rtol=rank_rtol, range_rtol=range_rtol)
+    g = np.sum(white.C**2, axis=0)
+    cols = release.columns[:, 0]
+    return np.where(white.outside[cols], np.inf, g[cols])
+
+
 def _target_box(white: WhitenedView, cols: np.ndarray, settings: LinearAuditSettings) -> BoxMaximum:
     if cols.size == 0:
         return BoxMaximum(lower=0.0, upper=0.0, vertex=(), exact=True, method="closed-form")
@@ -282,76 +308,59 @@ def _target_box(white: WhitenedView, cols: np.ndarray, settings: LinearAuditSett
                        restarts=settings.restarts, seed=settings.seed)
 
 
-def audit_view(view: GossipView, network: Network, settings: LinearAuditSettings | None = None,
-               targets: Iterable[int] | None = None) -> list[PairLeakage]:
-    """Leakage of every target (default: every non-observer) to one view, from one SVD of ``B``
-    (run with one BLAS thread).
+def audit_release(release: LinearGaussianRelease, settings: LinearAuditSettings | None = None,
+                  targets: Iterable[int] | None = None,
+                  hops: Mapping[int, int] | None = None) -> list[PairLeakage]:
+    """Exact leakage of every target of one view, from one SVD of ``B`` (run with one BLAS thread).
 
     Parameters
     ----------
-    view : GossipView
-        The observers' view ``O = J x + B z`` (:func:`~dpgossip.protocols.gossip.linear.observe`).
-    network : Network
-        The network the view was built on (for the graph distances).
+    release : LinearGaussianRelease
+        The view ``Y = J x + B w`` (:mod:`dpgossip.privacy.linear_release`).
     settings : LinearAuditSettings, optional
-        Sensitivity, orders, ``delta``, tolerances and the box-maximum settings.
+        Sensitivity ``Delta`` (the box of each target's columns), orders, ``delta``, tolerances and the
+        box-maximum settings.
     targets : iterable of int, optional
-        Agents to audit; default every agent that is not an observer.
+        Targets to audit; default every target of the release.
+    hops : mapping, optional
+        Target -> graph distance to the adversary, copied into the rows (``-1`` when absent).
 
     Returns
     -------
     list of PairLeakage
-        One row per target, in increasing target order (``hops = -1`` for a target that the graph
-        does not connect to the observers; for an eavesdropper, hops to the nearest end of an
-        eavesdropped edge or colluding agent, and the observer label ``"eavesdropper[+a+b]"``).
+        One row per target, in increasing target order, observer :attr:`release.label`; ``mu`` and
+        ``mu_upper`` are the square roots of :func:`box_maximum` over the target's whitened block
+        (``inf`` when a column leaves the support), RDP and ``epsilon`` at ``mu_upper``.
 
     Raises
     ------
     ConfigError
-        For a target that is an observer or not an agent.
+        For a target that is not a target of the release.
     """
     s = settings or LinearAuditSettings()
-    chosen = sorted(view.columns_of) if targets is None else _targets(view, targets)
-    sources = set(view.observers) | {a for e in view.eavesdropped for a in e}
-    hops = nx.multi_source_dijkstra_path_length(network.graph, sources)
-    label = observer_label(view.observers)
-    if view.eavesdropped:  # an eavesdropper, colluding with the observers if any
-        label = "+".join(["eavesdropper"] + ([label] if label else []))
+    chosen = sorted(release.targets.tolist()) if targets is None else _targets(release, targets)
+    position = {int(u): i for i, u in enumerate(release.targets.tolist())}
+    hops = hops or {}
     rows = []
     with blas_threads(1):  # one SVD and many tiny products: one BLAS thread is faster (dpgossip._threads)
-        white = whiten(view.J, view.B, rank_rtol=s.rank_rtol, range_rtol=s.range_rtol)
-        boxes = [_target_box(white, view.columns_of[u], s) for u in chosen]
+        white = whiten_release(release, rank_rtol=s.rank_rtol, range_rtol=s.range_rtol)
+        boxes = [_target_box(white, release.columns[position[u]], s) for u in chosen]
     for u, box in zip(chosen, boxes, strict=True):
         mu, mu_up = math.sqrt(max(box.lower, 0.0)), math.sqrt(max(box.upper, 0.0))
         rows.append(PairLeakage(
-            observer=label, target=u, hops=int(hops.get(u, -1)), mu=mu, mu_upper=mu_up, exact=box.exact,
-            method=box.method, orders=s.orders, rdp=tuple(a * mu_up ** 2 / 2 for a in s.orders),
-            delta=s.delta, epsilon=gaussian_epsilon(mu_up, s.delta)))
+            observer=release.label, target=u, hops=int(hops.get(u, -1)), mu=mu, mu_upper=mu_up,
+            exact=box.exact, method=box.method, orders=s.orders,
+            rdp=tuple(a * mu_up ** 2 / 2 for a in s.orders), delta=s.delta,
+            epsilon=gaussian_epsilon(mu_up, s.delta)))
     return rows
 
 
-def _targets(view: GossipView, targets: Iterable[int]) -> list[int]:
+def _targets(release: LinearGaussianRelease, targets: Iterable[int]) -> list[int]:
+    known = set(release.targets.tolist())
     out = []
     for u in targets:
-        if isinstance(u, bool) or not isinstance(u, int | np.integer) or int(u) not in view.columns_of:
-            raise ConfigError(f"targets must be agents that are not observers "
-                              f"({observer_label(view.observers)}), got {u!r}", field="targets")
+        if isinstance(u, bool) or not isinstance(u, int | np.integer) or int(u) not in known:
+            raise ConfigError(f"targets must be agents that are not observers ({release.label}), got "
+                              f"{u!r}", field="targets")
         out.append(int(u))
     return sorted(set(out))
-
-
-def audit_gossip(network: Network, spec: LinearGossip, observers: int | Iterable[int],
-                 settings: LinearAuditSettings | None = None,
-                 targets: Iterable[int] | None = None, *, basis: str | None = None) -> list[PairLeakage]:
-    """:func:`audit_view` of :func:`~dpgossip.protocols.gossip.linear.observe` ``(network, spec,
-    observers, basis=basis)``.
-
-    ``basis`` defaults to ``"krylov"`` for ``gossip-average``: its messages ``e_w^T W^k y^0`` become
-    nearly dependent as ``k`` grows, and the SVD of the literal message matrix then loses genuine
-    directions (on the 8 x 8 grid at ``T = 20`` it underestimates ``mu^2`` by up to 0.1; the Krylov
-    basis agrees with an 80-digit computation to ``1e-15``).  ``gossip-noisy`` views are well
-    conditioned (fresh noise on every round's block) and use ``"messages"``.
-    """
-    if basis is None:
-        basis = "krylov" if spec.protocol == "gossip-average" else "messages"
-    return audit_view(observe(network, spec, observers, basis=basis), network, settings, targets)

@@ -43,7 +43,8 @@ import numpy as np
 
 from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage, audit_gossip
+from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.bounds import (
     compare_to_bound,
     mfdl_abs_sum,

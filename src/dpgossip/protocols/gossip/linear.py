@@ -50,6 +50,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError, check_int, check_number
+from dpgossip.privacy.linear_audit import observer_label
+from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.protocols.gossip.decor import edge_list, incidence
 from dpgossip.resources import Need, check_needs
 from dpgossip.topology.network import Network
@@ -193,6 +195,21 @@ class GossipView:
     """Rows are secure-summation sums received by :attr:`messages` ``[:, 0]``."""
     eavesdropped: tuple[tuple[int, int], ...] = ()
     """Edges read by an eavesdropper (:func:`eavesdrop`); empty for an observer set."""
+
+    @property
+    def label(self) -> str:
+        """``"3"``, ``"1+5"`` for observers; ``"eavesdropper"`` or ``"eavesdropper+2"`` for an
+        eavesdropper (colluding with agent 2)."""
+        label = observer_label(self.observers)
+        if self.eavesdropped:
+            label = "+".join(["eavesdropper"] + ([label] if label else []))
+        return label
+
+    @property
+    def release(self) -> LinearGaussianRelease:
+        """The view as a :class:`~dpgossip.privacy.linear_release.LinearGaussianRelease`: targets the
+        agents that are not observers, each owning its input columns (one, or one per round)."""
+        return LinearGaussianRelease.from_columns(self.J, self.B, self.columns_of, label=self.label)
 
 
 def check_observers(network: Network, observers: int | Iterable[int], *,
