@@ -11,15 +11,17 @@ edges at its own sites and their ``G``, for a neighbour or coalition; nothing fo
 Conditioning on known independent noise removes its columns, and the adversary's own sites' data are
 the same under both datasets, so per entry the view is ``O = J a_U + B zeta_unknown`` with
 ``J = K[:, U]`` (``U`` the other sites) and ``B = K [tau_e M | tau_g I][:, unknown]``: the linear-Gaussian
-form of :mod:`dpgossip.privacy.linear_audit`. Over all entries the covariance is ``(B B^T) (x) I_p`` and a
-row replaced at site ``s`` shifts the view by ``J_s (x) v``, ``v = triu(A_s' - A_s)``, so
+form of :class:`~dpgossip.privacy.linear_release.LinearGaussianRelease` (:attr:`EntryView.release`),
+whitened by :func:`~dpgossip.privacy.linear_audit.whiten_release`. Over all entries the covariance is
+``(B B^T) (x) I_p`` and a row replaced at site ``s`` shifts the view by ``J_s (x) v``,
+``v = triu(A_s' - A_s)``, so
 
     mu^2 = kappa_s ||v||^2,    kappa_s = j_s^T (B B^T)^+ j_s      (``inf`` if ``j_s`` leaves range(B)).
 
 The worst case over row replacements is therefore exact and in closed form: ``||v|| <= Delta(N_s)``
-(:func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``sqrt(2)/N_s`` for a row replaced within the
-unit ball, attained at ``x = e_1``, ``x' = e_2``), so ``mu_s = sqrt(kappa_s) Delta(N_s)`` for every dataset,
-and the pair is a Gaussian mechanism with exact ``epsilon(delta)`` (Balle-Wang).
+(:func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``sqrt(2)/N_s`` for a row replaced
+within the unit ball, attained at ``x = e_1``, ``x' = e_2``), so ``mu_s = sqrt(kappa_s) Delta(N_s)`` for
+every dataset, and the pair is a Gaussian mechanism with exact ``epsilon(delta)`` (Balle-Wang).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.errors import ConfigError, check_choice, check_int
-from dpgossip.privacy.linear_audit import whiten
+from dpgossip.privacy.linear_audit import whiten_release
+from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
 from dpgossip.protocols.cape.gossip import CapeGossipParams
 from dpgossip.protocols.cape.star import SENSITIVITIES, second_moment_sensitivity
@@ -53,6 +56,13 @@ class EntryView:
     own: tuple[int, ...]
     """The adversary's sites (empty for an eavesdropper)."""
     label: str
+
+    @property
+    def release(self) -> LinearGaussianRelease:
+        """The view as a linear Gaussian release: targets the sites outside :attr:`own`, each owning
+        its column of ``J``."""
+        sites = np.setdiff1d(np.arange(self.J.shape[1]), self.own)
+        return LinearGaussianRelease(J=self.J, B=self.B, targets=sites, columns=sites, label=self.label)
 
 
 def _message_rows(W: np.ndarray, senders: list[int], c: int) -> np.ndarray:
@@ -140,12 +150,13 @@ def audit_cape_gossip(network: Network, params: CapeGossipParams, sizes: tuple[i
     if len(sizes) != network.m:
         raise ConfigError(f"sizes must list one row count per site ({network.m}), got {len(sizes)}",
                           field="sizes")
-    ev = entry_view(network, params, min(sizes), view=view, agents=agents, edges=edges)
-    white = whiten(ev.J, ev.B)
+    release = entry_view(network, params, min(sizes), view=view, agents=agents, edges=edges).release
+    white = whiten_release(release)
     pairs = []
-    for s in (s for s in range(network.m) if s not in ev.own):
-        kappa = math.inf if white.outside[s] else float(white.C[:, s] @ white.C[:, s])
+    for s, cols in zip(release.targets.tolist(), release.columns, strict=True):
+        c = white.C[:, cols[0]]
+        kappa = math.inf if white.outside[cols[0]] else float(c @ c)
         mu = math.sqrt(kappa) * second_moment_sensitivity(sizes[s], adjacency)
-        pairs.append(CapeGossipPair(observer=ev.label, target=s, kappa=kappa, mu=mu, delta=delta,
+        pairs.append(CapeGossipPair(observer=release.label, target=s, kappa=kappa, mu=mu, delta=delta,
                                     epsilon=gaussian_mechanism_epsilon(mu, delta)))
     return pairs

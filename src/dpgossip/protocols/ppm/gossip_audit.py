@@ -19,8 +19,9 @@ independent ``z`` and ``m``. A view is a set of linear combinations ``R S^(0)`` 
 The view is ``O = J x + B w`` with ``J = R_U`` (columns of the unknown agents ``U``) and
 ``B = [R_U diag(n_U), tau R E_F]`` (``F``: unknown masks). Shifting target ``u``'s input by ``1``
 moves the mean by ``J e_u``: a Gaussian mechanism with ``g_u = e_u^T J^T (B B^T)^+ J e_u``
-(``inf`` when ``J e_u`` leaves ``range(B)``), computed by
-:func:`~dpgossip.privacy.linear_audit.whiten`. A change of one row of ``X_u`` shifts the ``d x p``
+(``inf`` when ``J e_u`` leaves ``range(B)``): the view is a
+:class:`~dpgossip.privacy.linear_release.LinearGaussianRelease` (:func:`view_release`) and ``g_u`` its
+:func:`~dpgossip.privacy.linear_audit.unit_shift_gains`. A change of one row of ``X_u`` shifts the ``d x p``
 input by ``D = C V_u``, coordinate by coordinate, so ``mu_l^2 = ||D||_F^2 g_u`` and the worst neighbour
 gives ``mu_l^2 = Delta_u^2 g_u`` with ``Delta_u = sup ||C V_u||_F`` (``sqrt(min(p, 2))`` under row
 replacement for every ``V_u``: then ``mu_l`` does not depend on the data). Iterations draw fresh
@@ -47,9 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpgossip._threads import blas_threads
 from dpgossip.errors import ConfigError, check_choice, check_number
-from dpgossip.privacy.linear_audit import whiten
+from dpgossip.privacy.linear_audit import unit_shift_gains
+from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
 from dpgossip.protocols.gossip.linear import (
     check_observers,
@@ -62,7 +63,7 @@ from dpgossip.protocols.ppm.sensitivity import ADJACENCIES, iterate_sensitivity
 from dpgossip.topology.network import Network
 
 __all__ = ["VIEW_KINDS", "PpmGossipView", "TargetLeakage", "PpmGossipAudit", "coalition_view",
-           "eavesdropper_view", "sum_view", "incidence", "view_gains", "mask_free_gains",
+           "eavesdropper_view", "sum_view", "incidence", "view_release", "view_gains", "mask_free_gains",
            "audit_ppm_gossip"]
 
 VIEW_KINDS = ("coalition", "eavesdropper", "sum")
@@ -151,17 +152,20 @@ def _unknown(view: PpmGossipView) -> np.ndarray:
     return np.setdiff1d(np.arange(view.rows.shape[1]), view.known_agents)
 
 
-def _gains(J: np.ndarray, B: np.ndarray, targets: np.ndarray, agents: int) -> np.ndarray:
+def _release(view: PpmGossipView, R: np.ndarray, B: np.ndarray) -> LinearGaussianRelease:
+    U = _unknown(view)
+    return LinearGaussianRelease(J=R[:, U], B=B, targets=U, columns=np.arange(U.size), label=view.label)
+
+
+def _gains(release: LinearGaussianRelease, agents: int) -> np.ndarray:
     out = np.full(agents, np.nan)
-    with blas_threads(1):
-        white = whiten(J, B)
-    g = np.sum(white.C**2, axis=0)
-    out[targets] = np.where(white.outside, np.inf, g)
+    out[release.targets] = unit_shift_gains(release)
     return out
 
 
-def view_gains(view: PpmGossipView, noise_std: np.ndarray, mask_std: float) -> np.ndarray:
-    """``g_u = e_u^T J^T (B B^T)^+ J e_u`` for every agent (``nan`` for a known one; module docstring).
+def view_release(view: PpmGossipView, noise_std: np.ndarray, mask_std: float) -> LinearGaussianRelease:
+    """One coordinate of one iteration's view as ``O = J x + B w`` (module docstring): ``J = R_U``,
+    ``B = [R_U diag(n_U), tau R E_F]``; targets the agents the view does not know.
 
     Parameters
     ----------
@@ -175,8 +179,13 @@ def view_gains(view: PpmGossipView, noise_std: np.ndarray, mask_std: float) -> n
     n = np.asarray(noise_std, dtype=float)
     tau = check_number(mask_std, "mask_std", low=0)
     masks = tau * (R @ incidence(view.edges, R.shape[1])[:, ~view.known_masks])
-    B = np.hstack([R[:, U] * n[U], masks])
-    return _gains(R[:, U], B, U, R.shape[1])
+    return _release(view, R, np.hstack([R[:, U] * n[U], masks]))
+
+
+def view_gains(view: PpmGossipView, noise_std: np.ndarray, mask_std: float) -> np.ndarray:
+    """``g_u = e_u^T J^T (B B^T)^+ J e_u`` for every agent (``nan`` for a known one; module docstring):
+    :func:`~dpgossip.privacy.linear_audit.unit_shift_gains` of :func:`view_release`."""
+    return _gains(view_release(view, noise_std, mask_std), view.rows.shape[1])
 
 
 def mask_free_gains(view: PpmGossipView, noise_std: np.ndarray) -> np.ndarray:
@@ -189,7 +198,7 @@ def mask_free_gains(view: PpmGossipView, noise_std: np.ndarray) -> np.ndarray:
         rank = int(np.sum(S > 1e-10 * S[0])) if S.size and S[0] > 0 else 0
         R = Uf[:, rank:].T @ R
     n = np.asarray(noise_std, dtype=float)
-    return _gains(R[:, U], R[:, U] * n[U], U, R.shape[1])
+    return _gains(_release(view, R, R[:, U] * n[U]), R.shape[1])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
