@@ -23,7 +23,7 @@ import numpy as np
 
 from dpgossip._threads import blas_threads
 from dpgossip.data import load_dataset
-from dpgossip.privacy.accountant import calibrate_ppm_noise
+from dpgossip.privacy.accountant import calibrate_zcdp_noise
 from dpgossip.privacy.mechanism import analytic_gaussian_sigma
 from dpgossip.privacy.neighbours import project
 from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
@@ -60,7 +60,7 @@ def _timed(fn):
 
 
 def bench_ppm(data) -> None:
-    params = PpmParams(p=1, k=1, iterations=5, noise_multiplier=calibrate_ppm_noise(1.0, 1e-5, 5))
+    params = PpmParams(p=1, k=1, iterations=5, noise_multiplier=calibrate_zcdp_noise(1.0, 1e-5, 5))
     res = run_ppm(data, params, np.random.SeedSequence(13, spawn_key=(0,)))
     old, t_old = _timed(lambda: scalar_ppm_search(data.X, res, "replace-one"))
     new, t_new = _timed(lambda: audit_ppm(data, res, neighbours="replace-one"))

@@ -44,7 +44,7 @@ def _up(x: float) -> str:
 def ppm_table() -> str:
     """docs/ppm.md, Section 4: calibrated noise and the four accountings, one row per budget."""
     from dpgossip.privacy.accountant import (
-        calibrate_ppm_noise,
+        calibrate_zcdp_noise,
         composition_guarantee,
         paper_noise_multiplier,
         zcdp_rho,
@@ -54,7 +54,7 @@ def ppm_table() -> str:
     lines = ["| eps | delta | L | sigma_cal | sigma_paper | rho | eps zCDP | eps RDP (order) | eps PLD "
              "| eps GDP | eps zCDP of sigma_paper |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for eps, delta, L in PPM_ROWS:
-        sigma = calibrate_ppm_noise(eps, delta, L)
+        sigma = calibrate_zcdp_noise(eps, delta, L)
         paper = paper_noise_multiplier(eps, delta, L)
         g = composition_guarantee([sigma] * L, delta)
         lines.append(f"| {eps:g} | {_e(delta)} | {L} | {sigma:.4f} | {paper:.4f} | {g.rho:.5f} "
@@ -65,10 +65,10 @@ def ppm_table() -> str:
 
 def ppm_pld_gap() -> str:
     """docs/ppm.md, after the table: how close the PLD is to the exact GDP value."""
-    from dpgossip.privacy.accountant import calibrate_ppm_noise, composition_guarantee
+    from dpgossip.privacy.accountant import calibrate_zcdp_noise, composition_guarantee
 
     gap = max(abs(g.epsilon_pld - g.epsilon_gdp) for g in (
-        composition_guarantee([calibrate_ppm_noise(e, d, L)] * L, d) for e, d, L in PPM_ROWS))
+        composition_guarantee([calibrate_zcdp_noise(e, d, L)] * L, d) for e, d, L in PPM_ROWS))
     return f"The PLD is within `{_up(gap)}` of the exact GDP value here."
 
 

@@ -191,7 +191,7 @@ def test_the_stored_ppm_row_is_what_the_code_computes():
     import numpy as np
 
     from dpgossip.data import load_dataset
-    from dpgossip.privacy.accountant import calibrate_ppm_noise
+    from dpgossip.privacy.accountant import calibrate_zcdp_noise
     from dpgossip.protocols.interface import exact_subspace
     from dpgossip.protocols.metrics import subspace_distance
     from dpgossip.protocols.ppm.audit import audit_ppm
@@ -205,7 +205,7 @@ def test_the_stored_ppm_row_is_what_the_code_computes():
     data = load_dataset(sc["data"]["source"], agents=sc["network"]["agents"])
     proto = sc["protocol"]
     params = PpmParams(p=sc["ppm"]["block_rank"], k=proto["rank"], iterations=proto["iterations"],
-                       noise_multiplier=calibrate_ppm_noise(5.0, 1e-5, proto["iterations"]))
+                       noise_multiplier=calibrate_zcdp_noise(5.0, 1e-5, proto["iterations"]))
     truth = exact_subspace(data.X, proto["rank"], "right")
     err, guar, aud = [], [], []
     for k in range(sc["repeats"]):

@@ -11,7 +11,7 @@ from scipy.special import ndtr
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.accountant import (
-    calibrate_ppm_noise,
+    calibrate_zcdp_noise,
     compose_pld,
     compose_rdp,
     composition_guarantee,
@@ -41,7 +41,7 @@ def test_conversion_and_its_inverse_round_trip(delta):
 @pytest.mark.parametrize("L", [1, 3, 10])
 def test_calibrated_noise_gives_exactly_the_target_zcdp_epsilon(L):
     for eps in [0.3, 1.0, 8.0]:
-        sigma = calibrate_ppm_noise(eps, 1e-5, L)
+        sigma = calibrate_zcdp_noise(eps, 1e-5, L)
         assert sigma == pytest.approx(math.sqrt(L / (2 * zcdp_from_epsilon(eps, 1e-5))), rel=1e-15)
         assert zcdp_rho([sigma] * L) == pytest.approx(L / (2 * sigma**2), rel=1e-14)
         assert zcdp_to_epsilon(zcdp_rho([sigma] * L), 1e-5) == pytest.approx(eps, rel=1e-12)
@@ -86,7 +86,7 @@ def _gaussian_delta(mu: float, eps: float) -> float:
 @pytest.mark.parametrize("eps,delta,L", [(1.0, 1e-5, 3), (10.0, 1e-4, 3), (0.5, 1e-6, 10),
                                          (4.0, 1e-4, 2)])
 def test_pld_epsilon_is_below_the_zcdp_epsilon_and_near_the_exact_gaussian_one(eps, delta, L):
-    sigma = calibrate_ppm_noise(eps, delta, L)
+    sigma = calibrate_zcdp_noise(eps, delta, L)
     g = ppm_guarantee(PpmParams(p=4, k=2, iterations=L, noise_multiplier=sigma), delta)
     assert g.epsilon_zcdp == pytest.approx(eps, rel=1e-12)
     assert g.epsilon_pld <= g.epsilon_rdp <= g.epsilon_zcdp
@@ -108,7 +108,7 @@ def test_paper_calibration_meets_the_target_only_up_to_the_corrected_limit():
         assert achieved == pytest.approx(eps**2 / (8 * math.log(1 / delta)) + eps / math.sqrt(2))
         assert (achieved <= eps) is ok
         if ok:
-            assert sigma > calibrate_ppm_noise(eps, delta, L)
+            assert sigma > calibrate_zcdp_noise(eps, delta, L)
     assert zcdp_to_epsilon(zcdp_rho([paper_noise_multiplier(limit, delta, L)] * L), delta) \
         == pytest.approx(limit, rel=1e-12)
 
@@ -117,7 +117,7 @@ def test_realised_guarantee_reads_a_run_under_either_adjacency():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 6))
     X /= np.linalg.norm(X, axis=1).max()
-    sigma = calibrate_ppm_noise(2.0, 1e-5, 4)
+    sigma = calibrate_zcdp_noise(2.0, 1e-5, 4)
     params = PpmParams(p=3, k=2, iterations=4, noise_multiplier=sigma, adjacency="element")
     res = run_ppm(X, params, 1)
     own = realised_guarantee(res, 1e-5, pld=False)
@@ -143,8 +143,8 @@ def test_zero_noise_gives_no_privacy():
     (lambda: zcdp_to_epsilon(-1.0, 1e-5), "rho"),
     (lambda: zcdp_from_epsilon(0.0, 1e-5), "epsilon"),
     (lambda: zcdp_from_epsilon(math.inf, 1e-5), "epsilon"),
-    (lambda: calibrate_ppm_noise(1.0, 1e-5, 0), "iterations"),
-    (lambda: calibrate_ppm_noise(1.0, 1e-5, 2.5), "iterations"),
+    (lambda: calibrate_zcdp_noise(1.0, 1e-5, 0), "iterations"),
+    (lambda: calibrate_zcdp_noise(1.0, 1e-5, 2.5), "iterations"),
     (lambda: paper_noise_multiplier(-1.0, 1e-5, 2), "epsilon"),
     (lambda: zcdp_rho([]), "noise_multipliers"),
     (lambda: zcdp_rho([1.0, -2.0]), "noise_multipliers[1]"),

@@ -70,7 +70,7 @@ def test_audit_of_capepca_is_its_aggregator_audit_not_ddppm(tmp_path):
 
 
 def test_audit_of_ppm_equals_its_own_auditor_on_repeat_0(tmp_path):
-    from dpgossip.privacy.accountant import calibrate_ppm_noise
+    from dpgossip.privacy.accountant import calibrate_zcdp_noise
     from dpgossip.protocols.ppm.audit import audit_ppm
     from dpgossip.protocols.ppm.central import PpmParams, run_ppm
     from dpgossip.protocols.ppm.guarantee import realised_guarantee
@@ -80,7 +80,7 @@ def test_audit_of_ppm_equals_its_own_auditor_on_repeat_0(tmp_path):
     sc = load_scenario(write(tmp_path, PPM))
     (point,) = run_audit(plan_audit(sc, tmp_path / "a"), quiet=True).points
     problem = build_problem(sc.points()[0].config)
-    params = PpmParams(p=1, k=1, iterations=3, noise_multiplier=calibrate_ppm_noise(2.0, 1e-5, 3),
+    params = PpmParams(p=1, k=1, iterations=3, noise_multiplier=calibrate_zcdp_noise(2.0, 1e-5, 3),
                        sensitivity="improved", adjacency="row-replacement")
     result = run_ppm(problem.data, params, repeat_seed(0, 0))
     direct = audit_ppm(problem.data, result, delta=1e-5, neighbours="replace-one", seed=0)

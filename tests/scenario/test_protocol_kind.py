@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dpgossip.errors import ConfigError
-from dpgossip.privacy.accountant import calibrate_ppm_noise
+from dpgossip.privacy.accountant import calibrate_zcdp_noise
 from dpgossip.protocols.interface import exact_subspace
 from dpgossip.protocols.metrics import subspace_distance
 from dpgossip.protocols.ppm.central import PpmParams, run_ppm, run_ppm_federated
@@ -44,7 +44,7 @@ def test_a_ppm_point_is_run_ppm_with_the_repeat_seed_and_the_calibrated_noise(sw
     assert len(rows) == 2
     sc = small(protocol=PPM, ppm={"epsilon": 2.0, "block_rank": 3}, repeats=2)
     data = build_structure(expand(sc.config)[1].config).data
-    sigma = calibrate_ppm_noise(2.0, 1e-5, 3)
+    sigma = calibrate_zcdp_noise(2.0, 1e-5, 3)
     params = PpmParams(p=3, k=2, iterations=3, noise_multiplier=sigma)
     truth = exact_subspace(data.X, 2, "right")
     for r in rows:

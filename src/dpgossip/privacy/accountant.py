@@ -1,6 +1,7 @@
-"""Privacy accounting of the private power method (000, Theorem 3.2, corrected; docs/ppm.md).
+"""Privacy accounting of ``L`` adaptively composed Gaussian mechanisms, as in the private power method
+(000, Theorem 3.2, corrected).
 
-Iteration ``l`` of :func:`dpgossip.protocols.ppm.central.run_ppm` is a Gaussian mechanism on ``A X^(l-1)`` with
+Iteration ``l`` of the private power method is a Gaussian mechanism on ``A X^(l-1)`` with
 sensitivity at most ``Delta_l`` and noise ``N(0, (Delta_l sigma_l)^2)``: its *noise multiplier* (noise
 std over sensitivity) is ``sigma_l``. The ``L`` iterations compose adaptively (``Delta_l`` and ``X^(l-1)``
 are functions of earlier releases only). Three accountings of that composition:
@@ -20,7 +21,7 @@ are functions of earlier releases only). Three accountings of that composition:
 
 ``dp_accounting`` is used with ``NeighboringRelation.ADD_OR_REMOVE_ONE`` because its Gaussian event then
 means exactly "noise std / l2 sensitivity", the sensitivity being the one of our adjacency (element or
-row replacement, :mod:`dpgossip.protocols.ppm.sensitivity`); under ``REPLACE_ONE`` its PLD accountant
+row replacement); under ``REPLACE_ONE`` its PLD accountant
 would double that distance again.
 
 000's own calibration ``sigma = eps^-1 sqrt(4 L ln(1/delta))`` gives ``rho = eps^2 / (8 ln(1/delta))``
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from dp_accounting.pld import PLDAccountant
     from dp_accounting.rdp import RdpAccountant
 
-__all__ = ["Guarantee", "zcdp_rho", "zcdp_to_epsilon", "zcdp_from_epsilon", "calibrate_ppm_noise",
+__all__ = ["Guarantee", "zcdp_rho", "zcdp_to_epsilon", "zcdp_from_epsilon", "calibrate_zcdp_noise",
            "paper_noise_multiplier", "paper_epsilon_limit", "compose_rdp", "compose_pld",
            "composition_guarantee"]
 
@@ -102,11 +103,12 @@ def zcdp_from_epsilon(epsilon: float, delta: float) -> float:
     return (epsilon / (math.sqrt(b + epsilon) + math.sqrt(b))) ** 2
 
 
-def calibrate_ppm_noise(epsilon: float, delta: float, iterations: int) -> float:
+def calibrate_zcdp_noise(epsilon: float, delta: float, iterations: int) -> float:
     """The noise multiplier ``sigma = sqrt(L / (2 rho))``, ``rho = zcdp_from_epsilon(eps, delta)``.
 
-    With it, :func:`dpgossip.protocols.ppm.central.run_ppm` is ``rho``-zCDP and exactly ``(eps, delta)``-DP by the
-    conversion of :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects 000, Theorem 3.2).
+    With it, ``L`` Gaussian mechanisms of noise multiplier ``sigma`` (the iterations of the private power
+    method) compose to ``rho``-zCDP, exactly ``(eps, delta)``-DP by the conversion of
+    :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects 000, Theorem 3.2).
     """
     L = check_int(iterations, "iterations", 1)
     return math.sqrt(L / (2.0 * zcdp_from_epsilon(epsilon, delta)))
@@ -116,7 +118,7 @@ def paper_noise_multiplier(epsilon: float, delta: float, iterations: int) -> flo
     """000's calibration ``sigma = eps^-1 sqrt(4 L ln(1/delta))`` (Algorithm 1, line 3).
 
     Valid for ``(eps, delta)`` only when ``eps <= paper_epsilon_limit(delta)``; use
-    :func:`calibrate_ppm_noise` instead (smaller noise, no range restriction).
+    :func:`calibrate_zcdp_noise` instead (smaller noise, no range restriction).
     """
     L = check_int(iterations, "iterations", 1)
     epsilon = _check_positive(epsilon, "epsilon")

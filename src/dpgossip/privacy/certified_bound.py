@@ -2,7 +2,7 @@
 
 docs/upper-bound.md derives every step; this module implements it. The mechanism (Algorithm 1 of 001,
 docs/model.md, Section 1) is described without the protocol layer by :class:`NoisyPowerIteration`:
-row blocks ``X_i``, a mixing matrix ``W``, ``T`` iterations of ``c`` gossip rounds, ``alpha``,
+row blocks ``X_i``, a mixing matrix ``W``, ``T`` iterations of ``c`` mixing rounds, ``alpha``,
 ``sigma_q`` and the schedule ``sigma_p(1..T)``. Rank one only.
 
 The bound is about the **all-but-one coalition** of a target ``j`` (every other agent's data and noise,

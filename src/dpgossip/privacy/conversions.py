@@ -11,8 +11,8 @@ References
 C. L. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential privacy",
 NeurIPS 2020, Proposition 12.  B. Balle, G. Barthe, M. Gaboardi, J. Hsu, T. Sato, "Hypothesis
 testing interpretations and Renyi differential privacy", AISTATS 2020, Theorem 21.  "001":
-the D-DP-PM privacy analysis, Definition 2 (probabilistic DP) and Theorem 2 (Chernoff bound on
-the privacy loss from Renyi divergences).
+the privacy analysis of Campbell et al. (001), Definition 2 (probabilistic DP) and Theorem 2 (Chernoff
+bound on the privacy loss from Renyi divergences).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ One factorisation reduces the pair to the generalised eigenvalues ``lam_i`` of t
 ``(S_1, S_0)`` and the whitened mean difference ``b = V^T L^{-1} (mu_0 - mu_1)`` (``S_0 = L L^T``,
 ``L^{-1} S_1 L^{-T} = V diag(lam) V^T``).  Everything after that costs ``O(#{lam_i != 1})``:
 
-* the Renyi divergence, Eqs. (33)-(34) of Campbell et al. (D-DP-PM), in whitened coordinates
+* the Renyi divergence, Eqs. (33)-(34) of Campbell et al. (001), in whitened coordinates
 
       D_a(P||Q) = (a/2) sum b_i^2 / (a lam_i + 1 - a)
                   - 1/(2(a-1)) sum [ ln(a lam_i + 1 - a) - a ln lam_i ],
@@ -477,7 +477,7 @@ class GaussianPair:
     def renyi(self, order: float, direction: Direction = "PQ") -> float:
         """Renyi divergence ``D_a(P||Q)`` ("PQ") or ``D_a(Q||P)`` ("QP") of order ``a > 1``.
 
-        Eqs. (33)-(34) of Campbell et al. (D-DP-PM) in whitened coordinates (module docstring);
+        Eqs. (33)-(34) of Campbell et al. (001) in whitened coordinates (module docstring);
         ``inf`` for ``a >= a_max`` (``S_a`` not positive definite) or different supports.
         """
         a = _check_order(order)

@@ -77,6 +77,6 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 
 def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (the calibration 001 uses for LDP)."""
+    """``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (the calibration 001 uses for local DP)."""
     _check(epsilon, delta)
     return float(sensitivity * np.sqrt(2 * np.log(1.25 / delta)) / epsilon)

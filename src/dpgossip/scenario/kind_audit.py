@@ -13,7 +13,7 @@ guarantee does not cover.
 
 **Calibrate** (:func:`calibrate_kind`): the noise multiplier the run itself would use with
 ``<section>.epsilon = E`` and ``<section>.delta = D`` (the kind's own calibration: the zCDP inversion
-:func:`~dpgossip.privacy.accountant.calibrate_ppm_noise` for ``ppm*``,
+:func:`~dpgossip.privacy.accountant.calibrate_zcdp_noise` for ``ppm*``,
 :func:`~dpgossip.protocols.cape.guarantee.calibrate_cape_noise` for capePCA (the aggregator's view) and
 capePCA-gossip (one site's view), the analytic Gaussian mechanism at sensitivity ``sqrt(T + 1)`` for the
 floor-free variant; ``sqrt(T)`` without ``floorfree.disseminate``), rounded **up** to 6 significant
@@ -204,7 +204,7 @@ def _floorfree_guarantee(spec: PointSpec, problem: Problem) -> float:
 
 _CALIBRATORS: dict[str, tuple[Callable[[PointSpec, Problem], float],
                               Callable[[PointSpec, Problem], float], str, str]] = {
-    "ppm": (_ppm_multiplier, _ppm_guarantee, "zCDP inversion (calibrate_ppm_noise), T releases",
+    "ppm": (_ppm_multiplier, _ppm_guarantee, "zCDP inversion (calibrate_zcdp_noise), T releases",
             "PLD accountant of the T releases"),
     "capepca": (_cape_multiplier, _cape_guarantee, "exact Gaussian, aggregator's joint view",
                 "exact Gaussian (aggregator's joint view)"),

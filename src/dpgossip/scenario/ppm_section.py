@@ -11,7 +11,7 @@ gives the rest:
   ``adjacency`` (``row-replacement`` | ``bounded-row-replacement`` | ``element``): see ``docs/ppm.md``;
 * the noise: ``noise_multiplier`` (``sigma``), or ``epsilon`` (the noise multiplier is then the
   smallest whose composed guarantee, by the exact zCDP conversion, is ``epsilon`` at ``delta``:
-  :func:`dpgossip.privacy.accountant.calibrate_ppm_noise`); exactly one of the two;
+  :func:`dpgossip.privacy.accountant.calibrate_zcdp_noise`); exactly one of the two;
 * ``delta`` (default ``1e-5``): the delta of the reported epsilons;
 * ``audit`` (default true): the per-instance audit of each run (:func:`dpgossip.protocols.ppm.audit.audit_ppm`);
 * ``mask_std`` (default 1): the standard deviation of the edge masks of ``ppm-gossip``.

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.privacy.accountant import calibrate_ppm_noise
+from dpgossip.privacy.accountant import calibrate_zcdp_noise
 from dpgossip.protocols.interface import (
     Ppm,
     PpmFederated,
@@ -95,7 +95,7 @@ def ppm_params(spec: PointSpec) -> PpmParams:
     k = spec.protocol.rank
     sigma = ppm.noise_multiplier
     if sigma is None:
-        sigma = calibrate_ppm_noise(ppm.epsilon, ppm.delta, spec.protocol.iterations)
+        sigma = calibrate_zcdp_noise(ppm.epsilon, ppm.delta, spec.protocol.iterations)
     return PpmParams(p=k if ppm.block_rank is None else ppm.block_rank, k=k,
                      iterations=spec.protocol.iterations, noise_multiplier=sigma,
                      sensitivity=ppm.sensitivity, adjacency=ppm.adjacency)

@@ -15,7 +15,7 @@ scale with ``X^l`` (Eq. (3), Theorem 3.1); the product it protects is ``A X^(l-1
 The released estimate of the top-``k`` subspace is the span of the first ``k`` columns of ``X^L``.
 
 000 sets ``sigma = eps^-1 sqrt(4 L ln(1/delta))``; calibration lives in the privacy layer
-(:func:`dpgossip.privacy.accountant.calibrate_ppm_noise`), here ``sigma`` is a parameter.
+(:func:`dpgossip.privacy.accountant.calibrate_zcdp_noise`), here ``sigma`` is a parameter.
 
 Federated (000, Alg. 2): client ``i`` of ``s`` sends ``Y_l^(i) = X_i^T X_i X^(l-1) + G_l^(i)`` with
 ``G_l^(i) ~ N(0, Delta_l^2 nu^2)``, ``nu = sigma / sqrt(s)``; secure aggregation reveals only
