@@ -7,7 +7,7 @@ on every agent at every round, ``T = 10`` rounds, sensitivity 1, RDP at order 2,
 ``delta = 1e-5``.  Every agent observes alone (it knows its own input and noise); its view is every
 message of its neighbours.
 
-Stage ``allpairs`` (default 10,000 agents): :func:`dpgossip.privacy.allpairs_run.run_all_pairs` of every
+Stage ``allpairs`` (default 10,000 agents): :func:`dpgossip.protocols.gossip.allpairs.run_all_pairs` of every
 observer, rows written to ``--out`` (a temporary directory by default), with the progress bar; prints the
 wall time, the number of pairs in reach (the others have ``mu = 0`` exactly), a summary of ``mu`` by hop
 distance and the peak resident memory of the process (``ru_maxrss``) twice: at the end of the audit
@@ -23,7 +23,7 @@ all-pairs fast path (every observer, rows and epsilon included) against
   observer the message maps ``J`` (rows ``sum_{k <= t} e_w^T W^k``) and ``B`` (block ``s`` of row
   ``(w, t)``: ``e_w^T W^{t-s} D``, the observer's own noise removed) as dense matrices and
   ``mu_u^2 = j_u^T (B B^T)^+ j_u`` by ``numpy.linalg.pinv`` (``mu`` only, no epsilon);
-* :func:`dpgossip.privacy.linear_audit.audit_gossip` per observer (sparse propagation, one SVD of the
+* :func:`dpgossip.protocols.gossip.audit.audit_gossip` per observer (sparse propagation, one SVD of the
   full ``B``; rows with epsilon), on the first ``--audit-observers`` observers.
 
 Times per observer are measured on ``--ratio-observers`` observers each (default all) and the ratios are
