@@ -38,6 +38,7 @@ from dpgossip.protocols.cape.star import (
     top_eigenvectors,
 )
 from dpgossip.protocols.gossip.average import gossip, gossip_states, mixing_operator
+from dpgossip.protocols.gossip.decor import dense_incidence as incidence
 from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.rng import as_seed_sequence
@@ -77,15 +78,6 @@ class CapeGossipParams:
         """Tidy row."""
         return {"k": self.k, "c": self.consensus_steps, "edge_multiplier": self.edge_multiplier,
                 "own_multiplier": self.own_multiplier, "sensitivity": self.sensitivity}
-
-
-def incidence(edges: np.ndarray, m: int) -> np.ndarray:
-    """Signed incidence ``M`` (``m x |E|``): ``+1`` at the lower end ``i`` of edge ``(i, j)``, ``-1`` at
-    ``j``."""
-    M = np.zeros((m, edges.shape[0]))
-    M[edges[:, 0], np.arange(edges.shape[0])] = 1.0
-    M[edges[:, 1], np.arange(edges.shape[0])] = -1.0
-    return M
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -67,7 +67,9 @@ from numbers import Integral
 import numpy as np
 
 from dpgossip.errors import ConfigError, check_number
-from dpgossip.privacy.linear_audit import PairLeakage, whiten
+from dpgossip.privacy.linear_audit import PairLeakage, whiten_release
+from dpgossip.privacy.linear_release import LinearGaussianRelease
+from dpgossip.protocols.gossip.decor import dense_incidence, edge_list
 from dpgossip.protocols.gossip.linear import (
     LinearGossip,
     check_observers,
@@ -78,7 +80,7 @@ from dpgossip.protocols.gossip.linear import (
 from dpgossip.topology.network import Network
 from dpgossip.topology.spectral import spectral_summary
 
-__all__ = ["BoundComparison", "DecorRound", "muffliato_per_message", "muffliato_corrected",
+__all__ = ["BoundComparison", "muffliato_per_message", "muffliato_corrected",
            "muffliato_mixing_rounds",
            "mfdl_abs_sum", "decor_round_view", "decor_round_rdp", "compare_to_bound"]
 
@@ -244,7 +246,7 @@ def mfdl_abs_sum(network: Network, spec: LinearGossip, observers: int | Iterable
     alpha = check_number(order, "order", low=1.0, low_open=True)
     delta = check_number(sensitivity, "sensitivity", low=0.0, low_open=True)
     view = observe(network, spec, observers, basis="messages")
-    white = whiten(view.J, view.B)
+    white = whiten_release(view.release)
     out = np.full(network.m, math.nan)
     for u, cols in view.columns_of.items():
         if bool(np.any(white.outside[cols])):
@@ -255,29 +257,19 @@ def mfdl_abs_sum(network: Network, spec: LinearGossip, observers: int | Iterable
     return out
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class DecorRound:
-    """One DECOR round as a linear view ``O = J x + B w`` (module docstring), ``w ~ N(0, I)``."""
-
-    J: np.ndarray
-    """``I_m``: every agent's release."""
-    B: np.ndarray
-    """``[sigma_cdp I_m, sigma_cor E]``, ``m x (m + |edges|)``."""
-    covariance: np.ndarray
-    """``B B^T = sigma_cdp^2 I + sigma_cor^2 L``."""
-
-
-def decor_round_view(network: Network, *, sigma_cdp: float, sigma_cor: float) -> DecorRound:
-    """One round of DECOR's correlated noise on ``network``'s edges, seen whole (module docstring)."""
+def decor_round_view(network: Network, *, sigma_cdp: float, sigma_cor: float) -> LinearGaussianRelease:
+    """One round of DECOR's correlated noise on ``network``'s edges, seen whole (module docstring): the
+    release ``O = J x + B w`` with ``J = I_m`` (every agent's release), ``B = [sigma_cdp I_m, sigma_cor E]``
+    (``E``: :func:`~dpgossip.protocols.gossip.decor.dense_incidence` of the sorted edges) and its
+    ``covariance = sigma_cdp^2 I + sigma_cor^2 L``; every agent a target with its own column."""
     s_cdp = check_number(sigma_cdp, "sigma_cdp", low=0.0)
     s_cor = check_number(sigma_cor, "sigma_cor", low=0.0)
-    edges = sorted((min(a, b), max(a, b)) for a, b in network.graph.edges() if a != b)
     m = network.m
-    E = np.zeros((m, len(edges)))
-    for k, (a, b) in enumerate(edges):
-        E[a, k], E[b, k] = 1.0, -1.0
+    E = dense_incidence(edge_list(network), m)
     B = np.hstack([s_cdp * np.eye(m), s_cor * E])
-    return DecorRound(J=np.eye(m), B=B, covariance=B @ B.T)
+    agents = np.arange(m)
+    return LinearGaussianRelease(J=np.eye(m), B=B, covariance=B @ B.T, targets=agents, columns=agents,
+                                 label="eavesdropper")
 
 
 def decor_round_rdp(network: Network, *, sigma_cdp: float, sigma_cor: float, clip: float,

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
 
-__all__ = ["EDGE", "MASK", "GossipNoise", "edge_list", "incidence", "pair_stream",
+__all__ = ["EDGE", "MASK", "GossipNoise", "edge_list", "incidence", "dense_incidence", "pair_stream",
            "draw_gossip_noise"]
 
 EDGE = 2
@@ -53,6 +53,18 @@ def incidence(network: Network) -> sp.csr_array:
     rows = np.concatenate([edges[:, 0], edges[:, 1]])
     vals = np.concatenate([np.ones(k.size), -np.ones(k.size)])
     return sp.csr_array((vals, (rows, np.concatenate([k, k]))), shape=(network.m, k.size))
+
+
+def dense_incidence(edges: np.ndarray, agents: int) -> np.ndarray:
+    """Oriented incidence matrix of an edge array, dense (``agents x |edges|``): column ``e = (i, j)`` is
+    ``e_i - e_j`` (``+1`` at the first end, ``-1`` at the second); for :func:`edge_list` it is
+    :func:`incidence` as an array."""
+    edges = np.asarray(edges, dtype=int).reshape(-1, 2)
+    E = np.zeros((agents, edges.shape[0]))
+    cols = np.arange(edges.shape[0])
+    E[edges[:, 0], cols] = 1.0
+    E[edges[:, 1], cols] = -1.0
+    return E
 
 
 def pair_stream(seed: int | np.random.SeedSequence, kind: int, *ids: int) -> np.random.Generator:

@@ -52,6 +52,7 @@ from dpgossip.errors import ConfigError, check_choice, check_number
 from dpgossip.privacy.linear_audit import unit_shift_gains
 from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
+from dpgossip.protocols.gossip.decor import dense_incidence as incidence
 from dpgossip.protocols.gossip.linear import (
     check_observers,
     krylov_basis,
@@ -92,15 +93,6 @@ class PpmGossipView:
         """Tidy row: kind, label, number of observations, known agents and masks."""
         return {"view": self.kind, "label": self.label, "observations": int(self.rows.shape[0]),
                 "known_agents": len(self.known_agents), "known_masks": int(self.known_masks.sum())}
-
-
-def incidence(edges: np.ndarray, agents: int) -> np.ndarray:
-    """``E`` (``agents x |E|``): ``+1`` at the lower end of each edge, ``-1`` at the higher end."""
-    E = np.zeros((agents, edges.shape[0]))
-    cols = np.arange(edges.shape[0])
-    E[edges[:, 0], cols] = 1.0
-    E[edges[:, 1], cols] = -1.0
-    return E
 
 
 def _rows(network: Network, senders: np.ndarray, rounds: int, basis: str) -> np.ndarray:
