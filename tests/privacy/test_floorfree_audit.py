@@ -194,3 +194,25 @@ def test_screened_rows_are_the_best_pulled_in_start_and_the_screened_audit_is_at
         assert c.mu <= c.mu_upper
         lo, hi = data.offsets[c.target], data.offsets[c.target + 1]
         assert lo <= c.row < hi
+
+
+@pytest.mark.parametrize("graph, c, receivers", [(nx.path_graph(6), 2, [0]), (nx.cycle_graph(7), 3, [2]),
+                                                  (nx.cycle_graph(8), 2, [0, 3])])
+def test_the_leverage_is_the_unit_gain_of_the_literal_message_release(graph, c, receivers):
+    # kappa_j = ||b_j||^2 from the orthonormal basis equals the generic auditor's g_j of the release built
+    # from the literal messages e_l^T W^k (k < c) of the receivers' senders, the receivers' own input and
+    # noise known (their columns removed), unit noise on every other agent's z~
+    from dpgossip.privacy.linear_audit import unit_shift_gains
+    from dpgossip.privacy.linear_release import LinearGaussianRelease
+
+    net = net_from_graph(graph)
+    W = net.dense_W()
+    senders = sorted({v for r in receivers for v in net.graph.neighbors(r)} - set(receivers))
+    K = np.vstack([np.linalg.matrix_power(W, k)[senders] for k in range(c)])
+    unknown = np.setdiff1d(np.arange(net.m), receivers)
+    release = LinearGaussianRelease(J=K[:, unknown], B=K[:, unknown], targets=unknown,
+                                    columns=np.arange(unknown.size))
+    gains = unit_shift_gains(release)
+    view = "observer" if len(receivers) == 1 else "coalition"
+    for j, g in zip(unknown.tolist(), gains.tolist(), strict=True):
+        assert leverage(net, c, view, j, receivers) == pytest.approx(g, abs=1e-10)
