@@ -218,3 +218,14 @@ def test_the_bad_values_are_outside_what_each_field_allows() -> None:
         ("below", 0.0), ("above", 1.0)]
     assert bad_values(Field(kind=float, low=0.5, high=2.0)) == [("below", -0.5), ("above", 3.0)]
     assert bad_values(Field(kind=bool, default=False)) == []
+
+
+def test_the_protocols_page_quotes_the_contract() -> None:
+    """docs/protocols.md, Section 3, quotes the lossy links and the tolerances of this file."""
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "protocols.md")
+                    .read_text(encoding="utf-8").split())
+    lossy = LINKS["lossy"]
+    assert (f"each copy is lost with probability {lossy.loss:g}, a copy is sent again "
+            f"{lossy.retransmit_timeout:g} s after it left without an acknowledgement, and the latency is "
+            f"{lossy.latency.value:g} s. The failure timeout is {lossy.failure_timeout:g} s") in page
+    assert f"agree to `{TOL:g}` (absolute)" in page and f"`view_residual(record, data) <= {TOL:g}`" in page

@@ -199,3 +199,25 @@ def test_dpgossip_run_runs_the_installed_kind(site: Path, tmp_path: Path) -> Non
     bad.mkdir()
     done = _run(site, bad, scenario("matrix", {**ARGS["settings"], "contribution": "median"}))
     assert done.returncode == 2 and "noisy_average.contribution" in done.stderr, done.stderr
+
+
+def test_the_protocols_page_quotes_the_example() -> None:
+    """docs/protocols.md, Section 4: the point, the guarantee, where the audit reaches it, and the
+    distant audit, recomputed here."""
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "protocols.md")
+                    .read_text(encoding="utf-8").split())
+    m, settings = ARGS["agents"], ARGS["settings"]
+    data = load_dataset(ARGS["data"], agents=m)
+    sizes = sorted(set(data.sizes), reverse=True)
+    assert (f"The data are Wine ({data.n} rows on {m} agents, {sizes[0]} or {sizes[1]} rows each) on a "
+            f"{m}-agent star, with `c = {ARGS['consensus_steps']}`, row means, `s = {settings['noise_std']}` "
+            f"and `delta = {settings['delta']:.0e}`".replace("e-05", "e-5")) in page
+    expected = closed_form()
+    assert f"the guarantee is epsilon `{expected['guaranteed_epsilon']:.2f}`. The audit reaches it." in page
+    assert expected["audited_epsilon"] == pytest.approx(expected["guaranteed_epsilon"], rel=1e-12)
+    largest = [np.linalg.norm(data.block(i), axis=1).max() for i in range(m)]
+    holder = int(np.argmax(largest))
+    assert (f"Agent {holder} holds the largest row (norm {largest[holder]:g}) and has "
+            f"{data.sizes[holder]} rows, the fewest") in page
+    assert data.sizes[holder] == min(data.sizes)
+    assert f"the distant audit is epsilon `{expected['audited_epsilon_distant']:.2f}`" in page
