@@ -140,16 +140,17 @@ def cli(args: list[str], site: Path, cwd: Path) -> subprocess.CompletedProcess[s
 
 
 def scenario(backend: str, section: dict[str, Any] | None) -> str:
-    """The scenario of ARGS on ``backend`` (lossy links on the engine); ``section``: the
+    """The scenario of ARGS on ``backend`` (with ``[engine]``: lossy links); ``section``: the
     ``[noisy_average]`` table (``None``: no table, every setting at its default)."""
-    engine = "".join(f"{k} = {json.dumps(v)}\n" for k, v in ARGS["lossy"].items())
+    engine = ("" if backend != "engine" else
+              "[engine]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in ARGS["lossy"].items()))
     table = ("" if section is None else
              "[noisy_average]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in section.items()))
     return (f'name = "outside-{backend}"\nseed = 3\nbackend = "{backend}"\n'
             f'[data]\nsource = "{ARGS["data"]}"\n'
             f'[network]\ntopology = "{ARGS["topology"]}"\nagents = {ARGS["agents"]}\n'
             f'[protocol]\nkind = "{KIND}"\niterations = 1\nconsensus_steps = {ARGS["consensus_steps"]}\n'
-            f'[output]\nplots = false\n[engine]\n{engine}{table}')
+            f'[output]\nplots = false\n{engine}{table}')
 
 
 def test_dpgossip_protocols_lists_the_installed_kind(site: Path, tmp_path: Path) -> None:
