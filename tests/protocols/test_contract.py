@@ -103,9 +103,10 @@ VIEWS_NOT_YET_REBUILT: frozenset[str] = frozenset({
     "capepca", "capepca-gossip", "ddppm-floorfree", "ppm", "ppm-federated", "ppm-gossip"})
 """Kinds that declare audited views but give no ``view_residual`` yet: their view test is an expected
 failure, reported as such. The set only shrinks: a kind in it that gains a ``view_residual`` fails
-until it is removed. (Transcript checks outside the contract exist for some of them: the floor-free
-observer's view in tests/privacy/test_floorfree_engine_validation.py, ppm-gossip's messages in
-tests/protocol/test_ppm_gossip.py; none yet for capepca, capepca-gossip, ppm or ppm-federated.)"""
+until it is removed. (Outside the contract, transcripts are checked against a release model for two
+of them: the floor-free observer's view in tests/privacy/test_floorfree_engine_validation.py and
+ppm-gossip's messages in tests/protocol/test_ppm_gossip.py; none yet for capepca, capepca-gossip,
+ppm or ppm-federated.)"""
 
 
 @pytest.mark.parametrize("links", list(LINKS))
