@@ -4,7 +4,9 @@
 whose ``PYTHONPATH`` holds the installed package. It imports dpgossip only: the kind is found through
 the entry points of the installed distributions, as a user's process would find it.
 ``ARGS_JSON``: ``data`` (a dataset name), ``topology``, ``agents``, ``consensus_steps``, ``seed``,
-``settings`` (the kind's section) and ``lossy`` (the ``[engine]`` table of the lossy run).
+``settings`` (the kind's section), ``lossy`` (the ``[engine]`` table of the lossy run) and ``probe``
+(the path of a scenario file of the kind with every setting at its default: ``scenario_error`` is
+the message of the error its load raises, ``None`` when it loads).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from dpgossip.data import load_dataset
 from dpgossip.engine import NetworkConditions
+from dpgossip.errors import ConfigError
 from dpgossip.protocols.registry import ENTRY_POINT_GROUP, PointInputs, kind, kind_names
 from dpgossip.topology import make_network
 
@@ -27,6 +30,17 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def scenario_error(path: str) -> str | None:
+    """Whether the scenario layer takes the kind: the load's error message, or ``None``."""
+    from dpgossip.scenario import load_scenario
+
+    try:
+        load_scenario(path)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +54,7 @@ def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kinds": list(kind_names()), "row": spec.to_row(),
         "entry_points": sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)),
+        "scenario_error": scenario_error(args["probe"]),
         "matrix": {"trajectory": matrix.trajectory.tolist(),
                    "agent_finals": matrix.agent_finals.tolist(),
                    "columns": {k: _plain(v) for k, v in point.columns(matrix.result, 0).items()}}}
