@@ -35,9 +35,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError, check_int
+from dpgossip.topology.edges import graph_from_edges
+from dpgossip.topology.network import Network
 
 __all__ = ["MixingSchedule", "SCHEDULE_KINDS", "STOCHASTIC", "AVERAGED", "REPLY_LOST",
-           "REPLY_LATE", "REFUSED", "OUTCOMES", "schedule_union_edges"]
+           "REPLY_LATE", "REFUSED", "OUTCOMES", "schedule_union_edges", "link_network",
+           "matrices_from_entries", "agent_rounds"]
 
 SCHEDULE_KINDS: tuple[str, ...] = ("rounds", "pairwise")
 """The kinds of a :class:`MixingSchedule`."""
@@ -236,3 +239,42 @@ def schedule_union_edges(schedule: MixingSchedule) -> np.ndarray:
     e = np.sort(np.asarray(e, dtype=np.int64), axis=1)
     e = e[e[:, 0] != e[:, 1]]
     return np.unique(e, axis=0) if e.size else e.reshape(0, 2)
+
+
+def link_network(m: int, edges: np.ndarray) -> Network:
+    """A :class:`Network` whose graph holds ``edges`` (the pairs a schedule uses) and the path
+    ``0-1-...-(m-1)``, so that it is connected as :class:`Network` requires; ``W = I``. The
+    engine's links for a schedule: the path's links carry nothing unless the schedule uses them."""
+    path = np.column_stack([np.arange(m - 1), np.arange(1, m)])
+    g = graph_from_edges(m, np.concatenate([np.asarray(edges).reshape(-1, 2), path]).astype(np.int64))
+    return Network(graph=g, W=sp.eye_array(m, format="csr"), name="links", allow_nonstochastic=True)
+
+
+def matrices_from_entries(m: int, rounds: int, entries: list[tuple[int, int, int, float]],
+                          absent_rows: list[list[int]]) -> tuple[sp.csr_array, ...]:
+    """Realised ``W_t`` from recorded entries ``(t, i, j, W_t[i, j])``; the rows of the agents in
+    ``absent_rows[t]`` are the identity (an absent agent keeps its value)."""
+    e = np.array(entries, dtype=float).reshape(-1, 4)
+    out = []
+    for t in range(rounds):
+        sel = e[e[:, 0] == t]
+        absent = np.array(absent_rows[t], dtype=np.int64)
+        rows = np.concatenate([sel[:, 1].astype(np.int64), absent])
+        cols = np.concatenate([sel[:, 2].astype(np.int64), absent])
+        vals = np.concatenate([sel[:, 3], np.ones(absent.size)])
+        out.append(sp.csr_array((vals, (rows, cols)), shape=(m, m)))
+    return tuple(out)
+
+
+def agent_rounds(schedule: MixingSchedule, i: int) -> tuple[list, list]:
+    """What agent ``i`` needs of each ``W_t``: its column off the diagonal as ``(receivers,
+    weights)``, and its row as ``({j: W_t[i, j]}, W_t[i, i])``."""
+    cols, rows = [], []
+    for W in schedule.matrices:
+        c = W[:, [i]].tocoo()
+        keep = c.row != i
+        cols.append((tuple(c.row[keep].tolist()), c.data[keep].tolist()))
+        lo, hi = W.indptr[i], W.indptr[i + 1]
+        r = dict(zip(W.indices[lo:hi].tolist(), W.data[lo:hi].tolist(), strict=True))
+        rows.append((r, r.pop(i, 0.0)))
+    return cols, rows
