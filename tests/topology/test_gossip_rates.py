@@ -68,3 +68,13 @@ def test_mean_squared_deviation_decays_at_the_second_moment_rate() -> None:
     # never slower than Boyd et al.'s bound lambda_2(E[W])^k, at the fitted rate and every tick
     assert measured < lam2
     assert np.all(msd <= lam2 ** k * (1 + 0.15))
+
+
+def test_docs_print_the_lollipop_rates() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "dynamic-gossip.md").read_text("utf-8")
+    P = neighbour_probabilities(nx.lollipop_graph(4, 2)).toarray()
+    lam2 = float(np.sort(np.linalg.eigvalsh(expected_pair_matrix(P)))[-2])
+    assert f"`rho = {second_moment_rate(P):.4f}` per tick" in doc
+    assert f"`lambda_2(E[W]) = {lam2:.4f}`" in doc

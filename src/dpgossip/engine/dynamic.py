@@ -26,6 +26,7 @@ to an absent agent is not received.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -62,21 +63,22 @@ class DynamicRun:
 
 
 class ScheduleRecorder:
-    """What the engine writes down of a run: exchanges and their outcomes, or round entries."""
+    """What the engine writes down: exchanges ``(time, initiator, responder)`` and outcomes, or
+    round entries ``(t, i, j, W_t[i, j])`` and late messages."""
 
-    __slots__ = ("times", "pairs", "outcomes", "entries", "late")
+    __slots__ = ("log", "outcomes", "entries", "late")
 
     def __init__(self) -> None:
-        self.times: list[float] = []
-        self.pairs: list[tuple[int, int]] = []
+        self.log: list[tuple[float, int, int]] = []
         self.outcomes: list[int] = []
         self.entries: list[tuple[int, int, int, float]] = []
         self.late: list[tuple[int, int, int, float]] = []
 
     def exchange(self, now: float, i: int, j: int, outcome: int) -> int:
         """Record an exchange; its index."""
-        self.times.append(now), self.pairs.append((i, j)), self.outcomes.append(outcome)
-        return len(self.pairs) - 1
+        self.log.append((now, i, j))
+        self.outcomes.append(outcome)
+        return len(self.outcomes) - 1
 
 
 def _conditions(value: NetworkConditions | Mapping | None, network: Network) -> NetworkConditions:
@@ -102,15 +104,16 @@ def _values(x: object, m: int) -> np.ndarray:
 class _PairNode(Node):
     """Agent of randomized pairwise gossip (module docstring)."""
 
-    __slots__ = ("x", "rng", "peers", "cum", "rate", "horizon", "timeout", "presence", "rec",
+    __slots__ = ("x", "rng", "peers", "cum", "rate", "horizon", "timeout", "offline", "rec",
                  "_lock", "_count", "_gaps", "_us", "_k")
 
     def __init__(self, i: int, outbox: Outbox, x: np.ndarray, rng: np.random.Generator,
                  row: tuple[np.ndarray, np.ndarray], clock: tuple[float, float, float],
                  presence: Presence, rec: ScheduleRecorder) -> None:
         super().__init__(i, outbox, NodeTrace(), 0.0)
-        self.x, self.rng, self.presence, self.rec = x, rng, presence, rec
-        self.peers, self.cum = row[0].tolist(), np.cumsum(row[1])
+        self.x, self.rng, self.rec = x, rng, rec
+        self.offline = presence.offline if presence.starts[i] else None   # None: never offline
+        self.peers, self.cum = row[0].tolist(), np.cumsum(row[1]).tolist()
         self.rate, self.horizon, self.timeout = clock
         self._lock: int | None = None
         self._count, self._k = 0, 256
@@ -127,9 +130,9 @@ class _PairNode(Node):
             now = out.now
             if now >= self.horizon:
                 return
-            if self._lock is not None or not self.presence.online(i, now):
+            if self._lock is not None or (self.offline is not None and self.offline(i, now)):
                 continue
-            j = self.peers[min(int(np.searchsorted(self.cum, u, side="right")), len(self.peers) - 1)]
+            j = self.peers[min(bisect_right(self.cum, u), len(self.peers) - 1)]
             self._count += 1
             self._lock = c = self._count
             out.broadcast((i, c, 0), self.x, (j,))
@@ -141,7 +144,7 @@ class _PairNode(Node):
 
     def receive(self, msg: Message, now: float) -> None:
         """Answer a request or take a reply (module docstring)."""
-        if not self.presence.online(self.id, now):
+        if self.offline is not None and self.offline(self.id, now):
             return
         tag = msg.tag
         if tag[2] == 0:
@@ -184,7 +187,8 @@ def run_pairwise(network: Network, P: sp.csr_array, x: object, seed: int | np.ra
                        (Pc.indices[Pc.indptr[i]:Pc.indptr[i + 1]], Pc.data[Pc.indptr[i]:Pc.indptr[i + 1]]),
                        clock, pres, rec) for i in range(m)]
     sim.run(nodes)
-    sched = MixingSchedule(m=m, kind="pairwise", times=rec.times, pairs=np.array(rec.pairs).reshape(-1, 2),
+    log = np.array(rec.log).reshape(-1, 3)
+    sched = MixingSchedule(m=m, kind="pairwise", times=log[:, 0], pairs=log[:, 1:].astype(np.int64),
                            outcomes=rec.outcomes, absent=pres.absences(H), label="engine")
     return _result(np.stack([n.x for n in nodes]), sched, sim)
 
@@ -208,10 +212,8 @@ class _RoundNode(Node):
         self.x, self.push, self.period, self.presence, self.rec = x, push, period, presence, rec
         self.cols, self.rows = mats          # per round: (dsts, weights) and {src: weight}, self weight
         self._got: dict[int, np.ndarray] = {}
-        self._open = -1
-        self._keep = x
+        self._open, self._started, self._keep = -1, -1, x   # open round, last round begun, kept share
         self.absent: set[int] = set()
-        self._started = -1
         self._early: dict[int, dict[int, np.ndarray]] = {}
 
     def _protocol(self):  # noqa: ANN202 - a simpy generator

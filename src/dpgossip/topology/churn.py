@@ -65,6 +65,10 @@ class Presence:
         k = bisect.bisect_right(self.starts[i], t) - 1
         return k < 0 or t >= self.ends[i][k]
 
+    def offline(self, i: int, t: float) -> bool:
+        """Whether agent ``i`` is offline at time ``t``."""
+        return not self.online(i, t)
+
     def absences(self, horizon: float = np.inf) -> tuple[tuple[int, float, float], ...]:
         """``(agent, from, min(to, horizon))`` of every absence starting before ``horizon``."""
         return tuple((i, s, min(e, horizon)) for i in range(self.m)
