@@ -4,7 +4,9 @@ Every agent alternates online and offline sessions, starting online at time 0. S
 i.i.d.: lognormal (``log L ~ N(mu, sigma^2)``, GoLF's online sessions with ``mu = 5``,
 ``sigma = 0.5``) or exponential (``mean``), one distribution for the online sessions and one for the
 offline ones. :func:`sample_presence` draws them per agent from the agent's own child seed up to a
-horizon; :func:`presence_from_trace` takes explicit absences ``(agent, from, to)``. A
+horizon; :func:`presence_from_trace` takes explicit absences ``(agent, from, to)``, and
+:func:`presence_from_file` reads them from a text file (one ``agent, from, to`` per line, commas or
+whitespace, ``#`` starts a comment). A
 :class:`Presence` answers ``online(i, t)`` by bisection (an agent is offline on ``[from, to)``).
 """
 
@@ -13,13 +15,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 
 __all__ = ["SESSION_KINDS", "SessionLength", "Presence", "sample_presence", "presence_from_trace",
-           "always_online"]
+           "presence_from_file", "always_online"]
 
 SESSION_KINDS: tuple[str, ...] = ("lognormal", "exponential")
 
@@ -125,3 +128,23 @@ def presence_from_trace(m: int, absences: Iterable[tuple[int, float, float]]) ->
                               "intervals", field="absences")
     return Presence(starts=tuple(tuple(a for a, _ in iv) for iv in per),
                     ends=tuple(tuple(b for _, b in iv) for iv in per))
+
+
+def presence_from_file(m: int, path: str | Path) -> Presence:
+    """Absences read from a trace file (module docstring)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"trace: cannot read {str(p)!r} ({exc.strerror})", field="trace") from None
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        fields = line.split("#", 1)[0].replace(",", " ").split()
+        if not fields:
+            continue
+        try:
+            items.append((int(fields[0]), float(fields[1]), float(fields[2])))
+        except (ValueError, IndexError):
+            raise ConfigError(f"trace: line {n} of {str(p)!r} must be 'agent, from, to', got "
+                              f"{line.strip()!r}", field="trace") from None
+    return presence_from_trace(m, items)
