@@ -154,6 +154,11 @@ def test_bad_sampler_inputs_name_the_field(tmp_path) -> None:
         pairwise_gossip(np.array([[0, 0.5], [1, 0]]), 0, ticks=3)
     with pytest.raises(ConfigError, match="files\\[0\\]: no such file"):
         schedule_from_files([tmp_path / "missing.npy"])
+    np.save(tmp_path / "a.npy", np.eye(3))
+    np.save(tmp_path / "b.npy", np.eye(4))
+    with pytest.raises(ConfigError, match="same square") as err:
+        schedule_from_files([tmp_path / "a.npy", tmp_path / "b.npy"])
+    assert err.value.field == "files[1]"
     with pytest.raises(ConfigError, match="column 1 sums"):
         MixingSchedule(m=2, kind="rounds", stochastic="column", matrices=(np.array([[1, 1], [0, 1.0]]),))
 

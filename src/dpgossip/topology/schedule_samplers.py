@@ -157,7 +157,11 @@ def schedule_from_files(paths: Sequence[str | Path], *, stochastic: str = "doubl
     if isinstance(paths, (str, Path)) or not len(paths):
         raise ConfigError(f"files must be a nonempty list of paths, got {paths!r}", field="files")
     mats = [_read_matrix(Path(p), k) for k, p in enumerate(paths)]
-    m = mats[0].shape[0] if getattr(mats[0], "ndim", 2) == 2 else 0
+    for k, W in enumerate(mats):
+        if len(W.shape) != 2 or W.shape[0] != W.shape[1] or W.shape != mats[0].shape:
+            raise ConfigError(f"files[{k}]: every file must hold the same square m x m matrix, got "
+                              f"shape {W.shape} (first file: {mats[0].shape})", field=f"files[{k}]")
+    m = mats[0].shape[0]
     return MixingSchedule(m=m, kind="rounds", matrices=tuple(mats), stochastic=stochastic,
                           label="files")
 
