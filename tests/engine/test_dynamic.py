@@ -142,3 +142,9 @@ def test_absent_agents_keep_their_value_and_bad_conditions_are_refused() -> None
         run_pairwise(net, neighbour_probabilities(net.graph), x, 1, horizon=1.0,
                      conditions={"crashes": {0: 0.5}})
     assert err.value.field == "conditions.crashes"
+    with pytest.raises(ConfigError, match="computation time") as err:
+        run_rounds(random_matchings(2, 0, graph=net.graph), x, 1, conditions={"compute_time": 0.1})
+    assert err.value.field == "conditions.stragglers"
+    with pytest.raises(ConfigError, match="shape") as err:
+        run_rounds(random_matchings(2, 0, graph=net.graph), x[:5], 1)
+    assert err.value.field == "x"

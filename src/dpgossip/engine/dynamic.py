@@ -44,6 +44,7 @@ from dpgossip.rng import run_streams
 from dpgossip.topology import schedules as sch
 from dpgossip.topology.churn import Presence, always_online
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedule_backend import value_matrix
 from dpgossip.topology.schedule_samplers import check_probabilities
 from dpgossip.topology.schedules import MixingSchedule
 
@@ -87,18 +88,13 @@ def _conditions(value: NetworkConditions | Mapping | None, network: Network) -> 
     if c.crashes:
         raise ConfigError("conditions.crashes: dynamic gossip models absences by churn (presence); "
                           "allowed: no crashes", field="conditions.crashes")
+    if c.stragglers or c.compute_time:
+        raise ConfigError("conditions.compute_time, conditions.stragglers: dynamic gossip does not "
+                          "model computation time; allowed: 0 and none", field="conditions.stragglers")
     if c.loss > 0 and c.retransmit:
         raise ConfigError("conditions.retransmit: message drop (loss > 0) in dynamic gossip is "
                           "plain loss; allowed: retransmit = false", field="conditions.retransmit")
     return c
-
-
-def _values(x: object, m: int) -> np.ndarray:
-    arr = np.array(x, dtype=float)
-    arr = arr[:, None] if arr.ndim == 1 else arr
-    if arr.ndim != 2 or arr.shape[0] != m or not np.all(np.isfinite(arr)):
-        raise ConfigError(f"x must be finite of shape ({m},) or ({m}, d), got {np.shape(x)}", field="x")
-    return arr
 
 
 class _PairNode(Node):
@@ -179,7 +175,7 @@ def run_pairwise(network: Network, P: sp.csr_array, x: object, seed: int | np.ra
         raise ConfigError(f"P must be {m} x {m}, got {Pc.shape}", field="P")
     cond = _conditions(conditions, network)
     pres = always_online(m) if presence is None else presence
-    vals = _values(x, m)
+    vals = value_matrix(x, m)
     streams = run_streams(seed, m)
     sim = Simulation(network, cond, streams.network, record_transcript=record_transcript, watch=False)
     rec = ScheduleRecorder()
@@ -284,7 +280,7 @@ def run_rounds(schedule: MixingSchedule, x: object, seed: int | np.random.SeedSe
     network = sch.link_network(m, sch.schedule_union_edges(schedule))
     cond = _conditions(conditions, network)
     pres = always_online(m) if presence is None else presence
-    vals = _values(x, m)
+    vals = value_matrix(x, m)
     if push:
         vals = np.column_stack([vals, np.ones(m)])
     sim = Simulation(network, cond, run_streams(seed, m).network, record_transcript=record_transcript,

@@ -35,19 +35,22 @@ from dpgossip.errors import ConfigError
 from dpgossip.resources import Need, check_needs
 from dpgossip.topology.schedules import AVERAGED, REFUSED, REPLY_LATE, MixingSchedule
 
-__all__ = ["apply_schedule", "schedule_trajectory", "push_sum_ratio", "ScheduleMessages",
+__all__ = ["value_matrix", "apply_schedule", "schedule_trajectory", "push_sum_ratio", "ScheduleMessages",
            "schedule_messages", "expected_pair_matrix", "second_moment_rate"]
 
 
-def _values(schedule: MixingSchedule, x: object) -> tuple[np.ndarray, bool]:
+def value_matrix(x: object, m: int) -> np.ndarray:
+    """``x`` (``(m,)`` or ``(m, d)``, finite) as a new ``(m, d)`` float array."""
     arr = np.array(x, dtype=float, copy=True)
-    flat = arr.ndim == 1
-    if flat:
-        arr = arr[:, None]
-    if arr.ndim != 2 or arr.shape[0] != schedule.m or not np.all(np.isfinite(arr)):
-        raise ConfigError(f"x must be finite of shape ({schedule.m},) or ({schedule.m}, d), got "
-                          f"shape {np.shape(x)}", field="x")
-    return arr, flat
+    arr = arr[:, None] if arr.ndim == 1 else arr
+    if arr.ndim != 2 or arr.shape[0] != m or not np.all(np.isfinite(arr)):
+        raise ConfigError(f"x must be finite of shape ({m},) or ({m}, d), got shape {np.shape(x)}",
+                          field="x")
+    return arr
+
+
+def _values(schedule: MixingSchedule, x: object) -> tuple[np.ndarray, bool]:
+    return value_matrix(x, schedule.m), np.ndim(x) == 1
 
 
 def _pair_step(x: np.ndarray, i: int, j: int, outcome: int) -> None:

@@ -175,7 +175,8 @@ class MixingSchedule:
         if late.size and (late[:, :3].min() < 0 or late[:, 1:3].max() >= m or
                           late[:, 0].max() >= len(mats)):
             raise ConfigError(f"late: rounds must be in 0..{len(mats) - 1} and agents in "
-                              f"0..{m - 1}", field="late")
+                              f"0..{m - 1}, got rows {late[:, :3].min(axis=0).tolist()} (smallest) "
+                              f"to {late[:, :3].max(axis=0).tolist()} (largest)", field="late")
         object.__setattr__(self, "late", late)
         object.__setattr__(self, "outcomes", _frozen((), np.int8, (), "outcomes"))
 
@@ -194,7 +195,9 @@ class MixingSchedule:
         out = np.zeros(len(pairs), dtype=np.int8) if self.outcomes is None else self.outcomes
         out = _frozen(out, np.int8, (), "outcomes")
         if out.shape != (len(pairs),) or not np.all(np.isin(out, OUTCOMES)):
-            raise ConfigError(f"outcomes must be {len(pairs)} codes in {list(OUTCOMES)}",
+            bad = sorted(set(out.tolist()) - set(OUTCOMES))
+            raise ConfigError(f"outcomes must be {len(pairs)} codes (one per pair), each one of "
+                              f"{list(OUTCOMES)}; got {out.size} code(s), unknown: {bad}",
                               field="outcomes")
         object.__setattr__(self, "pairs", pairs)
         object.__setattr__(self, "outcomes", out)
