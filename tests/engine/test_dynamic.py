@@ -142,6 +142,10 @@ def test_absent_agents_keep_their_value_and_bad_conditions_are_refused() -> None
         run_pairwise(net, neighbour_probabilities(net.graph), x, 1, horizon=1.0,
                      conditions={"crashes": {0: 0.5}})
     assert err.value.field == "conditions.crashes"
+    with pytest.raises(ConfigError, match="cover the 6 agents") as err:
+        run_pairwise(net, neighbour_probabilities(net.graph), x, 1, horizon=1.0,
+                     presence=presence_from_trace(5, []))
+    assert err.value.field == "presence"
     with pytest.raises(ConfigError, match="computation time") as err:
         run_rounds(random_matchings(2, 0, graph=net.graph), x, 1, conditions={"compute_time": 0.1})
     assert err.value.field == "conditions.stragglers"

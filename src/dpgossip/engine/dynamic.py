@@ -82,7 +82,11 @@ class ScheduleRecorder:
         return len(self.outcomes) - 1
 
 
-def _conditions(value: NetworkConditions | Mapping | None, network: Network) -> NetworkConditions:
+def _checked(value: NetworkConditions | Mapping | None, network: Network,
+             presence: Presence | None) -> tuple[NetworkConditions, Presence]:
+    if presence is not None and presence.m != network.m:
+        raise ConfigError(f"presence must cover the {network.m} agents, got {presence.m}",
+                          field="presence")
     c = resolve_conditions(value)
     c.check_network(network)
     if c.crashes:
@@ -94,7 +98,7 @@ def _conditions(value: NetworkConditions | Mapping | None, network: Network) -> 
     if c.loss > 0 and c.retransmit:
         raise ConfigError("conditions.retransmit: message drop (loss > 0) in dynamic gossip is "
                           "plain loss; allowed: retransmit = false", field="conditions.retransmit")
-    return c
+    return c, always_online(network.m) if presence is None else presence
 
 
 class _PairNode(Node):
@@ -173,8 +177,7 @@ def run_pairwise(network: Network, P: sp.csr_array, x: object, seed: int | np.ra
     Pc = check_probabilities(P, network.graph)
     if Pc.shape != (m, m):
         raise ConfigError(f"P must be {m} x {m}, got {Pc.shape}", field="P")
-    cond = _conditions(conditions, network)
-    pres = always_online(m) if presence is None else presence
+    cond, pres = _checked(conditions, network, presence)
     vals = value_matrix(x, m)
     streams = run_streams(seed, m)
     sim = Simulation(network, cond, streams.network, record_transcript=record_transcript, watch=False)
@@ -278,8 +281,7 @@ def run_rounds(schedule: MixingSchedule, x: object, seed: int | np.random.SeedSe
     m, T, push = schedule.m, schedule.steps, schedule.stochastic == "column"
     per = check_number(period, "period", low=0.0, low_open=True)
     network = sch.link_network(m, sch.schedule_union_edges(schedule))
-    cond = _conditions(conditions, network)
-    pres = always_online(m) if presence is None else presence
+    cond, pres = _checked(conditions, network, presence)
     vals = value_matrix(x, m)
     if push:
         vals = np.column_stack([vals, np.ones(m)])

@@ -92,10 +92,9 @@ def _frozen(a: object, dtype: type, shape_tail: tuple[int, ...], name: str) -> n
     arr = np.array(a, dtype=dtype, copy=True)
     if arr.size == 0:
         arr = arr.reshape((0, *shape_tail))
-    if arr.shape[1:] != shape_tail:
-        raise ConfigError(f"{name} must have shape (k, {', '.join(map(str, shape_tail))}), got "
-                          f"{arr.shape}", field=name) if shape_tail else \
-            ConfigError(f"{name} must be one-dimensional, got shape {arr.shape}", field=name)
+    if arr.ndim != 1 + len(shape_tail) or arr.shape[1:] != shape_tail:
+        want = f"(k, {', '.join(map(str, shape_tail))})" if shape_tail else "(k,)"
+        raise ConfigError(f"{name} must have shape {want}, got shape {arr.shape}", field=name)
     arr.setflags(write=False)
     return arr
 
