@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 # docs pages whose every >>> line is a doctest (the README's other examples moved there)
-DOCS_PAGES = [ROOT / "docs" / "python-api.md"]
+DOCS_PAGES = [ROOT / "docs" / "python-api.md", ROOT / "docs" / "dynamic-gossip.md"]
 
 
 @pytest.mark.parametrize("page", [README, *DOCS_PAGES], ids=lambda p: p.name)
