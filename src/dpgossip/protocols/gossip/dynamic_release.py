@@ -59,7 +59,7 @@ from dpgossip.protocols.gossip.linear import GossipView, LinearGossip
 
 __all__ = ["check_schedule", "pairwise_matrix", "matching_matrix", "communication_graph",
            "received_messages", "message_coefficients", "dynamic_view", "view_leakage",
-           "dynamic_leakage", "check_dynamic_spec"]
+           "dynamic_leakage", "check_dynamic_spec", "view_maps"]
 
 
 def check_schedule(matrices: Iterable[object]) -> tuple[sp.csr_array, ...]:
@@ -184,7 +184,7 @@ def check_dynamic_spec(spec: LinearGossip, schedule: Sequence[sp.csr_array]) -> 
                           field="secure_summation")
 
 
-def _assemble(spec: LinearGossip, C: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def view_maps(spec: LinearGossip, C: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``J`` (rows x ``n * data_rounds``) and ``B`` (rows x ``n * noise_rounds``) from the
     coefficients ``C`` (``(T, k, n)``, any column subset of the agents): data columns ``(s, u)``
     hold ``C[s]`` for per-round inputs, ``sum_s C[s]`` for fixed ones, ``C[0]`` for once; noise
@@ -234,7 +234,7 @@ def dynamic_view(schedule: Iterable[object], spec: LinearGossip,
     messages = received_messages(sched, obs)
     C = message_coefficients(sched, messages)
     scales = spec.noise_scales(m)
-    J, B = _assemble(spec, C, scales)
+    J, B = view_maps(spec, C, scales)
     nodes = np.arange(m)
     data_index = _index(nodes, spec.data_rounds, spec.inputs == "per-round")
     noise_index = _index(nodes, spec.noise_rounds, True)

@@ -1,0 +1,174 @@
+"""Exact leakage of gossip under a time-varying schedule for every observer, on large sparse schedules
+(docs/dynamic-leakage.md, Section 5).
+
+For one observer ``v`` the view is that of :func:`~dpgossip.protocols.gossip.dynamic_release.dynamic_view`:
+rows the messages ``y_w^r`` it receives, with coefficient rows ``e_w^T Phi(r, s)``.  Such a row is
+nonzero only on the agents with a time-respecting path to ``w`` through the steps ``s + 1..r`` (each
+step moves a value one edge of ``W_t``), so every column outside the observer's **reach**, the union
+of the rows' supports, is zero in ``J`` and ``B``: those agents have ``mu = 0`` exactly and their
+noise adds nothing to ``B B^T``.  The coefficients are built by the backward sweep of
+:func:`~dpgossip.protocols.gossip.dynamic_release.message_coefficients` (a block of ``m x k`` dense
+rows, ``k`` the observer's messages, and one sparse product per step), restricted to the reach, and
+whitened by one SVD (:func:`~dpgossip.privacy.linear_audit.whiten`): the same rank and support rules
+as the small path, on the nonzero columns only.
+
+Randomized pairwise gossip with noise once (``gossip-average``) is handled through
+:func:`group_disjoint_ticks`: consecutive ticks on disjoint pairs form one matching step with exactly
+the same messages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpgossip.errors import ConfigError
+from dpgossip.privacy.linear_audit import LinearAuditSettings, WhitenedView, box_maximum, whiten
+from dpgossip.protocols.gossip.dynamic_release import (
+    check_dynamic_spec,
+    check_schedule,
+    matching_matrix,
+    view_maps,
+)
+from dpgossip.protocols.gossip.linear import LinearGossip
+
+__all__ = ["ReachLeakage", "group_disjoint_ticks", "observer_reach_leakage", "all_observers"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ReachLeakage:
+    """Leakage of every target in reach to one observer (the others have ``mu = 0`` exactly)."""
+
+    observer: int
+    targets: np.ndarray
+    """Agents in the observer's reach, itself excluded, increasing (int64)."""
+    mu: np.ndarray
+    """Exact ``mu`` (attained lower end for per-round inputs beyond exhaustive enumeration);
+    ``inf`` where the target leaves the support."""
+    mu_upper: np.ndarray
+    exact: np.ndarray
+    messages: int
+    """Number of messages the observer receives."""
+
+
+def group_disjoint_ticks(ticks: Sequence[tuple[int, int]], m: int) -> tuple[list[sp.csr_array],
+                                                                           list[list[tuple[int, int]]]]:
+    """Consecutive pairwise ticks as matching steps: a new step starts at the first tick that shares
+    an agent with a tick of the current step.
+
+    Ticks on disjoint pairs commute, and the message an agent receives at its tick is its partner's
+    state before that tick, which no earlier tick of the same step has changed: the grouped schedule
+    sends exactly the same messages, with the same coefficient rows, when noise enters once
+    (``gossip-average``).  With fresh noise or inputs at every tick the grouping changes the protocol.
+    Returns the matching matrices and their pairs.
+    """
+    steps: list[list[tuple[int, int]]] = []
+    busy: set[int] = set()
+    for i, j in ticks:
+        if not steps or i in busy or j in busy:
+            steps.append([])
+            busy = set()
+        steps[-1].append((int(i), int(j)))
+        busy.update((int(i), int(j)))
+    return [matching_matrix(m, p) for p in steps], steps
+
+
+def _contacts(schedule: Sequence[sp.csr_array], v: int) -> np.ndarray:
+    """``(k, 2)`` messages ``(sender, round)`` of the single observer ``v``, by round then sender."""
+    out = []
+    for r, W in enumerate(schedule):
+        lo, hi = W.indptr[v], W.indptr[v + 1]
+        idx = W.indices[lo:hi][W.data[lo:hi] != 0]
+        out.extend((int(w), r) for w in np.unique(idx) if w != v)
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _sweep(transposed: Sequence[sp.csr_array], messages: np.ndarray, m: int) -> np.ndarray:
+    """``C[s, i] = e_w^T Phi(r, s)`` (``(T', k, m)``, ``T'`` the last message round plus one)."""
+    k = messages.shape[0]
+    top = int(messages[:, 1].max()) + 1
+    C = np.zeros((top, k, m))
+    block = np.zeros((m, k))
+    for s in range(top - 1, -1, -1):
+        start = np.flatnonzero(messages[:, 1] == s)
+        block[messages[start, 0], start] = 1.0
+        C[s] = block.T
+        if s > 0:
+            block = transposed[s - 1] @ block
+    return C
+
+
+def observer_reach_leakage(schedule: Sequence[sp.csr_array], spec: LinearGossip, v: int,
+                           settings: LinearAuditSettings, *,
+                           transposed: Sequence[sp.csr_array] | None = None) -> ReachLeakage:
+    """Exact leakage of every target in reach to observer ``v`` (module docstring).
+
+    ``transposed`` (the ``W_t^T`` as CSR) may be passed to share them between observers.
+    """
+    m = schedule[0].shape[0]
+    Wt = transposed if transposed is not None else [sp.csr_array(W.T) for W in schedule]
+    messages = _contacts(schedule, v)
+    empty = np.zeros(0)
+    if messages.shape[0] == 0:
+        return ReachLeakage(observer=v, targets=np.zeros(0, dtype=np.int64), mu=empty, mu_upper=empty,
+                            exact=np.zeros(0, dtype=bool), messages=0)
+    C = _sweep(Wt, messages, m)
+    nodes = np.flatnonzero(np.any(C != 0, axis=(0, 1)))
+    nodes = nodes[nodes != v]
+    C = np.concatenate([C[:, :, nodes], np.zeros((spec.rounds - C.shape[0], C.shape[1], nodes.size))])
+    scales = spec.noise_scales(m)[nodes]
+    J, B = view_maps(spec, C, scales)
+    B = B[:, np.tile(scales > 0, spec.noise_rounds)]  # noiseless agents add no noise column
+    white = whiten(J, B, rank_rtol=settings.rank_rtol, range_rtol=settings.range_rtol)
+    mu, up, exact = _per_target(white, nodes.size, spec, settings)
+    return ReachLeakage(observer=v, targets=nodes, mu=mu, mu_upper=up, exact=exact,
+                        messages=int(messages.shape[0]))
+
+
+def _per_target(white: WhitenedView, n: int, spec: LinearGossip,
+                settings: LinearAuditSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    b2 = settings.sensitivity ** 2
+    if spec.inputs != "per-round":
+        mu2 = b2 * np.einsum("ij,ij->j", white.C, white.C)
+        mu2[white.outside] = np.inf
+        mu = np.sqrt(mu2)
+        return mu, mu.copy(), np.ones(n, dtype=bool)
+    lo, up, exact = np.empty(n), np.empty(n), np.ones(n, dtype=bool)
+    for i in range(n):
+        cols = np.arange(spec.rounds) * n + i
+        if np.any(white.outside[cols]):
+            lo[i] = up[i] = math.inf
+            continue
+        Cu = white.C[:, cols]
+        box = box_maximum(Cu.T @ Cu, settings.sensitivity, exhaustive_up_to=settings.exhaustive_up_to,
+                          restarts=settings.restarts, seed=settings.seed)
+        lo[i], up[i], exact[i] = box.lower, box.upper, box.exact
+    return np.sqrt(np.maximum(lo, 0.0)), np.sqrt(np.maximum(up, 0.0)), exact
+
+
+def all_observers(schedule: Iterable[object], spec: LinearGossip,
+                  settings: LinearAuditSettings | None = None,
+                  observers: Iterable[int] | None = None) -> Iterator[ReachLeakage]:
+    """:func:`observer_reach_leakage` of every observer (default all agents), one at a time.
+
+    Raises
+    ------
+    ConfigError
+        As :func:`~dpgossip.protocols.gossip.dynamic_release.check_dynamic_spec`, or for an observer
+        outside ``0..m-1``.
+    """
+    sched = check_schedule(schedule)
+    check_dynamic_spec(spec, sched)
+    s = settings or LinearAuditSettings()
+    m = sched[0].shape[0]
+    chosen = range(m) if observers is None else list(observers)
+    for v in chosen:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < m:
+            raise ConfigError(f"observers must be agents in 0..{m - 1}, got {v!r}", field="observers")
+    Wt = [sp.csr_array(W.T) for W in sched]
+    for v in chosen:
+        yield observer_reach_leakage(sched, spec, int(v), s, transposed=Wt)
