@@ -9,10 +9,15 @@ import pytest
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.linear_audit import LinearAuditSettings
-from dpgossip.protocols.gossip.dynamic_allpairs import all_observers, group_disjoint_ticks
+from dpgossip.protocols.gossip.dynamic_allpairs import (
+    all_observers,
+    group_disjoint_ticks,
+    matching_steps,
+)
 from dpgossip.protocols.gossip.dynamic_release import dynamic_leakage, pairwise_matrix
 from dpgossip.protocols.gossip.linear import LinearGossip
-from tests.protocol.dynamic_schedules import random_matchings
+from dpgossip.topology.mixing import metropolis_weights
+from tests.protocol.dynamic_schedules import pairwise_ticks, random_matchings
 
 SETTINGS = LinearAuditSettings(sensitivity=1.3, orders=(2.0,), delta=1e-5)
 
@@ -63,3 +68,19 @@ def test_bad_observer_names_the_field():
     with pytest.raises(ConfigError) as err:
         list(all_observers(sched, LinearGossip(rounds=2), observers=[16]))
     assert err.value.field == "observers"
+
+
+@pytest.mark.parametrize("kind", ["fixed-w", "ticks"])
+def test_dense_fallback_and_tick_schedules_equal_the_full_view(kind):
+    g = _graph()
+    if kind == "fixed-w":
+        sched = [metropolis_weights(g)] * 4
+        assert matching_steps(sched) is None
+    else:
+        sched = pairwise_ticks(g, 25, seed=8)
+        assert matching_steps(sched) is not None
+    spec = LinearGossip(protocol="gossip-noisy", rounds=len(sched), sigma=0.9, inputs="fixed")
+    for got in all_observers(sched, spec, SETTINGS, observers=[0, 9]):
+        full = {r.target: r.mu for r in dynamic_leakage(sched, spec, got.observer, SETTINGS)}
+        np.testing.assert_allclose(got.mu, [full[u] for u in got.targets], rtol=1e-9, atol=1e-12)
+        assert all(full[u] == 0.0 for u in full if u not in set(got.targets.tolist()))

@@ -36,7 +36,8 @@ from dpgossip.protocols.gossip.dynamic_release import (
 )
 from dpgossip.protocols.gossip.linear import LinearGossip
 
-__all__ = ["ReachLeakage", "group_disjoint_ticks", "observer_reach_leakage", "all_observers"]
+__all__ = ["ReachLeakage", "MatchingSteps", "matching_steps", "group_disjoint_ticks",
+           "observer_reach_leakage", "all_observers"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -102,24 +103,129 @@ def _sweep(transposed: Sequence[sp.csr_array], messages: np.ndarray, m: int) -> 
     return C
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class MatchingSteps:
+    """Steps whose off-diagonal entries form a matching, as arrays: row propagation
+    ``rho W_s`` is ``rho_i <- W_ii rho_i + W_ji rho_j`` with ``j`` the partner of ``i``."""
+
+    partner: np.ndarray
+    """``(T, m)`` partner of each agent at each step, ``-1`` for none."""
+    diag: np.ndarray
+    """``(T, m)`` diagonal ``W_ii``."""
+    cross: np.ndarray
+    """``(T, m)`` ``W_{partner(i), i}`` (0 without a partner)."""
+    touched: np.ndarray
+    """``(T, m)`` boolean: the agent's entry changes (a partner or ``W_ii != 1``)."""
+
+
+def matching_steps(schedule: Sequence[sp.csr_array]) -> MatchingSteps | None:
+    """:class:`MatchingSteps` of the schedule, or ``None`` when some step is not a matching."""
+    T, m = len(schedule), schedule[0].shape[0]
+    partner = np.full((T, m), -1, dtype=np.int64)
+    diag, cross = np.zeros((T, m)), np.zeros((T, m))
+    for t, W in enumerate(schedule):
+        C = sp.coo_array(W)
+        keep = C.data != 0
+        r, c, x = C.row[keep], C.col[keep], C.data[keep]
+        on = r == c
+        diag[t, r[on]] = x[on]
+        r, c, x = r[~on], c[~on], x[~on]
+        if np.unique(r).size != r.size:
+            return None
+        partner[t, r] = c
+        if np.any(partner[t, c] != r):  # not symmetric in pattern: not a matching
+            return None
+        cross[t, c] = x  # W_{r c}: the weight of rho_r in rho_c
+    touched = (partner >= 0) | (diag != 1.0)
+    return MatchingSteps(partner=partner, diag=diag, cross=cross, touched=touched)
+
+
+def _sweep_matching(steps: MatchingSteps, messages: np.ndarray, keep_all: bool
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The backward sweep on the reached agents only: returns the reached agents (in order of
+    arrival) and ``C`` of shape ``(T', k, reached)`` (``T' = 1`` unless ``keep_all``: only round 0)."""
+    m = steps.partner.shape[1]
+    k, top = messages.shape[0], int(messages[:, 1].max()) + 1
+    pos = np.full(m, -1, dtype=np.int64)
+    nodes: list[int] = []
+    L = np.zeros((0, k))
+    snaps: list[np.ndarray] = []
+    for s in range(top - 1, -1, -1):
+        for i in np.flatnonzero(messages[:, 1] == s):
+            w = int(messages[i, 0])
+            if pos[w] < 0:
+                pos[w] = len(nodes)
+                nodes.append(w)
+                L = np.vstack([L, np.zeros((1, k))])
+            L[pos[w], i] = 1.0
+        if keep_all or s == 0:
+            snaps.append(L.copy())
+        if s == 0:
+            break
+        active = np.asarray(nodes, dtype=np.int64)
+        hit = active[steps.touched[s - 1, active]]
+        if hit.size == 0:
+            continue
+        mates = steps.partner[s - 1, hit]
+        fresh = np.unique(mates[(mates >= 0) & (pos[np.maximum(mates, 0)] < 0)])
+        if fresh.size:
+            pos[fresh] = len(nodes) + np.arange(fresh.size)
+            nodes.extend(fresh.tolist())
+            L = np.vstack([L, np.zeros((fresh.size, k))])
+            active = np.asarray(nodes, dtype=np.int64)
+            hit = active[steps.touched[s - 1, active]]
+            mates = steps.partner[s - 1, hit]
+        rows = pos[hit]
+        other = np.where((mates >= 0)[:, None], L[pos[np.maximum(mates, 0)]], 0.0)
+        L[rows] = steps.diag[s - 1, hit][:, None] * L[rows] + steps.cross[s - 1, hit][:, None] * other
+    n = len(nodes)
+    C = np.zeros((len(snaps), k, n))
+    for j, snap in enumerate(reversed(snaps)):  # snapshots were taken at s = top-1, ..., 0
+        C[j, :, :snap.shape[0]] = snap.T
+    return np.asarray(nodes, dtype=np.int64), C
+
+
+def _coefficients(schedule: Sequence[sp.csr_array], Wt: Sequence[sp.csr_array],
+                  steps: MatchingSteps | None, messages: np.ndarray, spec: LinearGossip, v: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The reached agents (sorted, observer excluded) and ``C`` on them, ``(rounds, k, reached)``."""
+    m, T = schedule[0].shape[0], spec.rounds
+    keep_all = spec.noise_rounds > 1 or spec.inputs != "once"
+    if steps is None:
+        C = _sweep(Wt, messages, m)
+        nodes = np.flatnonzero(np.any(C != 0, axis=(0, 1)))
+        C = C[:, :, nodes]
+    else:
+        nodes, C = _sweep_matching(steps, messages, keep_all)
+        order = np.argsort(nodes)
+        nodes, C = nodes[order], C[:, :, order]
+    mine = nodes != v
+    nodes, C = nodes[mine], C[:, :, mine]
+    if not keep_all:  # gossip-average: only round 0's coefficients enter J and B
+        return nodes, C[:1]
+    pad = np.zeros((T - C.shape[0], C.shape[1], nodes.size))
+    return nodes, np.concatenate([C, pad])
+
+
 def observer_reach_leakage(schedule: Sequence[sp.csr_array], spec: LinearGossip, v: int,
                            settings: LinearAuditSettings, *,
-                           transposed: Sequence[sp.csr_array] | None = None) -> ReachLeakage:
+                           transposed: Sequence[sp.csr_array] | None = None,
+                           steps: MatchingSteps | None = None) -> ReachLeakage:
     """Exact leakage of every target in reach to observer ``v`` (module docstring).
 
-    ``transposed`` (the ``W_t^T`` as CSR) may be passed to share them between observers.
+    ``transposed`` (the ``W_t^T`` as CSR) or ``steps`` (:func:`matching_steps`, then the sweep
+    touches only the reached agents) may be passed to share them between observers.
     """
     m = schedule[0].shape[0]
-    Wt = transposed if transposed is not None else [sp.csr_array(W.T) for W in schedule]
     messages = _contacts(schedule, v)
     empty = np.zeros(0)
     if messages.shape[0] == 0:
         return ReachLeakage(observer=v, targets=np.zeros(0, dtype=np.int64), mu=empty, mu_upper=empty,
                             exact=np.zeros(0, dtype=bool), messages=0)
-    C = _sweep(Wt, messages, m)
-    nodes = np.flatnonzero(np.any(C != 0, axis=(0, 1)))
-    nodes = nodes[nodes != v]
-    C = np.concatenate([C[:, :, nodes], np.zeros((spec.rounds - C.shape[0], C.shape[1], nodes.size))])
+    Wt = transposed
+    if steps is None and Wt is None:
+        Wt = [sp.csr_array(W.T) for W in schedule]
+    nodes, C = _coefficients(schedule, Wt, steps, messages, spec, v)
     scales = spec.noise_scales(m)[nodes]
     J, B = view_maps(spec, C, scales)
     B = B[:, np.tile(scales > 0, spec.noise_rounds)]  # noiseless agents add no noise column
@@ -169,6 +275,7 @@ def all_observers(schedule: Iterable[object], spec: LinearGossip,
     for v in chosen:
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < m:
             raise ConfigError(f"observers must be agents in 0..{m - 1}, got {v!r}", field="observers")
-    Wt = [sp.csr_array(W.T) for W in sched]
+    steps = matching_steps(sched)
+    Wt = None if steps is not None else [sp.csr_array(W.T) for W in sched]
     for v in chosen:
-        yield observer_reach_leakage(sched, spec, int(v), s, transposed=Wt)
+        yield observer_reach_leakage(sched, spec, int(v), s, transposed=Wt, steps=steps)
