@@ -6,6 +6,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.linear_audit import LinearAuditSettings
@@ -70,16 +71,22 @@ def test_bad_observer_names_the_field():
     assert err.value.field == "observers"
 
 
-@pytest.mark.parametrize("kind", ["fixed-w", "ticks"])
-def test_dense_fallback_and_tick_schedules_equal_the_full_view(kind):
+@pytest.mark.parametrize("protocol", ["gossip-noisy", "gossip-average"])
+@pytest.mark.parametrize("kind", ["fixed-w", "ticks", "lazy-matchings"])
+def test_dense_fallback_and_tick_schedules_equal_the_full_view(kind, protocol):
     g = _graph()
     if kind == "fixed-w":
         sched = [metropolis_weights(g)] * 4
         assert matching_steps(sched) is None
-    else:
+    elif kind == "ticks":
         sched = pairwise_ticks(g, 25, seed=8)
         assert matching_steps(sched) is not None
-    spec = LinearGossip(protocol="gossip-noisy", rounds=len(sched), sigma=0.9, inputs="fixed")
+    else:  # matchings with unequal weights and agents that only shrink (W_ii = 0.9, no partner)
+        base = random_matchings(g, 4, seed=2)
+        sched = [sp.csr_array(0.6 * W + 0.4 * sp.diags(np.full(16, 0.9))) for W in base]
+        assert matching_steps(sched) is not None
+    inputs = "fixed" if protocol == "gossip-noisy" else "once"
+    spec = LinearGossip(protocol=protocol, rounds=len(sched), sigma=0.9, inputs=inputs)
     for got in all_observers(sched, spec, SETTINGS, observers=[0, 9]):
         full = {r.target: r.mu for r in dynamic_leakage(sched, spec, got.observer, SETTINGS)}
         np.testing.assert_allclose(got.mu, [full[u] for u in got.targets], rtol=1e-9, atol=1e-12)

@@ -19,6 +19,8 @@ the same messages.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -78,8 +80,14 @@ def group_disjoint_ticks(ticks: Sequence[tuple[int, int]], m: int) -> tuple[list
     return [matching_matrix(m, p) for p in steps], steps
 
 
-def _contacts(schedule: Sequence[sp.csr_array], v: int) -> np.ndarray:
-    """``(k, 2)`` messages ``(sender, round)`` of the single observer ``v``, by round then sender."""
+def _contacts(schedule: Sequence[sp.csr_array], v: int,
+              steps: MatchingSteps | None = None) -> np.ndarray:
+    """``(k, 2)`` messages ``(sender, round)`` of the single observer ``v``, by round then sender
+    (with matching ``steps``: its partner at each step where it has one)."""
+    if steps is not None:
+        t = steps.node_steps[steps.node_ptr[v]:steps.node_ptr[v + 1]]
+        t = t[steps.partner[t, v] >= 0]
+        return np.stack([steps.partner[t, v], t], axis=1).astype(np.int64).reshape(-1, 2)
     out = []
     for r, W in enumerate(schedule):
         lo, hi = W.indptr[v], W.indptr[v + 1]
@@ -116,6 +124,12 @@ class MatchingSteps:
     """``(T, m)`` ``W_{partner(i), i}`` (0 without a partner)."""
     touched: np.ndarray
     """``(T, m)`` boolean: the agent's entry changes (a partner or ``W_ii != 1``)."""
+    node_ptr: np.ndarray
+    """``(m + 1,)``: the steps touching agent ``i`` are ``node_steps[node_ptr[i]:node_ptr[i + 1]]``."""
+    node_steps: np.ndarray
+    """Steps touching each agent, increasing per agent."""
+    node_lists: tuple[list[int], ...]
+    """The same per agent as Python lists (for :func:`bisect.bisect_left`)."""
 
 
 def matching_steps(schedule: Sequence[sp.csr_array]) -> MatchingSteps | None:
@@ -137,7 +151,11 @@ def matching_steps(schedule: Sequence[sp.csr_array]) -> MatchingSteps | None:
             return None
         cross[t, c] = x  # W_{r c}: the weight of rho_r in rho_c
     touched = (partner >= 0) | (diag != 1.0)
-    return MatchingSteps(partner=partner, diag=diag, cross=cross, touched=touched)
+    node, step = np.nonzero(touched.T)  # sorted by agent, then step
+    node_ptr = np.concatenate([[0], np.cumsum(np.bincount(node, minlength=m))])
+    lists = tuple(a.tolist() for a in np.split(step, node_ptr[1:-1]))
+    return MatchingSteps(partner=partner, diag=diag, cross=cross, touched=touched, node_ptr=node_ptr,
+                         node_steps=step, node_lists=lists)
 
 
 def _sweep_matching(steps: MatchingSteps, messages: np.ndarray, keep_all: bool
@@ -185,6 +203,75 @@ def _sweep_matching(steps: MatchingSteps, messages: np.ndarray, keep_all: bool
     return np.asarray(nodes, dtype=np.int64), C
 
 
+def _sweep_events(steps: MatchingSteps, messages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Round 0 of the backward sweep, event by event: only the steps that touch a reached agent are
+    visited (a heap of each reached agent's latest earlier step).  Returns the reached agents (in
+    order of arrival) and ``C`` of shape ``(1, k, reached)``.
+
+    Ordering: the messages of round ``r`` enter at level ``r``; step index ``t`` (``W_{t+1}``) maps
+    level ``t + 1`` to ``t``, so it runs after the insertions of round ``t + 1`` and before those of
+    round ``t``.
+    """
+    k = messages.shape[0]
+    rows: dict[int, np.ndarray] = {}
+    order: list[int] = []
+    heap: list[tuple[int, int]] = []
+
+    def push_before(i: int, t: int) -> None:
+        mine = steps.node_lists[i]
+        j = bisect.bisect_left(mine, t) - 1  # latest touching step < t
+        if j >= 0:
+            heapq.heappush(heap, (-mine[j], i))
+
+    def reach(i: int, t: int) -> None:
+        if i not in rows:
+            rows[i] = np.zeros(k)
+            order.append(i)
+            push_before(i, t)
+
+    rounds = sorted({int(r) for r in messages[:, 1]}, reverse=True)
+    for r in [*rounds, -1]:
+        while heap and -heap[0][0] >= r:  # steps t >= r map level t + 1 to t
+            t = -heap[0][0]
+            hit = []
+            while heap and -heap[0][0] == t:
+                hit.append(heapq.heappop(heap)[1])
+            _apply_step(steps, t, hit, rows, order)
+            for i in {*hit, *(int(steps.partner[t, i]) for i in hit if steps.partner[t, i] >= 0)}:
+                push_before(i, t)
+        if r < 0:
+            break
+        for i in np.flatnonzero(messages[:, 1] == r):
+            w = int(messages[i, 0])
+            reach(w, r)
+            rows[w][i] = 1.0
+    C = np.array([rows[i] for i in order]).T[None] if order else np.zeros((1, k, 0))
+    return np.asarray(order, dtype=np.int64), C
+
+
+def _apply_step(steps: MatchingSteps, t: int, hit: list[int], rows: dict[int, np.ndarray],
+                order: list[int]) -> None:
+    """``rho <- rho W_{t+1}`` on the reached agents ``hit`` touched at step ``t`` (their partners
+    are reached now if they were not)."""
+    k = next(iter(rows.values())).size
+    done: set[int] = set()
+    for i in hit:
+        if i in done:
+            continue
+        j = int(steps.partner[t, i])
+        if j < 0:
+            rows[i] = steps.diag[t, i] * rows[i]
+            done.add(i)
+            continue
+        if j not in rows:
+            rows[j] = np.zeros(k)
+            order.append(j)
+        ri, rj = rows[i], rows[j]
+        rows[i] = steps.diag[t, i] * ri + steps.cross[t, i] * rj
+        rows[j] = steps.diag[t, j] * rj + steps.cross[t, j] * ri
+        done.update((i, j))
+
+
 def _coefficients(schedule: Sequence[sp.csr_array], Wt: Sequence[sp.csr_array],
                   steps: MatchingSteps | None, messages: np.ndarray, spec: LinearGossip, v: int
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -196,7 +283,8 @@ def _coefficients(schedule: Sequence[sp.csr_array], Wt: Sequence[sp.csr_array],
         nodes = np.flatnonzero(np.any(C != 0, axis=(0, 1)))
         C = C[:, :, nodes]
     else:
-        nodes, C = _sweep_matching(steps, messages, keep_all)
+        nodes, C = (_sweep_matching(steps, messages, keep_all) if keep_all
+                    else _sweep_events(steps, messages))
         order = np.argsort(nodes)
         nodes, C = nodes[order], C[:, :, order]
     mine = nodes != v
@@ -217,7 +305,7 @@ def observer_reach_leakage(schedule: Sequence[sp.csr_array], spec: LinearGossip,
     touches only the reached agents) may be passed to share them between observers.
     """
     m = schedule[0].shape[0]
-    messages = _contacts(schedule, v)
+    messages = _contacts(schedule, v, steps)
     empty = np.zeros(0)
     if messages.shape[0] == 0:
         return ReachLeakage(observer=v, targets=np.zeros(0, dtype=np.int64), mu=empty, mu_upper=empty,
