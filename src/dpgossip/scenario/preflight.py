@@ -73,7 +73,7 @@ class Structures:
     def save(self, out_dir: Path) -> list[Path]:
         """Write every network to ``out_dir/networks/<stem>.json`` (atomically); returns the paths."""
         from dpgossip.topology import save_graph_json, spectral_summary
-        from dpgossip.topology.spectral import DENSE_MAX_AGENTS
+        from dpgossip.topology.matrices import DENSE_MAX_AGENTS
 
         paths = []
         for stem, (network, net_cfg, seed) in self.networks.items():

@@ -48,10 +48,10 @@ from dpgossip.privacy.neighbours import (
     is_neighbour,
     max_step,
 )
-from dpgossip.protocols.checks import check_data, check_network, check_params
+from dpgossip.protocols.checks import check_data, check_network
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
 from dpgossip.protocols.ddppm.matrix import run_matrix
-from dpgossip.protocols.ddppm.params import ProtocolParams
+from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.protocols.ddppm.release import ReleaseModel, build_release_model
 from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.protocols.ddppm.search import (

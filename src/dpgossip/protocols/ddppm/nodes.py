@@ -71,10 +71,10 @@ from dpgossip.engine.monitor import decide_status
 from dpgossip.engine.outcome import AgentProgress, EngineOutcome
 from dpgossip.engine.tree import SpanningTree, bfs_tree
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.protocols.checks import check_data, check_network, check_params, check_seed
+from dpgossip.protocols.checks import check_data, check_network, check_seed
 from dpgossip.protocols.ddppm.agent import Agent, AgentSettings, member_bytes
 from dpgossip.protocols.ddppm.engine_result import EngineResult
-from dpgossip.protocols.ddppm.params import ProtocolParams
+from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
 
