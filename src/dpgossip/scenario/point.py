@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from dpgossip.errors import renamed_fields
 from dpgossip.protocols.ddppm.params import NoiseSchedule
 from dpgossip.scenario.cape_section import CapeSpec, FloorFreeSpec
+from dpgossip.scenario.noise import noise_fields, noise_schedule
 from dpgossip.scenario.ppm_section import PpmSpec
 
 __all__ = [
@@ -43,21 +43,6 @@ DATA_FIELDS: dict[str, str] = {
 PROTOCOL_FIELDS: dict[str, str] = {k: f"protocol.{k}" for k in ("iterations", "consensus_steps",
                                                                  "rank", "alpha", "sigma_q", "noise")}
 """Parameters of :func:`dpgossip.protocol.resolve_params` -> their ``[protocol]`` paths."""
-
-
-def noise_fields(path: str = "protocol.noise") -> dict[str, str]:
-    """Fields of :class:`~dpgossip.protocol.NoiseSchedule` -> the keys of the TOML noise table at
-    ``path`` (``kind`` is written ``schedule`` there)."""
-    return {"kind": f"{path}.schedule", "scale": f"{path}.scale", "values": f"{path}.values"}
-
-
-def noise_schedule(table: Mapping[str, Any] | None, path: str = "protocol.noise") -> NoiseSchedule:
-    """The :class:`~dpgossip.protocol.NoiseSchedule` of a TOML noise table (absent: geometric, scale 1);
-    the schedule validates it, and its errors name the table's keys under ``path``."""
-    table = table or {}
-    with renamed_fields(noise_fields(path)):
-        return NoiseSchedule(kind=table.get("schedule", "geometric"), scale=table.get("scale", 1.0),
-                             values=table.get("values", ()))
 
 
 def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -36,7 +36,7 @@ runs at the scale where the search stopped and is flagged ``calibration_met = fa
 every point (the paper's Fig. 2: ``scenarios/paper-fig2-*.toml``).
 
 Registered with :func:`dpgossip.scenario.sections.register_section` when this module is imported
-(:mod:`dpgossip.scenario.schema` imports it). Every key, its type, default and meaning is in
+(the package :mod:`dpgossip.scenario` imports it). Every key, its type, default and meaning is in
 :data:`PRIVACY_FIELDS` (``docs/scenarios.md`` is generated from it, and :func:`check_privacy` fills the
 same defaults).
 """
