@@ -69,6 +69,7 @@ from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.kernel import Simulation, resolve_conditions
 from dpgossip.engine.monitor import decide_status
 from dpgossip.engine.outcome import AgentProgress, EngineOutcome
+from dpgossip.engine.record import EngineRecord
 from dpgossip.engine.tree import SpanningTree, bfs_tree
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocols.checks import check_data, check_network, check_seed
@@ -313,6 +314,7 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         Q=Q, iterates=tr.iterates, z=tr.z, z_half=tr.z_half, noise=tr.noise, data=tr.blocks,
         deflation=tr.deflation, params=params, backend="engine",
         seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None, states=tr.states,
-        outcome=outcome, summary=sim.summary(status, agents), conditions=sim.conditions,
+        record=EngineRecord(outcome=outcome, summary=sim.summary(status, agents),
+                            conditions=sim.conditions, transcript=sim.transcript),
         rows_kept=kept, dissemination=how or "none (Q assembled by the simulator)",
-        transcript=sim.transcript, transcript_path=sim.transcript_path)
+        transcript_path=sim.transcript_path)
