@@ -1,4 +1,4 @@
-"""Applications of ``Xi`` needed by eigensolvers for the leading moduli (docs/scale.md, issue 15).
+"""Applications of ``Xi`` needed by eigensolvers for the leading moduli (docs/scale.md).
 
 Counts calls of the ``Xi`` product made by ``eigsh`` at several tolerances, Krylov sizes, start vectors
 and numbers of wanted moduli, and by ``lobpcg`` with a start block from the data; then times one product

@@ -113,7 +113,7 @@ def test_default_search_beats_the_smallest_singular_direction_attack():
 @pytest.mark.slow
 def test_epsilon_mode_beats_the_smallest_singular_direction_attack():
     """The same reconstruction in epsilon mode (exact epsilon at delta = 1e-5). On this instance the
-    attack's best rows give epsilon about 48 (the issue's 78.3 was measured on data we cannot rebuild
+    attack's best rows give epsilon about 48 (the 78.3 first reported was measured on data we cannot rebuild
     exactly; its delta(5) there was 0.55 against 0.33 here), so the search is held to the attack on
     the same instance: the exact epsilon of the attack's three best rows by delta(5)."""
     data, net, params, pairs = _reconstruction()
