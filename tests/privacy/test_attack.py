@@ -3,11 +3,11 @@
 "A likelihood-ratio attack that sees simulated views under X and X' yields an empirical epsilon lower bound
 (Clopper-Pearson, stated confidence) that never exceeds the auditor's epsilon at the same delta."
 
-First the statistics (:mod:`dpgossip.protocols.ddppm.attack`) on their own: Clopper-Pearson against closed forms and
-scipy, exact coverage, the bound's monotonicity and its validity and tightness on randomized response. Then
-the validation, on the 4-agent ring (paper's W), a 3 x 3 grid and a random graph: an observer's views
-assembled from the engine's transcripts under X and under a neighbour X' of a target agent (on the ring the
-observer's neighbour, on the other two graphs two hops away), attacked with the auditor's two Gaussians;
+First the statistics (:mod:`dpgossip.protocols.ddppm.attack`) on their own: Clopper-Pearson against closed
+forms and scipy, exact coverage, the bound's monotonicity and its validity and tightness on randomized
+response. Then the validation, on the 4-agent ring (paper's W), a 3 x 3 grid and a random graph: an observer's
+views assembled from the engine's transcripts under X and under a neighbour X' of a target agent (on the ring
+the observer's neighbour, on the other two graphs two hops away), attacked with the auditor's two Gaussians;
 plus a cheaper run of the same attack on the matrix backend's realised noise (ring only).
 """
 

@@ -1,5 +1,5 @@
-"""The floor-free D-DP-PM's audit (:mod:`dpgossip.protocols.ddppm.floorfree_audit`) validated against the engine,
-from its transcript only: (1) what an observer receives is the audit's mean given the directions plus
+"""The floor-free D-DP-PM's audit (:mod:`dpgossip.protocols.ddppm.floorfree_audit`) validated against the
+engine, from its transcript only: (1) what an observer receives is the audit's mean given the directions plus
 ``sigma_z K e`` (gossip) and ``p`` (flood), to 1e-10, and its leverage ``kappa_j`` is the audit's;
 (2) the whitened view is standard normal over fixed seeds; (3) a likelihood-ratio attack (``T = 1``, where
 the view is exactly Gaussian) attains the audit's ``mu`` and stays below its epsilon."""

@@ -1,7 +1,7 @@
 """Privacy accounting of the private power method (000, Theorem 3.2, corrected; docs/ppm.md).
 
-Iteration ``l`` of :func:`dpgossip.protocols.ppm.central.run_ppm` is a Gaussian mechanism on ``A X^(l-1)`` with
-sensitivity at most ``Delta_l`` and noise ``N(0, (Delta_l sigma_l)^2)``: its *noise multiplier* (noise
+Iteration ``l`` of :func:`dpgossip.protocols.ppm.central.run_ppm` is a Gaussian mechanism on ``A X^(l-1)``
+with sensitivity at most ``Delta_l`` and noise ``N(0, (Delta_l sigma_l)^2)``: its *noise multiplier* (noise
 std over sensitivity) is ``sigma_l``. The ``L`` iterations compose adaptively (``Delta_l`` and ``X^(l-1)``
 are functions of earlier releases only). Three accountings of that composition:
 
@@ -105,8 +105,8 @@ def zcdp_from_epsilon(epsilon: float, delta: float) -> float:
 def calibrate_ppm_noise(epsilon: float, delta: float, iterations: int) -> float:
     """The noise multiplier ``sigma = sqrt(L / (2 rho))``, ``rho = zcdp_from_epsilon(eps, delta)``.
 
-    With it, :func:`dpgossip.protocols.ppm.central.run_ppm` is ``rho``-zCDP and exactly ``(eps, delta)``-DP by the
-    conversion of :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects 000, Theorem 3.2).
+    With it, :func:`dpgossip.protocols.ppm.central.run_ppm` is ``rho``-zCDP and exactly ``(eps, delta)``-DP by
+    the conversion of :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects 000, Theorem 3.2).
     """
     L = check_int(iterations, "iterations", 1)
     return math.sqrt(L / (2.0 * zcdp_from_epsilon(epsilon, delta)))

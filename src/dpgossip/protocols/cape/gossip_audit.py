@@ -17,9 +17,9 @@ row replaced at site ``s`` shifts the view by ``J_s (x) v``, ``v = triu(A_s' - A
     mu^2 = kappa_s ||v||^2,    kappa_s = j_s^T (B B^T)^+ j_s      (``inf`` if ``j_s`` leaves range(B)).
 
 The worst case over row replacements is therefore exact and in closed form: ``||v|| <= Delta(N_s)``
-(:func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``sqrt(2)/N_s`` for a row replaced within the
-unit ball, attained at ``x = e_1``, ``x' = e_2``), so ``mu_s = sqrt(kappa_s) Delta(N_s)`` for every dataset,
-and the pair is a Gaussian mechanism with exact ``epsilon(delta)`` (Balle-Wang).
+(:func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``sqrt(2)/N_s`` for a row replaced within
+the unit ball, attained at ``x = e_1``, ``x' = e_2``), so ``mu_s = sqrt(kappa_s) Delta(N_s)`` for every
+dataset, and the pair is a Gaussian mechanism with exact ``epsilon(delta)`` (Balle-Wang).
 """
 
 from __future__ import annotations

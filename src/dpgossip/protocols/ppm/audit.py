@@ -1,4 +1,5 @@
-r"""Per-instance audit of the private power method (:mod:`dpgossip.protocols.ppm.central`), against its guarantee.
+r"""Per-instance audit of the private power method (:mod:`dpgossip.protocols.ppm.central`), against its
+guarantee.
 
 What the curator (or the federated server, which sees the same sums) releases at iteration ``l`` is
 ``Y_l = A V_{l-1} + G_l`` with ``A = X^T X``, ``V_{l-1}`` the previous orthonormalised iterate (public)
@@ -218,8 +219,8 @@ def _element_audit(result: PpmResult, delta: float) -> PpmAudit:
 def audit_ppm(data_or_X: PartitionedData | np.ndarray, result: PpmResult, *, delta: float = 1e-5,
               neighbours: str = "bounded", rows: int = 16, random: int = 4, steps: int = 60,
               seed: int = 0) -> PpmAudit:
-    """The worst neighbour of a run of :func:`~dpgossip.protocols.ppm.central.run_ppm` found by the search of the
-    module docstring, and its exact Gaussian-mechanism epsilon.
+    """The worst neighbour of a run of :func:`~dpgossip.protocols.ppm.central.run_ppm` found by the search of
+    the module docstring, and its exact Gaussian-mechanism epsilon.
 
     Parameters
     ----------
