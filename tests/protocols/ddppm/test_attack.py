@@ -39,7 +39,11 @@ from dpgossip.protocols.ddppm.nodes import run_engine
 from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.protocols.ddppm.views import make_view, receive_basis
 from tests.conftest import spiked_data
-from tests.privacy.test_validation_engine import NETWORKS, OBSERVER_TARGET, observer_view_from_run
+from tests.protocols.ddppm.test_validation_engine import (
+    NETWORKS,
+    OBSERVER_TARGET,
+    observer_view_from_run,
+)
 
 CONFIDENCE = 0.95
 DELTA = 1e-3
@@ -325,9 +329,9 @@ def test_attack_score_has_the_auditors_mean(name):
 
 def _observer_view_from_states(res, data, net, p, o: int) -> np.ndarray:
     """Observer ``o``'s joint view from a run's recorded gossip states (``record_states=True``), compressed
-    as in :func:`tests.privacy.test_validation_engine.observer_view_from_run`: in round ``k`` of iteration
-    ``t`` neighbour ``l`` sends ``states[0, t-1, k-1, l]``; then ``q^(T)`` of the others and ``o``'s own
-    noise."""
+    as in :func:`tests.protocols.ddppm.test_validation_engine.observer_view_from_run`: in round ``k`` of
+    iteration ``t`` neighbour ``l`` sends ``states[0, t-1, k-1, l]``; then ``q^(T)`` of the others and
+    ``o``'s own noise."""
     T, c = p.iterations, p.consensus_steps
     B = receive_basis(net.graph, net.dense_W(), [o], c)
     senders = sorted(net.graph.neighbors(o))
