@@ -1,8 +1,8 @@
 """Exact pairwise leakage of noisy gossip for every observer at once, on large sparse graphs
 (docs/network-dp.md, Section 6).
 
-For one observer ``v`` of ``gossip-noisy`` the view is ``O = J x + B z`` (:mod:`dpgossip.protocol.
-linear_gossip`), with rows the messages ``y_w^t`` of the senders ``w`` in ``N(v)`` at rounds
+For one observer ``v`` of ``gossip-noisy`` the view is ``O = J x + B z`` (:mod:`dpgossip.protocols.
+gossip.linear`), with rows the messages ``y_w^t`` of the senders ``w`` in ``N(v)`` at rounds
 ``t < T``.  A message ``y_w^t`` depends on agent ``u`` only through walks of length at most ``t`` from
 ``w`` to ``u``, so every row is supported on the ball ``B_T(v)`` of agents within ``T`` hops of ``v``;
 restricted to that ball the propagation ``r_{k+1} = W^T r_k`` is exact for ``k < T``.  Writing

@@ -42,7 +42,7 @@ DATA_FIELDS: dict[str, str] = {
 
 PROTOCOL_FIELDS: dict[str, str] = {k: f"protocol.{k}" for k in ("iterations", "consensus_steps",
                                                                  "rank", "alpha", "sigma_q", "noise")}
-"""Parameters of :func:`dpgossip.protocol.resolve_params` -> their ``[protocol]`` paths."""
+"""Parameters of :func:`dpgossip.protocols.ddppm.params.resolve_params` -> their ``[protocol]`` paths."""
 
 
 def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -92,8 +92,9 @@ class NetworkSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtocolSpec:
-    """``[protocol]``: the protocol's kind and D-DP-PM's settings (:func:`dpgossip.protocol.resolve_params`;
-    the ``ppm*`` kinds read ``iterations``, ``rank`` and ``consensus_steps`` and the ``[ppm]`` section)."""
+    """``[protocol]``: the protocol's kind and D-DP-PM's settings
+    (:func:`dpgossip.protocols.ddppm.params.resolve_params`; the ``ppm*`` kinds read ``iterations``,
+    ``rank`` and ``consensus_steps`` and the ``[ppm]`` section)."""
 
     iterations: int
     consensus_steps: int
@@ -117,7 +118,8 @@ class ProtocolSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaselineSpec:
-    """``[baseline]``: the LDP baseline of 001 Section IV-A (:func:`dpgossip.protocol.run_ldp`)."""
+    """``[baseline]``: the LDP baseline of 001 Section IV-A
+    (:func:`dpgossip.protocols.ldp.baseline.run_ldp`)."""
 
     ldp: bool
     epsilon: float | None

@@ -55,8 +55,9 @@ __all__ = [
 
 
 def _noise_table(path: str, value: Any) -> dict[str, Any]:
-    """``protocol.noise``: only its keys are checked here; :class:`~dpgossip.protocol.NoiseSchedule`
-    validates the values (:func:`~dpgossip.scenario.noise.noise_schedule` names them by this path)."""
+    """``protocol.noise``: only its keys are checked here;
+    :class:`~dpgossip.protocols.ddppm.params.NoiseSchedule` validates the values
+    (:func:`~dpgossip.scenario.noise.noise_schedule` names them by this path)."""
     if not isinstance(value, Mapping):
         raise ConfigError(f"{path} must be a table, got {value!r}")
     reject_unknown_keys(f"{path}.", value, ("schedule", "scale", "values"))

@@ -1,4 +1,4 @@
-"""Audits of ppm-gossip's views (privacy.ppm_gossip_audit) against closed forms, a dense brute force and
+"""Audits of ppm-gossip's views (protocols.ppm.gossip_audit) against closed forms, a dense brute force and
 the accountant (docs/ppm.md, ppm-gossip)."""
 
 from __future__ import annotations

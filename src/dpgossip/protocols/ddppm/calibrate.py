@@ -122,8 +122,8 @@ class Calibration:
     """A calibrated noise scale and what the audit says about it.
 
     ``noise`` is ready for a scenario (``[protocol] noise = {...}``) and ``params`` for
-    :func:`~dpgossip.protocol.run_matrix`; both use ``scale`` (the largest scale tried when ``met`` is
-    false).
+    :func:`~dpgossip.protocols.ddppm.matrix.run_matrix`; both use ``scale`` (the largest scale tried when
+    ``met`` is false).
     """
 
     family: str
@@ -355,7 +355,7 @@ class LevelEvent:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FixedProtocol:
     """The protocol parameters a calibration holds fixed besides ``T`` and ``c``
-    (:func:`~dpgossip.protocol.resolve_params`)."""
+    (:func:`~dpgossip.protocols.ddppm.params.resolve_params`)."""
 
     alpha: float | str | Mapping[str, float] = "geometric_mean"
     """A number, ``"geometric_mean"`` or ``{"position": t}``."""

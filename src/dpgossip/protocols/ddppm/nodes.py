@@ -5,7 +5,7 @@
 :class:`~dpgossip.protocols.ddppm.result.RunResult` as the matrix backend (``backend="engine"``). With
 ideal links (the default conditions) every iterate equals the matrix backend's to rounding error,
 because every agent draws its noise from its own stream exactly as
-:func:`~dpgossip.protocol.run_matrix` does, and the network's randomness comes from a separate
+:func:`~dpgossip.protocols.ddppm.matrix.run_matrix` does, and the network's randomness comes from a separate
 stream. Network conditions change times and traffic, never the values computed.
 
 Failures

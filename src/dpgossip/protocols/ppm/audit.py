@@ -32,7 +32,7 @@ releases when the iterates are held at the ones this run produced, maximised by 
 neighbours, so a per-instance lower estimate. The guarantee (:mod:`dpgossip.privacy.accountant`) bounds
 the supremum over every trajectory and neighbour: ``mu <= sqrt(sum_l (Delta_l / s_l)^2) = sqrt(L) /
 sigma`` whenever ``Delta_l`` bounds ``||C V_{l-1}||_F`` for the adjacency audited, so the audit can
-never exceed it; when it does, one of them is wrong (``tests/privacy/test_ppm_audit.py`` checks it).
+never exceed it; when it does, one of them is wrong (``tests/protocols/ppm/test_audit.py`` checks it).
 """
 
 from __future__ import annotations
