@@ -11,8 +11,9 @@ a function or a class, under ``try``. The rules, in the order they are applied:
   module ``_LAZY`` names for it, as ``tests/test_layers.py`` does: the facade itself imports nothing at run
   time.
 * Importing ``a.b.c`` runs the packages ``a`` and ``a.b`` first, but that is not an edge to their
-  ``__init__``: Python marks a package as loaded before it runs its body, so a package that imports its
-  own submodules, which import each other, is not re-entered. Only an explicit import of the package
+  ``__init__``: a submodule uses nothing its parent's ``__init__`` defines unless it imports it, and
+  Python puts a package in ``sys.modules`` before it runs its ``__init__``, so an ``__init__`` that imports
+  its own submodules (which import each other) is not run twice. Only an explicit import of the package
   (``import a.b``, or ``from a.b import name`` for a name of its ``__init__``) is an edge to it, and then
   the ``__init__``'s own imports count as that package's edges.
 * Imports under ``if TYPE_CHECKING:`` are not run and are no edge; ``importlib.import_module`` calls are
