@@ -1,4 +1,4 @@
-"""Benchmarks of the privacy auditor (issue 4).
+"""Benchmarks of the privacy auditor.
 
 1. The paper's setting (001, Section IV-B): 4-agent ring with the exact W, Breast Cancer (569 x 30), T = 10,
    c = 5, Corollary 1 parameters: the full 4 x 4 (observer, target) matrix with a worst-case search over

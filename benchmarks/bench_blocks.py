@@ -1,5 +1,5 @@
 """Time of the block products ``D^T q`` and ``D Z`` (:mod:`dpgossip.data.blocks`) against the plain numpy
-expressions, and of one application of ``Xi`` (``protocol/spectrum.py::xi_apply``) against the same
+expressions, and of one application of ``Xi`` (``protocols/ddppm/spectrum.py::xi_apply``) against the same
 formula written with the block products, on a ring (5 rows per agent, ``d = 20``, ``c = 10``); and of
 the blocked QR factorisations of :mod:`dpgossip.data.tall` against LAPACK's on the same ``n x d`` data
 (``top_singular`` against the full SVD it replaces from 131,072 rows, ``tall_qr`` against ``np.linalg.qr``).

@@ -1,4 +1,4 @@
-"""Benchmarks of the two audits that dominated scenarios/protocol-frontier.toml (issue 13, point 5).
+"""Benchmarks of the two audits that dominated scenarios/protocol-frontier.toml.
 
 Side by side in one run, on one dataset over the 16-agent ring (the scenario's setting, budget 1,
 repeat 0, one BLAS thread):

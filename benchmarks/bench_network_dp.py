@@ -1,4 +1,4 @@
-"""Exact pairwise network DP of noisy gossip, every observer against every target (issue 16, done-when 3).
+"""Exact pairwise network DP of noisy gossip, every observer against every target.
 
 Setting: a random geometric graph (``make_network("random_geometric", seed=0)``, radius
 ``sqrt(degree / (pi m))`` so that the mean degree is about ``degree``, Metropolis weights),

@@ -164,11 +164,11 @@ def markdown_table(rows: list[dict[str, str]]) -> str:
 
 
 TARGETS = {100_000: (60.0, 2000.0), 1_000_000: (300.0, 8000.0)}
-"""Issue 15's targets by agents: (wall s, peak MB); at 10^6 agents only the ring run is targeted."""
+"""The scale targets by agents: (wall s, peak MB); at 10^6 agents only the ring run is targeted."""
 
 
 def target_table(rows: list[dict[str, str]]) -> str:
-    """Each targeted case of the CSV against issue 15's limits (docs/scale.md)."""
+    """Each targeted case of the CSV against its limits in :data:`TARGETS` (docs/scale.md)."""
     lines = ["| case | limit | measured | met |", "|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (int(r["agents"]), r["topology"], r["stage"])):
         m = int(r["agents"])

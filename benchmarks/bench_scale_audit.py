@@ -1,4 +1,4 @@
-"""The all-pairs observer audit at growing sizes (issue 15, "The audit"): time, peak memory and the time
+"""The all-pairs observer audit at growing sizes: time, peak memory and the time
 per pair of each search stage.
 
 Setting (each size in its own child process, so that its peak memory is its own): a random geometric graph

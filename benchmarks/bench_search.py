@@ -1,4 +1,4 @@
-"""Benchmark of the optimising worst-case search (issue 10): the full 12-pair observer audit of the paper
+"""Benchmark of the optimising worst-case search: the full 12-pair observer audit of the paper
 setting (Wine, the paper's 4-agent ring, T = 5, c = 5, constant noise), each search preset side by side
 with the candidate search, in one run. Reports the wall time, the time per pair of each stage (the stages
 run per target for all its observers at once, so a stage's time is divided by the pairs of the target),

@@ -1,9 +1,10 @@
-"""Applications of ``Xi`` needed by eigensolvers for the leading moduli (docs/scale.md, issue 15).
+"""Applications of ``Xi`` needed by eigensolvers for the leading moduli (docs/scale.md).
 
 Counts calls of the ``Xi`` product made by ``eigsh`` at several tolerances, Krylov sizes, start vectors
 and numbers of wanted moduli, and by ``lobpcg`` with a start block from the data; then times one product
 both ways side by side: the plain :func:`dpgossip.protocols.ddppm.spectrum.xi_apply` and the prepared
-:class:`~dpgossip.protocols.ddppm.spectrum.XiOperator` (gossip relabelled for locality, batched block products).
+:class:`~dpgossip.protocols.ddppm.spectrum.XiOperator` (gossip relabelled for locality, batched block
+products).
 Synthetic data ``d = 20``, 5 rows per agent (geometric spectrum, ratio 0.8, rows scaled into the unit
 ball), ``c = 10``, ``k = 2`` moduli used by the rules. Usage::
 

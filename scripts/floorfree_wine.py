@@ -1,4 +1,4 @@
-"""The floor-free D-DP-PM on Wine (issue 13, done-when 2): audit, guarantee and error per noise level.
+"""The floor-free D-DP-PM on Wine: audit, guarantee and error per noise level.
 
 Wine (178 x 13, bundled), the paper's 4-agent ring (``paper-ring4``, its W), T = 5, c = 5, q^(T)
 disseminated, bounded neighbours, delta = 1e-5. For each noise multiplier s:

@@ -1,4 +1,5 @@
-"""The README's protocol comparison (issue 12), from a results folder of scenarios/protocol-comparison.toml.
+"""The README's protocol comparison (private power method against D-DP-PM), from a results folder of
+scenarios/protocol-comparison.toml.
 
     dpgossip run scenarios/protocol-comparison.toml
     python scripts/protocol_comparison.py results/protocol-comparison

@@ -103,12 +103,12 @@ def ppm_paper_limit() -> str:
 
 
 def ppm_search() -> str:
-    """docs/ppm.md, Section 3: the seeded random search of tests/protocol/test_ppm.py."""
+    """docs/ppm.md, Section 3: the seeded random search of tests/protocols/ppm/test_central.py."""
     from dpgossip.protocols.ppm.sensitivity import replacement_change
 
     rng = np.random.default_rng(4)
     d, p = 6, 3
-    V, _ = np.linalg.qr(rng.standard_normal((d, p)))  # as tests/protocol/test_ppm.py's _stiefel
+    V, _ = np.linalg.qr(rng.standard_normal((d, p)))  # as tests/protocols/ppm/test_central.py's _stiefel
     best = 0.0
     for _ in range(4000):
         a, b = V @ rng.standard_normal(p), V @ rng.standard_normal(p)

@@ -1,4 +1,5 @@
-"""The protocol frontier (issue 13), from a results folder of scenarios/protocol-frontier.toml.
+"""The protocol frontier (every protocol on one privacy-utility plot), from a results folder of
+scenarios/protocol-frontier.toml.
 
     dpgossip run scenarios/protocol-frontier.toml --out /tmp/frontier
     python scripts/protocol_frontier.py /tmp/frontier

@@ -25,7 +25,7 @@ from pathlib import Path
 from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
 from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.scenario import load_scenario, privacy_section
-from dpgossip.scenario.audit_command import plan_audit
+from dpgossip.scenario.audit_run import plan_audit
 from dpgossip.scenario.problem import build_structure, resolve_problem
 
 STRONG = SearchSettings(name="strong-check", levels=4, rows=4, random=16, steps=6, starts=4, exact=6)

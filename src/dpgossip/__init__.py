@@ -28,7 +28,7 @@ scenarios and plots                       :func:`load_scenario`, :func:`run_scen
                                           :class:`Scenario`, :func:`make_report`
 ========================================  ========================================================
 
-The subpackages (``dg.data``, ``dg.topology``, ``dg.protocol``, ``dg.engine``, ``dg.privacy``,
+The subpackages (``dg.data``, ``dg.topology``, ``dg.protocols``, ``dg.engine``, ``dg.privacy``,
 ``dg.scenario``, ``dg.report``) are loaded on first use too.
 
 Every public function checks its arguments as the command line does: a wrong value raises

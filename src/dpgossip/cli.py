@@ -266,7 +266,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     """Audit every point (resumably), write the tables, draw the plots, list the files."""
     from dpgossip.report.audit import make_audit_report
     from dpgossip.scenario import load_scenario
-    from dpgossip.scenario.audit_command import plan_audit, run_audit
+    from dpgossip.scenario.audit_run import plan_audit, run_audit
     from dpgossip.scenario.privacy_section import PER_INSTANCE
 
     _no_network_dp(args)
@@ -342,11 +342,8 @@ def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     """Calibrate the first point's noise; print the noise line to paste (comment lines around it)."""
     from dpgossip.scenario import load_scenario
-    from dpgossip.scenario.calibrate_command import (
-        calibrate_plan,
-        plan_calibration,
-        write_calibration,
-    )
+    from dpgossip.scenario.calibrate_command import write_calibration
+    from dpgossip.scenario.calibrate_run import calibrate_plan, plan_calibration
     from dpgossip.scenario.outdir import check_out_file
     from dpgossip.scenario.privacy_section import PER_INSTANCE
     from dpgossip.scenario.progress import axes_label
@@ -399,7 +396,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _calibrate_kind(args: argparse.Namespace, plan: Any) -> int:
     """``calibrate`` of a kind with its own accountant: the section's noise line, its guarantee."""
-    from dpgossip.scenario.calibrate_command import calibrate_plan, write_calibration
+    from dpgossip.scenario.calibrate_command import write_calibration
+    from dpgossip.scenario.calibrate_run import calibrate_plan
 
     print(f"# dpgossip calibrate {plan.file}: the {plan.kind} noise multiplier for epsilon = "
           f"{plan.epsilon:g} at delta = {plan.delta:g}, by the kind's own calibration (a DP "

@@ -105,7 +105,7 @@ VIEWS_NOT_YET_REBUILT: frozenset[str] = frozenset({
 failure, reported as such. The set only shrinks: a kind in it that gains a ``view_residual`` fails
 until it is removed. (Outside the contract, transcripts are checked against a release model for two
 of them: the floor-free observer's view in tests/privacy/test_floorfree_engine_validation.py and
-ppm-gossip's messages in tests/protocol/test_ppm_gossip.py; none yet for capepca, capepca-gossip,
+ppm-gossip's messages in tests/protocols/ppm/test_gossip.py; none yet for capepca, capepca-gossip,
 ppm or ppm-federated.)"""
 
 

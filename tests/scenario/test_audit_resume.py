@@ -9,8 +9,8 @@ import pytest
 
 from dpgossip.cli import main
 from dpgossip.scenario import Scenario, privacy_section
-from dpgossip.scenario.audit_command import plan_audit, run_audit
 from dpgossip.scenario.audit_point import AUDIT_POINT_FORMAT
+from dpgossip.scenario.audit_run import plan_audit, run_audit
 from dpgossip.scenario.results import point_file
 from dpgossip.scenario.schema import validate
 from dpgossip.scenario.staging import staging_path

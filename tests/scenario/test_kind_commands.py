@@ -15,8 +15,8 @@ import pytest
 from dpgossip.cli import main
 from dpgossip.errors import ConfigError
 from dpgossip.scenario import load_scenario
-from dpgossip.scenario.audit_command import plan_audit, run_audit
 from dpgossip.scenario.audit_point import KindAuditPoint
+from dpgossip.scenario.audit_run import plan_audit, run_audit
 from dpgossip.scenario.kind_commands import KIND_COMMANDS, commands_for
 from tests.scenario.helpers import scenario_error, tiny_audit_toml, toml_scenario
 

@@ -158,7 +158,7 @@ def test_leakage_rows_one_per_pair():
 
 def test_prepare_calibrates_and_reports_an_unreachable_target():
     # the preparation's mechanics, with the cheap candidate search (the optimising search finds the
-    # target below unreachable: tests/privacy/test_calibrate.py covers its calibration)
+    # target below unreachable: tests/protocols/ddppm/test_calibrate.py covers its calibration)
     fast = {"candidates": 1, "refine": 1, "ascent_steps": 0, "methods": ["rdp"], "search": "candidates"}
     cfg = expand(validate(scenario(**fast, calibrate={"epsilon": 300.0, "family": "constant",
                                                        "method": "rdp"})))[0].config

@@ -94,11 +94,11 @@ def test_paper_fig2_scenarios_are_the_paper_grid():
 
 
 def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
-    """The pipeline, with the cheap candidate search (the search itself: tests/privacy/test_search.py).
-    Two budgets of the Wine scenario at T = 2 (the shipped T = 5 costs 4x the exact-delta work), few
-    candidates: the tight one (epsilon = 1, delta = 0.1) is below the floor of the observer view (delta
-    about 0.31 at the largest noise scale) and is flagged, the loose one (epsilon = 100, delta = 0.9) is
-    met; each row carries the calibrated scale and LDP runs at the same budget."""
+    """The pipeline, with the cheap candidate search (the search itself:
+    tests/protocols/ddppm/test_search.py). Two budgets of the Wine scenario at T = 2 (the shipped T = 5 costs
+    4x the exact-delta work), few candidates: the tight one (epsilon = 1, delta = 0.1) is below the floor of
+    the observer view (delta about 0.31 at the largest noise scale) and is flagged, the loose one (epsilon =
+    100, delta = 0.9) is met; each row carries the calibrated scale and LDP runs at the same budget."""
     sc = load_scenario(SCENARIOS / "paper-fig2-wine.toml").with_overrides({
         "repeats": 2, "protocol.iterations": 2, "privacy.search": "candidates",
         "privacy.candidates": 1, "privacy.ascent_steps": 0, "baseline.epsilon": [1.0, 100.0],

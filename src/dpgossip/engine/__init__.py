@@ -11,7 +11,7 @@ the :class:`NetworkConditions` (stragglers, crashes, the crash model of
 operator side (:class:`~dpgossip.engine.monitor.Monitor`), batches of blocks and their canonical
 norm (:mod:`~dpgossip.engine.messages`) and the spanning tree for convergecast and broadcast
 (:mod:`~dpgossip.engine.tree`). The protocols' node programs live in the protocol layer
-(:mod:`dpgossip.protocol.nodes`); the engine names no protocol and imports none.
+(their homes under :mod:`dpgossip.protocols`); the engine names no protocol and imports none.
 
 >>> from dpgossip.engine import NetworkConditions
 >>> NetworkConditions.from_mapping({"latency": {"kind": "exponential", "mean": 0.01}}).latency.kind

@@ -8,7 +8,6 @@ and what is allowed, so that a wrong argument never reaches numpy or LAPACK (an 
 from __future__ import annotations
 
 from numbers import Integral
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,10 +17,7 @@ from dpgossip.errors import ConfigError, show
 from dpgossip.rng import as_generator, as_seed_sequence
 from dpgossip.topology.network import Network
 
-if TYPE_CHECKING:
-    from dpgossip.protocols.ddppm.params import ProtocolParams
-
-__all__ = ["check_data", "check_network", "check_params", "check_seed", "as_generator",
+__all__ = ["check_data", "check_network", "check_seed", "as_generator",
            "check_matrix", "check_rank"]
 
 
@@ -51,16 +47,6 @@ def check_network(network: object, agents: int | None = None, field: str = "netw
         raise ConfigError(f"{field} has {network.m} agents but the data are split among {agents}; "
                           "they must be equal", field=field)
     return network
-
-
-def check_params(params: object, field: str = "params") -> ProtocolParams:
-    """``params`` when it is a :class:`~dpgossip.protocol.ProtocolParams`."""
-    from dpgossip.protocols.ddppm.params import ProtocolParams  # params uses the checks above
-
-    if not isinstance(params, ProtocolParams):
-        raise ConfigError(f"{field} must be a dpgossip.ProtocolParams (from dpgossip.resolve_params), "
-                          f"got {describe(params)}", field=field)
-    return params
 
 
 def check_seed(seed: object, field: str = "seed") -> np.random.SeedSequence:

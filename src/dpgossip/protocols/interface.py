@@ -168,7 +168,8 @@ class Ppm:
 @dataclass(frozen=True, slots=True)
 class PpmFederated:
     """000's Algorithm 2 (a server, every agent a client, secure aggregation):
-    :func:`~dpgossip.protocols.ppm.central.run_ppm_federated`; the graph is not used (a star to the server)."""
+    :func:`~dpgossip.protocols.ppm.central.run_ppm_federated`; the graph is not used (a star to the
+    server)."""
 
     params: PpmParams
     kind: ClassVar[str] = "ppm-federated"
@@ -204,7 +205,8 @@ class PpmGossip:
 
 @dataclass(frozen=True, slots=True)
 class CapePca:
-    """capePCA (004, Algorithm 2) on a star, every agent a site: :func:`~dpgossip.protocols.cape.star.run_cape`.
+    """capePCA (004, Algorithm 2) on a star, every agent a site:
+    :func:`~dpgossip.protocols.cape.star.run_cape`.
 
     One-shot: ``trajectory`` has one entry, the top-``k`` eigenvectors ``V_K`` of the aggregate
     ``(1/S) sum_s (A_s + G_s)``, ``A_s = X_s^T X_s / N_s`` (side ``right``: an estimate of the top

@@ -9,7 +9,8 @@ dpgossip). The home registers each of its kinds once, with a :class:`ProtocolKin
 
 How kinds are found (:func:`load_kinds`, called on first use of the registry):
 
-* every subpackage of :mod:`dpgossip.protocols` that has a ``kinds`` module (``dpgossip.protocols.<home>.kinds``)
+* every subpackage of :mod:`dpgossip.protocols` that has a ``kinds`` module
+  (``dpgossip.protocols.<home>.kinds``)
   is imported, and its import registers its kinds: adding a home adds its kinds, with no list to edit;
 * every entry point of the group :data:`ENTRY_POINT_GROUP` (``dpgossip.protocols``) of the installed
   distributions is loaded: a module (its import registers) or a callable (called with no argument), so a

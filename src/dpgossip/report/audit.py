@@ -31,9 +31,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpgossip.report.figures import new_figure, save
+from dpgossip.errors import ConfigError
+from dpgossip.report.checked import RERUN, read_record
+from dpgossip.report.figures import new_figure, require_matplotlib, save
 from dpgossip.report.leakage import plot_leakage_vs_hops, plot_pair_heatmap
+from dpgossip.report.manifest import clear_previous, write_manifest
+from dpgossip.report.tables import typed_rows
 from dpgossip.scenario.audit_point import OBSERVER_VIEWS, per_target
+from dpgossip.scenario.progress import axes_label
 
 __all__ = ["plot_audit", "plot_by_target", "plot_guarantees", "make_audit_report",
            "audit_leakage_rows"]
@@ -202,13 +207,6 @@ def make_audit_report(folder: str | Path) -> list[Path]:
     PlotsUnavailable
         Without matplotlib.
     """
-    from dpgossip.errors import ConfigError
-    from dpgossip.report.build import clear_previous, write_manifest
-    from dpgossip.report.checked import RERUN, read_record
-    from dpgossip.report.figures import require_matplotlib
-    from dpgossip.report.tables import typed_rows
-    from dpgossip.scenario.progress import axes_label
-
     require_matplotlib()
     folder = Path(folder)
     worst = read_record(folder / "worst.json", ("scenario", "points"))
@@ -239,9 +237,6 @@ def make_audit_report(folder: str | Path) -> list[Path]:
 
 
 def _require(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
-    from dpgossip.errors import ConfigError
-    from dpgossip.report.checked import RERUN
-
     missing = [c for c in columns if rows and c not in rows[0]]
     if missing:
         raise ConfigError(f"{path}: the column {missing[0]!r} is missing; the file was edited or "

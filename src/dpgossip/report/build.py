@@ -28,13 +28,12 @@ and a network-DP folder its ``network-dp.png`` (:func:`network_dp_report`). Ever
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.report.audit import plot_by_target
+from dpgossip.report.audit import make_audit_report, plot_by_target
 from dpgossip.report.checked import RERUN, read_record, read_table
 from dpgossip.report.curves import (
     plot_error_vs_c,
@@ -49,38 +48,16 @@ from dpgossip.report.leakage import (
     plot_leakage_vs_iterations,
     plot_pair_heatmap,
 )
+from dpgossip.report.manifest import clear_previous, write_manifest
 from dpgossip.report.network import plot_network_file
 from dpgossip.report.network_dp import PLOT_NAME, plot_network_dp
 from dpgossip.report.tables import ResultsFolder
 from dpgossip.scenario.audit_point import OBSERVER_VIEWS, per_target
 
-__all__ = ["make_report", "folder_kind", "network_dp_report", "clear_previous", "write_manifest",
-           "MANIFEST", "MAX_HEATMAPS"]
-
-MANIFEST = "plots.json"
-"""Name of the list of drawn files in ``plots/``."""
+__all__ = ["make_report", "folder_kind", "network_dp_report", "MAX_HEATMAPS"]
 
 MAX_HEATMAPS = 12
 """At most this many per-point leakage heatmaps are drawn."""
-
-
-def write_manifest(plots: Path, written: list[Path]) -> None:
-    """Write ``plots/plots.json``: the names of the files drawn (removed by the next report)."""
-    (plots / MANIFEST).write_text(json.dumps([p.name for p in written], indent=1) + "\n",
-                                  encoding="utf-8")
-
-
-def clear_previous(plots: Path) -> None:
-    """Remove the PNG files listed in ``plots/plots.json`` (the previous report's)."""
-    manifest = plots / MANIFEST
-    try:
-        names = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    for name in names if isinstance(names, list) else []:
-        target = plots / str(name)
-        if target.parent == plots and target.suffix == ".png":
-            target.unlink(missing_ok=True)
 
 
 def folder_kind(path: Path) -> str:
@@ -145,8 +122,6 @@ def make_report(results_dir: str | Path) -> list[Path]:
         When ``results_dir`` is not a finished results folder, or one of its files is damaged (naming
         the file and what is wrong: :mod:`dpgossip.report.checked`).
     """
-    from dpgossip.report.audit import make_audit_report
-
     if not isinstance(results_dir, (str, os.PathLike)):
         raise ConfigError(f"results_dir must be the path of a results folder, got {results_dir!r}",
                           field="results_dir")

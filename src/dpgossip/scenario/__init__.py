@@ -18,6 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
+
+# the sections this layer owns ([privacy], [ppm], [cape], [floorfree]) register themselves when imported;
+# importing them here registers them before any module of the package is used (see sections.py)
+from dpgossip.scenario import cape_section, ppm_section, privacy_section  # noqa: F401
 from dpgossip.scenario.assemble import assemble, stale_outputs, write_resolved_config
 from dpgossip.scenario.batches import BatchWriter, saved_points, stored_point
 from dpgossip.scenario.execute import (
@@ -35,6 +39,7 @@ from dpgossip.scenario.outdir import check_out_dir
 from dpgossip.scenario.preflight import Structures, preflight
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.results import PointResult
+from dpgossip.scenario.runner import repeat_progress
 from dpgossip.scenario.schema import SCHEMA, register_section, validate
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 from dpgossip.scenario.staging import staged_folder
@@ -266,8 +271,6 @@ def _run(
         stream = run_pool(tasks, n_workers)
     else:
         stream = run_inline(tasks, structures.built)
-    from dpgossip.scenario.runner import repeat_progress
-
     inline = client is None and (n_workers <= 1 or len(tasks) < 2)  # points run in this thread
     with repeat_progress(progress.repeat if inline else None):
         _save_all(stream, BatchWriter(out_dir), results, progress)

@@ -35,6 +35,7 @@ from typing import Any
 
 from dpgossip.scenario.expand import Point
 from dpgossip.scenario.results import PointResult
+from dpgossip.scenario.staging import foreign
 from dpgossip.scenario.status import status_counts
 from dpgossip.scenario.store import write_csv, write_json
 from dpgossip.scenario.summary import library_versions, summarise
@@ -174,8 +175,6 @@ def stale_outputs(out_dir: Path, config: Mapping[str, Any], scenario: str) -> Ca
       list, and those two files (never point files, which are keyed by hash, nor anything else).
     * Another scenario's results (replaced with ``--force``): everything.
     """
-    from dpgossip.scenario.staging import foreign
-
     out_dir = Path(out_dir)
     if foreign(out_dir, scenario):
         return lambda rel: True

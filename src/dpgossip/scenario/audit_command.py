@@ -1,23 +1,12 @@
-"""``dpgossip audit``: the pair audit of every sweep point, stored point by point, and its tables.
+"""``dpgossip audit``, one point at a time: the pair audit of a ``ddppm`` point (:func:`audit_task`), the
+plan's types and the folder's tables (:func:`write_audit_tables`).
 
-:func:`plan_audit` checks the output folder and the sizes and resolves every point's ``[privacy]``
-table; :func:`run_audit` audits the points in order (:func:`audit_task`: build the network and data,
-calibrate the noise when ``privacy.calibrate`` asks, resolve the parameters, audit every pair), writes
-each one's :class:`~dpgossip.scenario.audit_point.AuditPoint` to ``DIR/points/<key>.json`` as soon as it
-is done, then assembles the folder's tables from the points (:func:`write_audit_tables`).
-
-Resuming: a point whose file is already in ``DIR/points`` with the same key (the hash of its
-configuration with the ``[privacy]`` overrides and the content of the user files it reads) is read back
-instead of audited again, so an interrupted audit (Ctrl-C, kill) run again audits only the points it had
-not finished and ends with the same tables. A configuration that occurs twice in a sweep is audited
-once.
-
-Each point is audited by its ``protocol.kind``'s own audit
-(:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`): ``ddppm`` pair by pair as ``[privacy]`` says
-(:func:`audit_task`, with progress per target and an ETA), the kinds with their own accountant and
-auditor by them (:func:`~dpgossip.scenario.kind_audit.audit_kind_point`: the guarantee and audit
-columns ``dpgossip run`` writes for repeat 0). ``--view``, ``--search`` and ``--candidates`` are refused
-on a scenario without a ``ddppm`` point.
+:func:`audit_task` builds the point's network and data, calibrates the noise when ``privacy.calibrate``
+asks, resolves the parameters and audits every pair; the driver (:mod:`~dpgossip.scenario.audit_run`:
+:func:`~dpgossip.scenario.audit_run.plan_audit`, :func:`~dpgossip.scenario.audit_run.run_audit`) audits
+each point by its ``protocol.kind``'s own audit
+(:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`), stores each
+:class:`~dpgossip.scenario.audit_point.AuditPoint` as soon as it is done, then writes the tables here.
 
 Files (each written atomically):
 
@@ -44,11 +33,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from dpgossip.errors import ConfigError
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.audit_point import (
     OBSERVER_VIEWS,
@@ -57,28 +45,17 @@ from dpgossip.scenario.audit_point import (
     KindAuditPoint,
     ProblemSummary,
     WorstPair,
-    read_audit_point,
-    read_kind_point,
-    write_audit_point,
 )
 from dpgossip.scenario.expand import point_hash
-from dpgossip.scenario.outdir import check_out_dir
-from dpgossip.scenario.preflight import check_points, input_digests
-from dpgossip.scenario.privacy_overrides import (
-    PrivacyOverrides,
-    audited_points,
-    privacy_config,
-    uses_engine,
-)
+from dpgossip.scenario.preflight import input_digests
 from dpgossip.scenario.problem import build_structure, resolve_problem
-from dpgossip.scenario.progress import Progress, axes_label
+from dpgossip.scenario.progress import axes_label
 from dpgossip.scenario.results import jsonable
-from dpgossip.scenario.staging import staged_folder, stale_audit_files
 from dpgossip.scenario.step_progress import TargetProgress
 from dpgossip.scenario.store import json_safe, write_csv, write_json
 
-__all__ = ["AuditTask", "AuditPlan", "AuditRun", "plan_audit", "audit_key", "audit_task", "run_audit",
-           "write_audit_tables", "matrix_names"]
+__all__ = ["AuditTask", "AuditPlan", "AuditRun", "audit_key", "audit_task", "write_audit_tables",
+           "matrix_names", "audit_summary"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -90,6 +67,9 @@ class AuditTask:
     key: str
     axes: dict[str, Any]
     config: dict[str, Any]
+    pair_audit: bool = True
+    """Audited pair by pair as ``[privacy]`` says (the kind's commands say so: ``ddppm``), else by the
+    kind's own auditor."""
 
     @property
     def name(self) -> str:
@@ -105,7 +85,8 @@ class AuditTask:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class AuditPlan:
-    """What :func:`run_audit` does: the scenario's name, the output folder and the points.
+    """What :func:`~dpgossip.scenario.audit_run.run_audit` does: the scenario's name, the output folder
+    and the points.
 
     Attributes
     ----------
@@ -130,9 +111,7 @@ class AuditPlan:
     @property
     def pair_tasks(self) -> tuple[AuditTask, ...]:
         """The points audited pair by pair as ``[privacy]`` says (``protocol.kind = "ddppm"``)."""
-        from dpgossip.scenario.kind_commands import commands_for
-
-        return tuple(t for t in self.tasks if commands_for(t.kind).pair_audit)
+        return tuple(t for t in self.tasks if t.pair_audit)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -184,54 +163,6 @@ def audit_key(config: dict[str, Any], base: Path | None = None,
     a marker that keeps it apart from the key of a ``dpgossip run`` point."""
     inputs = input_digests(config, base, digests)
     return point_hash({**config, "inputs": inputs, "command": "audit"})
-
-
-def plan_audit(scenario: Any, out: str | Path | None = None, *,
-               overrides: PrivacyOverrides | None = None, force: bool = False) -> AuditPlan:
-    """Check where the audit writes and how large it is, and resolve every point's ``[privacy]``.
-
-    Parameters
-    ----------
-    scenario
-        A :class:`~dpgossip.scenario.Scenario`.
-    out
-        The output folder (default ``results/<name>-audit``).
-    overrides
-        ``[privacy]`` settings replaced for every point (``--view``, ``--search``, ``--candidates``).
-    force
-        Write into a folder that holds another scenario's results.
-
-    Returns
-    -------
-    AuditPlan
-
-    Raises
-    ------
-    ConfigError
-        The folder cannot be written or holds another scenario's results (without ``force``); the
-        sweep or a point is too large for the memory.
-    """
-    from dpgossip.scenario.kind_commands import commands_for
-
-    out_dir = Path(out or Path("results") / f"{scenario.name}-audit")
-    check_out_dir(out_dir, scenario.name, flag="--out" if out else "the audit folder", force=force)
-    points = audited_points(scenario)
-    kinds = list(dict.fromkeys(p.config["protocol"]["kind"] for p in points))
-    pair_kinds = [k for k in kinds if commands_for(k).pair_audit]  # refuses an unsupported kind
-    given = overrides.given() if overrides is not None else {}
-    if given and not pair_kinds:
-        raise ConfigError(f"{', '.join(f'privacy.{k}' for k in given)}: the pair audit's settings do "
-                          f"not apply to protocol.kind = {', '.join(map(repr, kinds))}, audited by "
-                          "its own auditor ([ppm], [cape] or [floorfree] sets it); leave them out")
-    tasks = []
-    digests: dict[Path, str] = {}  # each user file is read once for the whole sweep
-    for p in points:
-        pair = commands_for(p.config["protocol"]["kind"]).pair_audit
-        cfg = privacy_config(p.config, overrides) if pair else dict(p.config)
-        tasks.append(AuditTask(index=p.index, key=audit_key(cfg, scenario.base, digests),
-                               axes=dict(p.axes), config=cfg))
-    return AuditPlan(scenario=scenario.name, out=out_dir, base=scenario.base, tasks=tuple(tasks),
-                     engine=uses_engine(scenario.config))
 
 
 def audit_task(task: AuditTask, base: Path | None = None,
@@ -317,92 +248,6 @@ def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict
     })
 
 
-def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None = None,
-              quiet: bool = False, stream: IO[str] | None = None) -> AuditRun:
-    """Audit every point of ``plan`` (resuming from stored points) and write the folder's tables.
-
-    Every point's settings are checked on its network and data first
-    (:func:`~dpgossip.scenario.preflight.check_points`); the audit then writes into a staging folder
-    swapped in as ``plan.out`` only when it succeeds, under the folder's lock
-    (:mod:`~dpgossip.scenario.staging`): a failed or interrupted audit leaves earlier results as
-    they were, and the next run resumes from the points it finished.
-
-    Parameters
-    ----------
-    plan
-        From :func:`plan_audit`.
-    on_point
-        Called with each point in sweep order, as soon as it is audited or read back.
-    quiet
-        No progress on ``stream``.
-    stream
-        Where progress goes: which step a point is at, and a line per finished point with an ETA
-        (a bar on a terminal; :class:`~dpgossip.scenario.progress.Progress`). Default ``sys.stderr``.
-
-    Returns
-    -------
-    AuditRun
-
-    Raises
-    ------
-    ConfigError
-        From :func:`audit_task` (the points finished before are kept).
-    KeyboardInterrupt
-        Propagated; every point finished before it is stored.
-    """
-    check_points(plan.tasks, plan.base)
-    with staged_folder(plan.out, flag="--out") as stage:
-        run = _run_audit(replace(plan, out=stage.work), on_point, quiet, stream, plan.out)
-        stage.commit(stale_audit_files(plan.out, plan.scenario))
-    return replace(run, out=plan.out,
-                   files=tuple(plan.out / f.relative_to(stage.work) for f in run.files))
-
-
-def _run_audit(plan: AuditPlan, on_point: Callable[[AuditPoint], None] | None, quiet: bool,
-               stream: IO[str] | None, target: Path) -> AuditRun:
-    from dpgossip.scenario.kind_commands import commands_for
-
-    first: dict[str, AuditTask] = {}
-    for t in plan.tasks:
-        first.setdefault(t.key, t)
-    done: dict[str, AuditPoint | KindAuditPoint] = {}
-    for t in first.values():
-        read = read_audit_point if commands_for(t.kind).pair_audit else read_kind_point
-        stored = read(plan.out, t.key, t.index, t.axes)
-        if stored is not None:
-            done[t.key] = stored
-    resumed = len(done)
-    progress = Progress(len(first), quiet=quiet, stream=stream)
-    progress.skipped(resumed, str(target / "points"))
-    points: list[AuditPoint | KindAuditPoint] = []
-    try:
-        for t in plan.tasks:
-            point = done.get(t.key)
-            if point is None:
-                point = commands_for(t.kind).audit(t, plan.base, None if quiet else progress.stage)
-                write_audit_point(plan.out, point)
-                done[t.key] = point
-                progress.update(point, _summary(point))
-            elif point.index != t.index:  # the same configuration at another point of the sweep
-                point = replace(point, index=t.index, axes=dict(t.axes))
-            points.append(point)
-            if on_point is not None:
-                on_point(point)
-    finally:
-        progress.close()
-    files = write_audit_tables(plan, points)
-    return AuditRun(out=plan.out, points=tuple(points), files=tuple(files),
-                    computed=len(first) - resumed, resumed=resumed)
-
-
-def _summary(point: AuditPoint | KindAuditPoint) -> str:
-    """What the progress line says of a finished point."""
-    if isinstance(point, KindAuditPoint):
-        return point.summary()
-    what = point.quantity if point.rank_by == "delta" else "epsilon"
-    return f"worst {what} ({point.method}) {point.worst_value:.4g}"
-
-
 def matrix_names(points: Sequence[AuditPoint]) -> list[str]:
     """File name of each point's matrix: ``epsilon_matrix.csv`` for a single point, else
     ``epsilon_matrix_p<point>.csv``; ``delta_matrix*`` when the point ranks by delta;
@@ -451,3 +296,11 @@ def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint | KindAuditP
         write_csv(out / name, p.matrix_rows() if p.per_observer else p.target_rows())
         files.append(out / name)
     return files
+
+
+def audit_summary(point: AuditPoint | KindAuditPoint) -> str:
+    """What the progress line says of a finished point."""
+    if isinstance(point, KindAuditPoint):
+        return point.summary()
+    what = point.quantity if point.rank_by == "delta" else "epsilon"
+    return f"worst {what} ({point.method}) {point.worst_value:.4g}"

@@ -22,9 +22,11 @@ of each kind (docs/protocol-frontier.md):
   (every round's messages, its own edge draws known:
   :func:`dpgossip.protocols.cape.gossip_audit.audit_cape_gossip`).
 * ``ddppm-floorfree``: ``guaranteed_epsilon`` is the PLD accountant's epsilon of ``T + 1`` composed
-  Gaussian mechanisms of multiplier ``s`` (:func:`dpgossip.protocols.ddppm.floorfree_guarantee.floorfree_guarantee`;
+  Gaussian mechanisms of multiplier ``s``
+  (:func:`dpgossip.protocols.ddppm.floorfree_guarantee.floorfree_guarantee`;
   ``gdp_epsilon`` is the exact ``mu``-GDP figure); ``audited_epsilon`` the audit of the eavesdropper,
-  who sees every release the guarantee covers (:func:`dpgossip.protocols.ddppm.floorfree_audit.audit_floorfree`:
+  who sees every release the guarantee covers
+  (:func:`dpgossip.protocols.ddppm.floorfree_audit.audit_floorfree`:
   exact for the neighbour it reports, a lower estimate of the per-instance worst case).
 
 Noise given by a budget is calibrated to the kind's own guarantee: capePCA's aggregator view, the site

@@ -35,12 +35,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError
 from dpgossip.interrupt import Interrupted
+from dpgossip.scenario import runner
+from dpgossip.scenario.point import PointSpec
+from dpgossip.scenario.problem import Problem, build_structure, make_problem
+from dpgossip.scenario.progress import axes_label
+from dpgossip.scenario.protocol_point import run_protocol_point
 from dpgossip.scenario.results import PointResult, jsonable
+from dpgossip.scenario.sections import prepare_point
 
 __all__ = [
     "PointTask",
+    "run_point_of_kind",
     "run_task",
     "run_chunk",
     "chunk_size",
@@ -82,9 +90,18 @@ class PointTask:
 
 
 def _label(task: PointTask) -> str:
-    from dpgossip.scenario.progress import axes_label
-
     return f"point {task.index} ({axes_label(task.axes)})" if task.axes else ""
+
+
+def run_point_of_kind(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every repeat of one point, run by its ``protocol.kind``: D-DP-PM by
+    :func:`~dpgossip.scenario.runner.run_point`, the other kinds by
+    :func:`~dpgossip.scenario.protocol_point.run_protocol_point` (both return the ``runs`` and
+    ``iterations`` rows)."""
+    if spec.protocol.kind == "ddppm":
+        return runner.run_point(spec, problem, axes)
+    return run_protocol_point(spec, problem, axes)
 
 
 def run_task(task: PointTask, structure: Any = None) -> PointResult:
@@ -99,18 +116,12 @@ def run_task(task: PointTask, structure: Any = None) -> PointResult:
     ConfigError
         With the point's index and axis values prepended (when the scenario has axes).
     """
-    from dpgossip._threads import single_blas_thread
-    from dpgossip.scenario import runner
-    from dpgossip.scenario.point import PointSpec
-    from dpgossip.scenario.problem import Problem, make_problem, make_structure
-    from dpgossip.scenario.sections import prepare_point
-
     base = Path(task.base) if task.base else None
     t0 = time.perf_counter()
     try:
         with single_blas_thread():
             if structure is None:  # else built by the preflight from the same seed
-                structure = make_structure(PointSpec.from_config(task.config), base)
+                structure = build_structure(task.config, base)
             config, extra = prepare_point(task.config, structure)  # e.g. a calibrated noise scale
             spec = PointSpec.from_config(config)  # the settings the point runs with
             if task.params is not None and config["protocol"] == task.config["protocol"]:
@@ -118,7 +129,7 @@ def run_task(task: PointTask, structure: Any = None) -> PointResult:
                                   params=task.params)  # resolved by the preflight check
             else:
                 problem = make_problem(spec.protocol, structure)  # one per point
-            runs, iters = runner.run_point(spec, problem, task.axes)
+            runs, iters = run_point_of_kind(spec, problem, task.axes)
             runs = [{**r, **extra} for r in runs]
             tables = {"runs": runs, "iterations": iters,
                       **runner.run_sections(config, problem)}

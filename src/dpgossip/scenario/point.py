@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from dpgossip.errors import renamed_fields
 from dpgossip.protocols.ddppm.params import NoiseSchedule
 from dpgossip.scenario.cape_section import CapeSpec, FloorFreeSpec
+from dpgossip.scenario.noise import noise_fields, noise_schedule
 from dpgossip.scenario.ppm_section import PpmSpec
 
 __all__ = [
@@ -42,22 +42,7 @@ DATA_FIELDS: dict[str, str] = {
 
 PROTOCOL_FIELDS: dict[str, str] = {k: f"protocol.{k}" for k in ("iterations", "consensus_steps",
                                                                  "rank", "alpha", "sigma_q", "noise")}
-"""Parameters of :func:`dpgossip.protocol.resolve_params` -> their ``[protocol]`` paths."""
-
-
-def noise_fields(path: str = "protocol.noise") -> dict[str, str]:
-    """Fields of :class:`~dpgossip.protocol.NoiseSchedule` -> the keys of the TOML noise table at
-    ``path`` (``kind`` is written ``schedule`` there)."""
-    return {"kind": f"{path}.schedule", "scale": f"{path}.scale", "values": f"{path}.values"}
-
-
-def noise_schedule(table: Mapping[str, Any] | None, path: str = "protocol.noise") -> NoiseSchedule:
-    """The :class:`~dpgossip.protocol.NoiseSchedule` of a TOML noise table (absent: geometric, scale 1);
-    the schedule validates it, and its errors name the table's keys under ``path``."""
-    table = table or {}
-    with renamed_fields(noise_fields(path)):
-        return NoiseSchedule(kind=table.get("schedule", "geometric"), scale=table.get("scale", 1.0),
-                             values=table.get("values", ()))
+"""Parameters of :func:`dpgossip.protocols.ddppm.params.resolve_params` -> their ``[protocol]`` paths."""
 
 
 def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -107,8 +92,9 @@ class NetworkSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtocolSpec:
-    """``[protocol]``: the protocol's kind and D-DP-PM's settings (:func:`dpgossip.protocol.resolve_params`;
-    the ``ppm*`` kinds read ``iterations``, ``rank`` and ``consensus_steps`` and the ``[ppm]`` section)."""
+    """``[protocol]``: the protocol's kind and D-DP-PM's settings
+    (:func:`dpgossip.protocols.ddppm.params.resolve_params`; the ``ppm*`` kinds read ``iterations``,
+    ``rank`` and ``consensus_steps`` and the ``[ppm]`` section)."""
 
     iterations: int
     consensus_steps: int
@@ -132,7 +118,8 @@ class ProtocolSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaselineSpec:
-    """``[baseline]``: the LDP baseline of 001 Section IV-A (:func:`dpgossip.protocol.run_ldp`)."""
+    """``[baseline]``: the LDP baseline of 001 Section IV-A
+    (:func:`dpgossip.protocols.ldp.baseline.run_ldp`)."""
 
     ldp: bool
     epsilon: float | None

@@ -13,7 +13,8 @@ gives the rest:
   smallest whose composed guarantee, by the exact zCDP conversion, is ``epsilon`` at ``delta``:
   :func:`dpgossip.privacy.accountant.calibrate_zcdp_noise`); exactly one of the two;
 * ``delta`` (default ``1e-5``): the delta of the reported epsilons;
-* ``audit`` (default true): the per-instance audit of each run (:func:`dpgossip.protocols.ppm.audit.audit_ppm`);
+* ``audit`` (default true): the per-instance audit of each run
+  (:func:`dpgossip.protocols.ppm.audit.audit_ppm`);
 * ``mask_std`` (default 1): the standard deviation of the edge masks of ``ppm-gossip``.
 
 Each run's row carries ``guaranteed_epsilon`` (the PLD accountant's epsilon at ``delta`` for the

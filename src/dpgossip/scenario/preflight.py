@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError
 from dpgossip.scenario.expand import Point, point_hash
+from dpgossip.scenario.point_checks import check_point
+from dpgossip.scenario.problem import build_structure
 from dpgossip.scenario.progress import axes_label
 
 __all__ = ["KEEP_BYTES", "Structures", "preflight", "check_points", "structure_key", "input_file",
@@ -73,7 +76,7 @@ class Structures:
     def save(self, out_dir: Path) -> list[Path]:
         """Write every network to ``out_dir/networks/<stem>.json`` (atomically); returns the paths."""
         from dpgossip.topology import save_graph_json, spectral_summary
-        from dpgossip.topology.spectral import DENSE_MAX_AGENTS
+        from dpgossip.topology.matrices import DENSE_MAX_AGENTS
 
         paths = []
         for stem, (network, net_cfg, seed) in self.networks.items():
@@ -184,10 +187,6 @@ def _checked(group: Sequence[Any], base: Path | None) -> tuple[Any, dict[str, An
     """The structure shared by ``group`` (points with one network and dataset), built on one BLAS
     thread, after every distinct point of the group passed :func:`check_point`; and the protocol
     parameters it resolved, by point key."""
-    from dpgossip._threads import single_blas_thread
-    from dpgossip.scenario.point_checks import check_point
-    from dpgossip.scenario.problem import build_structure
-
     point = group[0]
     try:
         with single_blas_thread():

@@ -15,7 +15,7 @@ every kind, :func:`~dpgossip.scenario.runner.repeat_seed`), measures the subspac
 estimate to the exact top-``k`` right singular subspace of ``X`` after every iteration, and reports the
 guarantee of its accountant and (``ppm.audit``) the per-instance audit of the server's view:
 
-* ``guaranteed_epsilon``: :func:`dpgossip.privacy.accountant.realised_guarantee` (PLD accountant) of
+* ``guaranteed_epsilon``: :func:`dpgossip.protocols.ppm.guarantee.realised_guarantee` (PLD accountant) of
   the run's noise multipliers under ``ppm.adjacency``, at ``ppm.delta``: a DP guarantee;
 * ``audited_epsilon``: the per-instance audit of **what the guarantee covers** (the same view and
   adjacency), so ``audit_exceeds_guarantee`` is a check that can fail and must not: for ``ppm`` and

@@ -71,8 +71,9 @@ def run_point(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every repeat of one point on its problem (built once by the caller).
 
-    A point whose ``protocol.kind`` is not ``ddppm`` runs
-    :func:`dpgossip.scenario.protocol_point.run_protocol_point` instead.
+    This runs D-DP-PM (``protocol.kind = "ddppm"``); the points of the other kinds run by
+    :func:`dpgossip.scenario.protocol_point.run_protocol_point`, which uses this module's repeat seeds,
+    progress and LDP rows (:func:`dpgossip.scenario.execute.run_point_of_kind` chooses).
 
     Returns
     -------
@@ -84,9 +85,8 @@ def run_point(
         ``crashed_agents``.
     """
     if spec.protocol.kind != "ddppm":
-        from dpgossip.scenario.protocol_point import run_protocol_point
-
-        return run_protocol_point(spec, problem, axes)
+        raise ValueError(f"run_point runs protocol.kind = 'ddppm', not {spec.protocol.kind!r}: "
+                         "dpgossip.scenario.execute.run_point_of_kind runs every kind")
     data, network, params = problem.data, problem.network, problem.params
     top = top_singular(data.X, params.rank)
     base_row = {

@@ -9,8 +9,10 @@ Besides the sections of :data:`SCHEMA`, a scenario may have
 * ``[engine]``: network conditions for ``backend = "engine"``, checked by
   :meth:`dpgossip.engine.NetworkConditions.from_mapping`;
 * sections registered by modules of this layer (:mod:`~dpgossip.scenario.sections`): ``[privacy]``
-  (:mod:`~dpgossip.scenario.privacy_section`) and ``[ppm]`` (:mod:`~dpgossip.scenario.ppm_section`),
-  imported at the end of this module.
+  (:mod:`~dpgossip.scenario.privacy_section`), ``[ppm]`` (:mod:`~dpgossip.scenario.ppm_section`),
+  ``[cape]`` and ``[floorfree]`` (:mod:`~dpgossip.scenario.cape_section`). The package
+  (``dpgossip/scenario/__init__.py``) imports them, so they are registered before any module of the
+  layer is used; this module imports none of them.
 
 Combinations of settings that are valid alone but not together are rejected by
 :mod:`~dpgossip.scenario.compat`.
@@ -29,7 +31,7 @@ from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, rena
 from dpgossip.protocols.interface import PROTOCOL_KINDS
 from dpgossip.protocols.ldp.baseline import LDP_CALIBRATIONS
 from dpgossip.scenario.compat import check_combinations
-from dpgossip.scenario.point import noise_schedule
+from dpgossip.scenario.noise import noise_schedule
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
     free_table,
@@ -53,8 +55,9 @@ __all__ = [
 
 
 def _noise_table(path: str, value: Any) -> dict[str, Any]:
-    """``protocol.noise``: only its keys are checked here; :class:`~dpgossip.protocol.NoiseSchedule`
-    validates the values (:func:`~dpgossip.scenario.point.noise_schedule` names them by this path)."""
+    """``protocol.noise``: only its keys are checked here;
+    :class:`~dpgossip.protocols.ddppm.params.NoiseSchedule` validates the values
+    (:func:`~dpgossip.scenario.noise.noise_schedule` names them by this path)."""
     if not isinstance(value, Mapping):
         raise ConfigError(f"{path} must be a table, got {value!r}")
     reject_unknown_keys(f"{path}.", value, ("schedule", "scale", "values"))
@@ -487,9 +490,3 @@ def setting_paths(config: Mapping[str, Any] | None = None) -> dict[str, bool]:
         if config is None or name in config:
             out.update({f"{name}.{k}": True for k in entry.sweepable})
     return out
-
-
-# the sections this layer owns register themselves on import (after SCHEMA and register_section exist)
-from dpgossip.scenario import cape_section as _cape_section  # noqa: E402,F401
-from dpgossip.scenario import ppm_section as _ppm_section  # noqa: E402,F401
-from dpgossip.scenario import privacy_section as _privacy_section  # noqa: E402,F401

@@ -22,8 +22,10 @@ point's :class:`~dpgossip.scenario.problem.Problem`; each table it returns is wr
 next to ``runs.csv`` (rows in point order, with a ``point`` column) and stored with the point, so
 resuming works for it too.
 
-The modules that register sections are imported by :mod:`dpgossip.scenario.schema`: no section is
-loaded by name at run time.
+The modules that register sections are imported by the package :mod:`dpgossip.scenario` (its
+``__init__``, which Python runs before any module of the package): no section is loaded by name at run
+time, and :mod:`~dpgossip.scenario.schema` reads the sections from here without importing their
+modules.
 """
 
 from __future__ import annotations

@@ -27,8 +27,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpgossip.data import source_shape
 from dpgossip.errors import ConfigError
 from dpgossip.resources import FLOAT, Need, check_needs, graph_needs, sparse_matrix_needs
+from dpgossip.scenario.expand import axis_groups_of
+from dpgossip.scenario.problem import resolve_path
+from dpgossip.scenario.progress import axes_label
 
 __all__ = ["sweep_point_count", "check_sweep_size", "check_point_sizes", "point_needs"]
 
@@ -55,8 +59,6 @@ def _ints(config: Mapping[str, Any], path: str, default: int) -> list[int]:
 def sweep_point_count(config: Mapping[str, Any]) -> tuple[int, list[tuple[str, ...]], list[int]]:
     """Number of points of a validated configuration without expanding it, its axis groups and their
     lengths."""
-    from dpgossip.scenario.expand import axis_groups_of
-
     groups = axis_groups_of(config)
     lengths = [len(_values(config, g[0])) for g in groups]
     return math.prod(lengths), groups, lengths
@@ -86,9 +88,6 @@ def point_needs(config: Mapping[str, Any], base: Path | None = None, *,
     ConfigError
         When the data has fewer rows than there are agents (told before the graph is built).
     """
-    from dpgossip.data import source_shape
-    from dpgossip.scenario.problem import resolve_path
-
     net, data, proto = config["network"], config["data"], config["protocol"]
     m = net.get("agents")
     m = int(m) if isinstance(m, int) and not isinstance(m, bool) and m >= 2 else None
@@ -147,8 +146,6 @@ def _audited(config: Mapping[str, Any]) -> bool:
 def check_point_sizes(points: Sequence[Any], base: Path | None = None, *, audit: bool = False) -> None:
     """Check every point (agents against rows, the memory of one point, the results of all points)
     before any network or dataset is built; the message names the point of a sweep."""
-    from dpgossip.scenario.progress import axes_label
-
     held = 0
     seen: set[str] = set()
     for p in points:

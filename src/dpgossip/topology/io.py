@@ -49,8 +49,8 @@ import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError
 from dpgossip.topology.builders import canonical_graph
-from dpgossip.topology.network import DENSE_W_MAX_AGENTS, as_csr
-from dpgossip.topology.spectral import DENSE_MAX_AGENTS
+from dpgossip.topology.matrices import DENSE_MAX_AGENTS, as_csr
+from dpgossip.topology.network import DENSE_W_MAX_AGENTS
 
 __all__ = ["FILE_FORMATS", "LoadedGraph", "load_graph", "save_graph_json"]
 

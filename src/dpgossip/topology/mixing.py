@@ -40,8 +40,8 @@ import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError, did_you_mean
 from dpgossip.topology.edges import adjacency_csr, upper_edges
-from dpgossip.topology.network import as_csr
-from dpgossip.topology.spectral import DENSE_MAX_AGENTS, laplacian_extremes
+from dpgossip.topology.matrices import DENSE_MAX_AGENTS, as_csr
+from dpgossip.topology.spectral import laplacian_extremes
 from dpgossip.topology.validate import check_graph
 
 __all__ = [
@@ -96,7 +96,7 @@ def _sparse_from_edge_weights(m: int, edges: np.ndarray, w: np.ndarray) -> sp.cs
 def _from_edge_weights(m: int, edges: np.ndarray, w: np.ndarray) -> sp.csr_array:
     """Mixing matrix with off-diagonal ``w_e`` on the edges and the diagonal filling each row.
 
-    Up to :data:`~dpgossip.topology.spectral.DENSE_MAX_AGENTS` agents it is built densely (the row sums
+    Up to :data:`~dpgossip.topology.matrices.DENSE_MAX_AGENTS` agents it is built densely (the row sums
     of the original dense construction, so small networks keep their exact weights), above that in
     ``O(|E|)`` by :func:`_sparse_from_edge_weights`; the two agree to rounding (tested).
     """

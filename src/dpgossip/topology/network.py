@@ -11,27 +11,13 @@ import scipy.sparse as sp
 from dpgossip.errors import ConfigError
 from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.topology.edges import LARGE_FROM, adjacency_csr
+from dpgossip.topology.matrices import as_csr
+from dpgossip.topology.validate import validate_network
 
-__all__ = ["DENSE_W_MAX_AGENTS", "Network", "as_csr"]
+__all__ = ["DENSE_W_MAX_AGENTS", "Network"]
 
 DENSE_W_MAX_AGENTS = 20_000
 """Largest network whose mixing matrix :meth:`Network.dense_W` hands out as a dense array (3.2 GB)."""
-
-
-def as_csr(W: object) -> sp.csr_array:
-    """``W`` (dense array or any scipy sparse matrix) as a float64 CSR array with sorted, summed indices.
-
-    Explicit zeros are dropped, so the stored pattern is exactly the set of nonzero weights (the pattern a
-    dense ``W != 0`` gives). The conversion copies values exactly.
-    """
-    if sp.issparse(W):
-        A = sp.csr_array(W, dtype=float, copy=True)
-    else:
-        A = sp.csr_array(np.asarray(W, dtype=float))
-    A.sum_duplicates()
-    A.eliminate_zeros()
-    A.sort_indices()
-    return A
 
 
 def _neighbours(graph: nx.Graph, m: int) -> tuple[tuple[int, ...], ...]:
@@ -98,8 +84,6 @@ class Network:
         if _validated is True:
             W, averaging = as_csr(self.W), True
         else:
-            from dpgossip.topology.validate import validate_network  # validate imports this module
-
             W, averaging = validate_network(self.graph, self.W,
                                             allow_nonstochastic=self.allow_nonstochastic)
         object.__setattr__(self, "doubly_stochastic", averaging)

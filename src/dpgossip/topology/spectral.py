@@ -35,13 +35,12 @@ from scipy.sparse import csgraph
 
 from dpgossip.arrays import check_array
 from dpgossip.errors import ConfigError, check_number
+from dpgossip.topology.matrices import DENSE_MAX_AGENTS
 from dpgossip.topology.network import Network
 
 __all__ = ["DENSE_MAX_AGENTS", "LANCZOS_TOL", "SpectralSummary", "consensus_rounds",
            "extreme_eigenvalues", "laplacian_extremes", "rounds_for", "spectral_summary"]
 
-DENSE_MAX_AGENTS = 1000
-"""Largest ``m`` whose spectra are computed densely (``eigvalsh`` of an ``m x m`` matrix)."""
 LANCZOS_TOL = 1e-10
 """Relative tolerance of the Lanczos eigenvalues (``eigsh``'s ``tol``) above :data:`DENSE_MAX_AGENTS`."""
 LANCZOS_MAXITER = 100_000

@@ -23,8 +23,7 @@ from scipy.sparse import csgraph
 
 from dpgossip.errors import ConfigError
 from dpgossip.topology.edges import adjacency_csr
-from dpgossip.topology.network import as_csr
-from dpgossip.topology.spectral import DENSE_MAX_AGENTS
+from dpgossip.topology.matrices import DENSE_MAX_AGENTS, as_csr
 
 __all__ = ["check_graph", "validate_mixing", "validate_network"]
 
@@ -213,7 +212,7 @@ def validate_mixing(graph: nx.Graph, W: np.ndarray | sp.sparray, *, tol: float =
 
     Every check but the spectral one runs on the stored entries of a CSR copy of ``W``, in
     ``O(|E| + m)``. The spectral one (``SLEM <= 1 - tol``) is dense up to
-    :data:`~dpgossip.topology.spectral.DENSE_MAX_AGENTS` agents and combinatorial above (connected
+    :data:`~dpgossip.topology.matrices.DENSE_MAX_AGENTS` agents and combinatorial above (connected
     support, not bipartite with a zero diagonal; see :func:`_check_spectrum`).
 
     Parameters

@@ -16,8 +16,8 @@ over all neighbours of this ``X``.
 Rank ``r > 1`` (deflation, docs/model.md, Section 1): component ``l + 1`` runs on data deflated with
 quantities released for component ``l`` (post-processing).  The audit is conditional on the realised earlier
 components of one run (:func:`~dpgossip.protocols.ddppm.matrix.run_matrix` with the audit's seed, or a given
-:class:`~dpgossip.protocols.ddppm.result.RunResult`): given them, the deflation subtracted from every row is the
-same under ``X`` and ``X'``, so the neighbour of component ``l``'s data ``X_l`` replaces row ``i`` by
+:class:`~dpgossip.protocols.ddppm.result.RunResult`): given them, the deflation subtracted from every row is
+the same under ``X`` and ``X'``, so the neighbour of component ``l``'s data ``X_l`` replaces row ``i`` by
 ``X_l[i] + (x' - x)``.  The views of the components are then independent Gaussians and their pairs compose
 (:meth:`GaussianPair.compose`): the Renyi divergences add (adaptive RDP composition) and the exact and
 Chernoff values are those of the product of the conditional components.
@@ -48,10 +48,10 @@ from dpgossip.privacy.neighbours import (
     is_neighbour,
     max_step,
 )
-from dpgossip.protocols.checks import check_data, check_network, check_params
+from dpgossip.protocols.checks import check_data, check_network
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
 from dpgossip.protocols.ddppm.matrix import run_matrix
-from dpgossip.protocols.ddppm.params import ProtocolParams
+from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.protocols.ddppm.release import ReleaseModel, build_release_model
 from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.protocols.ddppm.search import (

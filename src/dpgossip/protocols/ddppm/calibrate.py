@@ -27,9 +27,9 @@ audits below, :class:`AuditSettings`) and turns its events into ``Calibration.no
 
 **With the optimising search** (default ``standard``), a full search runs at the first scale and seeds a
 *pool* of neighbours (every pair's worst); every later scale of the bisection is judged by the exact values
-of the pooled neighbours alone (:func:`~dpgossip.protocols.ddppm.audit.audit_neighbours`, a cheap lower estimate
-of ``delta*``). The answer is then checked by a full search warm-started from the pool (its value is the
-larger of its own and the pool's; the pool does not steer it). If that check finds the target missed, its
+of the pooled neighbours alone (:func:`~dpgossip.protocols.ddppm.audit.audit_neighbours`, a cheap lower
+estimate of ``delta*``). The answer is then checked by a full search warm-started from the pool (its value is
+the larger of its own and the pool's; the pool does not steer it). If that check finds the target missed, its
 neighbours join the pool and the bisection goes on upwards from there, at most ``escalations + 2``
 times. **With the candidate search** (``search = "candidates"``) every scale is audited with
 ``candidates`` per target and the answer re-audited with ``check_factor`` times as many; if the re-audit
@@ -122,8 +122,8 @@ class Calibration:
     """A calibrated noise scale and what the audit says about it.
 
     ``noise`` is ready for a scenario (``[protocol] noise = {...}``) and ``params`` for
-    :func:`~dpgossip.protocol.run_matrix`; both use ``scale`` (the largest scale tried when ``met`` is
-    false).
+    :func:`~dpgossip.protocols.ddppm.matrix.run_matrix`; both use ``scale`` (the largest scale tried when
+    ``met`` is false).
     """
 
     family: str
@@ -355,7 +355,7 @@ class LevelEvent:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FixedProtocol:
     """The protocol parameters a calibration holds fixed besides ``T`` and ``c``
-    (:func:`~dpgossip.protocol.resolve_params`)."""
+    (:func:`~dpgossip.protocols.ddppm.params.resolve_params`)."""
 
     alpha: float | str | Mapping[str, float] = "geometric_mean"
     """A number, ``"geometric_mean"`` or ``{"position": t}``."""

@@ -17,7 +17,7 @@ beyond the grid's two ends (at most ``tail_mass`` in all) is put at ``+inf``. So
 
 and a ``k``-fold composition in the accountant lies between the exact ``delta`` of the ``k``-fold
 product (:meth:`GaussianPair.compose`) at ``epsilon`` and at ``epsilon - k h``, plus ``k tail_mass``
-(``tests/privacy/test_export.py`` checks both ends). The grid has ``width / h`` points (``width`` the
+(``tests/protocols/ddppm/test_export.py`` checks both ends). The grid has ``width / h`` points (``width`` the
 span of the law between its ``tail_mass / 2`` quantiles), all computed in one pass of Imhof's integral
 (about ten times faster than one CDF per point on laws of a few terms); a law with very small
 ``|alpha|`` terms needs very many nodes, and then costs about as much as one CDF per point.

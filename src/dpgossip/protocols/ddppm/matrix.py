@@ -28,8 +28,8 @@ import numpy as np
 from dpgossip.data.blocks import block_products, block_projections
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.protocols.checks import check_data, check_network, check_params, check_seed
-from dpgossip.protocols.ddppm.params import ProtocolParams
+from dpgossip.protocols.checks import check_data, check_network, check_seed
+from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.protocols.gossip.average import gossip, gossip_states, mixing_operator
 from dpgossip.rng import draw_run_noise

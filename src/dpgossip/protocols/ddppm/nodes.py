@@ -5,7 +5,7 @@
 :class:`~dpgossip.protocols.ddppm.result.RunResult` as the matrix backend (``backend="engine"``). With
 ideal links (the default conditions) every iterate equals the matrix backend's to rounding error,
 because every agent draws its noise from its own stream exactly as
-:func:`~dpgossip.protocol.run_matrix` does, and the network's randomness comes from a separate
+:func:`~dpgossip.protocols.ddppm.matrix.run_matrix` does, and the network's randomness comes from a separate
 stream. Network conditions change times and traffic, never the values computed.
 
 Failures
@@ -69,12 +69,13 @@ from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.kernel import Simulation, resolve_conditions
 from dpgossip.engine.monitor import decide_status
 from dpgossip.engine.outcome import AgentProgress, EngineOutcome
+from dpgossip.engine.record import EngineRecord
 from dpgossip.engine.tree import SpanningTree, bfs_tree
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.protocols.checks import check_data, check_network, check_params, check_seed
+from dpgossip.protocols.checks import check_data, check_network, check_seed
 from dpgossip.protocols.ddppm.agent import Agent, AgentSettings, member_bytes
 from dpgossip.protocols.ddppm.engine_result import EngineResult
-from dpgossip.protocols.ddppm.params import ProtocolParams
+from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
 
@@ -313,6 +314,7 @@ def _assemble(data: PartitionedData, params: ProtocolParams, seq: np.random.Seed
         Q=Q, iterates=tr.iterates, z=tr.z, z_half=tr.z_half, noise=tr.noise, data=tr.blocks,
         deflation=tr.deflation, params=params, backend="engine",
         seed_entropy=int(ent) if isinstance(ent, (int, np.integer)) else None, states=tr.states,
-        outcome=outcome, summary=sim.summary(status, agents), conditions=sim.conditions,
+        record=EngineRecord(outcome=outcome, summary=sim.summary(status, agents),
+                            conditions=sim.conditions, transcript=sim.transcript),
         rows_kept=kept, dissemination=how or "none (Q assembled by the simulator)",
-        transcript=sim.transcript, transcript_path=sim.transcript_path)
+        transcript_path=sim.transcript_path)

@@ -21,6 +21,7 @@ from numbers import Real
 
 import numpy as np
 
+from dpgossip.arrays import describe
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_number, did_you_mean, renamed_fields
 from dpgossip.protocols.checks import check_data, check_network
@@ -28,7 +29,8 @@ from dpgossip.protocols.ddppm.spectrum import xi_eigenvalues
 from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.topology.network import Network
 
-__all__ = ["ProtocolParams", "NoiseSchedule", "resolve_params", "NOISE_KINDS", "ALPHA_RULES"]
+__all__ = ["ProtocolParams", "NoiseSchedule", "resolve_params", "check_params", "NOISE_KINDS",
+           "ALPHA_RULES"]
 
 NOISE_KINDS = ("none", "constant", "geometric", "explicit")
 ALPHA_RULES = ("geometric_mean", "position")
@@ -151,6 +153,14 @@ class ProtocolParams:
             "sigma_p_first": float(self.sigma_p[0, 0]),
             "sigma_p_last": float(self.sigma_p[0, -1]),
         }
+
+
+def check_params(params: object, field: str = "params") -> ProtocolParams:
+    """``params`` when it is a :class:`ProtocolParams`."""
+    if not isinstance(params, ProtocolParams):
+        raise ConfigError(f"{field} must be a dpgossip.ProtocolParams (from dpgossip.resolve_params), "
+                          f"got {describe(params)}", field=field)
+    return params
 
 
 def check_counts(T: object, c: object, r: object) -> None:

@@ -13,8 +13,8 @@ doubles the effort of level ``l`` and continues from everything level ``l`` foun
 never reports less (the reported value is the maximum over every candidate ever given an exact value).
 
 1. **Screen** (once): every row of the target. For each view the first-message sub-view
-   (:mod:`~dpgossip.protocols.ddppm.subview`, closed form) is maximised over many directions for every row; then
-   the full view is evaluated at ``-x`` and at the sub-view's best replacement of every row. Rows are
+   (:mod:`~dpgossip.protocols.ddppm.subview`, closed form) is maximised over many directions for every row;
+   then the full view is evaluated at ``-x`` and at the sub-view's best replacement of every row. Rows are
    ranked by the largest surrogate over views.
 2. **Starts** (level ``l``: the best ``rows * 2^l`` rows): ``x' = x + t u`` at the largest allowed step for
    ``u`` in ``-x``, plus and minus every right singular vector of ``X_j`` and of ``X``, and

@@ -1,7 +1,8 @@
 r"""The first-message sub-view: a closed-form lower bound on a pair's worst case over neighbours.
 
 In iteration 1 every agent ``i`` computes ``z_i = X_i^T q_i^(0)`` with ``q_i^(0) ~ N(0, sigma_q^2 I)``, and
-an adversary whose view has compression basis ``B`` (``r x m``, :class:`~dpgossip.protocols.ddppm.views.ViewSpec`)
+an adversary whose view has compression basis ``B`` (``r x m``,
+:class:`~dpgossip.protocols.ddppm.views.ViewSpec`)
 receives ``Y = (B ⊗ I_d) z``. Agents whose ``q^(0)`` the adversary knows contribute a known constant
 (their columns of ``B`` are zero for the views built here), so ``Y`` given the known randomness is
 

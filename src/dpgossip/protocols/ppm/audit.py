@@ -1,4 +1,5 @@
-r"""Per-instance audit of the private power method (:mod:`dpgossip.protocols.ppm.central`), against its guarantee.
+r"""Per-instance audit of the private power method (:mod:`dpgossip.protocols.ppm.central`), against its
+guarantee.
 
 What the curator (or the federated server, which sees the same sums) releases at iteration ``l`` is
 ``Y_l = A V_{l-1} + G_l`` with ``A = X^T X``, ``V_{l-1}`` the previous orthonormalised iterate (public)
@@ -31,7 +32,7 @@ releases when the iterates are held at the ones this run produced, maximised by 
 neighbours, so a per-instance lower estimate. The guarantee (:mod:`dpgossip.privacy.accountant`) bounds
 the supremum over every trajectory and neighbour: ``mu <= sqrt(sum_l (Delta_l / s_l)^2) = sqrt(L) /
 sigma`` whenever ``Delta_l`` bounds ``||C V_{l-1}||_F`` for the adjacency audited, so the audit can
-never exceed it; when it does, one of them is wrong (``tests/privacy/test_ppm_audit.py`` checks it).
+never exceed it; when it does, one of them is wrong (``tests/protocols/ppm/test_audit.py`` checks it).
 """
 
 from __future__ import annotations
@@ -218,8 +219,8 @@ def _element_audit(result: PpmResult, delta: float) -> PpmAudit:
 def audit_ppm(data_or_X: PartitionedData | np.ndarray, result: PpmResult, *, delta: float = 1e-5,
               neighbours: str = "bounded", rows: int = 16, random: int = 4, steps: int = 60,
               seed: int = 0) -> PpmAudit:
-    """The worst neighbour of a run of :func:`~dpgossip.protocols.ppm.central.run_ppm` found by the search of the
-    module docstring, and its exact Gaussian-mechanism epsilon.
+    """The worst neighbour of a run of :func:`~dpgossip.protocols.ppm.central.run_ppm` found by the search of
+    the module docstring, and its exact Gaussian-mechanism epsilon.
 
     Parameters
     ----------

@@ -15,8 +15,9 @@ with ``nu = sigma / sqrt(s)`` (000, Algorithm 2), ``sign(i, j) = +1`` for ``i < 
 the noise shares sum to the central ``N(0, (Delta sigma)^2)``), and ``S_i^(c) -> sum_i Y^(i) / s`` as
 ``SLEM(W)^c``: with large ``c`` every agent's iterate is the federated run's (000, Theorem 5.2).
 
-Random streams (the convention of :mod:`dpgossip.protocols.ppm.central`, extended): ``root = SeedSequence(seed)``;
-``init, noise = root.spawn(2)``; ``X^0`` from ``default_rng(init)``; agent ``i``'s standard noise
+Random streams (the convention of :mod:`dpgossip.protocols.ppm.central`, extended):
+``root = SeedSequence(seed)``; ``init, noise = root.spawn(2)``; ``X^0`` from ``default_rng(init)``; agent
+``i``'s standard noise
 ``Z_i = default_rng(noise.spawn(s)[i]).standard_normal((L, d, p))``, exactly the draws of
 :func:`~dpgossip.protocols.ppm.central.run_ppm_federated`; the mask of edge ``(i, j)``, ``i < j``, is
 ``M_ij = mask_std * default_rng(SeedSequence(root.entropy, spawn_key=root.spawn_key + (2, i, j)))
@@ -208,7 +209,8 @@ def run_ppm_gossip(data: PartitionedData, network: Network, params: PpmGossipPar
     params : PpmGossipParams
     seed : int or numpy.random.SeedSequence
         Seed of ``X^0``, the noise shares and the masks; the same seed gives bit-identical runs, and the
-        noise shares are those of :func:`~dpgossip.protocols.ppm.central.run_ppm_federated` with the same seed.
+        noise shares are those of :func:`~dpgossip.protocols.ppm.central.run_ppm_federated` with the same
+        seed.
 
     Returns
     -------

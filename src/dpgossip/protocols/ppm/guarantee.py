@@ -1,8 +1,8 @@
 """The guarantee of the private power method of 000: the composition of its ``L`` Gaussian steps.
 
 Each iteration releases ``A V + noise`` with multiplier ``noise_std / Delta`` (``Delta`` the sensitivity of
-the iterate under the adjacency); the ``L`` steps compose by :func:`dpgossip.privacy.accountant.composition_guarantee`
-(zCDP, RDP and PLD accountants).
+the iterate under the adjacency); the ``L`` steps compose by
+:func:`dpgossip.privacy.accountant.composition_guarantee` (zCDP, RDP and PLD accountants).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ __all__ = ["ppm_guarantee", "realised_guarantee"]
 
 
 def ppm_guarantee(params: PpmParams, delta: float, *, pld: bool = True) -> Guarantee:
-    """The guarantee of :func:`dpgossip.protocols.ppm.central.run_ppm` with ``params``: ``L`` multipliers ``sigma``.
+    """The guarantee of :func:`dpgossip.protocols.ppm.central.run_ppm` with ``params``: ``L`` multipliers
+    ``sigma``.
 
     It holds for ``params.adjacency`` with either sensitivity kind (both bound the true sensitivity).
     """
@@ -39,7 +40,8 @@ def realised_guarantee(result: PpmResult, delta: float, *, adjacency: str | None
     Raises
     ------
     ConfigError
-        ``result`` is not a :class:`~dpgossip.protocols.ppm.central.PpmResult`, ``adjacency`` unknown, bad ``delta``.
+        ``result`` is not a :class:`~dpgossip.protocols.ppm.central.PpmResult`, ``adjacency`` unknown, bad
+        ``delta``.
     """
     if not isinstance(result, PpmResult):
         raise ConfigError(f"result must be a PpmResult, got {type(result).__name__}", field="result")

@@ -14,7 +14,8 @@ are nodes ``0..s-1`` (agent ``i`` of the data), the server (curator) is node ``s
 Random streams (``root = SeedSequence(seed)``, spawn keys relative to the root's):
 
 * ``(0,)`` ``X^0`` and ``(1,)`` the noise, exactly as :func:`~dpgossip.protocols.ppm.central.run_ppm`,
-  :func:`~dpgossip.protocols.ppm.central.run_ppm_federated` and :func:`~dpgossip.protocols.ppm.gossip.run_ppm_gossip`
+  :func:`~dpgossip.protocols.ppm.central.run_ppm_federated` and
+  :func:`~dpgossip.protocols.ppm.gossip.run_ppm_gossip`
   (client ``i`` draws its share from ``(1, i)``, the curator its central noise from ``(1,)``);
 * ``(2, i, j)`` the ppm-gossip edge masks (both ends derive them);
 * ``(3, i, j)``, ``i < j``: the secure-aggregation mask ``K_ij`` of clients ``i`` and ``j`` of

@@ -6,7 +6,7 @@
    whitened by the auditor's covariance has mean ~ 0 and covariance ~ I.
 
 Both on the paper's 4-agent ring, a 3 x 3 grid and a random connected graph (NETWORKS). The attack of
-Section 5.3 on the same networks is in :mod:`tests.privacy.test_attack`.
+Section 5.3 on the same networks is in :mod:`tests.protocols.ddppm.test_attack`.
 """
 
 from __future__ import annotations

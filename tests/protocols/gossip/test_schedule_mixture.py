@@ -27,7 +27,7 @@ from dpgossip.protocols.gossip.schedule_mixture import (
     spread_by_distance,
 )
 from dpgossip.topology import make_network
-from tests.protocol.dynamic_schedules import random_matchings
+from tests.protocols.gossip.dynamic_schedules import random_matchings
 
 # three equally likely schedules: the target's shift a_k and the noise scale s_k of a 1-D view
 SHIFTS, SCALES = np.array([0.4, 1.5, 0.9]), np.array([1.0, 0.7, 1.6])

@@ -92,7 +92,7 @@ def test_muffliato_rounds_rule_on_the_hypercube():
         network = make_network("hypercube", agents=2 ** d)
         want = math.ceil(math.log(2 ** d) / math.sqrt(2 / (d + 1)))
         assert muffliato_mixing_rounds(network, 1.0) == want
-    assert math.ceil(math.log(2048) / math.sqrt(2 / 12)) == 19  # d = 11: the T
+    assert math.ceil(math.log(2048) / math.sqrt(2 / 12)) == 19  # d = 11: the T of the 2,048-node example
     # sigma < 1/2 keeps the 1/4 floor: ln(m / (4 sigma^2))
     network = make_network("hypercube", agents=16)
     assert muffliato_mixing_rounds(network, 0.25) == math.ceil(math.log(16 / 0.25) / math.sqrt(0.4))

@@ -18,7 +18,7 @@ from dpgossip.protocols.gossip.dynamic_allpairs import (
 from dpgossip.protocols.gossip.dynamic_release import dynamic_leakage, pairwise_matrix
 from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology.mixing import metropolis_weights
-from tests.protocol.dynamic_schedules import pairwise_ticks, random_matchings
+from tests.protocols.gossip.dynamic_schedules import pairwise_ticks, random_matchings
 
 SETTINGS = LinearAuditSettings(sensitivity=1.3, orders=(2.0,), delta=1e-5)
 

@@ -113,7 +113,7 @@ def test_default_search_beats_the_smallest_singular_direction_attack():
 @pytest.mark.slow
 def test_epsilon_mode_beats_the_smallest_singular_direction_attack():
     """The same reconstruction in epsilon mode (exact epsilon at delta = 1e-5). On this instance the
-    attack's best rows give epsilon about 48 (the issue's 78.3 was measured on data we cannot rebuild
+    attack's best rows give epsilon about 48 (the 78.3 first reported was measured on data we cannot rebuild
     exactly; its delta(5) there was 0.55 against 0.33 here), so the search is held to the attack on
     the same instance: the exact epsilon of the attack's three best rows by delta(5)."""
     data, net, params, pairs = _reconstruction()
@@ -195,7 +195,7 @@ def test_readme_wine_number():
                       options=AuditOptions(targets=[0], observers=[1], rank_by="delta"))
     found = res.results[(1, 0)].delta["exact"][0]
     assert found >= 0.32  # the reported case: row 0 along the smallest singular vector of X_0 gives 0.323
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "audit-search.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "audit-search.md").read_text(encoding="utf-8")
     assert f"quick optimising search finds delta(100) = {found:.3g}" in readme
 
 

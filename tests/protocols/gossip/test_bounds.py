@@ -67,7 +67,7 @@ def test_per_message_sum_is_below_the_exact_leakage_at_the_antipode(d):
         assert c.ratio == pytest.approx(c.exact / c.bound, rel=1e-12)
 
 
-def test_hypercube_dimension_11_reproduces_the_issue():
+def test_hypercube_dimension_11_authors_sum_and_exact_divergence():
     # 2,048 nodes, Metropolis, sigma = 1, alpha = 2, T = 19 gossip steps: the authors' sum at the
     # antipodal node is 0.0121; the exact Renyi divergence there is 1 (local DP)
     # built as make_network does but without its dense spectral validation (seconds at 2,048 nodes)

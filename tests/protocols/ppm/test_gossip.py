@@ -23,7 +23,7 @@ from dpgossip.protocols.ppm.gossip import (
     mask_shares,
     run_ppm_gossip,
 )
-from tests.protocol.ppm_gossip_helpers import (
+from tests.protocols.ppm.ppm_gossip_helpers import (
     dense_W,
     metropolis_network,
     partitioned,

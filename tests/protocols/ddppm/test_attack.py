@@ -3,11 +3,11 @@
 "A likelihood-ratio attack that sees simulated views under X and X' yields an empirical epsilon lower bound
 (Clopper-Pearson, stated confidence) that never exceeds the auditor's epsilon at the same delta."
 
-First the statistics (:mod:`dpgossip.protocols.ddppm.attack`) on their own: Clopper-Pearson against closed forms and
-scipy, exact coverage, the bound's monotonicity and its validity and tightness on randomized response. Then
-the validation, on the 4-agent ring (paper's W), a 3 x 3 grid and a random graph: an observer's views
-assembled from the engine's transcripts under X and under a neighbour X' of a target agent (on the ring the
-observer's neighbour, on the other two graphs two hops away), attacked with the auditor's two Gaussians;
+First the statistics (:mod:`dpgossip.protocols.ddppm.attack`) on their own: Clopper-Pearson against closed
+forms and scipy, exact coverage, the bound's monotonicity and its validity and tightness on randomized
+response. Then the validation, on the 4-agent ring (paper's W), a 3 x 3 grid and a random graph: an observer's
+views assembled from the engine's transcripts under X and under a neighbour X' of a target agent (on the ring
+the observer's neighbour, on the other two graphs two hops away), attacked with the auditor's two Gaussians;
 plus a cheaper run of the same attack on the matrix backend's realised noise (ring only).
 """
 
@@ -39,7 +39,11 @@ from dpgossip.protocols.ddppm.nodes import run_engine
 from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.protocols.ddppm.views import make_view, receive_basis
 from tests.conftest import spiked_data
-from tests.privacy.test_validation_engine import NETWORKS, OBSERVER_TARGET, observer_view_from_run
+from tests.protocols.ddppm.test_validation_engine import (
+    NETWORKS,
+    OBSERVER_TARGET,
+    observer_view_from_run,
+)
 
 CONFIDENCE = 0.95
 DELTA = 1e-3
@@ -325,9 +329,9 @@ def test_attack_score_has_the_auditors_mean(name):
 
 def _observer_view_from_states(res, data, net, p, o: int) -> np.ndarray:
     """Observer ``o``'s joint view from a run's recorded gossip states (``record_states=True``), compressed
-    as in :func:`tests.privacy.test_validation_engine.observer_view_from_run`: in round ``k`` of iteration
-    ``t`` neighbour ``l`` sends ``states[0, t-1, k-1, l]``; then ``q^(T)`` of the others and ``o``'s own
-    noise."""
+    as in :func:`tests.protocols.ddppm.test_validation_engine.observer_view_from_run`: in round ``k`` of
+    iteration ``t`` neighbour ``l`` sends ``states[0, t-1, k-1, l]``; then ``q^(T)`` of the others and
+    ``o``'s own noise."""
     T, c = p.iterations, p.consensus_steps
     B = receive_basis(net.graph, net.dense_W(), [o], c)
     senders = sorted(net.graph.neighbors(o))

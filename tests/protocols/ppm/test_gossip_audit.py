@@ -1,4 +1,4 @@
-"""Audits of ppm-gossip's views (privacy.ppm_gossip_audit) against closed forms, a dense brute force and
+"""Audits of ppm-gossip's views (protocols.ppm.gossip_audit) against closed forms, a dense brute force and
 the accountant (docs/ppm.md, ppm-gossip)."""
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ from dpgossip.protocols.ppm.gossip_audit import (
     view_gains,
 )
 from dpgossip.protocols.ppm.guarantee import ppm_guarantee
-from tests.protocol.ppm_gossip_helpers import dense_W, metropolis_network, partitioned, random_graph
+from tests.protocols.ppm.ppm_gossip_helpers import (
+    dense_W,
+    metropolis_network,
+    partitioned,
+    random_graph,
+)
 
 SIGMA, L, DELTA = 2.0, 3, 1e-5
 PPM = PpmParams(p=3, k=2, iterations=L, noise_multiplier=SIGMA)  # row replacement: Delta = sqrt(2)

@@ -23,7 +23,7 @@ from dpgossip.protocols.gossip.dynamic_release import (
 )
 from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology import make_network
-from tests.protocol.dynamic_schedules import pairwise_ticks, random_matchings
+from tests.protocols.gossip.dynamic_schedules import pairwise_ticks, random_matchings
 
 SETTINGS = LinearAuditSettings(sensitivity=0.7, orders=(2.0, 5.0), delta=1e-5)
 

@@ -1,5 +1,5 @@
-"""The floor-free D-DP-PM's audit (:mod:`dpgossip.protocols.ddppm.floorfree_audit`) validated against the engine,
-from its transcript only: (1) what an observer receives is the audit's mean given the directions plus
+"""The floor-free D-DP-PM's audit (:mod:`dpgossip.protocols.ddppm.floorfree_audit`) validated against the
+engine, from its transcript only: (1) what an observer receives is the audit's mean given the directions plus
 ``sigma_z K e`` (gossip) and ``p`` (flood), to 1e-10, and its leverage ``kappa_j`` is the audit's;
 (2) the whitened view is standard normal over fixed seeds; (3) a likelihood-ratio attack (``T = 1``, where
 the view is exactly Gaussian) attains the audit's ``mu`` and stays below its epsilon."""
@@ -17,7 +17,7 @@ from dpgossip.protocols.ddppm.floorfree_audit import audit_floorfree, conditiona
 from dpgossip.protocols.ddppm.floorfree_nodes import FLOOD, run_floorfree_engine
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
-from tests.privacy.test_ppm_engine_validation import _check_standard_normal, whitener
+from tests.protocols.ppm.test_engine_validation import _check_standard_normal, whitener
 
 LOSSY = {"latency": {"kind": "exponential", "mean": 0.01}, "loss": 0.3, "retransmit_timeout": 0.05}
 NETS = {"ring5": lambda: net_from_graph(nx.cycle_graph(5), "ring5"), "grid3": grid3}

@@ -35,7 +35,7 @@ from dpgossip.protocols.ddppm.attack import likelihood_ratio_attack
 from dpgossip.protocols.ppm.gossip import edge_list
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
-from tests.privacy.test_ppm_engine_validation import _check_standard_normal, whitener
+from tests.protocols.ppm.test_engine_validation import _check_standard_normal, whitener
 
 LOSSY = {"latency": {"kind": "exponential", "mean": 0.01}, "loss": 0.3, "retransmit_timeout": 0.05}
 DELTA = 1e-5
