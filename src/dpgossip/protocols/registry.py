@@ -9,8 +9,9 @@ dpgossip). The home registers each of its kinds once, with a :class:`ProtocolKin
 
 How kinds are found (:func:`load_kinds`, called on first use of the registry):
 
-* every subpackage of :mod:`dpgossip.protocols` that has a ``kinds`` module (``dpgossip.protocols.<home>.kinds``)
-  is imported, and its import registers its kinds: adding a home adds its kinds, with no list to edit;
+* every subpackage of :mod:`dpgossip.protocols` that has a ``kinds`` module
+  (``dpgossip.protocols.<home>.kinds``) is imported, and its import registers its kinds: adding a
+  home adds its kinds, with no list to edit;
 * every entry point of the group :data:`ENTRY_POINT_GROUP` (``dpgossip.protocols``) of the installed
   distributions is loaded: a module (its import registers) or a callable (called with no argument), so a
   package outside this repository adds kinds by declaring, in its ``pyproject.toml``::
@@ -43,8 +44,8 @@ from dpgossip.protocols.interface import PrivateProtocol, ProtocolRun
 from dpgossip.settings import Field
 from dpgossip.topology.network import Network
 
-__all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "ProtocolKind", "register",
-           "kind", "kinds", "kind_names", "load_kinds"]
+__all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "NoiseCalibration",
+           "ProtocolKind", "register", "kind", "kinds", "kind_names", "find_kind", "load_kinds"]
 
 ENTRY_POINT_GROUP = "dpgossip.protocols"
 """The entry-point group through which installed packages add kinds."""
@@ -109,12 +110,42 @@ class KindPoint:
         ``view_residual(record, data) -> float``: the largest absolute difference between each view the
         kind audits as rebuilt from an engine run's transcript and as its release model computes it
         (the contract test requires ``<= 1e-10``); ``None`` when the kind audits no view.
+    row
+        The protocol's parameters as tidy columns, written on every row of the point (e.g.
+        ``PpmParams.to_row()``).
     """
 
     protocol: PrivateProtocol
     engine: Callable[[NetworkConditions], EngineForm] | None = None
     columns: Callable[[Any, int], Mapping[str, Any]] = lambda result, repeat: {}
     view_residual: Callable[[EngineRecord, PartitionedData], float] | None = None
+    row: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoiseCalibration:
+    """How a kind turns a budget of its section into a noise multiplier, and its guarantee at one.
+
+    ``dpgossip calibrate`` of a kind with its own section calls :attr:`multiplier` on the point with
+    ``<section>.epsilon`` and ``<section>.delta`` set to the target (and ``noise_multiplier`` unset),
+    rounds the result up, and checks it with :attr:`guarantee` on the point with that
+    ``noise_multiplier`` (and ``epsilon`` unset).
+
+    Attributes
+    ----------
+    multiplier
+        ``multiplier(inputs) -> float``: the noise multiplier the run itself would use.
+    guarantee
+        ``guarantee(inputs) -> float``: the epsilon the run reports as ``guaranteed_epsilon`` at the
+        section's ``delta``.
+    calibration, accountant
+        How each is computed, in words (printed by ``dpgossip calibrate``).
+    """
+
+    multiplier: Callable[[PointInputs], float]
+    guarantee: Callable[[PointInputs], float]
+    calibration: str
+    accountant: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +184,21 @@ class ProtocolKind:
         The kind is audited pair by pair with a worst-case neighbour search, as ``[privacy]`` says.
     example
         ``example() -> PointInputs``: a small case on which the contract test runs the kind.
+    preflight
+        ``preflight(inputs)``: the kind's checks that need the point's data or network (e.g. an
+        iteration rank above the data's columns), raising :class:`~dpgossip.errors.ConfigError` naming
+        the TOML path; run before anything is written, and by :attr:`build`'s callers before a run.
+    calibration
+        The kind's own noise calibration (:class:`NoiseCalibration`) for ``dpgossip calibrate``;
+        ``None`` for a kind without one (and for a :attr:`pair_audit` kind, calibrated by the pair
+        audit's noise-scale search).
+    engine_network
+        ``engine_network(network, parties) -> Network``: the network the engine runs the kind on, from
+        the point's network and its number of agents (e.g. a star around a server); ``None``: the
+        point's network. The ``[engine]`` conditions must name only its nodes and edges.
+    label, label_columns
+        How reports name the kind's series: ``label`` (default :attr:`name`), followed by the values
+        of the rows' ``label_columns`` in parentheses when there are any.
     """
 
     name: str
@@ -171,6 +217,11 @@ class ProtocolKind:
     build: Callable[[PointInputs], KindPoint] | None = None
     pair_audit: bool = False
     example: Callable[[], PointInputs] | None = None
+    preflight: Callable[[PointInputs], None] | None = None
+    calibration: NoiseCalibration | None = None
+    engine_network: Callable[[Network, int], Network] | None = None
+    label: str = ""
+    label_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name != self.name.strip():
@@ -182,6 +233,13 @@ class ProtocolKind:
                               f"{list(BACKENDS)}, got {list(self.backends)}", field="backends")
         if (self.fields is not None or self.requires_section) and not self.section:
             raise ConfigError(f"kind {self.name!r} declares fields but no section", field="section")
+
+    def series(self, row: Mapping[str, Any]) -> str:
+        """The name of this kind's series in a report, for one of its result rows (:attr:`label`)."""
+        name = self.label or self.name
+        if not self.label_columns:
+            return name
+        return f"{name} ({', '.join(str(row.get(c)) for c in self.label_columns)})"
 
     def to_row(self) -> dict[str, object]:
         """One line of ``dpgossip protocols``."""
@@ -252,6 +310,13 @@ def kinds() -> tuple[ProtocolKind, ...]:
 def kind_names() -> tuple[str, ...]:
     """The names of every registered kind (the allowed values of ``protocol.kind``)."""
     return tuple(k.name for k in kinds())
+
+
+def find_kind(name: object) -> ProtocolKind | None:
+    """The registered kind ``name``, or ``None`` (for readers of stored results, which may name a
+    kind no longer installed)."""
+    load_kinds()
+    return _KINDS.get(name) if isinstance(name, str) else None
 
 
 def kind(name: str, *, field_name: str = "protocol.kind") -> ProtocolKind:

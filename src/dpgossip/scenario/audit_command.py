@@ -13,7 +13,7 @@ not finished and ends with the same tables. A configuration that occurs twice in
 once.
 
 Each point is audited by its ``protocol.kind``'s own audit
-(:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`): ``ddppm`` pair by pair as ``[privacy]`` says
+(:func:`~dpgossip.scenario.kind_commands.kind_commands`): ``ddppm`` pair by pair as ``[privacy]`` says
 (:func:`audit_task`, with progress per target and an ETA), the kinds with their own accountant and
 auditor by them (:func:`~dpgossip.scenario.kind_audit.audit_kind_point`: the guarantee and audit
 columns ``dpgossip run`` writes for repeat 0). ``--view``, ``--search`` and ``--candidates`` are refused

@@ -20,6 +20,7 @@ from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ldp.baseline import run_ldp
 from dpgossip.protocols.metrics import subspace_distance
 from dpgossip.protocols.power import top_singular
+from dpgossip.protocols.registry import kind as registered_kind
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
 from dpgossip.scenario.status import flag_non_finite, measure_run
@@ -71,7 +72,7 @@ def run_point(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every repeat of one point on its problem (built once by the caller).
 
-    A point whose ``protocol.kind`` is not ``ddppm`` runs
+    A point whose kind builds its own protocol (``ProtocolKind.build``) runs
     :func:`dpgossip.scenario.protocol_point.run_protocol_point` instead.
 
     Returns
@@ -83,7 +84,7 @@ def run_point(
         ``status`` from its summary is the ``engine_status`` column, its crashed agents
         ``crashed_agents``.
     """
-    if spec.protocol.kind != "ddppm":
+    if registered_kind(spec.protocol.kind).build is not None:
         from dpgossip.scenario.protocol_point import run_protocol_point
 
         return run_protocol_point(spec, problem, axes)

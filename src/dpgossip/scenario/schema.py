@@ -9,8 +9,9 @@ Besides the sections of :data:`SCHEMA`, a scenario may have
 * ``[engine]``: network conditions for ``backend = "engine"``, checked by
   :meth:`dpgossip.engine.NetworkConditions.from_mapping`;
 * sections registered by modules of this layer (:mod:`~dpgossip.scenario.sections`): ``[privacy]``
-  (:mod:`~dpgossip.scenario.privacy_section`) and ``[ppm]`` (:mod:`~dpgossip.scenario.ppm_section`),
-  imported at the end of this module.
+  (:mod:`~dpgossip.scenario.privacy_section`) and the sections of the registered protocol kinds
+  (``[ppm]``, ``[cape]``, ...: :mod:`~dpgossip.scenario.kind_sections`), imported at the end of this
+  module.
 
 Combinations of settings that are valid alone but not together are rejected by
 :mod:`~dpgossip.scenario.compat`.
@@ -26,8 +27,8 @@ from typing import Any
 from dpgossip.data import PARTITIONS
 from dpgossip.data.preprocess import SCALES
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, renamed_fields
-from dpgossip.protocols.interface import PROTOCOL_KINDS
 from dpgossip.protocols.ldp.baseline import LDP_CALIBRATIONS
+from dpgossip.protocols.registry import kind as registered_kind
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.point import noise_schedule
 from dpgossip.scenario.sections import (
@@ -50,6 +51,13 @@ __all__ = [
     "setting_paths",
     "register_section",
 ]
+
+
+def _protocol_kind(path: str, value: str) -> str:
+    """``protocol.kind``: a kind of the registry (:func:`dpgossip.protocols.registry.kind` refuses
+    any other, naming ``path`` with a did-you-mean and the registered kinds)."""
+    registered_kind(value, field_name=path)
+    return value
 
 
 def _noise_table(path: str, value: Any) -> dict[str, Any]:
@@ -214,9 +222,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "kind": Field(
             kind=str,
             default="ddppm",
-            choices=PROTOCOL_KINDS,
-            doc="the protocol: ddppm (001), ppm, ppm-federated or ppm-gossip (000; settings in "
-            "[ppm]), capepca or capepca-gossip (004; [cape]), ddppm-floorfree ([floorfree])",
+            check=_protocol_kind,
+            doc="the protocol: a registered kind (the table below, `dpgossip protocols`); a kind "
+            "with its own section reads its settings there",
         ),
         "iterations": Field(kind=int, default=REQUIRED, low=1, doc="power iterations T"),
         "consensus_steps": Field(
@@ -490,6 +498,5 @@ def setting_paths(config: Mapping[str, Any] | None = None) -> dict[str, bool]:
 
 
 # the sections this layer owns register themselves on import (after SCHEMA and register_section exist)
-from dpgossip.scenario import cape_section as _cape_section  # noqa: E402,F401
-from dpgossip.scenario import ppm_section as _ppm_section  # noqa: E402,F401
+from dpgossip.scenario import kind_sections as _kind_sections  # noqa: E402,F401
 from dpgossip.scenario import privacy_section as _privacy_section  # noqa: E402,F401
