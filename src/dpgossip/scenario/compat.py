@@ -103,5 +103,5 @@ def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
                 f"audit of a kind are in its own section); set protocol.kind or remove [{section}]",
                 field=section)
     for k in used:
-        if k.check is not None and (k.section is None or k.section in config):
+        if k.check is not None:
             k.check(config)

@@ -201,12 +201,14 @@ class PrivacySpec:
 
 
 def kind_settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The point's own kind section (validated, defaults filled), or ``{}`` for a kind without one
+    """The point's own kind section (validated, defaults filled; every default when the scenario
+    does not give it), or ``{}`` for a kind without one
     (:attr:`dpgossip.protocols.registry.ProtocolKind.fields`)."""
     spec = kind(config["protocol"]["kind"])
     if spec.section is None or spec.fields is None:
         return {}
-    return dict(config.get(spec.section) or {})
+    given = config.get(spec.section)
+    return dict(given) if given else {k: f.default for k, f in spec.fields.items()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
