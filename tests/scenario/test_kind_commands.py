@@ -36,10 +36,10 @@ def write(folder: Path, text: str, name: str = "s.toml") -> Path:
 
 # --- cause: audit and calibrate ignored protocol.kind ----------------------------------------------
 def test_every_kind_has_an_audit_and_a_calibration_and_others_are_refused():
-    from dpgossip.protocols.registry import kind_names
+    from dpgossip.protocols.registry import point_kind_names
 
     commands = kind_commands()
-    assert set(commands) == set(kind_names())
+    assert set(commands) == set(point_kind_names())
     assert [k for k, c in commands.items() if c.pair_audit] == ["ddppm"]
     assert {k: c.section for k, c in commands.items()} == {
         "ddppm": "privacy", "ppm": "ppm", "ppm-federated": "ppm", "ppm-gossip": "ppm",

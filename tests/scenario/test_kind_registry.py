@@ -120,3 +120,15 @@ def test_a_bad_kind_names_the_field_with_a_did_you_mean():
     assert info.value.field == "protocol.kind"
     with pytest.raises(ConfigError, match=r"protocol.kind\[1\] = 'capepa'.*did you mean 'capepca'"):
         small(protocol={"kind": ["ppm", "capepa"]}, ppm={"epsilon": 1.0})
+
+
+def test_the_network_dp_kinds_are_registered_but_not_point_kinds():
+    from dpgossip.protocols.registry import point_kind_names
+    from dpgossip.scenario.network_dp_config import network_dp_kinds
+
+    assert network_dp_kinds() == ("gossip-average", "gossip-noisy", "gossip-decor")
+    assert not set(network_dp_kinds()) & set(point_kind_names())
+    with pytest.raises(ConfigError, match=r"protocol.kind = 'gossip-noisy' is not run as a scenario "
+                                          r"point: a scenario file with a \[network_dp\] table") as info:
+        small(protocol={"kind": "gossip-noisy"})
+    assert info.value.field == "protocol.kind"

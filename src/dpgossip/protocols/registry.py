@@ -45,7 +45,8 @@ from dpgossip.settings import Field
 from dpgossip.topology.network import Network
 
 __all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "NoiseCalibration",
-           "ProtocolKind", "register", "kind", "kinds", "kind_names", "find_kind", "load_kinds"]
+           "ProtocolKind", "register", "kind", "kinds", "kind_names", "point_kind_names", "find_kind",
+           "load_kinds"]
 
 ENTRY_POINT_GROUP = "dpgossip.protocols"
 """The entry-point group through which installed packages add kinds."""
@@ -234,6 +235,13 @@ class ProtocolKind:
         if (self.fields is not None or self.requires_section) and not self.section:
             raise ConfigError(f"kind {self.name!r} declares fields but no section", field="section")
 
+    @property
+    def runs_points(self) -> bool:
+        """The kind is a value of ``protocol.kind``: it builds its own point (:attr:`build`) or is
+        audited pair by pair by the scenario layer's own runner (:attr:`pair_audit`). A kind with
+        neither is run by its section's own scenario (e.g. ``[network_dp]``)."""
+        return self.build is not None or self.pair_audit
+
     def series(self, row: Mapping[str, Any]) -> str:
         """The name of this kind's series in a report, for one of its result rows (:attr:`label`)."""
         name = self.label or self.name
@@ -308,8 +316,14 @@ def kinds() -> tuple[ProtocolKind, ...]:
 
 
 def kind_names() -> tuple[str, ...]:
-    """The names of every registered kind (the allowed values of ``protocol.kind``)."""
+    """The names of every registered kind."""
     return tuple(k.name for k in kinds())
+
+
+def point_kind_names() -> tuple[str, ...]:
+    """The allowed values of ``protocol.kind``: the kinds that run as scenario points
+    (:attr:`ProtocolKind.runs_points`)."""
+    return tuple(k.name for k in kinds() if k.runs_points)
 
 
 def find_kind(name: object) -> ProtocolKind | None:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.engine.conditions import NetworkConditions
-from dpgossip.protocols.gossip.linear import INPUTS, PROTOCOLS
+from dpgossip.protocols.gossip.linear import INPUTS
 from dpgossip.protocols.registry import kinds
 from dpgossip.scenario import network_dp_config as ndp
 from dpgossip.scenario.schema import EXTRA_SECTIONS, SCHEMA
@@ -159,7 +159,7 @@ NETWORK_DP_KEYS: dict[str, tuple[str, str, str, str]] = {
                     "Delta: how far the target's input may move (per round for per-round inputs)"),
     "graphs": ("array of tables", "*required*", "nonempty",
                "the graphs to audit, one [[network_dp.graphs]] table each (below)"),
-    "protocol": ("string", _value(_CASE["protocol"]), _choices(PROTOCOLS),
+    "protocol": ("string", _value(_CASE["protocol"]), _choices(ndp.network_dp_kinds()),
                  "the gossip protocol audited (dpgossip.protocols.gossip.linear, docs/network-dp.md): "
                  "gossip-average adds noise once, gossip-noisy every round, gossip-decor is DECOR's"),
     "inputs": ("string", '"once" for gossip-average, else "fixed"', _choices(INPUTS),
@@ -237,9 +237,10 @@ _KIND_HEADER = ("kind", "section", "home", "estimates", "guarantee")
 
 
 def kind_rows() -> list[tuple[str, ...]]:
-    """``(kind, section, home, estimates, guarantee)`` of every registered kind, in registry order."""
+    """``(kind, section, home, estimates, guarantee)`` of every registered kind that runs as a
+    scenario point (the values of ``protocol.kind``), in registry order."""
     return [(f"`{k.name}`", f"[{k.section}]" if k.section else "-", k.family, _cell(k.estimates),
-             _cell(k.guarantee)) for k in kinds()]
+             _cell(k.guarantee)) for k in kinds() if k.runs_points]
 
 
 def _kind_lines() -> list[str]:

@@ -29,6 +29,7 @@ from dpgossip.data.preprocess import SCALES
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, renamed_fields
 from dpgossip.protocols.ldp.baseline import LDP_CALIBRATIONS
 from dpgossip.protocols.registry import kind as registered_kind
+from dpgossip.protocols.registry import point_kind_names
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.point import noise_schedule
 from dpgossip.scenario.sections import (
@@ -54,9 +55,14 @@ __all__ = [
 
 
 def _protocol_kind(path: str, value: str) -> str:
-    """``protocol.kind``: a kind of the registry (:func:`dpgossip.protocols.registry.kind` refuses
-    any other, naming ``path`` with a did-you-mean and the registered kinds)."""
-    registered_kind(value, field_name=path)
+    """``protocol.kind``: a kind of the registry that runs as a scenario point
+    (:func:`dpgossip.protocols.registry.kind` refuses any other name, naming ``path`` with a
+    did-you-mean and the registered kinds)."""
+    spec = registered_kind(value, field_name=path)
+    if not spec.runs_points:
+        raise ConfigError(f"{path} = {value!r} is not run as a scenario point: a scenario file with a "
+                          f"[{spec.section}] table runs it; point kinds: {', '.join(point_kind_names())}",
+                          field=path)
     return value
 
 
