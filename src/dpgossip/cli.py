@@ -287,6 +287,7 @@ def _no_network_dp(args: argparse.Namespace) -> None:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     """Audit every point (resumably), write the tables, draw the plots, list the files."""
+    from dpgossip.protocols.registry import kind
     from dpgossip.report.audit import make_audit_report
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.audit_command import plan_audit, run_audit
@@ -301,7 +302,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     priv = plan.privacy
     print(f"dpgossip audit: {len(plan.tasks)} point(s) of protocol.kind {', '.join(plan.kinds)}")
     if priv:
-        print(f"ddppm: {PER_INSTANCE}; view {priv['view']!r}, neighbours {priv['neighbours']!r}, "
+        pair = ", ".join(k for k in plan.kinds if kind(k).pair_audit)
+        print(f"{pair}: {PER_INSTANCE}; view {priv['view']!r}, neighbours {priv['neighbours']!r}, "
               f"{plan.effort()}, methods {', '.join(priv['methods'])}")
     if len(plan.pair_tasks) < len(plan.tasks):
         print("other kinds: their own accountant (guaranteed_epsilon) and auditor (audited_epsilon) "
