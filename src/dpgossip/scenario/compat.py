@@ -94,8 +94,9 @@ def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
         users = [k for k in used if k.section == section]
         needs = [k for k in users if k.requires_section]
         if needs and section not in config:
-            raise ConfigError(f"protocol.kind = {needs[0].name!r} needs a [{section}] section: "
-                              f"{needs[0].section_doc}", field=section)
+            keys = ", ".join(needs[0].fields or ())
+            raise ConfigError(f"protocol.kind = {needs[0].name!r} needs a [{section}] section (keys: "
+                              f"{keys}; docs/scenarios.md): {needs[0].section_doc}", field=section)
         if section in raw and not users:
             raise ConfigError(
                 f"{section}: [{section}] is given but protocol.kind is {names[0]!r}, which ignores "
