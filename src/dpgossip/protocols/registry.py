@@ -176,9 +176,11 @@ class ProtocolKind:
         Its own TOML section (``[section]``), the section's keys and their meaning, and whether a
         scenario of this kind must give the section; ``None`` for a kind without settings.
     check
-        ``check(config)`` on a point's resolved configuration (every section): cross-field rules of the
-        kind (e.g. ``protocol.rank`` must be 1), raising :class:`~dpgossip.errors.ConfigError` naming the
-        TOML path.
+        ``check(config)`` on a scenario's validated configuration (every section, defaults filled; a
+        swept setting is the list of its values, so a rule checks each value or leaves a swept one to
+        :attr:`preflight` or :attr:`build`): cross-field rules of the kind (e.g. ``protocol.rank`` must
+        be 1), raising :class:`~dpgossip.errors.ConfigError` naming the TOML path. Called for every
+        kind among the scenario's ``protocol.kind`` values, after its required section is checked.
     build
         ``build(inputs) -> KindPoint`` for one point; ``None`` for a kind run by its own scenario runner.
     pair_audit
