@@ -19,8 +19,8 @@
     calibrate = { epsilon = 4.0, delta = 1e-5, family = "geometric", infeasible = "error" }  # optional
 
 ``calibrate`` (optional table): before each point runs, the noise scale is set by
-:func:`~dpgossip.protocols.ddppm.calibrate.calibrate_noise` to the smallest scale whose audited worst case meets
-``(epsilon, delta)`` (``delta`` defaults to ``privacy.delta``); keys ``epsilon`` (required), ``delta``,
+:func:`~dpgossip.protocols.ddppm.calibrate.calibrate_noise` to the smallest scale whose audited worst case
+meets ``(epsilon, delta)`` (``delta`` defaults to ``privacy.delta``); keys ``epsilon`` (required), ``delta``,
 ``family`` (``geometric`` | ``constant`` | ``explicit``; default ``geometric``), ``values`` (base values of
 ``explicit``, default ``protocol.noise.values``), ``method`` (``exact`` | ``rdp``; default ``exact``;
 ``rdp`` is an upper bound: a conservative scale, much faster), ``candidates`` (default
@@ -441,7 +441,8 @@ _AUDIT_FIELDS: dict[str, str] = {
     **{f"options.{k}": f"privacy.{k}" for k in ("candidates", "refine", "ascent_steps", "rank_by")},
     "params": "protocol",
 }
-"""Parameters of :func:`~dpgossip.protocols.ddppm.audit.audit_pairs` -> the ``[privacy]`` keys they come from."""
+"""Parameters of :func:`~dpgossip.protocols.ddppm.audit.audit_pairs` -> the ``[privacy]`` keys they come
+from."""
 
 AUDITED_REPEAT = 0
 """The recorded repeat whose run a rank ``r > 1`` audit is conditional on (``runs.csv``, ``repeat = 0``)."""
