@@ -260,8 +260,12 @@ def scenario_reference() -> str:
     """
     lines = [_INTRO]
     for name, fields in SCHEMA.items():
+        rows = field_rows(fields)
+        if name == "protocol":  # the allowed kinds are the registry's, checked by the field's check
+            rows = [(*r[:3], _choices(tuple(k.name for k in kinds() if k.runs_points)), *r[4:])
+                    if r[0] == "`kind`" else r for r in rows]
         lines += [f"## {'[' + name + ']' if name else 'Top level'}", "", _SECTION_DOCS.get(name, ""),
-                  "", *_table(field_rows(fields), _HEADER), ""]
+                  "", *_table(rows, _HEADER), ""]
         if name == "protocol":
             lines += _kind_lines()
     for name, entry in sorted(EXTRA_SECTIONS.items()):
