@@ -91,6 +91,29 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+_PROTOCOL_COLUMNS = ("kind", "home", "backends", "section", "views", "guarantee", "estimates")
+"""The columns of ``dpgossip protocols``, in order (keys of ``ProtocolKind.to_row()``)."""
+
+
+def protocols_table(rows: list[dict[str, object]]) -> str:
+    """The rows of ``dpgossip protocols`` as aligned text: a header and one line per kind."""
+    cells = [list(_PROTOCOL_COLUMNS)] + [[str(r[c]) for c in _PROTOCOL_COLUMNS] for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(_PROTOCOL_COLUMNS) - 1)]
+    return "\n".join("  ".join([*(c.ljust(w) for c, w in zip(line, widths, strict=False)), line[-1]])
+                     .rstrip() for line in cells)
+
+
+def _cmd_protocols(args: argparse.Namespace) -> int:
+    from dpgossip.protocols.registry import kinds
+
+    rows = [k.to_row() for k in kinds()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(protocols_table(rows))
+    return 0
+
+
 def _cmd_topology(args: argparse.Namespace) -> int:
     from dpgossip.topology import make_network, summary_text
 
@@ -264,6 +287,7 @@ def _no_network_dp(args: argparse.Namespace) -> None:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     """Audit every point (resumably), write the tables, draw the plots, list the files."""
+    from dpgossip.protocols.registry import kind
     from dpgossip.report.audit import make_audit_report
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.audit_run import plan_audit, run_audit
@@ -278,7 +302,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     priv = plan.privacy
     print(f"dpgossip audit: {len(plan.tasks)} point(s) of protocol.kind {', '.join(plan.kinds)}")
     if priv:
-        print(f"ddppm: {PER_INSTANCE}; view {priv['view']!r}, neighbours {priv['neighbours']!r}, "
+        pair = ", ".join(k for k in plan.kinds if kind(k).pair_audit)
+        print(f"{pair}: {PER_INSTANCE}; view {priv['view']!r}, neighbours {priv['neighbours']!r}, "
               f"{plan.effort()}, methods {', '.join(priv['methods'])}")
     if len(plan.pair_tasks) < len(plan.tasks):
         print("other kinds: their own accountant (guaranteed_epsilon) and auditor (audited_epsilon) "
@@ -428,6 +453,7 @@ examples:
                                                 the noise scale that meets epsilon = 1
   dpgossip report results/quickstart            redraw the plots of a results folder
   dpgossip topology ring --agents 16            nodes, edges, SLEM and gossip rounds of a network
+  dpgossip protocols                            the values of protocol.kind and what each brings
 
 'dpgossip COMMAND --help' describes a command and its options. Exit status: 0 done, 1 a run's
 arithmetic broke down or a target was not met, 2 a mistake in the input (the message names it),
@@ -477,7 +503,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (sub-commands run, report, topology, audit, calibrate)."""
+    """The argument parser (sub-commands run, report, topology, audit, calibrate, protocols)."""
     p = _Parser(prog="dpgossip", description=__doc__, epilog=_EPILOG)
     p.add_argument("--version", action="version", version=f"dpgossip {_version()}",
                    help="print the version of dpgossip and exit")
@@ -491,6 +517,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_topology(sub)
     _add_audit(sub)
     _add_calibrate(sub)
+    pro = sub.add_parser("protocols", help="list the protocol kinds: what each estimates, its home, "
+                         "backends, views, guarantee and section",
+                         description="List every registered value of protocol.kind (the kinds of "
+                         "dpgossip and of installed packages): what it estimates, its home, the "
+                         "backends it runs on, the adversary views its audit covers, its guarantee "
+                         "and the scenario section that holds its settings.")
+    pro.add_argument("--json", action="store_true", help="print the list as JSON")
+    pro.set_defaults(func=_cmd_protocols)
     return p
 
 

@@ -8,11 +8,11 @@ import pytest
 
 from dpgossip.engine import NetworkConditions, load_transcript
 from dpgossip.errors import ConfigError
-from dpgossip.protocols.interface import Ppm, PpmFederated, PpmGossip
 from dpgossip.protocols.ppm.central import PpmParams, run_ppm, run_ppm_federated
 from dpgossip.protocols.ppm.engine_protocol import EngineProtocol
 from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
 from dpgossip.protocols.ppm.nodes import run_ppm_engine, secagg_share, star_network
+from dpgossip.protocols.ppm.protocol import Ppm, PpmFederated, PpmGossip
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3, relabelled
 

@@ -11,12 +11,14 @@ import pytest
 from dpgossip.errors import ConfigError
 from dpgossip.protocols.cape.gossip import CapeGossipParams, run_cape_gossip
 from dpgossip.protocols.cape.nodes import run_cape_engine
+from dpgossip.protocols.cape.protocol import CapePca, CapePcaGossip
 from dpgossip.protocols.cape.star import CapeParams
 from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
 from dpgossip.protocols.ddppm.floorfree_nodes import run_floorfree_engine
-from dpgossip.protocols.interface import CapePca, CapePcaGossip, DdppmFloorFree, Ppm
+from dpgossip.protocols.ddppm.protocol import DdppmFloorFree
 from dpgossip.protocols.nodes.view_protocol import ViewEngineProtocol
 from dpgossip.protocols.ppm.central import PpmParams
+from dpgossip.protocols.ppm.protocol import Ppm
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for
 

@@ -9,15 +9,11 @@ from dpgossip.data import load_dataset
 from dpgossip.errors import ConfigError
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ddppm.params import resolve_params
-from dpgossip.protocols.interface import (
-    Ddppm,
-    Ppm,
-    PpmFederated,
-    PrivateProtocol,
-    exact_subspace,
-)
+from dpgossip.protocols.ddppm.protocol import Ddppm
+from dpgossip.protocols.interface import PrivateProtocol, exact_subspace
 from dpgossip.protocols.metrics import sin_angle
 from dpgossip.protocols.ppm.central import PpmParams, run_ppm, run_ppm_federated
+from dpgossip.protocols.ppm.protocol import Ppm, PpmFederated
 from dpgossip.topology import make_network
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocols.cape.columns import aggregator_audit, gossip_site_guarantee, site_view_audit
 from dpgossip.protocols.cape.gossip import CapeGossipParams
 from dpgossip.protocols.cape.guarantee import (
     calibrate_cape_noise,
@@ -20,14 +21,10 @@ from dpgossip.protocols.cape.guarantee import (
 )
 from dpgossip.protocols.cape.star import CapeParams, run_cape, second_moment_sensitivity
 from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
-from dpgossip.protocols.interface import DdppmFloorFree, exact_subspace
+from dpgossip.protocols.ddppm.protocol import DdppmFloorFree
+from dpgossip.protocols.interface import exact_subspace
 from dpgossip.protocols.metrics import subspace_distance
 from dpgossip.scenario import run_scenario
-from dpgossip.scenario.cape_point import (
-    aggregator_audit,
-    gossip_site_guarantee,
-    site_view_audit,
-)
 from dpgossip.scenario.expand import expand
 from dpgossip.scenario.problem import build_structure
 from dpgossip.scenario.runner import repeat_seed

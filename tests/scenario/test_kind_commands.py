@@ -17,7 +17,7 @@ from dpgossip.errors import ConfigError
 from dpgossip.scenario import load_scenario
 from dpgossip.scenario.audit_point import KindAuditPoint
 from dpgossip.scenario.audit_run import plan_audit, run_audit
-from dpgossip.scenario.kind_commands import KIND_COMMANDS, commands_for
+from dpgossip.scenario.kind_commands import commands_for, kind_commands
 from tests.scenario.helpers import scenario_error, tiny_audit_toml, toml_scenario
 
 CAPE = toml_scenario('[protocol]\nkind = "capepca"\niterations = 3\nconsensus_steps = 1',
@@ -36,11 +36,15 @@ def write(folder: Path, text: str, name: str = "s.toml") -> Path:
 
 # --- cause: audit and calibrate ignored protocol.kind ----------------------------------------------
 def test_every_kind_has_an_audit_and_a_calibration_and_others_are_refused():
-    from dpgossip.protocols.interface import PROTOCOL_KINDS
+    from dpgossip.protocols.registry import point_kind_names
 
-    assert set(KIND_COMMANDS) == set(PROTOCOL_KINDS)
-    assert [k for k, c in KIND_COMMANDS.items() if c.pair_audit] == ["ddppm"]
-    with pytest.raises(ConfigError, match=r"protocol.kind = 'gossip-decor': .* supported: ddppm, ppm"):
+    commands = kind_commands()
+    assert set(commands) == set(point_kind_names())
+    assert [k for k, c in commands.items() if c.pair_audit] == ["ddppm"]
+    assert {k: c.section for k, c in commands.items()} == {
+        "ddppm": "privacy", "ppm": "ppm", "ppm-federated": "ppm", "ppm-gossip": "ppm",
+        "capepca": "cape", "capepca-gossip": "cape", "ddppm-floorfree": "floorfree"}
+    with pytest.raises(ConfigError, match=r"protocol.kind = 'gossip-decor': .* supported: .*ddppm, "):
         commands_for("gossip-decor")
 
 

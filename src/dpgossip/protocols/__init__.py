@@ -12,6 +12,8 @@ has one, and its scenario settings, registered as kinds in its ``kinds`` module:
 
 The modules at this level are shared by every home: :mod:`~dpgossip.protocols.interface` (the common view
 of a run), :mod:`~dpgossip.protocols.checks`, :mod:`~dpgossip.protocols.metrics`,
-:mod:`~dpgossip.protocols.power`, :mod:`~dpgossip.protocols.status` and the engine adapters of
-:mod:`dpgossip.protocols.nodes`.
+:mod:`~dpgossip.protocols.power`, :mod:`~dpgossip.protocols.status`,
+:mod:`~dpgossip.protocols.noise_settings` (the noise keys of a kind's section),
+:mod:`~dpgossip.protocols.examples` (the small cases of ``ProtocolKind.example``) and the engine adapters
+of :mod:`dpgossip.protocols.nodes`.
 """

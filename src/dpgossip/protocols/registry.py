@@ -10,8 +10,8 @@ dpgossip). The home registers each of its kinds once, with a :class:`ProtocolKin
 How kinds are found (:func:`load_kinds`, called on first use of the registry):
 
 * every subpackage of :mod:`dpgossip.protocols` that has a ``kinds`` module
-  (``dpgossip.protocols.<home>.kinds``)
-  is imported, and its import registers its kinds: adding a home adds its kinds, with no list to edit;
+  (``dpgossip.protocols.<home>.kinds``) is imported, and its import registers its kinds: adding a
+  home adds its kinds, with no list to edit;
 * every entry point of the group :data:`ENTRY_POINT_GROUP` (``dpgossip.protocols``) of the installed
   distributions is loaded: a module (its import registers) or a callable (called with no argument), so a
   package outside this repository adds kinds by declaring, in its ``pyproject.toml``::
@@ -44,8 +44,9 @@ from dpgossip.protocols.interface import PrivateProtocol, ProtocolRun
 from dpgossip.settings import Field
 from dpgossip.topology.network import Network
 
-__all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "ProtocolKind", "register",
-           "kind", "kinds", "kind_names", "load_kinds"]
+__all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "NoiseCalibration",
+           "ProtocolKind", "register", "kind", "kinds", "kind_names", "point_kind_names", "find_kind",
+           "load_kinds", "kinds_by_section"]
 
 ENTRY_POINT_GROUP = "dpgossip.protocols"
 """The entry-point group through which installed packages add kinds."""
@@ -110,12 +111,42 @@ class KindPoint:
         ``view_residual(record, data) -> float``: the largest absolute difference between each view the
         kind audits as rebuilt from an engine run's transcript and as its release model computes it
         (the contract test requires ``<= 1e-10``); ``None`` when the kind audits no view.
+    row
+        The protocol's parameters as tidy columns, written on every row of the point (e.g.
+        ``PpmParams.to_row()``).
     """
 
     protocol: PrivateProtocol
     engine: Callable[[NetworkConditions], EngineForm] | None = None
     columns: Callable[[Any, int], Mapping[str, Any]] = lambda result, repeat: {}
     view_residual: Callable[[EngineRecord, PartitionedData], float] | None = None
+    row: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoiseCalibration:
+    """How a kind turns a budget of its section into a noise multiplier, and its guarantee at one.
+
+    ``dpgossip calibrate`` of a kind with its own section calls :attr:`multiplier` on the point with
+    ``<section>.epsilon`` and ``<section>.delta`` set to the target (and ``noise_multiplier`` unset),
+    rounds the result up, and checks it with :attr:`guarantee` on the point with that
+    ``noise_multiplier`` (and ``epsilon`` unset).
+
+    Attributes
+    ----------
+    multiplier
+        ``multiplier(inputs) -> float``: the noise multiplier the run itself would use.
+    guarantee
+        ``guarantee(inputs) -> float``: the epsilon the run reports as ``guaranteed_epsilon`` at the
+        section's ``delta``.
+    calibration, accountant
+        How each is computed, in words (printed by ``dpgossip calibrate``).
+    """
+
+    multiplier: Callable[[PointInputs], float]
+    guarantee: Callable[[PointInputs], float]
+    calibration: str
+    accountant: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,15 +176,32 @@ class ProtocolKind:
         Its own TOML section (``[section]``), the section's keys and their meaning, and whether a
         scenario of this kind must give the section; ``None`` for a kind without settings.
     check
-        ``check(config)`` on a point's resolved configuration (every section): cross-field rules of the
-        kind (e.g. ``protocol.rank`` must be 1), raising :class:`~dpgossip.errors.ConfigError` naming the
-        TOML path.
+        ``check(config)`` on a scenario's validated configuration (every section, defaults filled; a
+        swept setting is the list of its values, so a rule checks each value or leaves a swept one to
+        :attr:`preflight` or :attr:`build`): cross-field rules of the kind (e.g. ``protocol.rank`` must
+        be 1), raising :class:`~dpgossip.errors.ConfigError` naming the TOML path. Called for every
+        kind among the scenario's ``protocol.kind`` values, after its required section is checked.
     build
         ``build(inputs) -> KindPoint`` for one point; ``None`` for a kind run by its own scenario runner.
     pair_audit
         The kind is audited pair by pair with a worst-case neighbour search, as ``[privacy]`` says.
     example
         ``example() -> PointInputs``: a small case on which the contract test runs the kind.
+    preflight
+        ``preflight(inputs)``: the kind's checks that need the point's data or network (e.g. an
+        iteration rank above the data's columns), raising :class:`~dpgossip.errors.ConfigError` naming
+        the TOML path; run before anything is written, and by :attr:`build`'s callers before a run.
+    calibration
+        The kind's own noise calibration (:class:`NoiseCalibration`) for ``dpgossip calibrate``;
+        ``None`` for a kind without one (and for a :attr:`pair_audit` kind, calibrated by the pair
+        audit's noise-scale search).
+    engine_network
+        ``engine_network(network, parties) -> Network``: the network the engine runs the kind on, from
+        the point's network and its number of agents (e.g. a star around a server); ``None``: the
+        point's network. The ``[engine]`` conditions must name only its nodes and edges.
+    label, label_columns
+        How reports name the kind's series: ``label`` (default :attr:`name`), followed by the values
+        of the rows' ``label_columns`` in parentheses when there are any.
     """
 
     name: str
@@ -172,6 +220,11 @@ class ProtocolKind:
     build: Callable[[PointInputs], KindPoint] | None = None
     pair_audit: bool = False
     example: Callable[[], PointInputs] | None = None
+    preflight: Callable[[PointInputs], None] | None = None
+    calibration: NoiseCalibration | None = None
+    engine_network: Callable[[Network, int], Network] | None = None
+    label: str = ""
+    label_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name != self.name.strip():
@@ -183,6 +236,20 @@ class ProtocolKind:
                               f"{list(BACKENDS)}, got {list(self.backends)}", field="backends")
         if (self.fields is not None or self.requires_section) and not self.section:
             raise ConfigError(f"kind {self.name!r} declares fields but no section", field="section")
+
+    @property
+    def runs_points(self) -> bool:
+        """The kind is a value of ``protocol.kind``: it builds its own point (:attr:`build`) or is
+        audited pair by pair by the scenario layer's own runner (:attr:`pair_audit`). A kind with
+        neither is run by its section's own scenario (e.g. ``[network_dp]``)."""
+        return self.build is not None or self.pair_audit
+
+    def series(self, row: Mapping[str, Any]) -> str:
+        """The name of this kind's series in a report, for one of its result rows (:attr:`label`)."""
+        name = self.label or self.name
+        if not self.label_columns:
+            return name
+        return f"{name} ({', '.join(str(row.get(c)) for c in self.label_columns)})"
 
     def to_row(self) -> dict[str, object]:
         """One line of ``dpgossip protocols``."""
@@ -251,8 +318,21 @@ def kinds() -> tuple[ProtocolKind, ...]:
 
 
 def kind_names() -> tuple[str, ...]:
-    """The names of every registered kind (the allowed values of ``protocol.kind``)."""
+    """The names of every registered kind."""
     return tuple(k.name for k in kinds())
+
+
+def point_kind_names() -> tuple[str, ...]:
+    """The allowed values of ``protocol.kind``: the kinds that run as scenario points
+    (:attr:`ProtocolKind.runs_points`)."""
+    return tuple(k.name for k in kinds() if k.runs_points)
+
+
+def find_kind(name: object) -> ProtocolKind | None:
+    """The registered kind ``name``, or ``None`` (for readers of stored results, which may name a
+    kind no longer installed)."""
+    load_kinds()
+    return _KINDS.get(name) if isinstance(name, str) else None
 
 
 def kind(name: str, *, field_name: str = "protocol.kind") -> ProtocolKind:
@@ -270,3 +350,12 @@ def kind(name: str, *, field_name: str = "protocol.kind") -> ProtocolKind:
         hint = did_you_mean(name, list(_KINDS)) if isinstance(name, str) else ""
         raise ConfigError(f"{field_name} = {name!r} is not a registered protocol kind{hint}; "
                           f"registered: {', '.join(_KINDS)}", field=field_name) from None
+
+
+def kinds_by_section() -> dict[str, list[ProtocolKind]]:
+    """Every section a registered kind reads, and the kinds that read it (in registration order)."""
+    out: dict[str, list[ProtocolKind]] = {}
+    for k in kinds():
+        if k.section:
+            out.setdefault(k.section, []).append(k)
+    return out

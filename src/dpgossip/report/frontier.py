@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpgossip.protocols.registry import ProtocolKind, find_kind
 from dpgossip.report.figures import colours, new_figure, save
 from dpgossip.report.tables import ResultsFolder
+from dpgossip.scenario.expand import DEFAULT_KIND
 from dpgossip.scenario.summary import mean_ci
 
 __all__ = ["FrontierPoint", "frontier_table", "plot_privacy_utility"]
@@ -63,13 +65,23 @@ class FrontierPoint:
                 "dataset": self.dataset}
 
 
+def _kind(row: Mapping[str, Any]) -> tuple[str, ProtocolKind | None]:
+    """The row's ``protocol.kind`` (the default kind when the column is absent) and its registered
+    kind (``None`` for a kind no longer installed)."""
+    name = str(row.get("protocol_kind") or DEFAULT_KIND)
+    return name, find_kind(name)
+
+
 def _series(row: Mapping[str, Any]) -> str:
-    kind = row.get("protocol_kind") or "ddppm"
-    if kind == "ddppm":
-        return "D-DP-PM"
-    if kind == "ppm":
-        return f"ppm ({row.get('sensitivity')}, {row.get('adjacency')})"
-    return str(kind)
+    """The row's series: its kind's label (``ProtocolKind.series``), else the kind's name."""
+    name, spec = _kind(row)
+    return name if spec is None else spec.series(row)
+
+
+def _pair_audited(row: Mapping[str, Any]) -> bool:
+    """The row's kind is audited pair by pair (its audited epsilon is in ``leakage.csv``)."""
+    spec = _kind(row)[1]
+    return spec is not None and spec.pair_audit
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -114,7 +126,7 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
         data = str(first.get("dataset") or "")
         order.setdefault(data, len(order))
         err = _mean([r.get(metric, r.get("error")) for r in rows])
-        if series == "D-DP-PM":
+        if _pair_audited(first):
             if p in ddppm:
                 out.append(FrontierPoint(series=series, point=p, error=err,
                                          guaranteed_epsilon=math.nan, audited_epsilon=ddppm[p],
@@ -167,7 +179,7 @@ def _draw_series(ax: Any, pts: list[FrontierPoint], colour: Any, label: str, rig
 def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
     """Error against epsilon for every protocol variant (module docstring); ``None`` when the folder
     has no ``ppm*`` point."""
-    if not any(r.get("protocol_kind") not in (None, "ddppm") for r in res.runs):
+    if all(_pair_audited(r) for r in res.runs):
         return None
     table = frontier_table(res)
     finite = [x for f in table for x in (f.guaranteed_epsilon, f.audited_epsilon, f.audited_beyond)

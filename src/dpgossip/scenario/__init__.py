@@ -19,9 +19,9 @@ from typing import Any
 
 from dpgossip.errors import ConfigError
 
-# the sections this layer owns ([privacy], [ppm], [cape], [floorfree]) register themselves when imported;
-# importing them here registers them before any module of the package is used (see sections.py)
-from dpgossip.scenario import cape_section, ppm_section, privacy_section  # noqa: F401
+# the sections this layer owns ([privacy] and each registered kind's own: [ppm], [cape], ...) register
+# themselves when imported; importing them here registers them before any module of the package is used
+from dpgossip.scenario import kind_sections, privacy_section  # noqa: F401
 from dpgossip.scenario.assemble import assemble, stale_outputs, write_resolved_config
 from dpgossip.scenario.batches import BatchWriter, saved_points, stored_point
 from dpgossip.scenario.execute import (

@@ -5,7 +5,7 @@ plan's types and the folder's tables (:func:`write_audit_tables`).
 asks, resolves the parameters and audits every pair; the driver (:mod:`~dpgossip.scenario.audit_run`:
 :func:`~dpgossip.scenario.audit_run.plan_audit`, :func:`~dpgossip.scenario.audit_run.run_audit`) audits
 each point by its ``protocol.kind``'s own audit
-(:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`), stores each
+(:func:`~dpgossip.scenario.kind_commands.kind_commands`), stores each
 :class:`~dpgossip.scenario.audit_point.AuditPoint` as soon as it is done, then writes the tables here.
 
 Files (each written atomically):

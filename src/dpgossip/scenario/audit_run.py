@@ -3,7 +3,7 @@ folder's tables.
 
 :func:`plan_audit` checks the output folder and the sizes and resolves every point's ``[privacy]``
 table; :func:`run_audit` audits the points in order, each by its ``protocol.kind``'s audit
-(:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`): ``ddppm`` pair by pair as ``[privacy]`` says
+(:func:`~dpgossip.scenario.kind_commands.kind_commands`): ``ddppm`` pair by pair as ``[privacy]`` says
 (:func:`~dpgossip.scenario.audit_command.audit_task`, with progress per target and an ETA), the kinds
 with their own accountant and auditor by them (:func:`~dpgossip.scenario.kind_audit.audit_kind_point`:
 the guarantee and audit columns ``dpgossip run`` writes for repeat 0). ``--view``, ``--search`` and

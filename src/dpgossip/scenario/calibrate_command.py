@@ -1,7 +1,7 @@
 """``dpgossip calibrate``, the pieces below the table of kinds: the plan's types, the calibration of each
 kind's point (:func:`calibrate_pairs`, :func:`calibrate_kind_plan`) and the record written
 (:func:`write_calibration`). The driver, which chooses the calibration by the point's ``protocol.kind``
-(:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`), is :mod:`~dpgossip.scenario.calibrate_run`.
+(:func:`~dpgossip.scenario.kind_commands.kind_commands`), is :mod:`~dpgossip.scenario.calibrate_run`.
 
 ``ddppm``: the smallest noise scale whose audited worst case meets the target, by the same function as
 ``[privacy] calibrate`` in a run (:func:`calibrate_pairs`:

@@ -1,5 +1,5 @@
 """``dpgossip calibrate``: the smallest noise of a scenario's first point that meets a target, by the
-calibration of the point's ``protocol.kind`` (:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`).
+calibration of the point's ``protocol.kind`` (:func:`~dpgossip.scenario.kind_commands.kind_commands`).
 
 :func:`plan_calibration` maps the scenario's ``privacy.calibrate`` table and the command's settings
 (:class:`~dpgossip.scenario.calibrate_command.CalibrationTarget`,
@@ -109,7 +109,7 @@ def _kind_target(kind: str, section: str, config: dict[str, Any], target: Calibr
 def calibrate_plan(plan: CalibrationPlan, stage: Callable[[str], None] | None = None
                    ) -> CalibrationRun:
     """Calibrate the point's noise by its kind's calibration
-    (:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`).
+    (:func:`~dpgossip.scenario.kind_commands.kind_commands`).
 
     Parameters
     ----------

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocols.registry import kind, kinds_by_section
 
 __all__ = ["check_combinations"]
 
@@ -25,9 +26,9 @@ def check_combinations(raw: Mapping[str, Any], config: Mapping[str, Any]) -> Non
     """Raise ``ConfigError`` for incompatible settings of a resolved configuration.
 
     Checked: the LDP baseline and its budget; ``data.sizes`` and ``data.partition``; ``data.synthetic``
-    and ``data.source``; ``protocol.kind`` and the sections it reads (``[ppm]``, ``[cape]``,
-    ``[floorfree]``, ``[privacy]``: a section no point's kind reads is refused); ``[engine]``
-    conditions and ``backend``.
+    and ``data.source``; ``protocol.kind`` and the sections it reads (each kind's ``section`` in the
+    registry, e.g. ``[ppm]`` or ``[privacy]``: a section no point's kind reads is refused, a section a
+    kind requires must be given) and each kind's ``check``; ``[engine]`` conditions and ``backend``.
     """
     _check_baseline(config["baseline"])
     _check_data(config["data"])
@@ -83,46 +84,24 @@ def _check_data(data: Mapping[str, Any]) -> None:
         )
 
 
-_KIND_SECTIONS = {"cape": (("capepca", "capepca-gossip"),
-                            "noise_multiplier = tau / Delta, or epsilon = the budget (docs/cape.md)"),
-                   "floorfree": (("ddppm-floorfree",),
-                                 "noise_multiplier = s, or epsilon = the budget (docs/floorfree.md)")}
-"""Sections read by the CAPE and floor-free kinds: the kinds and what the section must give."""
-
-
 def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
-    kinds = _values(config["protocol"]["kind"])
-    ppm = [k for k in kinds if k in ("ppm", "ppm-federated", "ppm-gossip")]
-    if ppm and "ppm" not in config:
-        raise ConfigError(
-            f"protocol.kind = {ppm[0]!r} needs a [ppm] section with its noise: noise_multiplier = "
-            "sigma, or epsilon = the budget to calibrate to (docs/ppm.md)", field="ppm")
-    if "ppm" in raw and not ppm:
-        raise ConfigError(
-            f"ppm: [ppm] is given but protocol.kind is {kinds[0]!r}, which ignores it; set "
-            "protocol.kind (e.g. \"ppm\") or remove [ppm]", field="ppm")
-    for name, (readers, noise) in _KIND_SECTIONS.items():
-        used = [k for k in kinds if k in readers]
-        if used and name not in config:
-            raise ConfigError(f"protocol.kind = {used[0]!r} needs a [{name}] section with its noise: "
-                              f"{noise}", field=name)
-        if name in raw and not used:
-            raise ConfigError(f"{name}: [{name}] is given but no protocol.kind reads it (it is read "
-                              f"by {', '.join(readers)}); set protocol.kind or remove [{name}]",
-                              field=name)
-    if "privacy" in raw and "ddppm" not in kinds:
-        raise ConfigError(f"privacy: [privacy] is given but protocol.kind is {kinds[0]!r}, which "
-                          "ignores it ([privacy] sets the pair audit and calibration of protocol.kind "
-                          "= 'ddppm'; this kind's noise, budget and audit are in its own section); "
-                          "remove [privacy] or set protocol.kind = \"ddppm\"", field="privacy")
-    rank = config["protocol"]["rank"]   # a swept rank is checked per point (DdppmFloorFree)
-    if "ddppm-floorfree" in kinds and not isinstance(rank, list) and rank != 1:
-        raise ConfigError(f"protocol.rank must be 1 for protocol.kind = 'ddppm-floorfree' (it "
-                          f"estimates the top component only), got {rank!r}",
-                          field="protocol.rank")
-    block = config.get("ppm", {}).get("block_rank")
-    for p in _values(block):
-        for r in _values(config["protocol"]["rank"]):
-            if p is not None and p < r:
-                raise ConfigError(f"ppm.block_rank = {p} must be >= protocol.rank = {r} (the "
-                                  "target rank k <= the iteration rank p)", field="ppm.block_rank")
+    """The sections the point kinds read (from the registry: ``ProtocolKind.section``,
+    ``requires_section``), and each kind's own cross-field rules (``ProtocolKind.check``)."""
+    names = _values(config["protocol"]["kind"])
+    used = [kind(n) for n in dict.fromkeys(names)]
+    for section, readers in kinds_by_section().items():
+        users = [k for k in used if k.section == section]
+        needs = [k for k in users if k.requires_section]
+        if needs and section not in config:
+            keys = ", ".join(needs[0].fields or ())
+            raise ConfigError(f"protocol.kind = {needs[0].name!r} needs a [{section}] section (keys: "
+                              f"{keys}; docs/scenarios.md): {needs[0].section_doc}", field=section)
+        if section in raw and not users:
+            raise ConfigError(
+                f"{section}: [{section}] is given but protocol.kind is {names[0]!r}, which ignores "
+                f"it (it is read by {', '.join(k.name for k in readers)}; the noise, budget and "
+                f"audit of a kind are in its own section); set protocol.kind or remove [{section}]",
+                field=section)
+    for k in used:
+        if k.check is not None:
+            k.check(config)

@@ -38,6 +38,7 @@ from typing import Any
 from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError
 from dpgossip.interrupt import Interrupted
+from dpgossip.protocols.registry import kind as registered_kind
 from dpgossip.scenario import runner
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem, build_structure, make_problem
@@ -95,11 +96,11 @@ def _label(task: PointTask) -> str:
 
 def run_point_of_kind(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every repeat of one point, run by its ``protocol.kind``: D-DP-PM by
-    :func:`~dpgossip.scenario.runner.run_point`, the other kinds by
-    :func:`~dpgossip.scenario.protocol_point.run_protocol_point` (both return the ``runs`` and
+    """Every repeat of one point, run by its ``protocol.kind``: a kind that builds its own point
+    (``ProtocolKind.build``) by :func:`~dpgossip.scenario.protocol_point.run_protocol_point`, the others
+    (D-DP-PM) by :func:`~dpgossip.scenario.runner.run_point` (both return the ``runs`` and
     ``iterations`` rows)."""
-    if spec.protocol.kind == "ddppm":
+    if registered_kind(spec.protocol.kind).build is None:
         return runner.run_point(spec, problem, axes)
     return run_protocol_point(spec, problem, axes)
 

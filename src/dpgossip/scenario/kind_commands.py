@@ -1,16 +1,18 @@
-"""What ``dpgossip audit`` and ``dpgossip calibrate`` run for each ``protocol.kind``: one table,
-:data:`KIND_COMMANDS` (a protocol registry can replace it).
+"""What ``dpgossip audit`` and ``dpgossip calibrate`` run for each ``protocol.kind``, read from the
+registry of kinds (:mod:`dpgossip.protocols.registry`):
 
-* ``ddppm``: the pair audit of ``[privacy]`` (every (observer, target) pair, a worst-case search;
+* a kind audited pair by pair (``ProtocolKind.pair_audit``: ``ddppm``): the pair audit of
+  ``[privacy]`` (every (observer, target) pair, a worst-case search;
   :func:`~dpgossip.scenario.audit_command.audit_task`) and the noise-scale search of
-  ``privacy.calibrate`` (:func:`~dpgossip.scenario.calibrate_command.calibrate_pairs`).
-* ``ppm``, ``ppm-federated``, ``ppm-gossip``, ``capepca``, ``capepca-gossip``, ``ddppm-floorfree``: the
+  ``privacy.calibrate`` (:func:`~dpgossip.scenario.calibrate_command.calibrate_pairs`);
+* a kind that builds its own point with its own section and noise calibration (``ppm*``,
+  ``capepca*``, ``ddppm-floorfree``, :func:`~dpgossip.scenario.kind_audit.has_kind_commands`): the
   kind's own accountant and auditor, as ``dpgossip run`` uses them
   (:func:`~dpgossip.scenario.kind_audit.audit_kind_point`), and the kind's own calibration of its
   section's ``noise_multiplier`` (:func:`~dpgossip.scenario.kind_audit.calibrate_kind`).
 
-A kind missing from the table is refused by :func:`commands_for`, naming it and the kinds supported:
-never audited as another kind.
+Any other kind is refused by :func:`commands_for`, naming it and the kinds supported: never audited as
+another kind.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocols.registry import ProtocolKind, find_kind, kinds
 from dpgossip.scenario.audit_command import audit_task
 from dpgossip.scenario.calibrate_command import calibrate_kind_plan, calibrate_pairs
-from dpgossip.scenario.kind_audit import KIND_SECTIONS, audit_kind_point
+from dpgossip.scenario.kind_audit import audit_kind_point, has_kind_commands
 
-__all__ = ["KindCommands", "KIND_COMMANDS", "commands_for"]
+__all__ = ["KindCommands", "kind_commands", "commands_for"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,26 +46,35 @@ class KindCommands:
         :class:`~dpgossip.scenario.kind_audit.KindCalibration`.
     section
         The section the kind's audit and calibration read: ``privacy`` (the pair audit, which
-        ``--view``, ``--search``, ``--candidates``, ``--family`` and ``--method`` change), ``ppm``,
-        ``cape`` or ``floorfree``.
+        ``--view``, ``--search``, ``--candidates``, ``--family`` and ``--method`` change), or the
+        kind's own section (``ppm``, ``cape``, ``floorfree``, ...).
+    pair_audit
+        The kind is audited pair by pair as ``[privacy]`` says (``ProtocolKind.pair_audit``).
     """
 
     audit: Callable[..., Any]
     calibrate: Callable[..., Any]
     section: str
-
-    @property
-    def pair_audit(self) -> bool:
-        """The kind is audited pair by pair as ``[privacy]`` says."""
-        return self.section == "privacy"
+    pair_audit: bool = False
 
 
-KIND_COMMANDS: dict[str, KindCommands] = {
-    "ddppm": KindCommands(audit=audit_task, calibrate=calibrate_pairs, section="privacy"),
-    **{kind: KindCommands(audit=audit_kind_point, calibrate=calibrate_kind_plan, section=section)
-       for kind, section in KIND_SECTIONS.items()},
-}
-"""``protocol.kind`` -> its audit and calibration."""
+def _commands(spec: ProtocolKind) -> KindCommands | None:
+    if spec.pair_audit:
+        return KindCommands(audit=audit_task, calibrate=calibrate_pairs, section=spec.section or "privacy",
+                            pair_audit=True)
+    if has_kind_commands(spec) and spec.section is not None:
+        return KindCommands(audit=audit_kind_point, calibrate=calibrate_kind_plan, section=spec.section)
+    return None
+
+
+def kind_commands() -> dict[str, KindCommands]:
+    """``protocol.kind`` -> its audit and calibration, for every registered kind that has them."""
+    out = {}
+    for spec in kinds():
+        commands = _commands(spec)
+        if commands is not None:
+            out[spec.name] = commands
+    return out
 
 
 def commands_for(kind: str) -> KindCommands:
@@ -73,9 +85,10 @@ def commands_for(kind: str) -> KindCommands:
     ConfigError
         ``kind`` has none, naming it and the kinds that have.
     """
-    try:
-        return KIND_COMMANDS[kind]
-    except KeyError:
+    spec = find_kind(kind)
+    commands = None if spec is None else _commands(spec)
+    if commands is None:
         raise ConfigError(f"protocol.kind = {kind!r}: dpgossip audit and dpgossip calibrate do not "
                           f"support this kind (it has no auditor or accountant here); supported: "
-                          f"{', '.join(KIND_COMMANDS)}", field="protocol.kind") from None
+                          f"{', '.join(kind_commands())}", field="protocol.kind")
+    return commands

@@ -45,12 +45,8 @@ from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.privacy.linear_audit import LinearAuditSettings, PairLeakage
 from dpgossip.protocols.gossip.audit import audit_gossip
-from dpgossip.protocols.gossip.bounds import (
-    compare_to_bound,
-    mfdl_abs_sum,
-    muffliato_mixing_rounds,
-    muffliato_per_message,
-)
+from dpgossip.protocols.gossip.bounds import compare_to_bound, muffliato_mixing_rounds
+from dpgossip.protocols.gossip.kinds import published_bounds, view_size
 from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.scenario.network_dp_config import MIXING_TIME, GraphCase, NetworkDpConfig
@@ -148,18 +144,6 @@ def _check_agent(network: Network, v: int | None, path: str) -> int:
     return v
 
 
-def _bounds(network: Network, spec: LinearGossip, observer: int, alpha: float,
-            sensitivity: float) -> dict[str, np.ndarray]:
-    """The published bounds that apply: Muffliato's for noise once, MFDL's for noise every round; none
-    for ``gossip-decor`` (DECOR's closed form is about one round seen whole, not an observer's view)."""
-    if spec.protocol == "gossip-decor":
-        return {}
-    if spec.protocol == "gossip-average":
-        return {"muffliato": muffliato_per_message(network, spec, observer, order=alpha,
-                                                   sensitivity=sensitivity)}
-    return {"mfdl": mfdl_abs_sum(network, spec, observer, order=alpha, sensitivity=sensitivity)}
-
-
 def _rows(pairs: list[PairLeakage], bounds: dict[str, np.ndarray], label: str,
           alpha: float) -> list[LeakageRow]:
     nan = math.nan
@@ -229,11 +213,12 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
     if case.observer is not None:
         v = observers[0]
         pairs = audit_gossip(network, spec, v, settings)
-        rows = _rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha)
+        rows = _rows(pairs, published_bounds(network, spec, v, alpha, sensitivity), case.label, alpha)
     else:
         for v in observers:
             pairs = audit_gossip(network, spec, v, settings, targets=[case.target])
-            rows.extend(_rows(pairs, _bounds(network, spec, v, alpha, sensitivity), case.label, alpha))
+            bounds = published_bounds(network, spec, v, alpha, sensitivity)
+            rows.extend(_rows(pairs, bounds, case.label, alpha))
     info = {**network.to_row(), "label": case.label, "rounds": spec.rounds,
             "observers": len(observers), "pairs": len(rows), "protocol": case.protocol,
             "inputs": case.inputs, "sigma_cor": case.sigma_cor}
@@ -241,17 +226,11 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
 
 
 def _check_view_size(network: Network, spec: LinearGossip, path: str) -> None:
-    """Refuse a graph whose largest view would not fit: ``k = min(m, d_max T)`` rows (``d_max`` the
-    largest degree) by ``m`` columns for ``gossip-average`` (Krylov basis, ``J``, ``B`` and the SVD
-    factors, about four such matrices), ``d_max T`` rows by ``m T`` columns (plus ``|E| T`` edge secrets
-    for ``gossip-decor``) for the others."""
+    """Refuse a graph whose largest view would not fit (its size by the kind:
+    :func:`~dpgossip.protocols.gossip.kinds.view_size`)."""
     m, T = network.m, spec.rounds
     degree = max(len(n) for n in network.neighbours)
-    if spec.protocol == "gossip-average":
-        rows, cols, copies = min(m, degree * T), m, 4
-    else:  # gossip-decor's B also has a column per edge secret and round
-        secrets = network.graph.number_of_edges() * T if spec.protocol == "gossip-decor" else 0
-        rows, cols, copies = degree * T, m * max(spec.data_rounds, spec.noise_rounds) + secrets, 4
+    rows, cols, copies = view_size(network, spec)
     check_needs([Need(f"{path}.agents = {m} with rounds T = {T} and largest degree {degree} needs "
                       f"views of {rows} x {cols}", copies * FLOAT * rows * cols)],
                 advice="use fewer agents or rounds", field=f"{path}.agents")

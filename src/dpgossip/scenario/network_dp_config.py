@@ -19,13 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number, reject_unknown_keys
-from dpgossip.protocols.gossip.linear import INPUTS, PROTOCOLS
+from dpgossip.protocols.gossip.kinds import default_inputs, draws_edge_secrets
+from dpgossip.protocols.gossip.linear import INPUTS
+from dpgossip.protocols.registry import kinds
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.mixing import MIXING_RULES
 
-__all__ = ["SECTION", "CASE_KEYS", "GRAPH_KEYS", "SETTINGS", "MIXING_TIME", "ObserverChoice",
-           "GraphCase", "NetworkDpConfig", "parse_network_dp", "is_network_dp", "is_network_dp_file",
-           "load_network_dp"]
+__all__ = ["SECTION", "network_dp_kinds", "CASE_KEYS", "GRAPH_KEYS", "SETTINGS", "MIXING_TIME",
+           "ObserverChoice", "GraphCase", "NetworkDpConfig", "parse_network_dp", "is_network_dp",
+           "is_network_dp_file", "load_network_dp"]
 
 SECTION = "network_dp"
 """The TOML table that makes a scenario file a network-DP scenario."""
@@ -41,6 +43,12 @@ GRAPH_KEYS: tuple[str, ...] = ("label", "topology", "agents", "seed", "params", 
                                "setting") + CASE_KEYS
 SECTION_KEYS: tuple[str, ...] = ("alpha", "delta", "sensitivity", "graphs") + CASE_KEYS
 TOP_KEYS: tuple[str, ...] = ("name", "description", "output", SECTION)
+
+
+def network_dp_kinds() -> tuple[str, ...]:
+    """The values of a graph's ``protocol``: the registered kinds run by this section
+    (``ProtocolKind.section == "network_dp"``; :mod:`dpgossip.protocols.gossip.kinds`)."""
+    return tuple(k.name for k in kinds() if k.section == SECTION and not k.runs_points)
 
 
 def is_network_dp(raw: Mapping[str, Any]) -> bool:
@@ -208,14 +216,14 @@ def _graph(path: str, raw: Any, defaults: Mapping[str, Any]) -> GraphCase:
     if setting == "mfdl" and topology != "erdos_renyi":
         raise ConfigError(f"{path}.setting: 'mfdl' builds MFDL's Erdos-Renyi graph; it needs "
                           f"topology 'erdos_renyi', got {topology!r}", field=f"{path}.setting")
-    protocol = check_choice(merged.get("protocol", "gossip-average"), f"{path}.protocol", PROTOCOLS)
-    inputs = check_choice(merged.get("inputs", "once" if protocol == "gossip-average" else "fixed"),
-                          f"{path}.inputs", INPUTS)
-    if protocol == "gossip-average" and inputs != "once":
-        raise ConfigError(f"{path}.inputs: gossip-average takes its input once, got {inputs!r}; use "
+    protocol = check_choice(merged.get("protocol", "gossip-average"), f"{path}.protocol",
+                            network_dp_kinds())
+    inputs = check_choice(merged.get("inputs", default_inputs(protocol)), f"{path}.inputs", INPUTS)
+    if default_inputs(protocol) == "once" and inputs != "once":
+        raise ConfigError(f"{path}.inputs: {protocol} takes its input once, got {inputs!r}; use "
                           "protocol 'gossip-noisy' for inputs every round", field=f"{path}.inputs")
     sigma_cor = check_number(merged.get("sigma_cor", 0.0), f"{path}.sigma_cor", low=0.0)
-    if sigma_cor and protocol != "gossip-decor":
+    if sigma_cor and not draws_edge_secrets(protocol):
         raise ConfigError(f"{path}.sigma_cor: only protocol 'gossip-decor' draws edge secrets, got "
                           f"sigma_cor = {sigma_cor:g} with protocol {protocol!r}", field=f"{path}.sigma_cor")
     return GraphCase(

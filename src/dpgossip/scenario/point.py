@@ -14,18 +14,18 @@ filled by validation; a spec holds what the point runs with.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from dpgossip.protocols.ddppm.params import NoiseSchedule
-from dpgossip.scenario.cape_section import CapeSpec, FloorFreeSpec
+from dpgossip.protocols.registry import kind
 from dpgossip.scenario.noise import noise_fields, noise_schedule
-from dpgossip.scenario.ppm_section import PpmSpec
 
 __all__ = [
     "DataSpec", "NetworkSpec", "ProtocolSpec", "BaselineSpec", "CalibrateSpec", "PrivacySpec",
-    "PointSpec", "DATA_FIELDS", "NETWORK_FIELDS", "PROTOCOL_FIELDS", "noise_fields", "noise_schedule",
+    "PointSpec", "kind_settings", "DATA_FIELDS", "NETWORK_FIELDS", "PROTOCOL_FIELDS", "noise_fields",
+    "noise_schedule",
 ]
 
 # The library names its parameters in its errors; a scenario user reads the TOML path of the same
@@ -187,6 +187,17 @@ class PrivacySpec:
                    calibrate=calibrate)
 
 
+def kind_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The point's own kind section (validated, defaults filled; every default when the scenario
+    does not give it), or ``{}`` for a kind without one
+    (:attr:`dpgossip.protocols.registry.ProtocolKind.fields`)."""
+    spec = kind(config["protocol"]["kind"])
+    if spec.section is None or spec.fields is None:
+        return {}
+    given = config.get(spec.section)
+    return dict(given) if given else {k: f.default for k, f in spec.fields.items()}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PointSpec:
     """Everything one point runs with.
@@ -197,8 +208,11 @@ class PointSpec:
         Root seed, repeats, ``"matrix"`` or ``"engine"``.
     data, network, protocol, baseline
         The sections' specs.
-    privacy, ppm, cape, floorfree
-        ``None`` when the scenario has no ``[privacy]`` (``[ppm]``, ``[cape]``, ``[floorfree]``).
+    privacy
+        ``None`` when the scenario has no ``[privacy]``.
+    settings
+        The point's kind's own section (e.g. ``[ppm]``), validated and scalar; empty for a kind without
+        one (:func:`kind_settings`).
     engine
         The ``[engine]`` table (network conditions; :meth:`dpgossip.engine.NetworkConditions.from_mapping`
         checks it), empty when absent.
@@ -213,9 +227,7 @@ class PointSpec:
     baseline: BaselineSpec
     privacy: PrivacySpec | None
     engine: Mapping[str, Any]
-    ppm: PpmSpec | None = None
-    cape: CapeSpec | None = None
-    floorfree: FloorFreeSpec | None = None
+    settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> PointSpec:
@@ -228,7 +240,4 @@ class PointSpec:
                    baseline=BaselineSpec.from_config(config.get("baseline")),
                    privacy=PrivacySpec.from_config(priv) if priv else None,
                    engine=MappingProxyType(dict(config.get("engine") or {})),
-                   ppm=PpmSpec.from_config(config["ppm"]) if config.get("ppm") else None,
-                   cape=CapeSpec.from_config(config["cape"]) if config.get("cape") else None,
-                   floorfree=(FloorFreeSpec.from_config(config["floorfree"])
-                              if config.get("floorfree") else None))
+                   settings=MappingProxyType(kind_settings(config)))

@@ -17,15 +17,11 @@ from typing import Any
 
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocols.ddppm.params import NoiseSchedule, ProtocolParams
+from dpgossip.protocols.registry import kind
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Structure, make_problem
 
 __all__ = ["check_point", "check_engine", "engine_network", "check_calibration"]
-
-_CALIBRATED_KINDS = ("ddppm",)
-"""Kinds whose noise ``privacy.calibrate`` replaces
-(:func:`~dpgossip.scenario.privacy_section.prepare_point`)."""
-
 
 def check_point(config: Mapping[str, Any], structure: Structure) -> ProtocolParams | None:
     """Raise the :class:`~dpgossip.errors.ConfigError` the point's run would raise on its settings.
@@ -38,7 +34,8 @@ def check_point(config: Mapping[str, Any], structure: Structure) -> ProtocolPara
     (:func:`check_engine`), the calibration target (:func:`check_calibration`), the protocol
     parameters resolved on the network and data
     (:func:`~dpgossip.scenario.problem.make_problem`: rank, alpha, noise schedule; with the noise a
-    calibration would replace left out), ``ppm.block_rank <= d`` and ``floorfree.audit_targets <= m``.
+    calibration would replace left out), and the kind's own checks on the data and network
+    (``ProtocolKind.preflight``, e.g. ``ppm.block_rank <= d``).
     """
     spec = PointSpec.from_config(config)
     if spec.backend == "engine":
@@ -48,16 +45,11 @@ def check_point(config: Mapping[str, Any], structure: Structure) -> ProtocolPara
     if calibrated:  # the calibrated schedule replaces the point's own noise table
         protocol = dataclasses.replace(protocol, noise=NoiseSchedule(kind="constant", scale=1.0))
     problem = make_problem(protocol, structure)
-    if spec.ppm is not None and protocol.kind.startswith("ppm"):
-        p = spec.ppm.block_rank if spec.ppm.block_rank is not None else protocol.rank
-        if p > problem.data.d:
-            raise ConfigError(f"ppm.block_rank = {p} must be <= d = {problem.data.d} (the data's "
-                              "columns)", field="ppm.block_rank")
-    ff = spec.floorfree
-    if ff is not None and ff.audit and ff.audit_targets is not None and ff.audit_targets > problem.data.m:
-        raise ConfigError(f"floorfree.audit_targets = {ff.audit_targets} must be <= the number of "
-                          f"agents, {problem.data.m} (it audits agents 0..audit_targets-1)",
-                          field="floorfree.audit_targets")
+    preflight = kind(protocol.kind).preflight
+    if preflight is not None:
+        from dpgossip.scenario.protocol_point import point_inputs
+
+        preflight(point_inputs(spec, problem.data, problem.network))
     return None if calibrated else problem.params
 
 
@@ -72,27 +64,19 @@ def check_engine(spec: PointSpec, structure: Structure) -> None:
         NetworkConditions.from_mapping(dict(spec.engine)).check_network(network)
 
 
-def engine_network(kind: str, network: Any, parties: int) -> Any:
-    """The network the engine runs ``kind`` on: the star of ``parties`` clients around a curator
-    (node ``parties``) for ``ppm`` and ``ppm-federated``, around the aggregator for ``capepca``
-    (as :func:`dpgossip.protocols.ppm.nodes.run_ppm_engine` and the CAPE engine build them); the
-    point's own network for the gossip kinds."""
-    if kind in ("ppm", "ppm-federated"):
-        from dpgossip.protocols.ppm.nodes import star_network
-
-        return star_network(parties)
-    if kind == "capepca":
-        from dpgossip.protocols.cape.nodes import cape_star_network
-
-        return cape_star_network(parties)
-    return network
+def engine_network(kind_name: str, network: Any, parties: int) -> Any:
+    """The network the engine runs ``kind_name`` on: the kind's ``engine_network`` of the point's network
+    and its ``parties`` agents (e.g. the star around a curator or an aggregator that the kind's engine
+    builds), else the point's own network."""
+    build = kind(kind_name).engine_network
+    return network if build is None else build(network, parties)
 
 
 def check_calibration(spec: PointSpec) -> bool:
     """Check the ``privacy.calibrate`` settings a calibration refuses before it searches (rank 1, base
     values of the explicit family, one per iteration); returns whether the point is calibrated."""
     priv = spec.privacy
-    if priv is None or priv.calibrate is None or spec.protocol.kind not in _CALIBRATED_KINDS:
+    if priv is None or priv.calibrate is None or not kind(spec.protocol.kind).pair_audit:
         return False
     cal, proto = priv.calibrate, spec.protocol
     if proto.rank != 1:

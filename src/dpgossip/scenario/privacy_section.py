@@ -388,8 +388,11 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure,
 
 
 def _is_ddppm(config: Mapping[str, Any]) -> bool:
-    """Whether the point runs D-DP-PM, the only protocol this section audits and calibrates."""
-    return config["protocol"].get("kind", "ddppm") == "ddppm"
+    """Whether the point's kind is audited pair by pair (``ProtocolKind.pair_audit``: D-DP-PM), the
+    only kind this section audits and calibrates."""
+    from dpgossip.protocols.registry import kind
+
+    return kind(config["protocol"].get("kind", "ddppm")).pair_audit
 
 
 def prepare_point(config: Mapping[str, Any], structure: Structure

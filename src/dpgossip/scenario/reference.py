@@ -2,7 +2,8 @@
 
 Every key of every section comes from the same objects validation reads: the
 :class:`~dpgossip.settings.Field` entries of :data:`~dpgossip.scenario.schema.SCHEMA` and of
-the registered sections (``[privacy]``), and the fields of
+the registered sections (``[privacy]`` and the kinds' sections), the registry of protocol kinds
+(:func:`kind_rows`), and the fields of
 :class:`~dpgossip.engine.NetworkConditions` (``[engine]``). ``tests/scenario/test_reference.py`` fails
 when ``docs/scenarios.md`` differs from :func:`scenario_reference`. Regenerate it with::
 
@@ -21,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.engine.conditions import NetworkConditions
-from dpgossip.protocols.gossip.linear import INPUTS, PROTOCOLS
+from dpgossip.protocols.gossip.linear import INPUTS
+from dpgossip.protocols.registry import kinds
 from dpgossip.scenario import network_dp_config as ndp
 from dpgossip.scenario.schema import EXTRA_SECTIONS, SCHEMA
 from dpgossip.scenario.sweep import SWEEP_KEYS
@@ -29,7 +31,7 @@ from dpgossip.settings import REQUIRED, Field
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.mixing import MIXING_RULES
 
-__all__ = ["scenario_reference", "field_rows", "NETWORK_DP_KEYS", "network_dp_rows"]
+__all__ = ["scenario_reference", "field_rows", "kind_rows", "NETWORK_DP_KEYS", "network_dp_rows"]
 
 _INTRO = """\
 # Scenario keys
@@ -48,7 +50,8 @@ _SECTION_DOCS = {
     "": "Top-level keys.",
     "data": "The data matrix and how its rows are split among the agents.",
     "network": "The communication graph and its mixing matrix W.",
-    "protocol": "D-DP-PM (001, Algorithm 1): iterations, gossip rounds and noise.",
+    "protocol": "The protocol kind and its common settings (iterations, gossip rounds, rank); "
+                "alpha, sigma_q and noise are D-DP-PM's (001, Algorithm 1).",
     "baseline": "The local-DP baseline of 001 Section IV-A: every agent perturbs its own rows.",
     "output": "Where results go.",
 }
@@ -156,7 +159,7 @@ NETWORK_DP_KEYS: dict[str, tuple[str, str, str, str]] = {
                     "Delta: how far the target's input may move (per round for per-round inputs)"),
     "graphs": ("array of tables", "*required*", "nonempty",
                "the graphs to audit, one [[network_dp.graphs]] table each (below)"),
-    "protocol": ("string", _value(_CASE["protocol"]), _choices(PROTOCOLS),
+    "protocol": ("string", _value(_CASE["protocol"]), _choices(ndp.network_dp_kinds()),
                  "the gossip protocol audited (dpgossip.protocols.gossip.linear, docs/network-dp.md): "
                  "gossip-average adds noise once, gossip-noisy every round, gossip-decor is DECOR's"),
     "inputs": ("string", '"once" for gossip-average, else "fixed"', _choices(INPUTS),
@@ -230,6 +233,23 @@ def _network_dp_lines() -> list[str]:
     ]
 
 
+_KIND_HEADER = ("kind", "section", "home", "estimates", "guarantee")
+
+
+def kind_rows() -> list[tuple[str, ...]]:
+    """``(kind, section, home, estimates, guarantee)`` of every registered kind that runs as a
+    scenario point (the values of ``protocol.kind``), in registry order."""
+    return [(f"`{k.name}`", f"[{k.section}]" if k.section else "-", k.family, _cell(k.estimates),
+             _cell(k.guarantee)) for k in kinds() if k.runs_points]
+
+
+def _kind_lines() -> list[str]:
+    return ["### protocol.kind", "",
+            "The values of `protocol.kind`: every kind of the registry (`dpgossip protocols` lists "
+            "them with their backends and views), and the section that holds each kind's own "
+            "settings.", "", *_table(kind_rows(), _KIND_HEADER), ""]
+
+
 def scenario_reference() -> str:
     """The Markdown key reference: every section, every key.
 
@@ -240,8 +260,14 @@ def scenario_reference() -> str:
     """
     lines = [_INTRO]
     for name, fields in SCHEMA.items():
+        rows = field_rows(fields)
+        if name == "protocol":  # the allowed kinds are the registry's, checked by the field's check
+            rows = [(*r[:3], _choices(tuple(k.name for k in kinds() if k.runs_points)), *r[4:])
+                    if r[0] == "`kind`" else r for r in rows]
         lines += [f"## {'[' + name + ']' if name else 'Top level'}", "", _SECTION_DOCS.get(name, ""),
-                  "", *_table(field_rows(fields), _HEADER), ""]
+                  "", *_table(rows, _HEADER), ""]
+        if name == "protocol":
+            lines += _kind_lines()
     for name, entry in sorted(EXTRA_SECTIONS.items()):
         if entry.fields is None:
             continue

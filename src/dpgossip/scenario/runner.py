@@ -20,6 +20,7 @@ from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ldp.baseline import run_ldp
 from dpgossip.protocols.metrics import subspace_distance
 from dpgossip.protocols.power import top_singular
+from dpgossip.protocols.registry import kind as registered_kind
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
 from dpgossip.scenario.status import flag_non_finite, measure_run
@@ -71,9 +72,10 @@ def run_point(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every repeat of one point on its problem (built once by the caller).
 
-    This runs D-DP-PM (``protocol.kind = "ddppm"``); the points of the other kinds run by
-    :func:`dpgossip.scenario.protocol_point.run_protocol_point`, which uses this module's repeat seeds,
-    progress and LDP rows (:func:`dpgossip.scenario.execute.run_point_of_kind` chooses).
+    This runs the kinds without a point builder (D-DP-PM, ``protocol.kind = "ddppm"``); the points
+    of the kinds that build their own point (``ProtocolKind.build``) run by
+    :func:`dpgossip.scenario.protocol_point.run_protocol_point`, which uses this module's repeat
+    seeds, progress and LDP rows (:func:`dpgossip.scenario.execute.run_point_of_kind` chooses).
 
     Returns
     -------
@@ -84,8 +86,8 @@ def run_point(
         ``status`` from its summary is the ``engine_status`` column, its crashed agents
         ``crashed_agents``.
     """
-    if spec.protocol.kind != "ddppm":
-        raise ValueError(f"run_point runs protocol.kind = 'ddppm', not {spec.protocol.kind!r}: "
+    if registered_kind(spec.protocol.kind).build is not None:
+        raise ValueError(f"run_point runs the kinds without a point builder, not {spec.protocol.kind!r}: "
                          "dpgossip.scenario.execute.run_point_of_kind runs every kind")
     data, network, params = problem.data, problem.network, problem.params
     top = top_singular(data.X, params.rank)

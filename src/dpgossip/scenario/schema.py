@@ -9,8 +9,8 @@ Besides the sections of :data:`SCHEMA`, a scenario may have
 * ``[engine]``: network conditions for ``backend = "engine"``, checked by
   :meth:`dpgossip.engine.NetworkConditions.from_mapping`;
 * sections registered by modules of this layer (:mod:`~dpgossip.scenario.sections`): ``[privacy]``
-  (:mod:`~dpgossip.scenario.privacy_section`), ``[ppm]`` (:mod:`~dpgossip.scenario.ppm_section`),
-  ``[cape]`` and ``[floorfree]`` (:mod:`~dpgossip.scenario.cape_section`). The package
+  (:mod:`~dpgossip.scenario.privacy_section`) and the sections of the registered protocol kinds
+  (``[ppm]``, ``[cape]``, ...: :mod:`~dpgossip.scenario.kind_sections`). The package
   (``dpgossip/scenario/__init__.py``) imports them, so they are registered before any module of the
   layer is used; this module imports none of them.
 
@@ -28,8 +28,9 @@ from typing import Any
 from dpgossip.data import PARTITIONS
 from dpgossip.data.preprocess import SCALES
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, renamed_fields
-from dpgossip.protocols.interface import PROTOCOL_KINDS
 from dpgossip.protocols.ldp.baseline import LDP_CALIBRATIONS
+from dpgossip.protocols.registry import kind as registered_kind
+from dpgossip.protocols.registry import point_kind_names
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.noise import noise_schedule
 from dpgossip.scenario.sections import (
@@ -52,6 +53,18 @@ __all__ = [
     "setting_paths",
     "register_section",
 ]
+
+
+def _protocol_kind(path: str, value: str) -> str:
+    """``protocol.kind``: a kind of the registry that runs as a scenario point
+    (:func:`dpgossip.protocols.registry.kind` refuses any other name, naming ``path`` with a
+    did-you-mean and the registered kinds)."""
+    spec = registered_kind(value, field_name=path)
+    if not spec.runs_points:
+        raise ConfigError(f"{path} = {value!r} is not run as a scenario point: a scenario file with a "
+                          f"[{spec.section}] table runs it; point kinds: {', '.join(point_kind_names())}",
+                          field=path)
+    return value
 
 
 def _noise_table(path: str, value: Any) -> dict[str, Any]:
@@ -217,9 +230,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "kind": Field(
             kind=str,
             default="ddppm",
-            choices=PROTOCOL_KINDS,
-            doc="the protocol: ddppm (001), ppm, ppm-federated or ppm-gossip (000; settings in "
-            "[ppm]), capepca or capepca-gossip (004; [cape]), ddppm-floorfree ([floorfree])",
+            check=_protocol_kind,
+            doc="the protocol: a registered kind (the table below, `dpgossip protocols`); a kind "
+            "with its own section reads its settings there",
         ),
         "iterations": Field(kind=int, default=REQUIRED, low=1, doc="power iterations T"),
         "consensus_steps": Field(

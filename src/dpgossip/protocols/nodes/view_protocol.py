@@ -27,14 +27,14 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.protocols.cape.nodes import CapeEngineResult, run_cape_engine
+from dpgossip.protocols.cape.protocol import CapePca, CapePcaGossip
 from dpgossip.protocols.ddppm.floorfree_nodes import FloorFreeEngineResult, run_floorfree_engine
-from dpgossip.protocols.interface import CapePca, CapePcaGossip, DdppmFloorFree, ProtocolRun
+from dpgossip.protocols.ddppm.protocol import DdppmFloorFree
+from dpgossip.protocols.interface import ProtocolRun
 from dpgossip.protocols.nodes.wrapped import WrappedProtocol
 from dpgossip.topology.network import Network
 
-__all__ = ["ViewEngineProtocol", "VIEW_ENGINE_KINDS"]
-
-VIEW_ENGINE_KINDS = ("capepca", "capepca-gossip", "ddppm-floorfree")
+__all__ = ["ViewEngineProtocol"]
 
 ViewEngineResult = CapeEngineResult | FloorFreeEngineResult
 

@@ -16,10 +16,11 @@ from typing import ClassVar
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.protocols.interface import Ppm, PpmFederated, PpmGossip, ProtocolRun
+from dpgossip.protocols.interface import ProtocolRun
 from dpgossip.protocols.nodes.wrapped import WrappedProtocol
 from dpgossip.protocols.ppm.gossip import PpmGossipResult
 from dpgossip.protocols.ppm.nodes import PpmEngineResult, run_ppm_engine
+from dpgossip.protocols.ppm.protocol import Ppm, PpmFederated, PpmGossip
 from dpgossip.topology.network import Network
 
 __all__ = ["EngineProtocol", "engine_protocol_run"]
@@ -50,6 +51,10 @@ class EngineProtocol(WrappedProtocol):
         """One engine run (status, traffic, transcript when recorded)."""
         return run_ppm_engine(self.kind, data, network, self.params, seed, conditions=self.conditions,
                               record_transcript=self.record_transcript)
+
+    def protocol_run(self, res: PpmEngineResult, data: PartitionedData) -> ProtocolRun:
+        """An engine run in the common view (:func:`engine_protocol_run`; ``data`` unused)."""
+        return engine_protocol_run(res)
 
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:

@@ -1,0 +1,108 @@
+"""The guarantee and audit columns of one run of a ``ppm*`` kind (docs/ppm.md).
+
+* ``guaranteed_epsilon``: :func:`dpgossip.protocols.ppm.guarantee.realised_guarantee` (PLD accountant)
+  of the run's noise multipliers under ``ppm.adjacency``, at ``ppm.delta``: a DP guarantee;
+* ``audited_epsilon``: the per-instance audit of **what the guarantee covers** (the same view and
+  adjacency), so ``audit_exceeds_guarantee`` is a check that can fail and must not: for ``ppm`` and
+  ``ppm-federated`` :func:`dpgossip.protocols.ppm.audit.audit_ppm` of the server's view at ``ppm.delta``
+  with the neighbours of the adjacency (``bounded`` for ``bounded-row-replacement``, ``replace-one``
+  for ``row-replacement``: the exact epsilon of the worst neighbour found along the realised
+  trajectory, a LOWER ESTIMATE of the per-instance worst case; ``element``: the exact supremum over
+  000's Eq. (7) ball along the trajectory);
+* ``audited_epsilon_beyond`` (with ``audit_beyond`` naming it): the audit of a view or adjacency the
+  guarantee does **not** cover, where one matters: for the ``element`` adjacency, replacing a row
+  (``replace-one``); for ``ppm-gossip``, the worst single agent. ``beyond_exceeds_guarantee`` flags
+  rows where it exceeds the guarantee: a statement about the guarantee's scope, not a contradiction.
+
+The server of ``ppm-federated`` sees only the sums, which are the central releases (000, Theorem 5.2),
+so both kinds have the same audited view.
+
+``ppm-gossip`` has no server. Its ``guaranteed_epsilon`` is 000's claim for Algorithm 2 (the central
+guarantee, which covers a party that sees only the sum); ``audited_epsilon`` is the exact audit of the
+sum's view, and ``audited_epsilon_beyond`` the worst single agent's view
+(:func:`dpgossip.protocols.ppm.gossip_audit.coalition_view` of every agent, every target). Both are
+exact for the row-replacement adjacencies, conditional on the realised trajectory
+(:mod:`dpgossip.protocols.ppm.gossip_audit`). An agent knows its own share of the noise, so once the sum
+reaches it, it sees more than a server would (docs/ppm.md, ppm-gossip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.protocols.ppm.audit import audit_ppm
+from dpgossip.protocols.ppm.central import PpmResult
+from dpgossip.protocols.ppm.gossip import PpmGossipParams, PpmGossipResult
+from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view, sum_view
+from dpgossip.protocols.ppm.guarantee import ppm_guarantee, realised_guarantee
+from dpgossip.topology.network import Network
+
+__all__ = ["AUDIT_NEIGHBOURS", "BEYOND", "exceeds", "central_columns", "GossipAudit"]
+
+AUDIT_NEIGHBOURS: dict[str, str] = {"row-replacement": "replace-one",
+                                    "bounded-row-replacement": "bounded", "element": "element"}
+"""The auditor's neighbour kind for each adjacency (the one its guarantee covers)."""
+
+BEYOND = {"element": ("replace-one", "row replacement (not covered by the element guarantee)")}
+"""Adjacencies whose guarantee leaves out a change worth auditing: the auditor's kind and a label."""
+
+
+def exceeds(audited: float, guaranteed: float) -> bool:
+    """``audited > guaranteed`` beyond a relative ``1e-6`` (rounding of the two computations)."""
+    return bool(audited > guaranteed * (1 + 1e-6))
+
+
+def central_columns(data: PartitionedData, result: PpmResult, ppm: Mapping[str, Any],
+                    repeat: int) -> dict[str, Any]:
+    """The columns of a ``ppm`` or ``ppm-federated`` run (module docstring); ``ppm`` is the point's
+    ``[ppm]`` section, ``repeat`` seeds the audit's search."""
+    delta, adjacency = ppm["delta"], ppm["adjacency"]
+    guarantee = realised_guarantee(result, delta, adjacency=adjacency)
+    row: dict[str, Any] = {"guarantee_delta": delta, "guaranteed_epsilon": guarantee.epsilon_pld,
+                           "guarantee_accountant": "pld", "adjacency": adjacency}
+    if ppm["audit"]:
+        audit = audit_ppm(data, result, delta=delta, neighbours=AUDIT_NEIGHBOURS[adjacency], seed=repeat)
+        row["audited_epsilon"] = audit.epsilon
+        row["audit_neighbours"] = AUDIT_NEIGHBOURS[adjacency]
+        row["audit_exceeds_guarantee"] = exceeds(audit.epsilon, guarantee.epsilon_pld)
+        if adjacency in BEYOND:
+            kind, label = BEYOND[adjacency]
+            beyond = audit_ppm(data, result, delta=delta, neighbours=kind, seed=repeat)
+            row.update({"audited_epsilon_beyond": beyond.epsilon, "audit_beyond": label,
+                        "beyond_exceeds_guarantee": exceeds(beyond.epsilon, guarantee.epsilon_pld)})
+    return row
+
+
+class GossipAudit:
+    """What every repeat of a ppm-gossip point shares: 000's claim (its noise multipliers do not
+    depend on the run) and the views audited (they depend on the network and ``c`` only)."""
+
+    def __init__(self, network: Network, params: PpmGossipParams, ppm: Mapping[str, Any]) -> None:
+        self.ppm = ppm
+        self.claim = ppm_guarantee(params.ppm, ppm["delta"])
+        self.views = ([coalition_view(network, params.consensus_steps, o) for o in range(network.m)]
+                      if ppm["audit"] else [])
+        self.summed = sum_view(network) if ppm["audit"] else None
+
+    def columns(self, result: PpmGossipResult) -> dict[str, Any]:
+        """000's claim for ppm-gossip (the central guarantee, against a server that sees only the
+        sum) and the audit of every single agent's view and of the sum (exact, conditional on the
+        trajectory)."""
+        ppm, claim = self.ppm, self.claim
+        delta = ppm["delta"]
+        row: dict[str, Any] = {"guarantee_delta": delta, "guaranteed_epsilon": claim.epsilon_pld,
+                               "guarantee_accountant": "pld (000's claim: a server seeing the sum)",
+                               "adjacency": ppm["adjacency"]}
+        if ppm["audit"]:
+            worst = max((audit_ppm_gossip(result, v, delta=delta).worst for v in self.views),
+                        key=lambda t: t.mu)
+            summed = audit_ppm_gossip(result, self.summed, delta=delta).worst
+            row.update({"audited_epsilon": summed.epsilon, "audit_neighbours": "row-replacement (exact)",
+                        "audit_view": "the sum (what 000's claim covers)",
+                        "audit_exceeds_guarantee": exceeds(summed.epsilon, claim.epsilon_pld),
+                        "audited_epsilon_beyond": worst.epsilon,
+                        "audit_beyond": "worst single agent (knows its own noise share)",
+                        "beyond_exceeds_guarantee": exceeds(worst.epsilon, claim.epsilon_pld)})
+        return row

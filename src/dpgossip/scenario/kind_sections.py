@@ -1,0 +1,66 @@
+"""The sections of the registered protocol kinds (``[ppm]``, ``[cape]``, ``[floorfree]``, ...), validated
+from the kinds' own :class:`~dpgossip.settings.Field` tables.
+
+Every kind of the registry (:mod:`dpgossip.protocols.registry`) that declares ``section`` and ``fields``
+gets its section registered here (:func:`register_kind_sections`, run when
+:mod:`dpgossip.scenario.schema` imports this module, after the installed kinds are loaded; call it again
+after registering a kind by hand): unknown keys are refused with a did-you-mean, each key is checked
+against its field (a list of a sweepable key is a sweep axis) and defaults are filled. Kinds that share
+a section (the three ``ppm*`` kinds read ``[ppm]``) must declare the same fields. Cross-field rules of a
+kind (exactly one of ``noise_multiplier`` and ``epsilon``, ``protocol.rank`` must be 1, ...) are its
+``check``, run by :mod:`dpgossip.scenario.compat`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpgossip.errors import ConfigError, reject_unknown_keys
+from dpgossip.protocols.registry import kinds_by_section
+from dpgossip.scenario.schema import check_field
+from dpgossip.scenario.sections import register_section, section_for
+from dpgossip.settings import Field
+
+__all__ = ["register_kind_sections"]
+
+
+def _validator(name: str, fields: Mapping[str, Field]) -> Any:
+    def validate(path: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path} must be a table ([{path}]), got {value!r}", field=path)
+        reject_unknown_keys(f"{path}.", value, fields, f"in [{path}]")
+        return {key: check_field(f"{path}.{key}", f, value[key]) if key in value else f.default
+                for key, f in fields.items()}
+    validate.__doc__ = f"Validate the raw ``[{name}]`` table and fill defaults."
+    return validate
+
+
+def register_kind_sections() -> None:
+    """Register the section of every registered kind that declares fields (module docstring).
+
+    Raises
+    ------
+    ConfigError
+        Two kinds declare different fields for one section, or a kind's section is a section of the
+        scenario layer that its kind does not own.
+    """
+    for name, readers in kinds_by_section().items():
+        owners = [k for k in readers if k.fields is not None]
+        if not owners:
+            continue
+        first = owners[0]
+        other = [k.name for k in owners if dict(k.fields) != dict(first.fields)]
+        if other:
+            raise ConfigError(f"kinds {first.name!r} and {other[0]!r} declare different fields for "
+                              f"[{name}]", field="fields")
+        entry = section_for(name)
+        if entry is not None and entry.fields is not first.fields and entry.fields != first.fields:
+            raise ConfigError(f"kind {first.name!r}: section [{name}] is registered already by the "
+                              f"scenario layer; choose another section name", field="section")
+        register_section(name, _validator(name, first.fields),
+                         sweepable=tuple(k for k, f in first.fields.items() if f.sweep),
+                         fields=first.fields, doc=first.section_doc)
+
+
+register_kind_sections()
