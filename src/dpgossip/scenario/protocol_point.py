@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpgossip.errors import ConfigError, renamed_fields
-from dpgossip.protocols.interface import ProtocolRun, exact_subspace
+from dpgossip.protocols.interface import SIDES, ProtocolRun, exact_subspace
 from dpgossip.protocols.metrics import subspace_distance
 from dpgossip.protocols.power import top_singular
 from dpgossip.protocols.registry import EngineForm, KindPoint, PointInputs, kind
@@ -97,15 +97,21 @@ def _engine_run(engine: EngineForm, data: Any, network: Any, seed: Any
     return run, extra
 
 
-def _errors(run: ProtocolRun, truth: np.ndarray) -> np.ndarray:
-    """Subspace distance of every iterate (NaN for an iterate a stopped engine run did not compute)."""
+def _errors(run: ProtocolRun, truth: np.ndarray | None) -> np.ndarray:
+    """Subspace distance of every iterate (NaN for an iterate a stopped engine run did not compute);
+    for a kind that estimates no singular subspace (``truth`` is ``None``), ``0`` for a finite iterate
+    and NaN otherwise, so that the row's status still says whether the run's numbers are finite."""
+    if truth is None:
+        return np.array([0.0 if np.isfinite(V).all() else math.nan for V in run.trajectory])
     return np.array([subspace_distance(truth, V) if np.isfinite(V).all() else math.nan
                      for V in run.trajectory])
 
 
-def _max_agent_error(run: ProtocolRun, truth: np.ndarray, partial: bool) -> float:
+def _max_agent_error(run: ProtocolRun, truth: np.ndarray | None, partial: bool) -> float:
     """Largest subspace distance of an agent's final estimate; in a ``partial`` run (agents crashed,
     the others finished) over the agents that hold one (NaN if none does)."""
+    if truth is None:
+        return math.nan
     finals = [run.final] if run.agent_finals is None else list(run.agent_finals)
     errors = np.array([subspace_distance(truth, V) if np.isfinite(V).all() else math.nan for V in finals])
     if partial:
@@ -132,7 +138,8 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
     data, network = problem.data, problem.network
     point = build_point(spec, problem)
     protocol = point.protocol
-    truth = exact_subspace(data.X, spec.protocol.rank, protocol.side)
+    subspace = protocol.side in SIDES  # else the kind estimates something other than a subspace
+    truth = exact_subspace(data.X, spec.protocol.rank, protocol.side) if subspace else None
     ldp_u = top_singular(data.X, problem.params.rank).U if spec.baseline.ldp else None
     base = {**{k.replace(".", "_"): v for k, v in axes.items()}, **network.to_row(),
             **data.to_row(), "kind": protocol.kind, **point.row, "backend": spec.backend}
@@ -144,8 +151,8 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
         else:
             run, extra = _engine_run(engine, data, network, repeat_seed(spec.seed, k))
         errors = _errors(run, truth)
-        row = {**base, "repeat": k, "error": float(errors[-1]),
-               "subspace_distance": float(errors[-1]), "max_agent_error": math.nan,
+        final = float(errors[-1]) if subspace else math.nan
+        row = {**base, "repeat": k, "error": final, "subspace_distance": final, "max_agent_error": math.nan,
                "status": "ok" if all(math.isfinite(e) for e in errors) else "non-finite",
                "status_reason": "", **(extra or {})}
         row["max_agent_error"] = _max_agent_error(run, truth, row["status"] == "partial")
@@ -154,7 +161,7 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
         if ldp_u is not None:
             row.update(ldp_row(spec, k, data, problem.params, spec_u=ldp_u))
         runs.append(row)
-        iters.extend({**base, "repeat": k, "component": 0, "iteration": t, "error": float(e)}
-                     for t, e in enumerate(errors))
+        iters.extend({**base, "repeat": k, "component": 0, "iteration": t,
+                      "error": float(e) if subspace else math.nan} for t, e in enumerate(errors))
         repeat_done(k + 1, spec.repeats)
     return runs, iters
