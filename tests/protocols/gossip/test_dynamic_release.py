@@ -13,7 +13,8 @@ import pytest
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.gaussian_pair import GaussianPair
-from dpgossip.privacy.linear_audit import LinearAuditSettings, audit_gossip
+from dpgossip.privacy.linear_audit import LinearAuditSettings
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.dynamic_release import (
     dynamic_leakage,
     dynamic_view,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpgossip.engine.dynamic import run_pairwise
-from dpgossip.privacy.linear_audit import audit_view
+from dpgossip.protocols.gossip.audit import audit_view
 from dpgossip.protocols.gossip.scheduled import observe_schedule
 from dpgossip.topology import make_network
 from dpgossip.topology.churn import SessionLength, sample_presence
