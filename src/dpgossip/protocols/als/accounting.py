@@ -16,8 +16,9 @@ squared shift by a factor ``kappa z^2`` (:mod:`dpgossip.protocols.als.audit`): i
 
 dp_accounting: the same events are ``2 k T`` Gaussian releases (a Gram triangle and a right-hand side per
 item), each ``GaussianDpEvent(z)`` with ``z = sqrt(2) sigma`` (or ``1 / sqrt(kappa)`` for a view), composed
-by ``RdpAccountant`` over a fine grid of orders (1.01 to 10^4) and converted with its tighter conversion
-(arXiv 2004.00010, Prop. 12); it is never above the closed form.
+by ``RdpAccountant`` (``ADD_OR_REMOVE_ONE``: its multiplier is noise std over l2 sensitivity) over a fine
+grid of orders (1.01 to 10^4) and converted with its tighter conversion (arXiv 2004.00010, Prop. 12); it is
+never above the closed form.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpgossip.errors import check_int, check_number
-from dpgossip.privacy.accountant import compose_rdp
 
 __all__ = ["theorem_sigma", "theorem_epsilon", "closed_form_epsilon", "rdp_epsilon", "ViewGuarantee",
            "view_guarantee", "RDP_ORDERS"]
@@ -71,8 +71,13 @@ def theorem_epsilon(sigma: float, delta: float, k: int, steps: int) -> float:
 def rdp_epsilon(multiplier: float, releases: int, delta: float) -> tuple[float, float]:
     """dp_accounting's ``(eps, order)`` for ``releases`` Gaussian events of noise multiplier ``multiplier``
     each (module docstring), over :data:`RDP_ORDERS`."""
+    from dp_accounting import GaussianDpEvent, NeighboringRelation
+    from dp_accounting.rdp import RdpAccountant
+
     check_int(releases, "releases", 1)
-    acc = compose_rdp([float(multiplier)] * releases, orders=list(RDP_ORDERS))
+    check_number(multiplier, "multiplier", low=0, low_open=True, expected="a positive number")
+    acc = RdpAccountant(orders=list(RDP_ORDERS), neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+    acc.compose(GaussianDpEvent(noise_multiplier=float(multiplier)), count=releases)
     eps, order = acc.get_epsilon_and_optimal_order(delta)
     return float(eps), float(order)
 
