@@ -59,6 +59,8 @@ def observation_map(network: Network, rounds: int, members: Iterable[int]) -> np
         senders = sorted({b for a in members for b in network.neighbours[a]} - members)
     else:
         senders = [b for b in range(n) if network.neighbours[b]]
+    if not members and len(senders) == n:
+        rounds = min(rounds, 1)     # every initial value is seen: later rounds add no row to the span
     W = network.dense_W()
     rows, P = [], np.eye(n)
     for _ in range(rounds):
@@ -100,9 +102,30 @@ def kappa(H: np.ndarray, cov: np.ndarray, user: int) -> float:
     return float(np.sum(proj[~zero] ** 2 / w[~zero]))
 
 
+_CACHE: dict[tuple, tuple[Network, np.ndarray]] = {}
+_CACHE_SIZE = 32
+
+
 def gossip_kappas(network: Network, rounds: int, stds: tuple[float, float], view: str) -> np.ndarray:
-    """``(n,)``: ``kappa_i`` of a gossip view for every user ``i``."""
+    """``(n,)``: ``kappa_i`` of a gossip view for every user ``i``.
+
+    ``kappa`` scales as ``1 / own^2`` at a fixed ratio ``edge / own``, so it is computed once per network,
+    rounds, ratio and view at ``own = 1`` and rescaled (a run at another epsilon reuses it).
+    """
     check_choice(view, "view", GOSSIP_VIEWS)
+    own, edge = stds
+    if own <= 0:
+        return _gossip_kappas(network, rounds, stds, view)
+    key = (id(network), rounds, edge / own, view)
+    hit = _CACHE.get(key)
+    if hit is None or hit[0] is not network:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        hit = _CACHE[key] = (network, _gossip_kappas(network, rounds, (1.0, edge / own), view))
+    return hit[1] / own**2
+
+
+def _gossip_kappas(network: Network, rounds: int, stds: tuple[float, float], view: str) -> np.ndarray:
     n = network.m
     if view == "eavesdropper":
         H = observation_map(network, rounds, ())
