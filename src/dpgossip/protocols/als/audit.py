@@ -42,7 +42,7 @@ from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.topology.network import Network
 
 __all__ = ["GOSSIP_VIEWS", "FEDERATED_VIEWS", "CENTRAL_VIEWS", "observation_map", "noise_covariance",
-           "kappa", "gossip_kappas", "ViewAudit", "audit_views"]
+           "kappas", "kappa", "gossip_kappas", "ViewAudit", "audit_views"]
 
 CENTRAL_VIEWS: tuple[str, ...] = ("server",)
 FEDERATED_VIEWS: tuple[str, ...] = ("server", "coalition")
@@ -62,10 +62,10 @@ def observation_map(network: Network, rounds: int, members: Iterable[int]) -> np
     if not members and len(senders) == n:
         rounds = min(rounds, 1)     # every initial value is seen: later rounds add no row to the span
     W = network.dense_W()
-    rows, P = [], np.eye(n)
+    rows, R = [], np.eye(n)[senders]
     for _ in range(rounds):
-        rows.append(P[senders])
-        P = W @ P
+        rows.append(R)
+        R = R @ W                                   # e_b^T W^k = (e_b^T W^(k-1)) W
     return np.concatenate(rows) if rows and senders else np.zeros((0, n))
 
 
@@ -87,19 +87,25 @@ def noise_covariance(network: Network, stds: tuple[float, float], known: Iterabl
     return cov
 
 
-def kappa(H: np.ndarray, cov: np.ndarray, user: int) -> float:
-    """``(H e_i)^T (H Sigma H^T)^+ (H e_i)`` (module docstring), computed on the row space of ``H``."""
+def kappas(H: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """``(n,)``: ``(H e_i)^T (H Sigma H^T)^+ (H e_i)`` for every ``i`` (module docstring), from one
+    factorisation on the row space of ``H``."""
+    n = cov.shape[0]
     if H.shape[0] == 0:
-        return 0.0
+        return np.zeros(n)
     _, s, Vt = np.linalg.svd(H, full_matrices=False)
     P = Vt[s > _RANK_RTOL * s[0]]                  # the same information as H, full row rank
-    h = P[:, user]
     w, Q = np.linalg.eigh(P @ cov @ P.T)
-    proj = Q.T @ h
+    proj = Q.T @ P                                 # column i: H e_i in the eigenbasis
     zero = w <= _RANK_RTOL * max(w.max(), 1e-300)
-    if np.any(np.abs(proj[zero]) > 1e-9 * max(1.0, np.linalg.norm(h))):
-        return math.inf
-    return float(np.sum(proj[~zero] ** 2 / w[~zero]))
+    out = np.sum(proj[~zero] ** 2 / w[~zero, None], axis=0)
+    seen = np.any(np.abs(proj[zero]) > 1e-9 * np.maximum(1.0, np.linalg.norm(P, axis=0)), axis=0)
+    return np.where(seen, math.inf, out)
+
+
+def kappa(H: np.ndarray, cov: np.ndarray, user: int) -> float:
+    """``kappas(H, cov)[user]``."""
+    return float(kappas(H, cov)[user])
 
 
 _CACHE: dict[tuple, tuple[Network, np.ndarray]] = {}
@@ -128,15 +134,19 @@ def gossip_kappas(network: Network, rounds: int, stds: tuple[float, float], view
 def _gossip_kappas(network: Network, rounds: int, stds: tuple[float, float], view: str) -> np.ndarray:
     n = network.m
     if view == "eavesdropper":
-        H = observation_map(network, rounds, ())
-        cov = noise_covariance(network, stds, ())
-        return np.array([kappa(H, cov, i) for i in range(n)])
-    out = np.zeros(n)
-    for i in range(n):
-        groups = [network.neighbours[i]] if view == "coalition" else [(a,) for a in network.neighbours[i]]
-        out[i] = max((kappa(observation_map(network, rounds, g), noise_covariance(network, stds, g), i)
-                      for g in groups if g), default=0.0)
-    return out
+        return kappas(observation_map(network, rounds, ()), noise_covariance(network, stds, ()))
+    if view == "coalition":
+        out = np.zeros(n)
+        for i in range(n):
+            group = network.neighbours[i]
+            if group:
+                H = observation_map(network, rounds, group)
+                out[i] = kappas(H, noise_covariance(network, stds, group))[i]
+        return out
+    # neighbour: one factorisation per agent a serves every user next to a
+    by_agent = [kappas(observation_map(network, rounds, (a,)), noise_covariance(network, stds, (a,)))
+                for a in range(n)]
+    return np.array([max((by_agent[a][i] for a in network.neighbours[i]), default=0.0) for i in range(n)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
