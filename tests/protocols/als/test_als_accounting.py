@@ -74,3 +74,23 @@ def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ConfigError) as err:
         theorem_sigma(**args)
     assert field in str(err.value)
+
+
+def test_a_users_contribution_to_an_item_moves_at_most_sqrt_2_units():
+    """The sensitivity behind the noise convention: ||(upper(u u^T), M u) / units||^2 <= 2, equal at the
+    extreme (r = 1, ||u|| = Gamma_u, |M| = Gamma_M)."""
+    import numpy as np
+
+    from dpgossip.protocols.als.steps import normalised_norms, user_statistic
+
+    rng = np.random.default_rng(0)
+    for r in (1, 2, 4):
+        p = DpAlsParams(rank=r, steps=1, epsilon=1.0, delta=1e-5, k=1, clip_user=0.7, clip_rating=2.5)
+        for _ in range(200):
+            u = rng.normal(size=r)
+            u *= p.clip_user * rng.uniform() ** (1 / r) / np.linalg.norm(u)      # inside the ball
+            m = rng.uniform(-p.clip_rating, p.clip_rating)
+            assert normalised_norms(user_statistic(u, np.array([m]), np.array([0]), 1), p.units())[0] <= 2
+    p1 = DpAlsParams(rank=1, steps=1, epsilon=1.0, delta=1e-5, k=1, clip_user=0.7, clip_rating=2.5)
+    extreme = user_statistic(np.array([0.7]), np.array([-2.5]), np.array([0]), 1)
+    assert normalised_norms(extreme, p1.units())[0] == pytest.approx(2.0, rel=1e-12)

@@ -37,7 +37,8 @@ from dpgossip.protocols.als.steps import (
 )
 from dpgossip.rng import as_seed_sequence
 
-__all__ = ["AlsResult", "CENTRAL_FORMS", "run_als", "run_dpals", "user_factors", "clipped_values"]
+__all__ = ["AlsResult", "CENTRAL_FORMS", "run_als", "run_dpals", "user_factors", "clipped_values",
+           "check_inputs", "private_statistics"]
 
 CENTRAL_FORMS: tuple[str, ...] = ("central", "federated")
 
@@ -110,7 +111,8 @@ def private_statistics(ratings: Ratings, values: np.ndarray, V: np.ndarray, para
     return U, stats
 
 
-def _check(ratings: Ratings, params: object) -> None:
+def check_inputs(ratings: Ratings, params: object) -> None:
+    """``ConfigError`` unless ``ratings`` is a :class:`Ratings` and ``params`` a :class:`DpAlsParams`."""
     if not isinstance(ratings, Ratings):
         raise ConfigError(f"ratings must be a Ratings, got {type(ratings).__name__}", field="ratings")
     if not isinstance(params, DpAlsParams):
@@ -120,7 +122,7 @@ def _check(ratings: Ratings, params: object) -> None:
 def run_dpals(ratings: Ratings, params: DpAlsParams, seed: int | np.random.SeedSequence, *,
               form: str = "central") -> AlsResult:
     """Private ALS, ``central`` or ``federated`` (module docstring)."""
-    _check(ratings, params)
+    check_inputs(ratings, params)
     check_choice(form, "form", CENTRAL_FORMS)
     root = as_seed_sequence(seed)
     n, m, r = ratings.users, ratings.items, params.rank

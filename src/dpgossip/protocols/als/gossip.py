@@ -29,7 +29,7 @@ import numpy as np
 from dpgossip.errors import ConfigError
 from dpgossip.protocols.als.central import (
     AlsResult,
-    _check,
+    check_inputs,
     clipped_values,
     private_statistics,
     user_factors,
@@ -71,7 +71,7 @@ def _check_network(ratings: Ratings, network: Network, gparams: GossipParams) ->
 def run_dpals_gossip(ratings: Ratings, network: Network, params: DpAlsParams, gparams: GossipParams,
                      seed: int | np.random.SeedSequence) -> AlsResult:
     """dpals-gossip on the matrix backend (module docstring)."""
-    _check(ratings, params)
+    check_inputs(ratings, params)
     _check_network(ratings, network, gparams)
     root = as_seed_sequence(seed)
     n, m, r = ratings.users, ratings.items, params.rank

@@ -24,7 +24,7 @@ from dpgossip.engine.kernel import NETWORK_SPAWN_KEY, Simulation, child_seed, re
 from dpgossip.engine.node import Node, NodeTrace, Outbox
 from dpgossip.engine.record import EngineRecord
 from dpgossip.errors import renamed_fields
-from dpgossip.protocols.als.central import AlsResult, _check, clipped_values
+from dpgossip.protocols.als.central import AlsResult, check_inputs, clipped_values
 from dpgossip.protocols.als.gossip import _check_network, agent_initial
 from dpgossip.protocols.als.params import DpAlsParams, GossipParams
 from dpgossip.protocols.als.ratings import Ratings, rmse
@@ -122,7 +122,7 @@ def run_dpals_gossip_engine(ratings: Ratings, network: Network, params: DpAlsPar
                             conditions: NetworkConditions | Mapping[str, object] | None = None,
                             record_transcript: bool = True) -> AlsEngineResult:
     """Simulate dpals-gossip message by message (module docstring); the same draws as the matrix backend."""
-    _check(ratings, params)
+    check_inputs(ratings, params)
     _check_network(ratings, network, gparams)
     with renamed_fields(condition_fields("conditions")):
         conditions = resolve_conditions(conditions)
