@@ -29,6 +29,7 @@ def test_a_point_runs_and_its_audit_is_at_most_its_guarantee(name):
     cols = point.columns(run.result, 0)
     assert cols["audited_epsilon"] <= cols["guaranteed_epsilon"] and not cols["audit_exceeds_guarantee"]
     assert cols["theorem_epsilon"] == inputs.settings["epsilon"]
+    assert cols["guarantee_proven"] == (name != "dpals-gossip")     # the example: shared noise, T = 2
     for view in spec.views:
         assert cols[f"audited_epsilon_{view}"] <= cols[f"guaranteed_epsilon_{view}"]
     if name == "dpals":
