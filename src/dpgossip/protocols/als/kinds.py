@@ -1,0 +1,251 @@
+"""The kinds of the private ALS home: ``dpals``, ``dpals-federated``, ``dpals-gossip`` (docs/als.md).
+
+Ratings. :class:`~dpgossip.protocols.registry.PointInputs` carries a :class:`PartitionedData` (a dense
+matrix, rows in the unit ball) and no mask or held-out split, which matrix completion needs. The kinds
+therefore draw their ratings from their own section ``[als]`` (:data:`FIELDS`: the synthetic generator's
+settings and seed), with one user per agent of the point's network (``network.m`` users); the point's
+``data`` is not read. :func:`ratings_data` gives the ratings as a ``PartitionedData`` (one row per user,
+training ratings over their largest row norm, zero where unobserved) for layers that want one.
+
+Point settings: ``protocol.rank`` is the model rank ``r``, ``protocol.iterations`` the number of steps
+``T``, ``protocol.consensus_steps`` the gossip rounds ``c`` per step (``dpals-gossip``).
+
+Columns of a run: ``guaranteed_epsilon`` (the largest guarantee over the kind's views; each view's from
+its worst user, :mod:`dpgossip.protocols.als.audit`), ``audited_epsilon`` (the largest exact epsilon over
+the views, of the run's worst user), ``audit_exceeds_guarantee``, ``theorem_epsilon`` (Theorem 1's target:
+the central level, which covers a view only when ``covered_<view>``), ``rmse``, and per view
+``guaranteed_epsilon_<view>``, ``audited_epsilon_<view>``, ``covered_<view>``; ``guarantee_proven`` is
+false for ``dpals-gossip`` with shared noise and ``T > 1``, whose per-view numbers are the mean-shift
+model's values (docs/als.md, Audit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.engine.conditions import NetworkConditions
+from dpgossip.engine.record import EngineRecord
+from dpgossip.errors import ConfigError
+from dpgossip.protocols.als.audit import audit_views
+from dpgossip.protocols.als.central import AlsResult, run_dpals
+from dpgossip.protocols.als.gossip import run_dpals_gossip
+from dpgossip.protocols.als.nodes import (
+    AlsEngineResult,
+    run_dpals_gossip_engine,
+    transcript_residual,
+)
+from dpgossip.protocols.als.params import GOSSIP_NOISE, DpAlsParams, GossipParams
+from dpgossip.protocols.als.ratings import Ratings, synthetic_ratings
+from dpgossip.protocols.interface import ProtocolRun
+from dpgossip.protocols.registry import KindPoint, PointInputs, ProtocolKind, register
+from dpgossip.settings import Field
+from dpgossip.topology import make_network
+from dpgossip.topology.network import Network
+
+__all__ = ["DpAls", "DpAlsFederated", "DpAlsGossip", "FIELDS", "SECTION", "ALS_KINDS", "point_parts",
+           "ratings_data", "default_settings", "example"]
+
+SECTION = "als"
+ALS_KINDS: tuple[str, ...] = ("dpals", "dpals-federated", "dpals-gossip")
+
+FIELDS: dict[str, Field] = {
+    "epsilon": Field(kind=float, default=5.0, low=0, low_open=True, doc="target epsilon (Theorem 1)"),
+    "delta": Field(kind=float, default=1e-5, low=0, low_open=True, high=1, high_open=True,
+                   doc="target delta"),
+    "k": Field(kind=int, default=10, low=1, doc="at most k items per user and step"),
+    "reg": Field(kind=float, default=1.0, low=0, low_open=True, doc="ridge lambda of both solves"),
+    "clip_user": Field(kind=float, default=1.0, low=0, low_open=True, doc="Gamma_u: user factor norm"),
+    "clip_rating": Field(kind=float, default=3.0, low=0, low_open=True, doc="Gamma_M: |rating|"),
+    "psd": Field(kind=bool, default=True, doc="project each noisy Gram matrix on the PSD cone"),
+    "noise": Field(kind=str, default="shared", choices=GOSSIP_NOISE,
+                   doc="dpals-gossip: shared zero-sum edge noise, or each agent's own central-level noise"),
+    "edge_noise": Field(kind=float, default=1.0, low=0, doc="dpals-gossip, shared: edge draw std over z"),
+    "items": Field(kind=int, default=30, low=1, doc="synthetic ratings: number of items m"),
+    "true_rank": Field(kind=int, default=2, low=1, doc="synthetic ratings: rank of the true matrix"),
+    "zipf": Field(kind=float, default=0.8, low=0, doc="synthetic ratings: Zipf exponent of item popularity"),
+    "activity_tail": Field(kind=float, default=1.5, low=0, low_open=True,
+                           doc="synthetic ratings: Pareto index of user activity"),
+    "min_count": Field(kind=int, default=8, low=1, doc="synthetic ratings: fewest ratings per user"),
+    "rating_noise": Field(kind=float, default=0.1, low=0, doc="synthetic ratings: observation noise"),
+    "test_fraction": Field(kind=float, default=0.2, low=0, high=1, high_open=True,
+                           doc="synthetic ratings: held-out fraction per user"),
+    "data_seed": Field(kind=int, default=0, low=0, doc="synthetic ratings: generator seed"),
+}
+
+
+def default_settings(**overrides: Any) -> dict[str, Any]:
+    """The section's defaults with ``overrides`` (unknown keys raise ``ConfigError``)."""
+    unknown = sorted(set(overrides) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"[{SECTION}] has no key {unknown[0]!r}; keys: {', '.join(FIELDS)}",
+                          field=f"{SECTION}.{unknown[0]}")
+    return {**{k: f.default for k, f in FIELDS.items()}, **overrides}
+
+
+def _ratings(inputs: PointInputs) -> Ratings:
+    s = {**default_settings(), **inputs.settings}
+    return synthetic_ratings(inputs.network.m, s["items"], s["true_rank"], s["data_seed"], zipf=s["zipf"],
+                             activity_tail=s["activity_tail"], min_count=s["min_count"],
+                             noise=s["rating_noise"], test_fraction=s["test_fraction"])
+
+
+def point_parts(inputs: PointInputs) -> tuple[Ratings, DpAlsParams, GossipParams]:
+    """The point's ratings, private ALS parameters and gossip parameters (module docstring)."""
+    s = {**default_settings(), **inputs.settings}
+    params = DpAlsParams(rank=inputs.rank, steps=inputs.iterations, reg=s["reg"], epsilon=s["epsilon"],
+                         delta=s["delta"], k=s["k"], clip_user=s["clip_user"], clip_rating=s["clip_rating"],
+                         psd=s["psd"])
+    return _ratings(inputs), params, GossipParams(rounds=inputs.consensus_steps, noise=s["noise"],
+                                                  edge_noise=s["edge_noise"])
+
+
+def ratings_data(ratings: Ratings) -> PartitionedData:
+    """One row per user: training ratings over their largest row norm, zero where unobserved."""
+    X = np.where(ratings.train, ratings.values, 0.0)
+    scale = float(np.linalg.norm(X, axis=1).max()) or 1.0
+    return PartitionedData(X=X / scale, sizes=(1,) * ratings.users, name=ratings.name)
+
+
+def _protocol_run(kind: str, res: AlsResult) -> ProtocolRun:
+    if res.items.ndim == 4:                     # gossip: every agent's own item factors
+        return ProtocolRun(kind=kind, side="ratings", trajectory=res.items[:, 0], agent_finals=res.items[-1],
+                           result=res)
+    return ProtocolRun(kind=kind, side="ratings", trajectory=res.items, agent_finals=None, result=res)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DpAls:
+    """``dpals`` on the matrix backend; ``run`` ignores ``data`` (module docstring)."""
+
+    ratings: Ratings
+    params: DpAlsParams
+    gossip: GossipParams
+    kind: ClassVar[str] = "dpals"
+    side: ClassVar[str] = "ratings"
+
+    def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """One run in the common view."""
+        return _protocol_run(self.kind, run_dpals(self.ratings, self.params, seed, form="central"))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DpAlsFederated(DpAls):
+    """``dpals-federated`` on the matrix backend."""
+
+    kind: ClassVar[str] = "dpals-federated"
+
+    def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """One run in the common view."""
+        return _protocol_run(self.kind, run_dpals(self.ratings, self.params, seed, form="federated"))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DpAlsGossip(DpAls):
+    """``dpals-gossip`` on the matrix backend (users are the agents of ``network``)."""
+
+    kind: ClassVar[str] = "dpals-gossip"
+
+    def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
+        """One run in the common view."""
+        res = run_dpals_gossip(self.ratings, network, self.params, self.gossip, seed)
+        return _protocol_run(self.kind, res)
+
+
+_PROTOCOLS = {"dpals": DpAls, "dpals-federated": DpAlsFederated, "dpals-gossip": DpAlsGossip}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _AlsEngine:
+    ratings: Ratings
+    network: Network
+    params: DpAlsParams
+    gossip: GossipParams
+    conditions: NetworkConditions | None
+
+    def run_engine(self, data: PartitionedData, network: Network,
+                   seed: int | np.random.SeedSequence) -> EngineRecord:
+        """One engine run of dpals-gossip."""
+        return run_dpals_gossip_engine(self.ratings, network, self.params, self.gossip, seed,
+                                       conditions=self.conditions)
+
+    def protocol_run(self, record: EngineRecord, data: PartitionedData) -> ProtocolRun:
+        """The engine run in the common view."""
+        if record.result is None:
+            raise ConfigError(f"the engine run stopped ({record.outcome.reason}): no result", field="engine")
+        return _protocol_run("dpals-gossip", record.result)
+
+
+def _columns(network: Network) -> Any:
+    def columns(result: AlsResult, repeat: int) -> Mapping[str, Any]:
+        audits = audit_views(result, network)
+        row: dict[str, Any] = {"rmse": result.rmse, "theorem_epsilon": result.params.epsilon,
+                               "sigma": result.params.sigma, "guarantee_delta": result.params.delta}
+        for a in audits:
+            row |= {f"guaranteed_epsilon_{a.view}": a.guarantee.epsilon,
+                    f"audited_epsilon_{a.view}": a.audited_epsilon, f"covered_{a.view}": a.covered_by_theorem}
+        row["guaranteed_epsilon"] = max(a.guarantee.epsilon for a in audits)
+        row["audited_epsilon"] = max(a.audited_epsilon for a in audits)
+        row["audit_exceeds_guarantee"] = any(a.audited_epsilon > a.guarantee.epsilon for a in audits)
+        shared = result.kind == "dpals-gossip" and result.extra["gossip"].noise == "shared"
+        row["guarantee_proven"] = not (shared and result.params.steps > 1)   # docs/als.md, Audit
+        return row
+    return columns
+
+
+def _view_residual(network: Network) -> Any:
+    def residual(record: EngineRecord, data: PartitionedData) -> float:
+        if not isinstance(record, AlsEngineResult) or record.result is None:
+            return float("nan")
+        return transcript_residual(record, record.result.released, network)
+    return residual
+
+
+def _builder(name: str) -> Any:
+    def build(inputs: PointInputs) -> KindPoint:
+        ratings, params, gossip = point_parts(inputs)
+        if params.rank > ratings.items:
+            raise ConfigError(f"protocol.rank must be <= [als] items = {ratings.items}, got {params.rank}",
+                              field="protocol.rank")
+        protocol = _PROTOCOLS[name](ratings, params, gossip)
+        if name != "dpals-gossip":
+            return KindPoint(protocol=protocol, columns=_columns(inputs.network))
+        return KindPoint(protocol=protocol, columns=_columns(inputs.network),
+                         engine=lambda cond: _AlsEngine(ratings, inputs.network, params, gossip, cond),
+                         view_residual=_view_residual(inputs.network))
+    return build
+
+
+def example() -> PointInputs:
+    """Eight users on a ring, six items, rank 2, two steps, three rounds."""
+    net = make_network("ring", agents=8)
+    inputs = PointInputs(data=PartitionedData(X=np.zeros((8, 1)), sizes=(1,) * 8), network=net, rank=2,
+                         iterations=2, consensus_steps=3,
+                         settings=default_settings(items=6, min_count=4, k=4, epsilon=10.0))
+    ratings, _, _ = point_parts(inputs)
+    return PointInputs(data=ratings_data(ratings), network=net, rank=2, iterations=2, consensus_steps=3,
+                       settings=inputs.settings)
+
+
+_COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1 and Theorem 1",
+               side="ratings",
+               section=SECTION, fields=FIELDS, example=example,
+               section_doc="private ALS: privacy target, sampling, clipping, gossip noise, synthetic ratings")
+
+register(ProtocolKind(name="dpals", estimates="item factors of a rating matrix (joint DP, trusted server)",
+                      backends=("matrix",), views=("server",), build=_builder("dpals"),
+                      guarantee="Theorem 1: (eps, delta)-joint DP of the released item factors", **_COMMON))
+register(ProtocolKind(name="dpals-federated",
+                      estimates="item factors of a rating matrix (joint DP, secure aggregation)",
+                      backends=("matrix",), views=("server", "coalition"), build=_builder("dpals-federated"),
+                      guarantee="Theorem 1 for the server; the coalition view audited", **_COMMON))
+register(ProtocolKind(name="dpals-gossip",
+                      estimates="item factors of a rating matrix (joint DP, over gossip)",
+                      backends=("matrix", "engine"), views=("neighbour", "coalition", "eavesdropper"),
+                      build=_builder("dpals-gossip"),
+                      guarantee="per view: Theorem 1's form at the view's worst noise (shared, T > 1: model)",
+                      **_COMMON))
