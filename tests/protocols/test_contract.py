@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dpgossip.data.partition import PartitionedData
 from dpgossip.engine import EngineRecord, NetworkConditions
 from dpgossip.errors import ConfigError
 from dpgossip.protocols.interface import ProtocolRun
@@ -99,14 +100,10 @@ def test_engine_equals_matrix_backend(name: str, links: str) -> None:
     _assert_close(engine.agent_finals, matrix.agent_finals, "agent_finals")
 
 
-VIEWS_NOT_YET_REBUILT: frozenset[str] = frozenset({
-    "capepca", "capepca-gossip", "ddppm-floorfree", "ppm", "ppm-federated", "ppm-gossip"})
+VIEWS_NOT_YET_REBUILT: frozenset[str] = frozenset()
 """Kinds that declare audited views but give no ``view_residual`` yet: their view test is an expected
 failure, reported as such. The set only shrinks: a kind in it that gains a ``view_residual`` fails
-until it is removed. (Outside the contract, transcripts are checked against a release model for two
-of them: the floor-free observer's view in tests/privacy/test_floorfree_engine_validation.py and
-ppm-gossip's messages in tests/protocols/ppm/test_gossip.py; none yet for capepca, capepca-gossip,
-ppm or ppm-federated.)"""
+until it is removed. (Every built-in kind gives one: the homes' ``transcript_view`` modules.)"""
 
 
 @pytest.mark.parametrize("links", list(LINKS))
@@ -126,6 +123,22 @@ def test_views_from_transcript_equal_release_model(name: str, links: str) -> Non
     assert record.transcript, f"kind {name!r}: its engine form kept no transcript"
     residual = point.view_residual(record, inputs.data)
     assert residual <= TOL, f"views rebuilt from the transcript differ from the release model by {residual}"
+
+
+@pytest.mark.parametrize("name", [n for n in ENGINE_KINDS if BY_NAME[n].views])
+def test_view_residual_sees_another_dataset(name: str) -> None:
+    """The residual compares the transcript with a model of the data it is given: on the example's data
+    with agent 0's first row halved (so ``X^T X`` and every view change), the same run's transcript is
+    far from the model. A residual that did not look at the messages, or at the data, would pass the
+    test above and fail this one."""
+    inputs, point = built(name)
+    if point.view_residual is None:
+        pytest.skip(f"kind {name!r} gives no view_residual")
+    X = np.array(inputs.data.X)
+    X[0] *= 0.5
+    other = PartitionedData(X=X, sizes=inputs.data.sizes, name="row 0 halved")
+    record, _ = engine_run(name, "ideal")
+    assert point.view_residual(record, other) > 1e-6
 
 
 @pytest.mark.parametrize("name", [k.name for k in CONTRACT])
