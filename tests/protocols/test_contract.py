@@ -19,6 +19,7 @@ test_outside_kind.py, where its entry point registers it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import cache
 from pathlib import Path
@@ -139,6 +140,26 @@ def test_view_residual_sees_another_dataset(name: str) -> None:
     other = PartitionedData(X=X, sizes=inputs.data.sizes, name="row 0 halved")
     record, _ = engine_run(name, "ideal")
     assert point.view_residual(record, other) > 1e-6
+
+
+def _without_message(record: Any, drop: int) -> Any:
+    """``record`` with message ``drop`` of its transcript left out (an engine record, or a result that
+    holds one as ``record``, as D-DP-PM's)."""
+    if isinstance(getattr(record, "record", None), EngineRecord):
+        return dataclasses.replace(record, record=_without_message(record.record, drop))
+    return dataclasses.replace(record, transcript=record.transcript[:drop] + record.transcript[drop + 1:])
+
+
+@pytest.mark.parametrize("name", [n for n in ENGINE_KINDS if BY_NAME[n].views])
+def test_view_residual_needs_every_message(name: str) -> None:
+    """A transcript without its first or its last message does not rebuild the views (the residual
+    checks that the messages it compares are all there)."""
+    inputs, point = built(name)
+    if point.view_residual is None:
+        pytest.skip(f"kind {name!r} gives no view_residual")
+    record, _ = engine_run(name, "ideal")
+    for drop in (0, len(record.transcript) - 1):
+        assert not point.view_residual(_without_message(record, drop), inputs.data) <= TOL, drop
 
 
 @pytest.mark.parametrize("name", [k.name for k in CONTRACT])

@@ -9,8 +9,9 @@ In iteration ``t`` agent ``l`` sends in round ``k`` (tag ``(0, t, k)``) ``e_l^T 
 and with dissemination every agent floods ``q_o^(T) = X_o u_o^(T) + p_o`` (tag ``(1, T + 1, o)``). An
 eavesdropper on every edge holds every message. The residual compares each gossip and flood message
 with the model (``e``, ``p`` the run's noise), the directions ``u_i^(t) = m s_i^(t,c) / ||m s_i^(t,c)||``
-rebuilt from the round-``c`` messages (kept when zero) with the run's record, and requires every agent to
-receive every other origin's block.
+rebuilt from the round-``c`` messages (kept when zero) with the run's record, and requires the flood's
+messages to be exactly those of its rule (the origin sends to every neighbour; every other agent relays
+its first copy to every neighbour but the sender).
 
 **ddppm, every observer** (001, Algorithm 1; docs/model.md, Section 1,
 :mod:`dpgossip.protocols.ddppm.release`). Component ``l``'s messages are linear maps of its latent noise
@@ -51,17 +52,25 @@ def _directions(record: FloorFreeEngineResult, W: np.ndarray, res: FloorFreeResu
     return np.stack(out)
 
 
-def _flood_residual(record: FloorFreeEngineResult, data: PartitionedData, res: FloorFreeResult) -> float:
-    """Every flooded block against ``X_o u_o^(T) + p_o``; ``inf`` when an agent lacks another's block."""
-    T, pairs, received = res.params.iterations, [], set()
+def _flood_residual(record: FloorFreeEngineResult, data: PartitionedData, res: FloorFreeResult,
+                    network: Network) -> float:
+    """Every flooded block against ``X_o u_o^(T) + p_o``; ``inf`` unless the flood's messages are
+    exactly those of its rule: the origin sends its block to every neighbour, and every other agent,
+    on its first receipt (the first in the transcript's delivery order), to every neighbour but the
+    sender."""
+    T, pairs, seen, first = res.params.iterations, [], set(), {}
     for r in record.transcript or ():
         if tuple(r.tag[:2]) == (FLOOD, T + 1):
             o = int(r.tag[2])
             a, b = data.offsets[o], data.offsets[o + 1]
             pairs.append((r.payload, data.block(o) @ res.directions[T, o] + res.noise.p[a:b]))
-            received.add((r.dst, o))
-    everyone = {(i, o) for i in range(data.m) for o in range(data.m) if o != i}
-    return largest_difference(pairs) if received >= everyone else float("inf")
+            seen.add((o, r.src, r.dst))
+            first.setdefault((r.dst, o), r.src)
+    if len(first.keys() - {(o, o) for o in range(data.m)}) != data.m * (data.m - 1):
+        return float("inf")
+    expected = {(o, i, j) for o in range(data.m) for i in range(data.m) for j in network.neighbours[i]
+                if i == o or j != first.get((i, o))}
+    return largest_difference(pairs) if seen == expected else float("inf")
 
 
 def floorfree_view_residual(record: FloorFreeEngineResult, data: PartitionedData,
@@ -77,7 +86,7 @@ def floorfree_view_residual(record: FloorFreeEngineResult, data: PartitionedData
                for t in range(1, P.iterations + 1)}
     worst = max(gossip_residual(record.transcript, W, initial, P.consensus_steps),
                 largest_difference([(_directions(record, W, res), res.directions)]))
-    return max(worst, _flood_residual(record, data, res)) if P.disseminate else worst
+    return max(worst, _flood_residual(record, data, res, network)) if P.disseminate else worst
 
 
 def _finals(record: EngineResult, data: PartitionedData, l: int) -> tuple[list, np.ndarray | None]:
