@@ -74,7 +74,7 @@ def gossip_view_residual(record: CapeEngineResult, data: PartitionedData, networ
     for e, (i, j) in enumerate(res.noise.edges):
         Y0[i] += res.noise.D[e]
         Y0[j] -= res.noise.D[e]
-    W, c = network.dense_W(), res.params.consensus_steps
-    return max(gossip_residual(record.transcript, W, {(0, 1): Y0}, c),
+    c = res.params.consensus_steps
+    return max(gossip_residual(record.transcript, network, {(0, 1): Y0}, c),
                largest_difference([(res.initial, Y0),
-                                   (mixed_states(record.transcript, W, (0, 1), c), res.estimates)]))
+                                   (mixed_states(record.transcript, network, (0, 1), c), res.estimates)]))

@@ -41,12 +41,12 @@ from dpgossip.topology.network import Network
 __all__ = ["floorfree_view_residual", "ddppm_view_residual"]
 
 
-def _directions(record: FloorFreeEngineResult, W: np.ndarray, res: FloorFreeResult) -> np.ndarray:
+def _directions(record: FloorFreeEngineResult, network: Network, res: FloorFreeResult) -> np.ndarray:
     """``(T + 1, m, d)``: ``u^(0)`` (public) then each ``u_i^(t)`` rebuilt from round ``c`` of ``t``."""
     P = res.params
     out = [res.directions[0]]
     for t in range(1, P.iterations + 1):
-        zh = W.shape[0] * mixed_states(record.transcript, W, (0, t), P.consensus_steps)
+        zh = network.m * mixed_states(record.transcript, network, (0, t), P.consensus_steps)
         norms = np.linalg.norm(zh, axis=1, keepdims=True)
         out.append(np.where(norms > 0, zh / np.where(norms > 0, norms, 1.0), out[-1]))
     return np.stack(out)
@@ -80,12 +80,12 @@ def floorfree_view_residual(record: FloorFreeEngineResult, data: PartitionedData
     res: FloorFreeResult | None = record.result
     if res is None:
         return float("inf")
-    P, W = res.params, network.dense_W()
+    P = res.params
     initial = {(0, t): np.stack([data.block(i).T @ (data.block(i) @ res.directions[t - 1, i])
                                  for i in range(data.m)]) + res.noise.e[t - 1]
                for t in range(1, P.iterations + 1)}
-    worst = max(gossip_residual(record.transcript, W, initial, P.consensus_steps),
-                largest_difference([(_directions(record, W, res), res.directions)]))
+    worst = max(gossip_residual(record.transcript, network, initial, P.consensus_steps),
+                largest_difference([(_directions(record, network, res), res.directions)]))
     return max(worst, _flood_residual(record, data, res, network)) if P.disseminate else worst
 
 
@@ -104,7 +104,7 @@ def _finals(record: EngineResult, data: PartitionedData, l: int) -> tuple[list, 
     return blocks, (q if received >= everyone else None)
 
 
-def _deflated(record: EngineResult, data: PartitionedData, X: np.ndarray, W: np.ndarray, l: int,
+def _deflated(record: EngineResult, data: PartitionedData, X: np.ndarray, network: Network, l: int,
               q: np.ndarray) -> np.ndarray:
     """The data component ``l + 1`` runs on: ``X_i - q_hat_i b_i^T`` with ``q_hat`` the released
     ``q^(T)`` normalised and ``b_i = (||q^(T)|| / alpha) zh_i / ||zh_i||^2``, ``zh = m W^c z^(T)`` rebuilt
@@ -112,7 +112,7 @@ def _deflated(record: EngineResult, data: PartitionedData, X: np.ndarray, W: np.
     p = record.params
     if p.consensus_steps == 0:
         return np.asarray(record.data[l + 1], dtype=float)
-    zh = data.m * mixed_states(record.transcript, W, (l, p.iterations), p.consensus_steps)
+    zh = data.m * mixed_states(record.transcript, network, (l, p.iterations), p.consensus_steps)
     q_norm = float(np.linalg.norm(q))
     b = np.stack([deflation_vector(q_norm, p.alpha[l], zh[i]) for i in range(data.m)])
     q_hat = q / q_norm if q_norm > 0 else q
@@ -131,12 +131,12 @@ def ddppm_view_residual(record: EngineResult, data: PartitionedData, network: Ne
                                     sigma_q=p.sigma_q, sigma_p=p.sigma_p[l], X=X)
         w = np.asarray(record.noise[l]).ravel()
         z = {(l, t): (model.z_matrix(t) @ w).reshape(model.m, model.d) for t in range(1, p.iterations + 1)}
-        worst = max(worst, gossip_residual(record.transcript, W, z, p.consensus_steps))
+        worst = max(worst, gossip_residual(record.transcript, network, z, p.consensus_steps))
         blocks, q = _finals(record, data, l)
         if q is None:
             return float("inf")
         final = model.predict_final(w)
         pairs += [(block, final[data.offsets[o]:data.offsets[o + 1]]) for block, o in blocks]
         if l + 1 < p.rank:
-            X = _deflated(record, data, X, W, l, q)
+            X = _deflated(record, data, X, network, l, q)
     return max(worst, largest_difference(pairs))

@@ -89,7 +89,6 @@ def gossip_view_residual(record: PpmEngineResult, data: PartitionedData, network
     """ppm-gossip's views rebuilt from the transcript against the release model (module docstring)."""
     res: PpmGossipResult = record.result
     P, c, m = res.params.ppm, res.params.consensus_steps, data.m
-    W = network.dense_W()
     V = res.iterates[0]
     pairs, initial = [], {}
     for l in range(1, P.iterations + 1):
@@ -103,6 +102,6 @@ def gossip_view_residual(record: PpmEngineResult, data: PartitionedData, network
                       np.sum(inputs + res.noise[l - 1], axis=0)))
         pairs.append((res.sensitivities[l - 1],
                       [iterate_sensitivity(V[i], P.adjacency, P.sensitivity) for i in range(m)]))
-        V = np.stack([orthonormalise(m * S) for S in mixed_states(record.transcript, W, (0, l), c)])
+        V = np.stack([orthonormalise(m * S) for S in mixed_states(record.transcript, network, (0, l), c)])
         pairs.append((V, res.iterates[l]))
-    return max(largest_difference(pairs), gossip_residual(record.transcript, W, initial, c))
+    return max(largest_difference(pairs), gossip_residual(record.transcript, network, initial, c))
