@@ -19,6 +19,7 @@ test_outside_kind.py, where its entry point registers it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import cache
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dpgossip.data.partition import PartitionedData
 from dpgossip.engine import EngineRecord, NetworkConditions
 from dpgossip.errors import ConfigError
 from dpgossip.protocols.interface import ProtocolRun
@@ -99,14 +101,10 @@ def test_engine_equals_matrix_backend(name: str, links: str) -> None:
     _assert_close(engine.agent_finals, matrix.agent_finals, "agent_finals")
 
 
-VIEWS_NOT_YET_REBUILT: frozenset[str] = frozenset({
-    "capepca", "capepca-gossip", "ddppm-floorfree", "ppm", "ppm-federated", "ppm-gossip"})
+VIEWS_NOT_YET_REBUILT: frozenset[str] = frozenset()
 """Kinds that declare audited views but give no ``view_residual`` yet: their view test is an expected
 failure, reported as such. The set only shrinks: a kind in it that gains a ``view_residual`` fails
-until it is removed. (Outside the contract, transcripts are checked against a release model for two
-of them: the floor-free observer's view in tests/privacy/test_floorfree_engine_validation.py and
-ppm-gossip's messages in tests/protocols/ppm/test_gossip.py; none yet for capepca, capepca-gossip,
-ppm or ppm-federated.)"""
+until it is removed. (Every built-in kind gives one: the homes' ``transcript_view`` modules.)"""
 
 
 @pytest.mark.parametrize("links", list(LINKS))
@@ -126,6 +124,42 @@ def test_views_from_transcript_equal_release_model(name: str, links: str) -> Non
     assert record.transcript, f"kind {name!r}: its engine form kept no transcript"
     residual = point.view_residual(record, inputs.data)
     assert residual <= TOL, f"views rebuilt from the transcript differ from the release model by {residual}"
+
+
+@pytest.mark.parametrize("name", [n for n in ENGINE_KINDS if BY_NAME[n].views])
+def test_view_residual_sees_another_dataset(name: str) -> None:
+    """The residual compares the transcript with a model of the data it is given: on the example's data
+    with agent 0's first row halved (so ``X^T X`` and every view change), the same run's transcript is
+    far from the model. A residual that did not look at the messages, or at the data, would pass the
+    test above and fail this one."""
+    inputs, point = built(name)
+    if point.view_residual is None:
+        pytest.skip(f"kind {name!r} gives no view_residual")
+    X = np.array(inputs.data.X)
+    X[0] *= 0.5
+    other = PartitionedData(X=X, sizes=inputs.data.sizes, name="row 0 halved")
+    record, _ = engine_run(name, "ideal")
+    assert point.view_residual(record, other) > 1e-6
+
+
+def _without_message(record: Any, drop: int) -> Any:
+    """``record`` with message ``drop`` of its transcript left out (an engine record, or a result that
+    holds one as ``record``, as D-DP-PM's)."""
+    if isinstance(getattr(record, "record", None), EngineRecord):
+        return dataclasses.replace(record, record=_without_message(record.record, drop))
+    return dataclasses.replace(record, transcript=record.transcript[:drop] + record.transcript[drop + 1:])
+
+
+@pytest.mark.parametrize("name", [n for n in ENGINE_KINDS if BY_NAME[n].views])
+def test_view_residual_needs_every_message(name: str) -> None:
+    """A transcript without its first or its last message does not rebuild the views (the residual
+    checks that the messages it compares are all there)."""
+    inputs, point = built(name)
+    if point.view_residual is None:
+        pytest.skip(f"kind {name!r} gives no view_residual")
+    record, _ = engine_run(name, "ideal")
+    for drop in (0, len(record.transcript) - 1):
+        assert not point.view_residual(_without_message(record, drop), inputs.data) <= TOL, drop
 
 
 @pytest.mark.parametrize("name", [k.name for k in CONTRACT])

@@ -132,3 +132,25 @@ def test_the_network_dp_kinds_are_registered_but_not_point_kinds():
                                           r"point: a scenario file with a \[network_dp\] table") as info:
         small(protocol={"kind": "gossip-noisy"})
     assert info.value.field == "protocol.kind"
+
+
+def test_ddppm_builds_but_runs_through_its_pair_audit_runner(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path):
+    """``ddppm`` gives a ``build`` (for the contract test) and is audited pair by pair: a scenario runs
+    it through :func:`dpgossip.scenario.runner.run_point`, never the point builder, which refuses it."""
+    from dpgossip.scenario import execute
+    from dpgossip.scenario.problem import build_problem
+    from dpgossip.scenario.protocol_point import build_point
+
+    spec = kind("ddppm")
+    assert spec.build is not None and spec.pair_audit
+    called = []
+    monkeypatch.setattr(execute, "run_protocol_point", lambda *a: called.append(a))
+    sc = small(repeats=1, protocol={"consensus_steps": 2})
+    assert sc.config["protocol"]["kind"] == "ddppm"
+    out = run_scenario(sc, tmp_path / "out", quiet=True)
+    with open(out / "runs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert not called and len(rows) == 1 and "sigma_q" in rows[0]  # D-DP-PM's own parameter columns
+    with pytest.raises(ConfigError, match="own runner"):
+        build_point(PointSpec.from_config(sc.config), build_problem(sc.config))

@@ -183,6 +183,8 @@ class ProtocolKind:
         kind among the scenario's ``protocol.kind`` values, after its required section is checked.
     build
         ``build(inputs) -> KindPoint`` for one point; ``None`` for a kind run by its own scenario runner.
+        A :attr:`pair_audit` kind runs through the scenario layer's own runner even when it gives one
+        (its ``build`` serves the contract test and the library).
     pair_audit
         The kind is audited pair by pair with a worst-case neighbour search, as ``[privacy]`` says.
     example

@@ -96,11 +96,12 @@ def _label(task: PointTask) -> str:
 
 def run_point_of_kind(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every repeat of one point, run by its ``protocol.kind``: a kind that builds its own point
-    (``ProtocolKind.build``) by :func:`~dpgossip.scenario.protocol_point.run_protocol_point`, the others
-    (D-DP-PM) by :func:`~dpgossip.scenario.runner.run_point` (both return the ``runs`` and
-    ``iterations`` rows)."""
-    if registered_kind(spec.protocol.kind).build is None:
+    """Every repeat of one point, run by its ``protocol.kind``: a kind audited pair by pair
+    (``ProtocolKind.pair_audit``: D-DP-PM) by :func:`~dpgossip.scenario.runner.run_point`, whose rows
+    carry what ``[privacy]`` asks of it, even when the kind also gives a ``build`` (for the contract
+    test); the others by :func:`~dpgossip.scenario.protocol_point.run_protocol_point` (both return the
+    ``runs`` and ``iterations`` rows)."""
+    if registered_kind(spec.protocol.kind).pair_audit:
         return runner.run_point(spec, problem, axes)
     return run_protocol_point(spec, problem, axes)
 

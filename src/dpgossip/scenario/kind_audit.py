@@ -44,9 +44,10 @@ Say = Callable[[str], None]
 
 
 def has_kind_commands(spec: ProtocolKind) -> bool:
-    """The kind is audited and calibrated here: it builds its own point and its section holds its
-    noise, budget and audit switch."""
-    return spec.build is not None and spec.fields is not None and spec.calibration is not None
+    """The kind is audited and calibrated here: it builds its own point, its section holds its
+    noise, budget and audit switch, and it is not audited pair by pair (``pair_audit``)."""
+    return (spec.build is not None and not spec.pair_audit and spec.fields is not None
+            and spec.calibration is not None)
 
 
 def _with_section(config: Mapping[str, Any], **values: Any) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """Run the repeats of a point whose kind builds its own protocol (``ProtocolKind.build``: ``ppm*``,
-``capepca*``, ``ddppm-floorfree``, and any kind a home or an installed package registers).
+``capepca*``, ``ddppm-floorfree``, and any kind a home or an installed package registers), except the
+kinds audited pair by pair (``ProtocolKind.pair_audit``: ``ddppm``), which run through
+:func:`dpgossip.scenario.runner.run_point`.
 
 The point's kind (:func:`dpgossip.protocols.registry.kind`) is built once on the point's data and
 network (:func:`build_point`: :class:`~dpgossip.protocols.registry.PointInputs` with the kind's own
@@ -59,9 +61,9 @@ def build_point(spec: PointSpec, problem: Problem) -> KindPoint:
         The kind has no builder (it is run by its own runner), or a setting the build refuses.
     """
     found = kind(spec.protocol.kind)
-    if found.build is None:
-        raise ConfigError(f"protocol.kind = {found.name!r} has no point builder (it runs through its "
-                          "own runner)", field="protocol.kind")
+    if found.build is None or found.pair_audit:
+        raise ConfigError(f"protocol.kind = {found.name!r} runs through its own runner, not a point "
+                          "builder", field="protocol.kind")
     return found.build(point_inputs(spec, problem.data, problem.network))
 
 

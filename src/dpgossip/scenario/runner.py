@@ -72,8 +72,8 @@ def run_point(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every repeat of one point on its problem (built once by the caller).
 
-    This runs the kinds without a point builder (D-DP-PM, ``protocol.kind = "ddppm"``); the points
-    of the kinds that build their own point (``ProtocolKind.build``) run by
+    This runs the kinds audited pair by pair (``ProtocolKind.pair_audit``: D-DP-PM,
+    ``protocol.kind = "ddppm"``); the points of the other kinds (``ProtocolKind.build``) run by
     :func:`dpgossip.scenario.protocol_point.run_protocol_point`, which uses this module's repeat
     seeds, progress and LDP rows (:func:`dpgossip.scenario.execute.run_point_of_kind` chooses).
 
@@ -86,8 +86,8 @@ def run_point(
         ``status`` from its summary is the ``engine_status`` column, its crashed agents
         ``crashed_agents``.
     """
-    if registered_kind(spec.protocol.kind).build is not None:
-        raise ValueError(f"run_point runs the kinds without a point builder, not {spec.protocol.kind!r}: "
+    if not registered_kind(spec.protocol.kind).pair_audit:
+        raise ValueError(f"run_point runs the kinds audited pair by pair, not {spec.protocol.kind!r}: "
                          "dpgossip.scenario.execute.run_point_of_kind runs every kind")
     data, network, params = problem.data, problem.network, problem.params
     top = top_singular(data.X, params.rank)

@@ -31,6 +31,7 @@ from dpgossip.protocols.cape.star import (
     second_moment_sensitivity,
     triu_vector,
 )
+from dpgossip.protocols.cape.transcript_view import aggregator_view_residual, gossip_view_residual
 from dpgossip.protocols.ddppm.attack import likelihood_ratio_attack
 from dpgossip.protocols.ppm.gossip import edge_list
 from tests.conftest import net_from_graph
@@ -67,6 +68,7 @@ def test_capepca_transcript_views_are_the_audited_decomposition(S):
     noise = {"eavesdropper": ref.E + ref.F + ref.G, "site": ref.E + ref.G, "aggregator": ref.E + ref.G}
     for view, seen in star_views(res, S).items():
         np.testing.assert_allclose(seen, a + triu_vector(noise[view]).T, rtol=0, atol=1e-10)
+    assert aggregator_view_residual(res, data) <= 1e-10  # the kind's check of every message
 
 
 def _whitened_star(seeds, S: int = 3, view: str = "aggregator") -> np.ndarray:
@@ -179,6 +181,7 @@ def test_capepca_gossip_transcript_views_are_the_audited_decomposition(name, vie
     mean, zeta = gossip_model(net, GOSSIP, data, 9, ev, senders)
     seen = gossip_received(res, senders, GOSSIP.consensus_steps, ev.own, edges)
     np.testing.assert_allclose(seen, mean + ev.B @ zeta, rtol=0, atol=1e-10 * np.abs(seen).max())
+    assert gossip_view_residual(res, data, net) <= 1e-10  # the kind's check of every message
 
 
 def _whitened_gossip(seeds, name="ring5", view="neighbour", own=(0,), edges=()) -> np.ndarray:

@@ -15,6 +15,7 @@ from dpgossip.protocols.ddppm.attack import likelihood_ratio_attack
 from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
 from dpgossip.protocols.ddppm.floorfree_audit import audit_floorfree, conditional_mu2, leverage
 from dpgossip.protocols.ddppm.floorfree_nodes import FLOOD, run_floorfree_engine
+from dpgossip.protocols.ddppm.transcript_view import floorfree_view_residual
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
 from tests.protocols.ppm.test_engine_validation import _check_standard_normal, whitener
@@ -72,6 +73,7 @@ def test_the_observers_transcript_is_the_audited_view(name, own):
         np.testing.assert_allclose(block, data.block(j) @ ref.directions[T, j] + ref.noise.p[a:b],
                                    rtol=0, atol=1e-10)
     assert set(flood) >= {j for j in range(net.m) if j not in own}  # (own blocks may come back)
+    assert floorfree_view_residual(res, data, net) <= 1e-10  # the kind's check of every message
 
 
 def _whitened(seeds, o: int = 0) -> np.ndarray:

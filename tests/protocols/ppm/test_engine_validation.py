@@ -28,6 +28,7 @@ from dpgossip.protocols.ppm.central import PpmParams
 from dpgossip.protocols.ppm.gossip import PpmGossipParams
 from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view, incidence
 from dpgossip.protocols.ppm.nodes import run_ppm_engine
+from dpgossip.protocols.ppm.transcript_view import gossip_view_residual, star_view_residual
 from tests.conftest import net_from_graph
 from tests.engine.conftest import data_for, grid3
 
@@ -87,6 +88,7 @@ def test_received_messages_are_the_audited_linear_view(name, observers):
         seen = received(res, observers, l, 3, net)
         scale = np.abs(seen).max()
         np.testing.assert_allclose(seen, mean + B @ w, rtol=0, atol=1e-10 * scale)
+    assert gossip_view_residual(res, data, net) <= 1e-10  # the kind's check of every message
 
 
 def test_the_federated_servers_sum_is_the_central_release():
@@ -98,6 +100,7 @@ def test_the_federated_servers_sum_is_the_central_release():
         sum_up = sum(r.payload for r in res.transcript if r.tag == (0, l, 1))
         V = next(r.payload for r in res.transcript if r.tag == (0, l - 1, 2))
         np.testing.assert_allclose(sum_up, A @ V + res.result.noise[l - 1], rtol=0, atol=1e-10)
+    assert star_view_residual(res, data) <= 1e-10  # the kind's check of the server's view
 
 
 # --- 2. distribution -----------------------------------------------------------------------------------

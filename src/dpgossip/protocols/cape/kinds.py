@@ -24,6 +24,7 @@ from dpgossip.protocols.cape.guarantee import calibrate_cape_noise, cape_guarant
 from dpgossip.protocols.cape.nodes import cape_star_network
 from dpgossip.protocols.cape.protocol import CapePca, CapePcaGossip
 from dpgossip.protocols.cape.star import SENSITIVITIES, CapeParams
+from dpgossip.protocols.cape.transcript_view import aggregator_view_residual, gossip_view_residual
 from dpgossip.protocols.examples import small_inputs, with_defaults
 from dpgossip.protocols.nodes.view_protocol import ViewEngineProtocol
 from dpgossip.protocols.noise_settings import check_noise_section, noise_fields
@@ -77,20 +78,25 @@ def cape_gossip_protocol(inputs: PointInputs) -> CapePcaGossip:
         sensitivity=inputs.settings["sensitivity"]))
 
 
-def _point(protocol: Any, columns: Any) -> KindPoint:
-    return KindPoint(protocol=protocol, engine=lambda conditions: ViewEngineProtocol(protocol, conditions),
-                     columns=columns, row=protocol.params.to_row())
+def _point(protocol: Any, columns: Any, view_residual: Any) -> KindPoint:
+    """The kind's point; its engine form keeps the transcript (for ``view_residual``)."""
+    return KindPoint(protocol=protocol,
+                     engine=lambda conditions: ViewEngineProtocol(protocol, conditions,
+                                                                  record_transcript=True),
+                     columns=columns, view_residual=view_residual, row=protocol.params.to_row())
 
 
 def _build_cape(inputs: PointInputs) -> KindPoint:
     protocol, sizes = cape_protocol(inputs), inputs.data.sizes
-    return _point(protocol, lambda result, repeat: cape_columns(protocol.params, sizes, inputs.settings))
+    return _point(protocol, lambda result, repeat: cape_columns(protocol.params, sizes, inputs.settings),
+                  aggregator_view_residual)
 
 
 def _build_gossip(inputs: PointInputs) -> KindPoint:
     protocol, sizes = cape_gossip_protocol(inputs), inputs.data.sizes
     return _point(protocol, lambda result, repeat: cape_gossip_columns(
-        inputs.network, protocol.params, sizes, inputs.settings))
+        inputs.network, protocol.params, sizes, inputs.settings),
+        lambda record, data: gossip_view_residual(record, data, inputs.network))
 
 
 def _cape_guarantee(inputs: PointInputs) -> float:

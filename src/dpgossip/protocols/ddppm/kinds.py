@@ -2,8 +2,12 @@
 floor-free variant, rank 1; docs/floorfree.md).
 
 ``ddppm`` has no guarantee of its own: it is audited pair by pair with a worst-case neighbour search
-as ``[privacy]`` says (:attr:`~dpgossip.protocols.registry.ProtocolKind.pair_audit`), and runs through
-the scenario layer's own runner (the section ``[privacy]`` and its hooks belong to the scenario layer).
+as ``[privacy]`` says (:attr:`~dpgossip.protocols.registry.ProtocolKind.pair_audit`), and a scenario runs
+it through the scenario layer's own runner (the section ``[privacy]`` and its hooks belong to the
+scenario layer). Its ``build`` (:func:`ddppm_protocol`, the engine form of
+:mod:`dpgossip.protocols.ddppm.engine_protocol`, no columns) and ``example`` make it inherit the contract
+test of every kind; its ``view_residual`` compares every message of an engine run with the release model
+(:mod:`dpgossip.protocols.ddppm.transcript_view`).
 
 ``ddppm-floorfree`` reads ``[floorfree]`` (:data:`FLOORFREE_FIELDS`): the noise as a multiplier ``s`` or
 a budget ``epsilon`` (the ``s`` at which the run, ``T + 1`` composed Gaussian mechanisms of multiplier
@@ -23,10 +27,13 @@ from typing import Any
 
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.privacy.mechanism import analytic_gaussian_sigma
+from dpgossip.protocols.ddppm.engine_protocol import DdppmEngineProtocol
 from dpgossip.protocols.ddppm.floorfree import FLOORFREE_ADJACENCIES, FloorFreeParams
 from dpgossip.protocols.ddppm.floorfree_columns import floorfree_columns
 from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee
-from dpgossip.protocols.ddppm.protocol import DdppmFloorFree
+from dpgossip.protocols.ddppm.params import resolve_params
+from dpgossip.protocols.ddppm.protocol import Ddppm, DdppmFloorFree
+from dpgossip.protocols.ddppm.transcript_view import ddppm_view_residual, floorfree_view_residual
 from dpgossip.protocols.ddppm.views import VIEW_KINDS
 from dpgossip.protocols.examples import small_inputs, with_defaults
 from dpgossip.protocols.nodes.view_protocol import ViewEngineProtocol
@@ -40,7 +47,8 @@ from dpgossip.protocols.registry import (
 )
 from dpgossip.settings import Field
 
-__all__ = ["FLOORFREE_FIELDS", "floorfree_protocol", "check_floorfree_config", "floorfree_preflight"]
+__all__ = ["FLOORFREE_FIELDS", "floorfree_protocol", "check_floorfree_config", "floorfree_preflight",
+           "ddppm_protocol"]
 
 FLOORFREE_FIELDS: dict[str, Field] = {
     **noise_fields("s, the multiplier of every release"),
@@ -95,9 +103,12 @@ def floorfree_protocol(inputs: PointInputs) -> DdppmFloorFree:
 def _build_floorfree(inputs: PointInputs) -> KindPoint:
     protocol = floorfree_protocol(inputs)
     return KindPoint(protocol=protocol,
-                     engine=lambda conditions: ViewEngineProtocol(protocol, conditions),
+                     engine=lambda conditions: ViewEngineProtocol(protocol, conditions,
+                                                                  record_transcript=True),
                      columns=lambda result, repeat: floorfree_columns(inputs.data, inputs.network,
                                                                       result, inputs.settings),
+                     view_residual=lambda record, data: floorfree_view_residual(record, data,
+                                                                                inputs.network),
                      row=protocol.params.to_row())
 
 
@@ -111,11 +122,41 @@ def _floorfree_example() -> PointInputs:
                                       audit_targets=2), rank=1)
 
 
+def ddppm_protocol(inputs: PointInputs) -> Ddppm:
+    """The ``ddppm`` protocol of a point, its parameters by the rules of Corollary 1 of 001
+    (:func:`~dpgossip.protocols.ddppm.params.resolve_params`): ``alpha``, ``sigma_q`` and ``noise`` (a
+    :class:`~dpgossip.protocols.ddppm.params.NoiseSchedule`) from ``inputs.settings`` when given
+    (``[protocol]`` keys in a scenario, which runs ``ddppm`` through its own runner), else the rules'
+    defaults."""
+    given = inputs.settings
+    with renamed_fields({"rank": "protocol.rank", "iterations": "protocol.iterations",
+                         "consensus_steps": "protocol.consensus_steps"}):
+        return Ddppm(resolve_params(inputs.data, inputs.network, iterations=inputs.iterations,
+                                    consensus_steps=inputs.consensus_steps, rank=inputs.rank,
+                                    alpha=given.get("alpha", "geometric_mean"),
+                                    sigma_q=given.get("sigma_q"), noise=given.get("noise")))
+
+
+def _build_ddppm(inputs: PointInputs) -> KindPoint:
+    """D-DP-PM on the matrix backend and on the engine (its transcript kept); no columns: it has no
+    closed-form guarantee (the scenario audits it pair by pair, :attr:`ProtocolKind.pair_audit`)."""
+    protocol = ddppm_protocol(inputs)
+    return KindPoint(protocol=protocol,
+                     engine=lambda conditions: DdppmEngineProtocol(protocol, conditions,
+                                                                   record_transcript=True),
+                     view_residual=lambda record, data: ddppm_view_residual(record, data, inputs.network),
+                     row=protocol.params.to_row())
+
+
+def _ddppm_example() -> PointInputs:
+    return small_inputs({}, rank=2, iterations=3, consensus_steps=3)
+
+
 register(ProtocolKind(
     name="ddppm", family="ddppm", estimates="top-r left singular vectors of X (one slice per agent)",
     paper="001, Algorithm 1 (gossip power method with a noise floor)", side="left", views=VIEW_KINDS,
     guarantee="none (audited pair by pair: a lower estimate)", section="privacy", pair_audit=True,
-    label="D-DP-PM"))
+    build=_build_ddppm, example=_ddppm_example, label="D-DP-PM"))
 register(ProtocolKind(
     name="ddppm-floorfree", family="ddppm",
     estimates="top left singular vector of X (rank 1, one slice per agent)",

@@ -14,6 +14,7 @@ from dpgossip.errors import ConfigError
 from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, FloorFreeResult, run_floorfree
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ddppm.params import ProtocolParams
+from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.protocols.interface import ProtocolRun, normalised_columns
 from dpgossip.topology.network import Network
 
@@ -36,7 +37,11 @@ class Ddppm:
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:
         """:func:`run_matrix` in the common view."""
-        res = run_matrix(data, network, self.params, seed)
+        return self.view(run_matrix(data, network, self.params, seed))
+
+    def view(self, res: RunResult) -> ProtocolRun:
+        """A run of either backend (:class:`RunResult`: the matrix backend's, or the engine's
+        :class:`~dpgossip.protocols.ddppm.engine_result.EngineResult`) in the common view."""
         traj = np.stack([normalised_columns(res.iterates[:, t, :].T)
                          for t in range(res.iterates.shape[1])])
         traj[-1] = res.Q

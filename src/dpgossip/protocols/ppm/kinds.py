@@ -33,6 +33,7 @@ from dpgossip.protocols.ppm.guarantee import ppm_guarantee
 from dpgossip.protocols.ppm.nodes import star_network
 from dpgossip.protocols.ppm.protocol import Ppm, PpmFederated, PpmGossip
 from dpgossip.protocols.ppm.sensitivity import ADJACENCIES, SENSITIVITY_KINDS
+from dpgossip.protocols.ppm.transcript_view import gossip_view_residual, star_view_residual
 from dpgossip.protocols.registry import (
     KindPoint,
     NoiseCalibration,
@@ -110,16 +111,19 @@ def ppm_preflight(inputs: PointInputs) -> None:
                           "columns)", field="ppm.block_rank")
 
 
-def _point(protocol: PrivateProtocol, columns: Any) -> KindPoint:
-    return KindPoint(protocol=protocol, engine=lambda conditions: EngineProtocol(protocol, conditions),
-                     columns=columns, row=protocol.params.to_row())
+def _point(protocol: PrivateProtocol, columns: Any, view_residual: Any) -> KindPoint:
+    """The kind's point; its engine form keeps the transcript (for ``view_residual``)."""
+    return KindPoint(protocol=protocol,
+                     engine=lambda conditions: EngineProtocol(protocol, conditions, record_transcript=True),
+                     columns=columns, view_residual=view_residual, row=protocol.params.to_row())
 
 
 def _build_central(cls: type) -> Any:
     def build(inputs: PointInputs) -> KindPoint:
         ppm_preflight(inputs)
         protocol, ppm = cls(ppm_params(inputs)), inputs.settings
-        return _point(protocol, lambda result, repeat: central_columns(inputs.data, result, ppm, repeat))
+        return _point(protocol, lambda result, repeat: central_columns(inputs.data, result, ppm, repeat),
+                      star_view_residual)
     return build
 
 
@@ -128,7 +132,8 @@ def _build_gossip(inputs: PointInputs) -> KindPoint:
     protocol = PpmGossip(PpmGossipParams(ppm=ppm_params(inputs), consensus_steps=inputs.consensus_steps,
                                          mask_std=inputs.settings["mask_std"]))
     gossip = GossipAudit(inputs.network, protocol.params, inputs.settings)
-    return _point(protocol, lambda result, repeat: gossip.columns(result))
+    return _point(protocol, lambda result, repeat: gossip.columns(result),
+                  lambda record, data: gossip_view_residual(record, data, inputs.network))
 
 
 def _guarantee(inputs: PointInputs) -> float:
