@@ -197,11 +197,11 @@ def _columns(network: Network) -> Any:
     return columns
 
 
-def _view_residual(network: Network) -> Any:
+def _view_residual(network: Network, rounds: int) -> Any:
     def residual(record: EngineRecord, data: PartitionedData) -> float:
         if not isinstance(record, AlsEngineResult) or record.result is None:
             return float("nan")
-        return transcript_residual(record, record.result.released, network)
+        return transcript_residual(record, record.result.released, network, rounds)
     return residual
 
 
@@ -216,7 +216,7 @@ def _builder(name: str) -> Any:
             return KindPoint(protocol=protocol, columns=_columns(inputs.network))
         return KindPoint(protocol=protocol, columns=_columns(inputs.network),
                          engine=lambda cond: _AlsEngine(ratings, inputs.network, params, gossip, cond),
-                         view_residual=_view_residual(inputs.network))
+                         view_residual=_view_residual(inputs.network, gossip.rounds))
     return build
 
 

@@ -144,20 +144,31 @@ def run_dpals_gossip_engine(ratings: Ratings, network: Network, params: DpAlsPar
                            **sim.record_fields(outcome, agents))
 
 
-def transcript_residual(record: AlsEngineResult, released: np.ndarray, network: Network) -> float:
+def transcript_residual(record: AlsEngineResult, released: np.ndarray, network: Network,
+                        rounds: int | None = None) -> float:
     """Largest absolute difference between every message of an engine run's transcript and the release
     model's value of it: the message of tag ``(t, 1, k)`` from ``b`` is ``(W^(k-1) Y^(0)_t)_b``, with
-    ``released[t - 1] = Y^(0)_t`` (``(n, m, q)``) from the matrix backend."""
+    ``released[t - 1] = Y^(0)_t`` (``(n, m, q)``) from the matrix backend. With ``rounds`` (``c``), also
+    ``inf`` unless every directed edge carries exactly one message of each round of each step, and
+    none is sent on a non-edge (a transcript with a message missing does not rebuild the views)."""
     from dpgossip.protocols.gossip.average import gossip, mixing_operator
 
     if record.transcript is None:
         return float("nan")
     Wop, worst = mixing_operator(network.W), 0.0
     states: dict[tuple[int, int], np.ndarray] = {}
+    seen = set()
     for rec in record.transcript:
         t, _, k = rec.message.tag
+        if rounds is not None and rec.dst not in network.neighbours[rec.src]:
+            return float("inf")
+        seen.add((t, k, rec.src, rec.dst))
         if (t, k) not in states:
             Y0 = released[t - 1]
             states[(t, k)] = gossip(Wop, Y0.reshape(Y0.shape[0], -1), k - 1).reshape(Y0.shape)
         worst = max(worst, float(np.max(np.abs(rec.message.payload - states[(t, k)][rec.src]))))
+    if rounds is not None:
+        edges = sum(len(n) for n in network.neighbours)
+        if len(seen) != released.shape[0] * rounds * edges:
+            return float("inf")
     return worst
