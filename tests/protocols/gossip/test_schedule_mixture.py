@@ -14,8 +14,8 @@ from scipy.stats import norm
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.linear_audit import LinearAuditSettings
-from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.privacy.mechanism import gaussian_mechanism_delta, gaussian_mechanism_epsilon
+from dpgossip.protocols.gossip.audit import audit_gossip
 from dpgossip.protocols.gossip.bounds import muffliato_per_message
 from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.protocols.gossip.schedule_mixture import (
