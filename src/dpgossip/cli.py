@@ -283,7 +283,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if len(plan.pair_tasks) < len(plan.tasks):
         print("other kinds: their own accountant (guaranteed_epsilon) and auditor (audited_epsilon) "
               "on repeat 0, as dpgossip run reports them", flush=True)
-    run = run_audit(plan, on_point=_print_audit_point, quiet=args.quiet)
+    run = run_audit(plan, on_point=_print_audit_point, quiet=args.quiet, workers=args.workers)
     files = list(run.files)
     if not args.no_plots:
         files.extend(_plots(lambda: make_audit_report(run.out)))
@@ -568,7 +568,7 @@ def _add_run(sub: Any) -> None:
         default=1,
         metavar="N",
         help="local lanes: this process plus N-1 worker processes (default 1: this process "
-        "only; 0: one per CPU)",
+        "only; 0: one per CPU); a sweep of one point gives them to its pair audit's targets",
     )
     r.add_argument(
         "--scheduler",
@@ -623,6 +623,9 @@ def _add_audit(sub: Any) -> None:
                    help="output folder (default: results/<scenario name>-audit)")
     _add_privacy_flags(a)
     a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
+    a.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes that search a point's targets (default 1; 0: one per CPU); "
+                   "the results are the same bits for any N")
     a.add_argument("-q", "--quiet", action="store_true",
                    help="no progress on stderr (the results are still printed)")
     a.add_argument("--force", action="store_true",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocols.ddppm.audit import audit_processes
 from dpgossip.scenario.assemble import assemble, stale_outputs, write_resolved_config
 from dpgossip.scenario.batches import BatchWriter, saved_points, stored_point
 from dpgossip.scenario.execute import (
@@ -269,7 +270,9 @@ def _run(
     from dpgossip.scenario.runner import repeat_progress
 
     inline = client is None and (n_workers <= 1 or len(tasks) < 2)  # points run in this thread
-    with repeat_progress(progress.repeat if inline else None):
+    # one point inline: its pair audit searches its targets on the lanes (same bits for any count)
+    with repeat_progress(progress.repeat if inline else None), \
+            audit_processes(n_workers if inline else 1):
         _save_all(stream, BatchWriter(out_dir), results, progress)
     assemble(
         out_dir,

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocols.ddppm.audit import PairAudit, audit_processes, upper_bounds
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.audit_point import (
     OBSERVER_VIEWS,
@@ -61,8 +62,10 @@ from dpgossip.scenario.audit_point import (
     read_kind_point,
     write_audit_point,
 )
+from dpgossip.scenario.execute import resolve_workers
 from dpgossip.scenario.expand import point_hash
 from dpgossip.scenario.outdir import check_out_dir
+from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.preflight import check_points, input_digests
 from dpgossip.scenario.privacy_overrides import (
     PrivacyOverrides,
@@ -90,6 +93,9 @@ class AuditTask:
     key: str
     axes: dict[str, Any]
     config: dict[str, Any]
+    store: Path | None = None
+    """Folder of the point's finished targets (:class:`~dpgossip.scenario.pair_targets.TargetStore`,
+    ``points/<key>.targets``), from which an interrupted pair audit resumes; None: no store."""
 
     @property
     def name(self) -> str:
@@ -270,8 +276,10 @@ def audit_task(task: AuditTask, base: Path | None = None,
     say(f"{task.name}: auditing every " + ("(observer, target) pair" if per_observer else "target")
         + f" of {problem.data.m} agents (view {cfg['privacy']['view']})")
     targets = None if stage is None else TargetProgress(stage, task.name)
-    audit = privacy_section.audit_config(cfg, problem, on_target=targets,
-                                         on_stage=None if targets is None else targets.stage)
+    store = (TargetStore(task.store) if task.store is not None
+             and cfg["privacy"]["search"] != "candidates" else None)  # its stream spans targets
+    audit = _pair_audit(cfg, problem, store, on_target=targets,
+                        on_stage=None if targets is None else targets.stage)
     method = audit.methods[0]
     w = audit.worst(method, by="delta" if audit.rank_by == "delta" else "epsilon")
     exact = None
@@ -300,6 +308,29 @@ def audit_task(task: AuditTask, base: Path | None = None,
     )
 
 
+def _pair_audit(config: dict[str, Any], problem: Any, store: TargetStore | None,
+                **progress: Any) -> PairAudit:
+    """The point's pair audit (:func:`~dpgossip.scenario.privacy_section.audit_config`); with a
+    ``store``, the targets it holds are read back, the others searched and each stored as soon as it
+    is done, and the certified upper bounds computed for every target: the same bits as an audit of
+    every target at once (each target's search reseeds its streams)."""
+    if store is None:
+        return privacy_section.audit_config(config, problem, **progress)
+    data = problem.data
+    done = store.done(range(data.m))
+    audit = privacy_section.audit_config(config, problem, targets=[j for j in range(data.m)
+                                                                   if j not in done],
+                                         upper_bound=False, on_target_results=store.save,
+                                         **progress)
+    found: dict[int, dict[tuple[int, int], Any]] = {}
+    for key, r in audit.results.items():
+        found.setdefault(key[1], {})[key] = r
+    results = {k: r for j in range(data.m) for k, r in (done.get(j) or found.get(j, {})).items()}
+    return replace(audit, results=results,
+                   upper=upper_bounds(data, problem.network, problem.params, audit.delta,
+                                      config["privacy"]["neighbours"]))
+
+
 def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict[str, Any]:
     """The fields of :class:`WorstPair` of the worst pair ``w`` (JSON-native)."""
     return jsonable({
@@ -318,7 +349,7 @@ def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict
 
 
 def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None = None,
-              quiet: bool = False, stream: IO[str] | None = None) -> AuditRun:
+              quiet: bool = False, stream: IO[str] | None = None, workers: int = 1) -> AuditRun:
     """Audit every point of ``plan`` (resuming from stored points) and write the folder's tables.
 
     Every point's settings are checked on its network and data first
@@ -338,6 +369,10 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
     stream
         Where progress goes: which step a point is at, and a line per finished point with an ETA
         (a bar on a terminal; :class:`~dpgossip.scenario.progress.Progress`). Default ``sys.stderr``.
+    workers
+        Processes that search each point's targets
+        (:func:`~dpgossip.protocols.ddppm.audit.audit_processes`; 0: one per CPU). The results are
+        the same bits for any count.
 
     Returns
     -------
@@ -351,7 +386,8 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
         Propagated; every point finished before it is stored.
     """
     check_points(plan.tasks, plan.base)
-    with staged_folder(plan.out, flag="--out") as stage:
+    with staged_folder(plan.out, flag="--out") as stage, \
+            audit_processes(resolve_workers(workers)):
         run = _run_audit(replace(plan, out=stage.work), on_point, quiet, stream, plan.out)
         stage.commit(stale_audit_files(plan.out, plan.scenario))
     return replace(run, out=plan.out,
@@ -379,8 +415,11 @@ def _run_audit(plan: AuditPlan, on_point: Callable[[AuditPoint], None] | None, q
         for t in plan.tasks:
             point = done.get(t.key)
             if point is None:
-                point = commands_for(t.kind).audit(t, plan.base, None if quiet else progress.stage)
+                store = plan.out / "points" / f"{t.key}.targets"
+                point = commands_for(t.kind).audit(replace(t, store=store), plan.base,
+                                                   None if quiet else progress.stage)
                 write_audit_point(plan.out, point)
+                TargetStore(store).clear()  # the point's file holds every pair now
                 done[t.key] = point
                 progress.update(point, _summary(point))
             elif point.index != t.index:  # the same configuration at another point of the sweep

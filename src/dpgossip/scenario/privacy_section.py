@@ -19,8 +19,8 @@
     calibrate = { epsilon = 4.0, delta = 1e-5, family = "geometric", infeasible = "error" }  # optional
 
 ``calibrate`` (optional table): before each point runs, the noise scale is set by
-:func:`~dpgossip.protocols.ddppm.calibrate.calibrate_noise` to the smallest scale whose audited worst case meets
-``(epsilon, delta)`` (``delta`` defaults to ``privacy.delta``); keys ``epsilon`` (required), ``delta``,
+:func:`~dpgossip.protocols.ddppm.calibrate.calibrate_noise` to the smallest scale whose audited worst case
+meets ``(epsilon, delta)`` (``delta`` defaults to ``privacy.delta``); keys ``epsilon`` (required), ``delta``,
 ``family`` (``geometric`` | ``constant`` | ``explicit``; default ``geometric``), ``values`` (base values of
 ``explicit``, default ``protocol.noise.values``), ``method`` (``exact`` | ``rdp``; default ``exact``;
 ``rdp`` is an upper bound: a conservative scale, much faster), ``candidates`` (default
@@ -438,7 +438,8 @@ _AUDIT_FIELDS: dict[str, str] = {
     **{f"options.{k}": f"privacy.{k}" for k in ("candidates", "refine", "ascent_steps", "rank_by")},
     "params": "protocol",
 }
-"""Parameters of :func:`~dpgossip.protocols.ddppm.audit.audit_pairs` -> the ``[privacy]`` keys they come from."""
+"""Parameters of :func:`~dpgossip.protocols.ddppm.audit.audit_pairs` -> the ``[privacy]`` keys they come
+from."""
 
 AUDITED_REPEAT = 0
 """The recorded repeat whose run a rank ``r > 1`` audit is conditional on (``runs.csv``, ``repeat = 0``)."""
@@ -446,10 +447,11 @@ AUDITED_REPEAT = 0
 
 def audit_config(config: Mapping[str, Any], problem: Problem,
                  on_target: Callable[[int, int, int], None] | None = None,
-                 on_stage: Callable[[int, str], None] | None = None) -> PairAudit:
+                 on_stage: Callable[[int, str], None] | None = None, **options: Any) -> PairAudit:
     """Audit one point's problem as its ``[privacy]`` section says (``on_target(target, done, total)``
     is called after each target and ``on_stage(target, text)`` at each stage of its search:
-    progress only).
+    progress only; ``options``: more :class:`~dpgossip.protocols.ddppm.audit.AuditOptions`, e.g. the
+    targets and ``on_target_results`` of a resumed audit).
 
     For rank ``r > 1`` the audit is conditional on the realised earlier components of the point's
     recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
@@ -469,7 +471,7 @@ def audit_config(config: Mapping[str, Any], problem: Problem,
                            options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
                                                 ascent_steps=priv.ascent_steps, run=run,
                                                 rank_by=priv.rank_by, on_target=on_target,
-                                                on_stage=on_stage))
+                                                on_stage=on_stage, **options))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
@@ -510,7 +512,8 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
                 row[f"delta_{meth}_at_eps_{e:g}"] = dl
         row.update({"renyi2": r.renyi2, "renyi2_pq": r.renyi2_pq, "renyi2_qp": r.renyi2_qp,
                     "delta": audit.delta, "view": audit.view,
-                    "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {})})
+                    "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {}),
+                    **audit.upper_columns(j, r.epsilon[first])})
         out.append(row)
     return out
 
