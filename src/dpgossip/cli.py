@@ -319,17 +319,24 @@ def _target(args: argparse.Namespace) -> CalibrationTarget:
 def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
     """The achieved numbers of a calibration, its worst pair and its notes (comment lines)."""
     status = cal.meaning if cal.met else f"DOES NOT MEET the target: {cal.meaning}"
-    check = (f"re-audit with {cal.check_candidates} candidates per target"
-             if cal.search == "candidates" else f"{cal.search} search at this scale")
-    print(f"# achieved ({check}): epsilon = "
-          f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
-          f"{epsilon:g}: {status}")
+    if cal.bound == "certified upper bound":
+        print(f"# achieved ({cal.bound}, the largest over the targets): epsilon <= "
+              f"{_num(cal.epsilon)} at delta = {delta:g}: {status}")
+    else:
+        check = (f"re-audit with {cal.check_candidates} candidates per target"
+                 if cal.search == "candidates" else f"{cal.search} search at this scale")
+        print(f"# achieved ({cal.bound}, {check}): epsilon = "
+              f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
+              f"{epsilon:g}: {status}")
     print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
           + ", ".join(f"{v:.4g}" for v in cal.params.sigma_p[0])
           + f"; {len(cal.history)} audits, monotone in s: {'yes' if cal.monotone_ok else 'NO'}")
     from dpgossip.scenario.audit_point import OBSERVER_VIEWS
 
-    if cal.view in OBSERVER_VIEWS:
+    if cal.bound == "certified upper bound":
+        print(f"# largest bound: target {cal.worst['target']}, row {cal.worst['row']} (it holds for "
+              "every observer)")
+    elif cal.view in OBSERVER_VIEWS:
         print(f"# worst pair: observer {cal.worst['observer']} -> target {cal.worst['target']} "
               f"({cal.worst['hops']} hops), row {cal.worst['row']}")
     else:
@@ -372,9 +379,14 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         return _calibrate_kind(args, plan)
     priv, target = plan.config["privacy"], plan.target
     epsilon, delta = target.epsilon, target.delta
-    print(f"# dpgossip calibrate {sc.path}: the smallest {target.family} noise scale whose audited "
-          f"worst case meets epsilon <= {epsilon:g} at delta = {delta:g}")
-    print(f"# view {priv['view']}, neighbours {priv['neighbours']}, method {target.method}; "
+    upper = target.method == "upper"
+    print(f"# dpgossip calibrate {sc.path}: the smallest {target.family} noise scale whose "
+          + ("certified upper bound (every neighbour of this X, every observer)" if upper
+             else "audited worst case")
+          + f" meets epsilon <= {epsilon:g} at delta = {delta:g}")
+    print(f"# neighbours {priv['neighbours']}, method upper: a proven per-instance bound (about "
+          "this X, not a DP guarantee over all datasets; docs/upper-bound.md)" if upper else
+          f"# view {priv['view']}, neighbours {priv['neighbours']}, method {target.method}; "
           f"{PER_INSTANCE}", flush=True)
     say = None if args.quiet else (lambda text: print(f"# {text}", flush=True))
     done = calibrate_plan(plan, say)

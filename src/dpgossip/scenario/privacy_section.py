@@ -147,8 +147,11 @@ PRIVACY_FIELDS: dict[str, Field] = {
                               doc="base values of family = \"explicit\" (one per iteration, >= 0); "
                               "default protocol.noise.values"),
     "calibrate.method": Field(kind=str, default="exact", choices=CALIBRATION_METHODS, sweep=False,
-                              doc="how each pair's delta is computed: exact hockey-stick, or the RDP "
-                              "bound (larger: a conservative scale, much faster)"),
+                              doc="what must meet the target: the worst neighbour found, by its exact "
+                              "hockey-stick delta or its RDP bound (larger: a conservative scale, "
+                              "much faster), both lower estimates of the worst case; or upper, the "
+                              "certified upper bound (proven for every neighbour of this X and every "
+                              "observer; no search)"),
     "calibrate.candidates": Field(kind=int, default=None, low=1, sweep=False,
                                   doc="search = \"candidates\" only (refused with another "
                                   "search); default privacy.candidates"),
