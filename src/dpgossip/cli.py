@@ -242,6 +242,10 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
            f"{'s' if w.hops != 1 else ''})" if point.per_observer
            else f"worst target: {w.target} (view {w.view}: no single observer)")
     print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}: {values}")
+    if w.epsilon_upper is not None and w.epsilon_upper_max is not None:
+        print(f"  certified upper bound on epsilon at delta {w.delta:g} (every neighbour, every "
+              f"observer): {_num(w.epsilon_upper)} for target {w.target}, at most "
+              f"{_num(w.epsilon_upper_max)} over all targets")
     if w.exact is not None:
         exact = (w.exact.delta_at_epsilon[f"{point.rank_epsilon:g}"] if point.rank_by == "delta"
                  else w.exact.epsilon)

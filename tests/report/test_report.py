@@ -242,7 +242,7 @@ def test_hops_plot_draws_the_certified_upper_bound_above_the_lower_estimates(tmp
         assert w == (inf_level if want == float("inf") else want)
         if all(u < float("inf") for u in ups):
             assert m == pytest.approx(sum(ups) / len(ups), rel=1e-12)
-    lower = lines["worst pair"].get_ydata()
+    lower = lines["lower estimate, worst pair"].get_ydata()
     assert all(lo < up for lo, up in zip(lower, worst.get_ydata(), strict=True))
     plain = [{k: v for k, v in r.items() if k != "epsilon_upper"} for r in rows]
     plot_leakage_vs_hops(plain, tmp_path / "plain.png", value_key="epsilon")

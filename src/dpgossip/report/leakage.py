@@ -211,9 +211,8 @@ def plot_leakage_vs_hops(
     distance as lines; one colour per ``series`` when the rows have that key. Saved as PNG at ``path``.
 
     When the rows carry a certified upper bound (``upper_key``, a number in every row of a series), its
-    worst and mean per hop distance are drawn too (dashed, triangles): each pair is bracketed
-    ``[lower, upper]``, the lower estimate a neighbour the search found, the upper bound proven for
-    every neighbour.
+    worst and mean per hop are drawn too (dashed): each pair is bracketed ``[lower, upper]``, the lower
+    estimate a neighbour the search found, the upper bound proven for every neighbour.
 
     Parameters
     ----------
@@ -259,10 +258,11 @@ def plot_leakage_vs_hops(
         worst = np.array([float(np.max(v[h == x])) for x in levels])
         mean = np.array([float(np.mean(v[h == x])) for x in levels])
         prefix = f"{name}: " if name else ""
+        side = "lower estimate, " if uppers.get(name) else ""  # bracketed: name the side
         ax.plot(levels, np.where(np.isposinf(worst), y_inf, worst), "-o", color=c, ms=4,
-                label=f"{prefix}worst pair")
+                label=f"{prefix}{side}worst pair")
         ax.plot(levels, np.where(np.isposinf(mean), y_inf, mean), ":", color=c,
-                label=f"{prefix}mean over pairs")
+                label=f"{prefix}{side}mean over pairs")
         n_up_inf += _draw_upper(ax, uppers.get(name), c, prefix, y_inf)
     if log and positive:
         ax.set_yscale("log")
