@@ -521,9 +521,10 @@ class _Calibrator:
                                 replace(event, stage=f"target {j}: {text}")),
                             upper_bound=False)  # the bisection judges the lower estimate only
         label: int | str
-        if effort == "pool":
-            res = audit_neighbours(self.data, self.network, self.params_at(s), pool, options=opts,
-                                   **common)
+        if effort == "pool":  # cheap: in this process (a pool of processes would pay its start
+            # and its factorisations at every scale); full searches use audit_processes' count
+            res = audit_neighbours(self.data, self.network, self.params_at(s), pool,
+                                   options=replace(opts, workers=1), **common)
             label = f"pool:{sum(len(v) for v in pool.values())}"
         elif effort == "full":
             res = audit_pairs(self.data, self.network, self.params_at(s), neighbours=a.neighbours,
