@@ -10,7 +10,10 @@ Resuming: a point whose file is already in ``DIR/points`` with the same key (the
 configuration with the ``[privacy]`` overrides and the content of the user files it reads) is read back
 instead of audited again, so an interrupted audit (Ctrl-C, kill) run again audits only the points it had
 not finished and ends with the same tables. A configuration that occurs twice in a sweep is audited
-once.
+once. Within a point audited by the optimising search, every finished target is stored too
+(``points/<key>.targets/<j>.json``, :class:`~dpgossip.scenario.pair_targets.TargetStore`): a rerun
+searches only the targets not stored and ends with the same bits; the folder goes once the point's
+file is written. ``--workers N`` searches a point's targets on ``N`` processes (the same bits).
 
 Each point is audited by its ``protocol.kind``'s own audit
 (:data:`~dpgossip.scenario.kind_commands.KIND_COMMANDS`): ``ddppm`` pair by pair as ``[privacy]`` says
