@@ -228,17 +228,20 @@ class TargetStore:
              "pairs": [result_record(r) for r in results.values()]}))
 
     def done(self, targets: Sequence[int]) -> dict[int, dict[tuple[int, int], PairResult]]:
-        """The stored pairs of those of ``targets`` that are finished (a file of another format is
-        ignored: that target is searched again)."""
+        """The stored pairs of those of ``targets`` that are finished (a file that cannot be read, of
+        another format or another target is ignored: that target is searched again)."""
         out: dict[int, dict[tuple[int, int], PairResult]] = {}
         for j in targets:
             path = self.path(j)
             if not path.is_file():
                 continue
-            record = read_json(path)
-            if record.get("format") != TARGET_FORMAT or record.get("target") != int(j):
-                continue
-            pairs = [result_from_record(r) for r in record["pairs"]]
+            try:
+                record = read_json(path)
+                if record.get("format") != TARGET_FORMAT or record.get("target") != int(j):
+                    continue
+                pairs = [result_from_record(r) for r in record["pairs"]]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue  # damaged: search the target again
             out[int(j)] = {(r.observer, r.target): r for r in pairs}
         return out
 
