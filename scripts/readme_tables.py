@@ -6,9 +6,12 @@
 
     python scripts/readme_tables.py --print                  # the tables of the stored numbers
 
-    dpgossip run scenarios/pairwise-leakage.toml
-    python scripts/readme_tables.py --leakage results/pairwise-leakage
-        # writes docs/numbers/pairwise-leakage.csv (epsilon by hop distance) and prints the sentence
+    dpgossip run scenarios/pairwise-leakage.toml --workers 2
+    python scripts/readme_tables.py --leakage results/pairwise-leakage [--standard FOLDER]
+        # writes docs/numbers/pairwise-leakage.csv (epsilon and its certified upper bound by hop
+        # distance) and docs/numbers/pairwise-leakage-pairs.csv (every pair; with --standard, a
+        # results folder of the same scenario run with search = "standard", that search's value next
+        # to it) and prints the sentences
 
     dpgossip run scenarios/paper-fig3.toml
     python scripts/readme_tables.py --fig3 results/paper-fig3
@@ -69,13 +72,37 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def leakage_by_hops(folder: Path) -> list[dict[str, str]]:
-    """Epsilon of the pairs of a pairwise-leakage results folder, by hop distance: mean, min, max."""
-    groups: dict[int, list[float]] = {}
+def leakage_pairs(folder: Path, standard: Path | None = None) -> list[dict[str, str]]:
+    """Every pair of a pairwise-leakage results folder: its epsilon (the lower estimate), its
+    certified upper bound and, with ``standard`` (the same scenario run with the standard search),
+    that search's epsilon; full precision."""
+    base = {(r["observer"], r["target"]): r["epsilon"]
+            for r in _read(standard / "leakage.csv")} if standard is not None else {}
+    out = []
     for r in _read(folder / "leakage.csv"):
-        groups.setdefault(int(r["hops"]), []).append(float(r["epsilon"]))
-    return [{"hops": str(h), "pairs": str(len(v)), "mean": f"{fmean(v):.3g}", "min": f"{min(v):.3g}",
-             "max": f"{max(v):.3g}"} for h, v in sorted(groups.items())]
+        row = {"observer": r["observer"], "target": r["target"], "hops": r["hops"],
+               "epsilon": r["epsilon"], "epsilon_upper": r["epsilon_upper"]}
+        if base:
+            row["epsilon_standard"] = base[(r["observer"], r["target"])]
+        out.append(row)
+    return out
+
+
+def leakage_by_hops(pairs: list[dict[str, str]]) -> list[dict[str, str]]:
+    """By hop distance: the pairs' epsilon (mean, min, max), their certified upper bounds (min, max)
+    and the largest ratio upper / lower."""
+    groups: dict[int, list[dict[str, str]]] = {}
+    for r in pairs:
+        groups.setdefault(int(r["hops"]), []).append(r)
+    out = []
+    for h, rs in sorted(groups.items()):
+        v = [float(r["epsilon"]) for r in rs]
+        up = [float(r["epsilon_upper"]) for r in rs]
+        out.append({"hops": str(h), "pairs": str(len(v)), "mean": f"{fmean(v):.3g}",
+                    "min": f"{min(v):.3g}", "max": f"{max(v):.3g}", "upper_min": f"{min(up):.3g}",
+                    "upper_max": f"{max(up):.3g}",
+                    "gap_max": f"{max(u / e for u, e in zip(up, v, strict=True)):.3g}"})
+    return out
 
 
 def leakage_sentence(rows: list[dict[str, str]], reach: int) -> str:
@@ -91,6 +118,31 @@ def leakage_sentence(rows: list[dict[str, str]], reach: int) -> str:
     return (f"mean {span(means_near)} for observers within c = {reach} hops of "
             f"the target and {span(means_far)} beyond (worst pair "
             f"{float(worst['max']):.3g}, at {worst['hops']} hop{'s' if worst['hops'] != '1' else ''})")
+
+
+def upper_sentence(rows: list[dict[str, str]]) -> str:
+    """The sentence on the certified side of the pairwise-leakage scenario."""
+    low = min(float(r["upper_min"]) for r in rows)
+    high = max(float(r["upper_max"]) for r in rows)
+    gap = max(float(r["gap_max"]) for r in rows)
+    return (f"the certified upper bound of every pair lies between {low:.3g} and {high:.3g} "
+            f"(upper / lower at most {gap:.3g})")
+
+
+def search_comparison(pairs: list[dict[str, str]]) -> dict[str, float]:
+    """Shared against standard search, pair by pair: how many pairs, how many fall below the
+    standard value by more than 1e-12 relative, and the relative change's range."""
+    rel = [(float(r["epsilon"]) - float(r["epsilon_standard"])) / float(r["epsilon_standard"])
+           for r in pairs]
+    return {"pairs": len(rel), "below": sum(x < -1e-12 for x in rel), "lowest": min(rel),
+            "highest": max(rel)}
+
+
+def comparison_sentence(pairs: list[dict[str, str]]) -> str:
+    """The sentence comparing the shared and the standard search on every pair."""
+    c = search_comparison(pairs)
+    return (f"against the standard search, pair by pair, the shared search is {100 * c['lowest']:+.3f} % "
+            f"to {100 * c['highest']:+.3f} % ({c['below']} of {c['pairs']} pairs lower)")
 
 
 FIG3_DATASETS = (("wine", "Wine"), ("breast_cancer", "Breast Cancer"), ("diabetes", "Diabetes"))
@@ -142,6 +194,11 @@ def stored_leakage() -> list[dict[str, str]]:
     return _read(NUMBERS / "pairwise-leakage.csv")
 
 
+def stored_leakage_pairs() -> list[dict[str, str]]:
+    """The stored per-pair numbers of the pairwise-leakage scenario."""
+    return _read(NUMBERS / "pairwise-leakage-pairs.csv")
+
+
 def stored() -> dict[str, list[dict[str, str]]]:
     """The stored numbers by scenario name."""
     return {p.stem: _read(p) for p in sorted(NUMBERS.glob("paper-fig2-*.csv"))}
@@ -161,6 +218,8 @@ def main() -> int:
     ap.add_argument("--print", action="store_true", help="print the tables of the stored numbers")
     ap.add_argument("--leakage", type=Path, default=None, metavar="FOLDER",
                     help="a results/pairwise-leakage folder: store its epsilon by hop distance")
+    ap.add_argument("--standard", type=Path, default=None, metavar="FOLDER",
+                    help="with --leakage: the same scenario's results with search = \"standard\"")
     ap.add_argument("--fig3", type=Path, default=None, metavar="FOLDER",
                     help="a results/paper-fig3 folder: store its worst delta and error by T")
     args = ap.parse_args()
@@ -171,13 +230,14 @@ def main() -> int:
         _write(NUMBERS / "paper-fig3.csv", rows)
         print("\n".join(fig3_sentences(rows)))
     if args.leakage is not None:
-        rows = leakage_by_hops(args.leakage)
-        NUMBERS.mkdir(parents=True, exist_ok=True)
-        with open(NUMBERS / "pairwise-leakage.csv", "w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
+        pairs = leakage_pairs(args.leakage, args.standard)
+        rows = leakage_by_hops(pairs)
+        _write(NUMBERS / "pairwise-leakage.csv", rows)
+        _write(NUMBERS / "pairwise-leakage-pairs.csv", pairs)
         print(leakage_sentence(rows, 3))
+        print(upper_sentence(rows))
+        if args.standard is not None:
+            print(comparison_sentence(pairs))
     for folder in args.folders:
         if not (folder / "calibration.csv").exists():
             print(f"{folder}: no calibration.csv (run the paper-fig2 scenario first)", file=sys.stderr)

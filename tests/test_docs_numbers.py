@@ -72,15 +72,59 @@ def test_the_docs_example_is_what_the_code_computes():
 def test_readme_and_docs_print_the_stored_pairwise_leakage():
     tables = _script("readme_tables")
     rows = tables.stored_leakage()
+    pairs = tables.stored_leakage_pairs()
+    assert rows == tables.leakage_by_hops(pairs)  # the table by hops summarises the stored pairs
     assert [int(r["hops"]) for r in rows] == list(range(1, 9))  # the 16-ring: hops 1..8
-    assert sum(int(r["pairs"]) for r in rows) == 16 * 15
+    assert sum(int(r["pairs"]) for r in rows) == 16 * 15 == len(pairs)
+    # every pair bracketed: the search's value below its target's bound, one bound per target
+    assert all(float(p["epsilon"]) < float(p["epsilon_upper"]) for p in pairs)
+    assert all(len({p["epsilon_upper"] for p in pairs if p["target"] == t}) == 1
+               for t in {p["target"] for p in pairs})
     sentence = tables.leakage_sentence(rows, 3)
+    upper = tables.upper_sentence(rows)
     readme = " ".join((ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
-    assert sentence in readme
+    assert sentence in readme and upper in readme
     doc = " ".join((ROOT / "docs" / "privacy.md").read_text(encoding="utf-8").split())
     assert sentence.replace(" for observers within c = 3 hops of the target", " within 3 hops") in doc
+    assert upper in doc
+    scale = " ".join((ROOT / "docs" / "audit-scale.md").read_text(encoding="utf-8").split())
+    assert tables.comparison_sentence(pairs) in scale
     # the step at hop c + 1 that both texts describe
     assert min(float(r["mean"]) for r in rows[:3]) > 1.5 * max(float(r["mean"]) for r in rows[3:])
+
+
+def test_the_stored_upper_bounds_are_what_the_code_certifies():
+    """The certified bounds of docs/numbers/pairwise-leakage-pairs.csv, recomputed from the shipped
+    scenario (every target, well under a second)."""
+    from dpgossip.protocols.ddppm.audit import upper_bounds
+    from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.problem import build_structure, resolve_problem
+
+    sc = load_scenario(ROOT / "scenarios" / "pairwise-leakage.toml")
+    point = sc.points()[0]
+    problem = resolve_problem(point.config, build_structure(point.config, sc.base))
+    bounds = upper_bounds(problem.data, problem.network, problem.params,
+                          point.config["privacy"]["delta"], point.config["privacy"]["neighbours"])
+    stored = {int(p["target"]): float(p["epsilon_upper"])
+              for p in _script("readme_tables").stored_leakage_pairs()}
+    assert stored == {j: b.epsilon for j, b in bounds.items()}
+
+
+@pytest.mark.slow
+def test_the_stored_pairwise_leakage_of_one_target_is_what_the_shared_search_finds():
+    """Target 0's 15 pairs, searched again as the shipped scenario says: the stored values, bit for
+    bit (about a minute)."""
+    from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.privacy_section import audit_config
+    from dpgossip.scenario.problem import build_structure, resolve_problem
+
+    sc = load_scenario(ROOT / "scenarios" / "pairwise-leakage.toml")
+    point = sc.points()[0]
+    problem = resolve_problem(point.config, build_structure(point.config, sc.base))
+    audit = audit_config(point.config, problem, targets=[0])
+    stored = {(int(p["observer"]), int(p["target"])): float(p["epsilon"])
+              for p in _script("readme_tables").stored_leakage_pairs() if p["target"] == "0"}
+    assert stored == {k: r.epsilon["rdp"] for k, r in audit.results.items()}
 
 
 QUICKSTART_AUDIT = ("`dpgossip audit scenarios/quickstart.toml` (standard search) finds for every pair a "

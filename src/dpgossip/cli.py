@@ -265,6 +265,10 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
            f"{'s' if w.hops != 1 else ''})" if point.per_observer
            else f"worst target: {w.target} (view {w.view}: no single observer)")
     print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}: {values}")
+    if w.epsilon_upper is not None and w.epsilon_upper_max is not None:
+        print(f"  certified upper bound on epsilon at delta {w.delta:g} (every neighbour, every "
+              f"observer): {_num(w.epsilon_upper)} for target {w.target}, at most "
+              f"{_num(w.epsilon_upper_max)} over all targets")
     if w.exact is not None:
         exact = (w.exact.delta_at_epsilon[f"{point.rank_epsilon:g}"] if point.rank_by == "delta"
                  else w.exact.epsilon)
@@ -308,7 +312,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if len(plan.pair_tasks) < len(plan.tasks):
         print("other kinds: their own accountant (guaranteed_epsilon) and auditor (audited_epsilon) "
               "on repeat 0, as dpgossip run reports them", flush=True)
-    run = run_audit(plan, on_point=_print_audit_point, quiet=args.quiet)
+    run = run_audit(plan, on_point=_print_audit_point, quiet=args.quiet, workers=args.workers)
     files = list(run.files)
     if not args.no_plots:
         files.extend(_plots(lambda: make_audit_report(run.out)))
@@ -344,17 +348,24 @@ def _target(args: argparse.Namespace) -> CalibrationTarget:
 def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
     """The achieved numbers of a calibration, its worst pair and its notes (comment lines)."""
     status = cal.meaning if cal.met else f"DOES NOT MEET the target: {cal.meaning}"
-    check = (f"re-audit with {cal.check_candidates} candidates per target"
-             if cal.search == "candidates" else f"{cal.search} search at this scale")
-    print(f"# achieved ({check}): epsilon = "
-          f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
-          f"{epsilon:g}: {status}")
+    if cal.bound == "certified upper bound":
+        print(f"# achieved ({cal.bound}, the largest over the targets): epsilon <= "
+              f"{_num(cal.epsilon)} at delta = {delta:g}: {status}")
+    else:
+        check = (f"re-audit with {cal.check_candidates} candidates per target"
+                 if cal.search == "candidates" else f"{cal.search} search at this scale")
+        print(f"# achieved ({cal.bound}, {check}): epsilon = "
+              f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
+              f"{epsilon:g}: {status}")
     print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
           + ", ".join(f"{v:.4g}" for v in cal.params.sigma_p[0])
           + f"; {len(cal.history)} audits, monotone in s: {'yes' if cal.monotone_ok else 'NO'}")
     from dpgossip.scenario.audit_point import OBSERVER_VIEWS
 
-    if cal.view in OBSERVER_VIEWS:
+    if cal.bound == "certified upper bound":
+        print(f"# largest bound: target {cal.worst['target']}, row {cal.worst['row']} (it holds for "
+              "every observer)")
+    elif cal.view in OBSERVER_VIEWS:
         print(f"# worst pair: observer {cal.worst['observer']} -> target {cal.worst['target']} "
               f"({cal.worst['hops']} hops), row {cal.worst['row']}")
     else:
@@ -394,9 +405,14 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         return _calibrate_kind(args, plan)
     priv, target = plan.config["privacy"], plan.target
     epsilon, delta = target.epsilon, target.delta
-    print(f"# dpgossip calibrate {sc.path}: the smallest {target.family} noise scale whose audited "
-          f"worst case meets epsilon <= {epsilon:g} at delta = {delta:g}")
-    print(f"# view {priv['view']}, neighbours {priv['neighbours']}, method {target.method}; "
+    upper = target.method == "upper"
+    print(f"# dpgossip calibrate {sc.path}: the smallest {target.family} noise scale whose "
+          + ("certified upper bound (every neighbour of this X, every observer)" if upper
+             else "audited worst case")
+          + f" meets epsilon <= {epsilon:g} at delta = {delta:g}")
+    print(f"# neighbours {priv['neighbours']}, method upper: a proven per-instance bound (about "
+          "this X, not a DP guarantee over all datasets; docs/upper-bound.md)" if upper else
+          f"# view {priv['view']}, neighbours {priv['neighbours']}, method {target.method}; "
           f"{PER_INSTANCE}", flush=True)
     say = None if args.quiet else (lambda text: print(f"# {text}", flush=True))
     done = calibrate_plan(plan, say)
@@ -600,7 +616,7 @@ def _add_run(sub: Any) -> None:
         default=1,
         metavar="N",
         help="local lanes: this process plus N-1 worker processes (default 1: this process "
-        "only; 0: one per CPU)",
+        "only; 0: one per CPU); a sweep of one point gives them to its pair audit's targets",
     )
     r.add_argument(
         "--scheduler",
@@ -655,6 +671,9 @@ def _add_audit(sub: Any) -> None:
                    help="output folder (default: results/<scenario name>-audit)")
     _add_privacy_flags(a)
     a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
+    a.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes that search a point's targets (default 1; 0: one per CPU); "
+                   "the results are the same bits for any N")
     a.add_argument("-q", "--quiet", action="store_true",
                    help="no progress on stderr (the results are still printed)")
     a.add_argument("--force", action="store_true",

@@ -213,3 +213,37 @@ def test_section_run_hook_writes_a_table_that_the_report_plots(tmp_path, leakage
     assert "leakage.csv" in summary["files"]
     for name in ("leakage_heatmap_p0.png", "leakage_heatmap_p1.png", "leakage_vs_hops.png"):
         assert is_png(tmp_path / "plots" / name)
+
+
+def test_hops_plot_draws_the_certified_upper_bound_above_the_lower_estimates(tmp_path, monkeypatch):
+    """Rows with ``epsilon_upper``: the worst and the mean bound per hop distance are drawn (their
+    values computed here from the rows), a bound of inf on the inf line, which says it is no finite
+    bound (not no privacy); rows without it draw no bound."""
+    import dpgossip.report.leakage as leakage
+
+    drawn = []
+    real_save = leakage.save
+    monkeypatch.setattr(leakage, "save", lambda fig, path: (drawn.append(fig), real_save(fig, path))[1])
+    rows = [{**r, "epsilon": r.pop("value"), "epsilon_upper": 10.0 + r["target"]}
+            for r in ring_leakage()]
+    rows[0]["epsilon_upper"] = float("inf")
+    assert is_png(plot_leakage_vs_hops(rows, tmp_path / "upper.png", value_key="epsilon"))
+    ax = drawn[-1].axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    worst = lines["certified upper bound, worst pair"]
+    mean = lines["certified upper bound, mean"]
+    hops = sorted({r["hops"] for r in rows})
+    y_inf = [ln for ln in ax.get_lines() if ln.get_label().startswith("inf:")]
+    assert [ln.get_label() for ln in y_inf] == ["inf: no finite upper bound proven (1 pairs)"]
+    inf_level = y_inf[0].get_ydata()[0]
+    for h, w, m in zip(hops, worst.get_ydata(), mean.get_ydata(), strict=True):
+        ups = [r["epsilon_upper"] for r in rows if r["hops"] == h]
+        want = max(ups)
+        assert w == (inf_level if want == float("inf") else want)
+        if all(u < float("inf") for u in ups):
+            assert m == pytest.approx(sum(ups) / len(ups), rel=1e-12)
+    lower = lines["lower estimate, worst pair"].get_ydata()
+    assert all(lo < up for lo, up in zip(lower, worst.get_ydata(), strict=True))
+    plain = [{k: v for k, v in r.items() if k != "epsilon_upper"} for r in rows]
+    plot_leakage_vs_hops(plain, tmp_path / "plain.png", value_key="epsilon")
+    assert not any("upper" in ln.get_label() for ln in drawn[-1].axes[0].get_lines())

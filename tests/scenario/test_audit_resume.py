@@ -171,3 +171,46 @@ def test_command_resumes_and_prints_the_same_report(tmp_path, monkeypatch, capsy
     second = capsys.readouterr()
     assert counting.calls == [2] and second.err == ""
     assert first.out == second.out and "point 1 (c=2): 4 agents" in first.out
+
+
+def test_audit_interrupted_after_one_target_resumes_to_the_same_bits(tmp_path, monkeypatch):
+    """The optimising search stores each finished target (``points/<key>.targets``); interrupted
+    after the first target, a rerun searches only the other targets and writes byte-identical
+    tables (every pair's value, neighbour and evidence, the certified bounds) to an uninterrupted
+    audit's, then removes the targets' folder."""
+    from dpgossip.scenario.pair_targets import TargetStore
+
+    raw = copy.deepcopy(RAW)
+    raw["protocol"]["consensus_steps"] = 1
+    raw["data"]["synthetic"]["n"] = 8  # two rows per agent: a cheap search
+    raw["privacy"] = {"search": 1, "methods": ["rdp"], "epsilon": [50.0]}
+    sc = Scenario(validate(raw), None, raw)
+    tables = ("pairs.csv", "worst.json", "epsilon_matrix.csv")
+    audit(sc, tmp_path / "whole")
+    (key,) = [t.key for t in plan_audit(sc, tmp_path / "whole").tasks]
+    assert not (tmp_path / "whole" / "points" / f"{key}.targets").exists()
+
+    real_save = TargetStore.save
+
+    def save_then_stop(self, target, results):
+        real_save(self, target, results)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TargetStore, "save", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        audit(sc, tmp_path / "cut")
+    stored = staging_path(tmp_path / "cut") / "points" / f"{key}.targets"
+    assert sorted(p.name for p in stored.iterdir()) == ["000000.json"]
+    monkeypatch.setattr(TargetStore, "save", real_save)
+    searched = []
+    real_config = privacy_section.audit_config
+
+    def spy(config, problem, **kwargs):
+        searched.append(kwargs.get("targets"))
+        return real_config(config, problem, **kwargs)
+
+    monkeypatch.setattr(privacy_section, "audit_config", spy)
+    run = audit(sc, tmp_path / "cut")
+    assert searched == [[1, 2, 3]] and run.computed == 1
+    assert read_bytes(tmp_path / "cut", *tables) == read_bytes(tmp_path / "whole", *tables)
+    assert not (tmp_path / "cut" / "points" / f"{key}.targets").exists()

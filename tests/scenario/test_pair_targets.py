@@ -48,3 +48,36 @@ def test_resume_and_equal_to_one_audit(tmp_path):
     with pytest.raises(ConfigError, match="another audit"):
         audit_by_target(data, net, params, tmp_path, TargetAuditSettings(search=small, seed=5),
                         targets=[0], quiet=True)
+
+
+def test_target_store_reads_back_every_field_and_skips_damaged_files(tmp_path):
+    """A stored target reads back to equal fields, non-finite values included; a damaged or foreign
+    file counts as not done (the target is searched again)."""
+    import math
+
+    from dpgossip.privacy.neighbours import Neighbour
+    from dpgossip.protocols.ddppm.audit import PairResult
+    from dpgossip.protocols.ddppm.search import SearchEvidence, SearchStage
+    from dpgossip.scenario.pair_targets import TargetStore
+
+    ev = SearchEvidence(settings=SearchSettings.of("shared"),
+                        stages=(SearchStage(level=0, stage="screen", evaluations=3, surrogate=math.inf,
+                                            value=math.nan, seconds=0.25),),
+                        rows_screened=4, rows_searched=2, first_message_bound=math.nan,
+                        level_values=(1.0 / 3.0, math.inf), warm=1, searched_on="0 5")
+    r = PairResult(observer=3, target=1, hops=2,
+                   neighbour=Neighbour(row=7, x_new=np.array([0.1, -2.0 / 3.0]), label="-x+polish"),
+                   epsilon={"rdp": 12.345678901234567, "exact": math.inf},
+                   delta={"rdp": [0.1, 1e-300], "exact": [1.0, math.nan]}, renyi2=math.inf,
+                   renyi2_pq=0.7, renyi2_qp=math.inf, evidence=ev)
+    store = TargetStore(tmp_path / "t")
+    store.save(1, {(3, 1): r})
+    back = store.done([0, 1])[1][(3, 1)]
+    assert list(store.done([0, 1])) == [1]
+    assert back.rows((1.0, 5.0), 1e-5)[0].keys() == r.rows((1.0, 5.0), 1e-5)[0].keys()
+    for a, b in zip(back.rows((1.0, 5.0), 1e-5), r.rows((1.0, 5.0), 1e-5), strict=True):
+        assert all(a[k] == b[k] or (a[k] != a[k] and b[k] != b[k]) for k in a)
+    assert np.array_equal(back.neighbour.x_new, r.neighbour.x_new) and back.evidence == ev
+    store.path(1).write_text("{not json")
+    (tmp_path / "t" / "000002.json").write_text(json.dumps({"format": "other", "target": 2}))
+    assert store.done([1, 2]) == {}

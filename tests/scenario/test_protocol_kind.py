@@ -133,9 +133,16 @@ OLD_KEYS = {"quickstart": ("824592b070d09b4f", "824592b070d09b4f"),
             "pairwise-leakage": ("fd2fcd3fcb445461", "fd2fcd3fcb445461")}
 
 
+# Settings of the shipped files that changed since: put back, the keys must be the old ones.
+OLD_PRIVACY = {"pairwise-leakage": {"search": "standard"}}
+
+
 @pytest.mark.parametrize("name", sorted(OLD_KEYS))
 def test_ddppm_point_keys_are_the_keys_stored_before_protocol_kind(name: str):
-    cfg = validate(tomllib.loads((SCENARIOS / f"{name}.toml").read_text()))
+    raw = tomllib.loads((SCENARIOS / f"{name}.toml").read_text())
+    if name in OLD_PRIVACY:
+        raw["privacy"].update(OLD_PRIVACY[name])
+    cfg = validate(raw)
     assert cfg["protocol"]["kind"] == "ddppm"
     points = expand(cfg)
     assert (points[0].key, points[-1].key) == OLD_KEYS[name]

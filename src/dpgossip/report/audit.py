@@ -189,7 +189,7 @@ def audit_leakage_rows(pairs: Sequence[Mapping[str, Any]], labels: Mapping[int, 
             continue
         name = "epsilon" if key == "epsilon" else "delta_at_epsilon"
         for r in mine:
-            row = {k: r[k] for k in ("observer", "target", "hops") if k in r}
+            row = {k: r[k] for k in ("observer", "target", "hops", "epsilon_upper") if k in r}
             out.append({**row, name: r[key], "method": first, "delta": r["delta"],
                         "view": r["view"], "point": p, "series": labels.get(p, "")})
     return out

@@ -9,6 +9,9 @@ Input format (what the privacy auditor passes): a sequence of mappings, one per 
 ``value``      float, the leakage of the pair, e.g. epsilon at a fixed delta (the key can be
                renamed with ``value_key``, e.g. ``value_key="epsilon"``)
 ``series``     optional str, splits :func:`plot_leakage_vs_hops` into one curve per series
+``epsilon_upper``  optional float, the certified upper bound of the pair (the auditor's rows carry
+               it; docs/upper-bound.md): :func:`plot_leakage_vs_hops` draws its worst and mean per
+               hop distance above the lower estimates (``[lower, upper]``)
 =============  =========================================================================
 
 A pair given twice (in the heatmap), a missing key or a non-finite hop count raises ``ValueError``.
@@ -174,10 +177,12 @@ def plot_pair_heatmap(
     return save(fig, path)
 
 
-def _inf_line(ax: Any, y_inf: float, n_inf: int, *, log: bool, any_finite: bool) -> None:
-    """Draw the "inf" line at ``y_inf`` and give it its own tick label, clear of the finite ticks."""
+def _inf_line(ax: Any, y_inf: float, n_inf: int, *, log: bool, any_finite: bool,
+              label: str | None = None) -> None:
+    """Draw the "inf" line at ``y_inf`` and give it its own tick label, clear of the finite ticks
+    (``label``: its legend entry, default the count of pairs without privacy)."""
     ax.axhline(y_inf, color=INF_COLOUR, lw=1.2, ls="--",
-               label=f"inf: no privacy ({n_inf} pair{'s' if n_inf != 1 else ''})")
+               label=label or f"inf: no privacy ({n_inf} pair{'s' if n_inf != 1 else ''})")
     if any_finite:
         lo, _ = ax.get_ylim()
         gap = (y_inf / lo) ** 0.08 if log and lo > 0 else None  # keep ticks clear of "inf"
@@ -200,9 +205,14 @@ def plot_leakage_vs_hops(
     value_label: str | None = None,
     title: str | None = None,
     log: bool = False,
+    upper_key: str = "epsilon_upper",
 ) -> Path:
     """Leakage of every pair against its hop distance, with the worst case (max) and the mean per hop
     distance as lines; one colour per ``series`` when the rows have that key. Saved as PNG at ``path``.
+
+    When the rows carry a certified upper bound (``upper_key``, a number in every row of a series), its
+    worst and mean per hop are drawn too (dashed): each pair is bracketed ``[lower, upper]``, the lower
+    estimate a neighbour the search found, the upper bound proven for every neighbour.
 
     Parameters
     ----------
@@ -218,24 +228,23 @@ def plot_leakage_vs_hops(
         Figure title.
     log
         Logarithmic y axis.
+    upper_key
+        Key of the certified upper bound (drawn only with ``value_key = "epsilon"``).
     """
     _check(rows, value_key)
     value_label = value_label or leakage_label(rows, value_key)
-    series: dict[str, list[tuple[int, float]]] = {}
-    for k, r in enumerate(rows):
-        hops = float(r["hops"])
-        if not math.isfinite(hops):
-            raise ValueError(f"leakage row {k}: hops must be a finite integer, got {r['hops']!r}")
-        series.setdefault(str(r.get("series", "")), []).append((int(hops), float(r[value_key])))
+    series = _value_series(rows, value_key)
+    uppers = _upper_series(rows, upper_key) if value_key == "epsilon" else {}
     fig = new_figure(6.4, 4.4)
     ax = fig.subplots()
     rng = np.random.default_rng(0)  # jitter only; fixed so the figure is reproducible
-    finite_all = [v for pts in series.values() for _, v in pts if math.isfinite(v)]
+    finite_all = [v for pts in [*series.values(), *uppers.values()] for _, v in pts
+                  if math.isfinite(v)]
     positive = [v for v in finite_all if v > 0]
     top = max(finite_all) if finite_all else 1.0
     # infinite values sit on their own line above the finite ones, labelled "inf"
     y_inf = (max(positive) * 4 if positive else 1.0) if log else (abs(top) * 1.25 if top else 1.0)
-    n_inf = 0
+    n_inf = n_up_inf = 0
     for (name, pts), c in zip(series.items(), colours(len(series), ordered=False), strict=True):
         h = np.array([p[0] for p in pts], dtype=float)
         v = np.array([p[1] for p in pts], dtype=float)
@@ -249,14 +258,17 @@ def plot_leakage_vs_hops(
         worst = np.array([float(np.max(v[h == x])) for x in levels])
         mean = np.array([float(np.mean(v[h == x])) for x in levels])
         prefix = f"{name}: " if name else ""
+        side = "lower estimate, " if uppers.get(name) else ""  # bracketed: name the side
         ax.plot(levels, np.where(np.isposinf(worst), y_inf, worst), "-o", color=c, ms=4,
-                label=f"{prefix}worst pair")
+                label=f"{prefix}{side}worst pair")
         ax.plot(levels, np.where(np.isposinf(mean), y_inf, mean), ":", color=c,
-                label=f"{prefix}mean over pairs")
+                label=f"{prefix}{side}mean over pairs")
+        n_up_inf += _draw_upper(ax, uppers.get(name), c, prefix, y_inf)
     if log and positive:
         ax.set_yscale("log")
-    if n_inf:
-        _inf_line(ax, y_inf, n_inf, log=log, any_finite=bool(finite_all))
+    if n_inf or n_up_inf:  # an infinite upper bound is no finite bound proven, not no privacy
+        _inf_line(ax, y_inf, n_inf, log=log, any_finite=bool(finite_all),
+                  label=None if n_inf else f"inf: no finite upper bound proven ({n_up_inf} pairs)")
     hops_all = sorted({p[0] for pts in series.values() for p in pts})
     ax.set_xticks(hops_all)
     ax.set_xlabel("hop distance between observer and target")
@@ -265,6 +277,54 @@ def plot_leakage_vs_hops(
     ax.legend(fontsize="small")
     ax.set_title(title or f"{value_label} against hop distance", fontsize="medium")
     return save(fig, path)
+
+
+def _value_series(rows: Sequence[Mapping[str, Any]], value_key: str
+                  ) -> dict[str, list[tuple[int, float]]]:
+    """Per series, ``(hops, value)`` of every pair (``ValueError`` for a non-finite hop count)."""
+    series: dict[str, list[tuple[int, float]]] = {}
+    for k, r in enumerate(rows):
+        hops = float(r["hops"])
+        if not math.isfinite(hops):
+            raise ValueError(f"leakage row {k}: hops must be a finite integer, got {r['hops']!r}")
+        series.setdefault(str(r.get("series", "")), []).append((int(hops), float(r[value_key])))
+    return series
+
+
+def _upper_series(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, list[tuple[int, float]]]:
+    """Per series, ``(hops, upper)`` of every pair, for the series whose every row carries a number
+    under ``key`` (infinite included); the other series get none."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    skip: set[str] = set()
+    for r in rows:
+        name = str(r.get("series", ""))
+        try:
+            value = float(r.get(key))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            value = math.nan
+        if math.isnan(value):
+            skip.add(name)
+        else:
+            out.setdefault(name, []).append((int(float(r["hops"])), value))
+    return {k: v for k, v in out.items() if k not in skip}
+
+
+def _draw_upper(ax: Any, pts: list[tuple[int, float]] | None, colour: Any, prefix: str,
+                y_inf: float) -> int:
+    """Draw the worst and mean certified upper bound per hop distance; the number of infinite
+    bounds (drawn on the ``inf`` line)."""
+    if not pts:
+        return 0
+    h = np.array([p[0] for p in pts], dtype=float)
+    v = np.array([p[1] for p in pts], dtype=float)
+    levels = sorted(set(h.astype(int)))
+    worst = np.array([float(np.max(v[h == x])) for x in levels])
+    mean = np.array([float(np.mean(v[h == x])) for x in levels])
+    ax.plot(levels, np.where(np.isposinf(worst), y_inf, worst), "--^", color=colour, ms=4,
+            label=f"{prefix}certified upper bound, worst pair")
+    ax.plot(levels, np.where(np.isposinf(mean), y_inf, mean), "-.", color=colour, alpha=0.6,
+            label=f"{prefix}certified upper bound, mean")
+    return int(np.isposinf(v).sum())
 
 
 def plot_leakage_vs_iterations(res: Any, path: str | Path) -> Path | None:

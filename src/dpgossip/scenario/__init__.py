@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocols.ddppm.audit import audit_processes
 
 # the sections this layer owns ([privacy] and each registered kind's own: [ppm], [cape], ...) register
 # themselves when imported; importing them here registers them before any module of the package is used
@@ -272,7 +273,9 @@ def _run(
     else:
         stream = run_inline(tasks, structures.built)
     inline = client is None and (n_workers <= 1 or len(tasks) < 2)  # points run in this thread
-    with repeat_progress(progress.repeat if inline else None):
+    # one point inline: its pair audit searches its targets on the lanes (same bits for any count)
+    with repeat_progress(progress.repeat if inline else None), \
+            audit_processes(n_workers if inline else 1):
         _save_all(stream, BatchWriter(out_dir), results, progress)
     assemble(
         out_dir,

@@ -8,6 +8,11 @@ each point by its ``protocol.kind``'s own audit
 (:func:`~dpgossip.scenario.kind_commands.kind_commands`), stores each
 :class:`~dpgossip.scenario.audit_point.AuditPoint` as soon as it is done, then writes the tables here.
 
+Within a point audited by the optimising search, every finished target is stored too
+(``points/<key>.targets/<j>.json``, :class:`~dpgossip.scenario.pair_targets.TargetStore`): a rerun
+searches only the targets not stored and ends with the same bits; the folder goes once the point's
+file is written. ``--workers N`` searches a point's targets on ``N`` processes (the same bits).
+
 Files (each written atomically):
 
 ``pairs.csv``
@@ -33,10 +38,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dpgossip.protocols.ddppm.audit import PairAudit, upper_bounds
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.audit_point import (
     OBSERVER_VIEWS,
@@ -47,6 +53,7 @@ from dpgossip.scenario.audit_point import (
     WorstPair,
 )
 from dpgossip.scenario.expand import point_hash
+from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.preflight import input_digests
 from dpgossip.scenario.problem import build_structure, resolve_problem
 from dpgossip.scenario.progress import axes_label
@@ -70,6 +77,9 @@ class AuditTask:
     pair_audit: bool = True
     """Audited pair by pair as ``[privacy]`` says (the kind's commands say so: ``ddppm``), else by the
     kind's own auditor."""
+    store: Path | None = None
+    """Folder of the point's finished targets (:class:`~dpgossip.scenario.pair_targets.TargetStore`,
+    ``points/<key>.targets``), from which an interrupted pair audit resumes; None: no store."""
 
     @property
     def name(self) -> str:
@@ -201,8 +211,10 @@ def audit_task(task: AuditTask, base: Path | None = None,
     say(f"{task.name}: auditing every " + ("(observer, target) pair" if per_observer else "target")
         + f" of {problem.data.m} agents (view {cfg['privacy']['view']})")
     targets = None if stage is None else TargetProgress(stage, task.name)
-    audit = privacy_section.audit_config(cfg, problem, on_target=targets,
-                                         on_stage=None if targets is None else targets.stage)
+    store = (TargetStore(task.store) if task.store is not None
+             and cfg["privacy"]["search"] != "candidates" else None)  # its stream spans targets
+    audit = _pair_audit(cfg, problem, store, on_target=targets,
+                        on_stage=None if targets is None else targets.stage)
     method = audit.methods[0]
     w = audit.worst(method, by="delta" if audit.rank_by == "delta" else "epsilon")
     exact = None
@@ -229,6 +241,29 @@ def audit_task(task: AuditTask, base: Path | None = None,
         pairs=jsonable(audit.rows()), leakage=jsonable(privacy_section.leakage_rows(audit)),
         seconds=time.perf_counter() - t0,
     )
+
+
+def _pair_audit(config: dict[str, Any], problem: Any, store: TargetStore | None,
+                **progress: Any) -> PairAudit:
+    """The point's pair audit (:func:`~dpgossip.scenario.privacy_section.audit_config`); with a
+    ``store``, the targets it holds are read back, the others searched and each stored as soon as it
+    is done, and the certified upper bounds computed for every target: the same bits as an audit of
+    every target at once (each target's search reseeds its streams)."""
+    if store is None:
+        return privacy_section.audit_config(config, problem, **progress)
+    data = problem.data
+    done = store.done(range(data.m))
+    audit = privacy_section.audit_config(config, problem, targets=[j for j in range(data.m)
+                                                                   if j not in done],
+                                         upper_bound=False, on_target_results=store.save,
+                                         **progress)
+    found: dict[int, dict[tuple[int, int], Any]] = {}
+    for key, r in audit.results.items():
+        found.setdefault(key[1], {})[key] = r
+    results = {k: r for j in range(data.m) for k, r in (done.get(j) or found.get(j, {})).items()}
+    return replace(audit, results=results,
+                   upper=upper_bounds(data, problem.network, problem.params, audit.delta,
+                                      config["privacy"]["neighbours"]))
 
 
 def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict[str, Any]:

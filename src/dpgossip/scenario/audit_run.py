@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dpgossip.errors import ConfigError
+from dpgossip.protocols.ddppm.audit import audit_processes
 from dpgossip.scenario.audit_command import (
     AuditPlan,
     AuditRun,
@@ -44,8 +45,10 @@ from dpgossip.scenario.audit_point import (
     read_kind_point,
     write_audit_point,
 )
+from dpgossip.scenario.execute import resolve_workers
 from dpgossip.scenario.kind_commands import commands_for
 from dpgossip.scenario.outdir import check_out_dir
+from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.preflight import check_points
 from dpgossip.scenario.privacy_overrides import (
     PrivacyOverrides,
@@ -106,7 +109,7 @@ def plan_audit(scenario: Any, out: str | Path | None = None, *,
 
 
 def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None = None,
-              quiet: bool = False, stream: IO[str] | None = None) -> AuditRun:
+              quiet: bool = False, stream: IO[str] | None = None, workers: int = 1) -> AuditRun:
     """Audit every point of ``plan`` (resuming from stored points) and write the folder's tables.
 
     Every point's settings are checked on its network and data first
@@ -126,6 +129,10 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
     stream
         Where progress goes: which step a point is at, and a line per finished point with an ETA
         (a bar on a terminal; :class:`~dpgossip.scenario.progress.Progress`). Default ``sys.stderr``.
+    workers
+        Processes that search each point's targets
+        (:func:`~dpgossip.protocols.ddppm.audit.audit_processes`; 0: one per CPU). The results are
+        the same bits for any count.
 
     Returns
     -------
@@ -140,7 +147,8 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
         Propagated; every point finished before it is stored.
     """
     check_points(plan.tasks, plan.base)
-    with staged_folder(plan.out, flag="--out") as stage:
+    with staged_folder(plan.out, flag="--out") as stage, \
+            audit_processes(resolve_workers(workers)):
         run = _run_audit(replace(plan, out=stage.work), on_point, quiet, stream, plan.out)
         stage.commit(stale_audit_files(plan.out, plan.scenario))
     return replace(run, out=plan.out,
@@ -166,8 +174,11 @@ def _run_audit(plan: AuditPlan, on_point: Callable[[AuditPoint], None] | None, q
         for t in plan.tasks:
             point = done.get(t.key)
             if point is None:
-                point = commands_for(t.kind).audit(t, plan.base, None if quiet else progress.stage)
+                store = plan.out / "points" / f"{t.key}.targets"
+                point = commands_for(t.kind).audit(replace(t, store=store), plan.base,
+                                                   None if quiet else progress.stage)
                 write_audit_point(plan.out, point)
+                TargetStore(store).clear()  # the point's file holds every pair now
                 done[t.key] = point
                 progress.update(point, audit_summary(point))
             elif point.index != t.index:  # the same configuration at another point of the sweep

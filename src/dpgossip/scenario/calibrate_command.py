@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpgossip.protocols.ddppm.calibrate import Calibration
+from dpgossip.protocols.ddppm.calibrate import UPPER_METHOD, Calibration
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.expand import Point
 from dpgossip.scenario.kind_audit import KindCalibration, calibrate_kind
@@ -32,6 +32,13 @@ from dpgossip.scenario.store import json_safe, write_json
 
 __all__ = ["CalibrationTarget", "CalibrationPlan", "CalibrationRun", "calibrate_pairs",
            "calibrate_kind_plan", "calibration_record", "write_calibration"]
+
+UPPER_STATEMENT = (
+    "certified upper bound (docs/upper-bound.md): proven for every neighbour of this X and every "
+    "observer; per instance (about this X), not a DP guarantee over all datasets"
+)
+"""What a calibration against the certified upper bound (``method = "upper"``) is, in its record."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CalibrationTarget:
@@ -125,8 +132,9 @@ def calibrate_pairs(plan: CalibrationPlan, stage: Callable[[str], None] | None =
     say = stage if stage is not None else (lambda _text: None)
     say(f"point {plan.point.index}: building the network and the data")
     structure = build_structure(plan.config, plan.base)
-    say(f"point {plan.point.index}: searching the noise scale on {structure.data.m} agents (every "
-        "step audits every pair)")
+    say(f"point {plan.point.index}: searching the noise scale on {structure.data.m} agents ("
+        + ("every step computes every target's certified upper bound)" if plan.target.method == "upper"
+           else "every step audits every pair)"))
     progress = None if stage is None else LevelProgress(stage, target_delta=plan.target.delta,
                                                         target_epsilon=plan.target.epsilon)
     return privacy_section.calibrate_point(plan.config, structure, on_level=progress)
@@ -142,7 +150,8 @@ def calibrate_kind_plan(plan: CalibrationPlan, stage: Callable[[str], None] | No
 def calibration_record(plan: CalibrationPlan, cal: Calibration | KindCalibration) -> dict[str, Any]:
     """The JSON record of a calibration: the scenario, file, point and axes, the per-instance statement
     (``ddppm``) and :meth:`~dpgossip.protocols.ddppm.calibrate.Calibration.to_dict` (strict JSON values)."""
-    what = ({"audit": privacy_section.PER_INSTANCE} if isinstance(cal, Calibration)
+    what = ({"audit": UPPER_STATEMENT if cal.method == UPPER_METHOD else privacy_section.PER_INSTANCE}
+            if isinstance(cal, Calibration)
             else {"guarantee": "a DP guarantee of the kind's accountant (not a per-instance audit)"})
     record = {"scenario": plan.scenario, "file": str(plan.file), "point": plan.point.index,
               "axes": plan.point.axes, **what, **cal.to_dict()}

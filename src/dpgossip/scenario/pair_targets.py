@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -26,14 +26,16 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError
-from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.privacy.neighbours import Neighbour
+from dpgossip.protocols.ddppm.audit import AuditOptions, PairResult, audit_pairs
 from dpgossip.protocols.ddppm.params import ProtocolParams
-from dpgossip.protocols.ddppm.search import SearchSettings
+from dpgossip.protocols.ddppm.search import SearchEvidence, SearchSettings, SearchStage
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.store import json_safe, read_json, write_json
 from dpgossip.topology.network import Network
 
-__all__ = ["TargetAuditSettings", "TargetDone", "audit_by_target", "read_targets"]
+__all__ = ["TargetAuditSettings", "TargetDone", "TargetStore", "audit_by_target", "read_targets",
+           "result_record", "result_from_record"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,3 +160,101 @@ def read_targets(out: str | Path, targets: Sequence[int]) -> list[dict[str, Any]
                               "finish it", field="out")
         rows.extend(read_json(path)["rows"])
     return rows
+
+
+# --- every field of a pair's result, for a resumed audit ---------------------------------------------
+def result_record(result: PairResult) -> dict[str, Any]:
+    """Every field of a :class:`~dpgossip.protocols.ddppm.audit.PairResult` as JSON-native values
+    (:func:`result_from_record` restores the same bits: JSON writes a float by its shortest repr,
+    which reads back to the same double)."""
+    nb, ev = result.neighbour, result.evidence
+    return {"observer": int(result.observer), "target": int(result.target), "hops": int(result.hops),
+            "neighbour": {"row": int(nb.row), "x_new": [float(v) for v in nb.x_new],
+                          "label": nb.label},
+            "epsilon": {k: float(v) for k, v in result.epsilon.items()},
+            "delta": {k: [float(v) for v in vs] for k, vs in result.delta.items()},
+            "renyi2": float(result.renyi2), "renyi2_pq": float(result.renyi2_pq),
+            "renyi2_qp": float(result.renyi2_qp),
+            "evidence": None if ev is None else {
+                "settings": asdict(ev.settings), "stages": [asdict(st) for st in ev.stages],
+                "rows_screened": ev.rows_screened, "rows_searched": ev.rows_searched,
+                "first_message_bound": float(ev.first_message_bound),
+                "level_values": [float(v) for v in ev.level_values], "warm": ev.warm,
+                "searched_on": ev.searched_on}}
+
+
+def result_from_record(record: Mapping[str, Any]) -> PairResult:
+    """The :class:`~dpgossip.protocols.ddppm.audit.PairResult` of a :func:`result_record` (read back by
+    :func:`~dpgossip.scenario.store.read_json`, which restores the non-finite values)."""
+    nb, ev = record["neighbour"], record["evidence"]
+    evidence = None if ev is None else SearchEvidence(
+        settings=SearchSettings(**ev["settings"]),
+        stages=tuple(SearchStage(**st) for st in ev["stages"]),
+        rows_screened=int(ev["rows_screened"]), rows_searched=int(ev["rows_searched"]),
+        first_message_bound=float(ev["first_message_bound"]),
+        level_values=tuple(float(v) for v in ev["level_values"]), warm=int(ev["warm"]),
+        searched_on=str(ev["searched_on"]))
+    return PairResult(observer=int(record["observer"]), target=int(record["target"]),
+                      hops=int(record["hops"]),
+                      neighbour=Neighbour(row=int(nb["row"]), x_new=np.array(nb["x_new"], dtype=float),
+                                          label=str(nb["label"])),
+                      epsilon={k: float(v) for k, v in record["epsilon"].items()},
+                      delta={k: [float(v) for v in vs] for k, vs in record["delta"].items()},
+                      renyi2=float(record["renyi2"]), renyi2_pq=float(record["renyi2_pq"]),
+                      renyi2_qp=float(record["renyi2_qp"]), evidence=evidence)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetStore:
+    """The finished targets of one point's pair audit, one file per target (``<folder>/<j>.json``,
+    written atomically: a file present is complete), so that an interrupted audit resumes from the
+    targets it finished. The folder is named after the point's key (a hash of its whole
+    configuration and inputs), so it never holds another audit's targets.
+
+    Each target's search reseeds its random streams with ``(seed, target)``, so the pairs of a
+    resumed target are the bits an uninterrupted audit computes.
+    """
+
+    folder: Path
+
+    def path(self, target: int) -> Path:
+        """The file of ``target``."""
+        return self.folder / f"{int(target):06d}.json"
+
+    def save(self, target: int, results: Mapping[tuple[int, int], PairResult]) -> None:
+        """Store one finished target's pairs (in their order)."""
+        write_json(self.path(target), json_safe(
+            {"format": TARGET_FORMAT, "target": int(target),
+             "pairs": [result_record(r) for r in results.values()]}))
+
+    def done(self, targets: Sequence[int]) -> dict[int, dict[tuple[int, int], PairResult]]:
+        """The stored pairs of those of ``targets`` that are finished (a file that cannot be read, of
+        another format or another target is ignored: that target is searched again)."""
+        out: dict[int, dict[tuple[int, int], PairResult]] = {}
+        for j in targets:
+            path = self.path(j)
+            if not path.is_file():
+                continue
+            try:
+                record = read_json(path)
+                if record.get("format") != TARGET_FORMAT or record.get("target") != int(j):
+                    continue
+                pairs = [result_from_record(r) for r in record["pairs"]]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue  # damaged: search the target again
+            out[int(j)] = {(r.observer, r.target): r for r in pairs}
+        return out
+
+    def clear(self) -> None:
+        """Remove the folder (once the point's own file holds every pair)."""
+        if self.folder.is_dir():
+            for path in self.folder.glob("*.json"):
+                path.unlink(missing_ok=True)
+            try:
+                self.folder.rmdir()
+            except OSError:  # a file of someone else's: leave the folder
+                pass
+
+
+TARGET_FORMAT = "dpgossip-audit-target-1"
+"""The ``format`` of a :class:`TargetStore` file."""

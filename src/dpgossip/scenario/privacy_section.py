@@ -147,8 +147,11 @@ PRIVACY_FIELDS: dict[str, Field] = {
                               doc="base values of family = \"explicit\" (one per iteration, >= 0); "
                               "default protocol.noise.values"),
     "calibrate.method": Field(kind=str, default="exact", choices=CALIBRATION_METHODS, sweep=False,
-                              doc="how each pair's delta is computed: exact hockey-stick, or the RDP "
-                              "bound (larger: a conservative scale, much faster)"),
+                              doc="what must meet the target: the worst neighbour found, by its exact "
+                              "hockey-stick delta or its RDP bound (larger: a conservative scale, "
+                              "much faster), both lower estimates of the worst case; or upper, the "
+                              "certified upper bound (proven for every neighbour of this X and every "
+                              "observer; no search)"),
     "calibrate.candidates": Field(kind=int, default=None, low=1, sweep=False,
                                   doc="search = \"candidates\" only (refused with another "
                                   "search); default privacy.candidates"),
@@ -450,10 +453,11 @@ AUDITED_REPEAT = 0
 
 def audit_config(config: Mapping[str, Any], problem: Problem,
                  on_target: Callable[[int, int, int], None] | None = None,
-                 on_stage: Callable[[int, str], None] | None = None) -> PairAudit:
+                 on_stage: Callable[[int, str], None] | None = None, **options: Any) -> PairAudit:
     """Audit one point's problem as its ``[privacy]`` section says (``on_target(target, done, total)``
     is called after each target and ``on_stage(target, text)`` at each stage of its search:
-    progress only).
+    progress only; ``options``: more :class:`~dpgossip.protocols.ddppm.audit.AuditOptions`, e.g. the
+    targets and ``on_target_results`` of a resumed audit).
 
     For rank ``r > 1`` the audit is conditional on the realised earlier components of the point's
     recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
@@ -473,7 +477,7 @@ def audit_config(config: Mapping[str, Any], problem: Problem,
                            options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
                                                 ascent_steps=priv.ascent_steps, run=run,
                                                 rank_by=priv.rank_by, on_target=on_target,
-                                                on_stage=on_stage))
+                                                on_stage=on_stage, **options))
 
 
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
@@ -514,7 +518,8 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
                 row[f"delta_{meth}_at_eps_{e:g}"] = dl
         row.update({"renyi2": r.renyi2, "renyi2_pq": r.renyi2_pq, "renyi2_qp": r.renyi2_qp,
                     "delta": audit.delta, "view": audit.view,
-                    "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {})})
+                    "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {}),
+                    **audit.upper_columns(j, r.epsilon[first])})
         out.append(row)
     return out
 

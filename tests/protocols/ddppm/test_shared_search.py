@@ -166,3 +166,32 @@ def test_subview_ascent_of_all_rows_is_the_row_by_row_ascent_bit_for_bit():
         assert together[r][0] == value and np.array_equal(together[r][1].x_new, nb.x_new)
     closed = ts._subview_bests(sv, rows, U, analytic=True)  # closed-form gradients: no worse here
     assert all(closed[r][0] >= together[r][0] * (1 - 1e-6) for r in rows)
+
+
+def test_shared_search_on_two_processes_is_the_one_process_result_bit_for_bit():
+    """Targets searched by two spawned processes (each factorising every view once) give exactly the
+    one-process result: values, neighbours and the evidence of every pair, in the same order; the
+    count comes from ``audit_processes`` when ``AuditOptions.workers`` is None."""
+    from dpgossip.errors import ConfigError
+    from dpgossip.protocols.ddppm.audit import audit_processes
+
+    data, net, params = _ring(m=4, rows=3, T=2)
+    kw = dict(delta=DELTA, epsilons=(1.0, 5.0), methods=("rdp", "chernoff"), seed=5,
+              search=SearchSettings(name="one-level-shared", levels=1, shared=True))
+    seen: list[int] = []
+    one = audit_pairs(data, net, params, options=AuditOptions(targets=[3, 0]), **kw)
+    with audit_processes(2):
+        two = audit_pairs(data, net, params, options=AuditOptions(
+            targets=[3, 0], on_target_results=lambda j, _r: seen.append(j)), **kw)
+    assert seen == [3, 0]  # handed over in target order
+    assert list(one.results) == list(two.results) and len(one.results) == 6
+    for key, r in one.results.items():
+        s = two.results[key]
+        assert r.epsilon == s.epsilon and r.delta == s.delta and r.renyi2 == s.renyi2
+        assert r.neighbour.row == s.neighbour.row
+        assert np.array_equal(r.neighbour.x_new, s.neighbour.x_new)
+        a, b = r.evidence.to_row(), s.evidence.to_row()
+        assert a.keys() == b.keys()
+        assert all(a[f] == b[f] or (a[f] != a[f] and b[f] != b[f]) for f in a)  # NaN: not recorded
+    with pytest.raises(ConfigError, match="audit processes"), audit_processes(0):
+        pass

@@ -15,18 +15,20 @@ over all neighbours of this ``X``.
 
 Rank ``r > 1`` (deflation, docs/model.md, Section 1): component ``l + 1`` runs on data deflated with
 quantities released for component ``l`` (post-processing).  The audit is conditional on the realised earlier
-components of one run (:func:`~dpgossip.protocols.ddppm.matrix.run_matrix` with the audit's seed, or a given
-:class:`~dpgossip.protocols.ddppm.result.RunResult`): given them, the deflation subtracted from every row is
-the same under ``X`` and ``X'``, so the neighbour of component ``l``'s data ``X_l`` replaces row ``i`` by
-``X_l[i] + (x' - x)``.  The views of the components are then independent Gaussians and their pairs compose
-(:meth:`GaussianPair.compose`): the Renyi divergences add (adaptive RDP composition) and the exact and
-Chernoff values are those of the product of the conditional components.
+components of one run (:func:`~dpgossip.protocols.ddppm.matrix.run_matrix` with the audit's seed, or a
+given :class:`~dpgossip.protocols.ddppm.result.RunResult`): given them, the deflation subtracted from every
+row is the same under ``X`` and ``X'``, so the neighbour of component ``l``'s data ``X_l`` replaces row
+``i`` by ``X_l[i] + (x' - x)``.  The views of the components are then independent Gaussians and their
+pairs compose (:meth:`GaussianPair.compose`): the Renyi divergences add (adaptive RDP composition) and
+the exact and Chernoff values are those of the product of the conditional components.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 import networkx as nx
@@ -66,7 +68,8 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 from dpgossip.protocols.ddppm.views import View, make_view, view_factor
 from dpgossip.topology.network import Network
 
-__all__ = ["AuditOptions", "PairAudit", "PairResult", "RunAuditor", "audit_pairs", "audit_neighbours",
+__all__ = ["AuditOptions", "PairAudit", "audit_processes", "PairResult", "RunAuditor", "audit_pairs",
+           "audit_neighbours",
            "result_pair",
            "view_pair",
            "view_gaussian",
@@ -211,21 +214,26 @@ class PairAudit:
             return max(self.results.values(), key=lambda r: r.delta[method][0])
         return max(self.results.values(), key=lambda r: r.epsilon[method])
 
+    def upper_columns(self, target: int, lower: float) -> dict[str, object]:
+        """The certified side of a pair of ``target`` whose lower estimate is ``lower``:
+        ``epsilon_upper``, ``upper_reason`` and ``gap_upper_lower`` (``upper / lower``; NaN where the
+        lower value is infinite or not solved: the exact conversion's cap, epsilon beyond 1e6, no
+        privacy, or ``rank_by = "delta"``); ``{}`` when no bound was computed."""
+        up = self.upper.get(target)
+        if up is None:
+            return {}
+        low = float(lower)
+        return {"epsilon_upper": up.epsilon, "upper_reason": up.reason or "",
+                "gap_upper_lower": (math.nan if math.isinf(low) or math.isnan(low) else
+                                    up.epsilon / low if low > 0 else math.inf)}
+
     def rows(self) -> list[dict[str, object]]:
-        """Tidy rows: one per (observer, target, method)."""
-        out = []
-        for key in sorted(self.results):
-            up = self.upper.get(key[1])
-            extra = {} if up is None else {"epsilon_upper": up.epsilon,
-                                           "upper_reason": up.reason or ""}
-            for row in self.results[key].rows(self.epsilons, self.delta):
-                if up is not None:  # nan where the lower value is inf (the exact conversion's cap,
-                    # epsilon beyond 1e6, or no privacy): the ratio says nothing there
-                    low = float(row["epsilon"])
-                    extra["gap_upper_lower"] = (math.nan if math.isinf(low) else
-                                                up.epsilon / low if low > 0 else math.inf)
-                out.append({**row, "view": self.view, "candidates": self.candidates, **extra})
-        return out
+        """Tidy rows: one per (observer, target, method), with the certified side
+        (:meth:`upper_columns`)."""
+        return [{**row, "view": self.view, "candidates": self.candidates,
+                 **self.upper_columns(key[1], float(row["epsilon"]))}
+                for key in sorted(self.results)
+                for row in self.results[key].rows(self.epsilons, self.delta)]
 
 
 def _renyi2(pair: GaussianPair) -> dict[str, float]:
@@ -451,9 +459,10 @@ class AuditOptions:
     reports less than theirs; they do not steer the search."""
     upper_bound: bool = True
     """Attach the certified upper bound of every target (:func:`upper_bounds`, docs/upper-bound.md)."""
-    workers: int = 1
-    """Optimising search only: targets searched in parallel on this many processes (``spawn``); the
-    result is the same for any number (each target's search reseeds its random streams)."""
+    workers: int | None = None
+    """Optimising search only: targets searched in parallel on this many processes (``spawn``; each
+    factorises every view once); the result is the same for any number (each target's search reseeds
+    its random streams). None: the count set by :func:`audit_processes`, else 1."""
     on_target: Callable[[int, int, int], None] | None = None
     """Called as ``on_target(target, done, total)`` after each target's search (progress only; it
     does not change the result)."""
@@ -465,7 +474,8 @@ class AuditOptions:
         """Check the counts, ``rank_by`` and ``delta_resolution`` (:class:`ConfigError` names the
         option); targets and observers are checked against the data by :func:`audit_pairs`."""
         for name, low in (("candidates", 1), ("refine", 1), ("ascent_steps", 0), ("workers", 1)):
-            check_int(getattr(self, name), f"options.{name}", low)
+            if name != "workers" or self.workers is not None:
+                check_int(getattr(self, name), f"options.{name}", low)
         check_choice(self.rank_by, "options.rank_by", ("epsilon", "delta"))
         check_number(self.delta_resolution, "options.delta_resolution", low=0)
     on_target_results: Callable[[int, dict[tuple[int, int], PairResult]], None] | None = None
@@ -654,6 +664,8 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     if neighbours not in NEIGHBOUR_KINDS:
         raise ConfigError(f"neighbours: unknown kind {neighbours!r}; known: "
                           f"{', '.join(NEIGHBOUR_KINDS)}", field="neighbours")
+    if workers is None:
+        workers = _AMBIENT_PROCESSES.get()
     if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
         raise ConfigError(f"audit workers must be an integer >= 1, got {workers!r}")
     warm = options.warm or {}
@@ -675,15 +687,10 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
     if workers > 1 and len(tasks) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(int(workers), len(tasks)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_search_target, data, network, params, run, keys, hops, task,
-                                   common) for task in tasks]
-            for n_done, (fut, task) in enumerate(zip(futures, tasks, strict=True), 1):
-                done = fut.result()
+        with closing(_search_in_processes(min(int(workers), len(tasks)),
+                                          (data, network, params, run, views, seed), keys, hops,
+                                          tasks, common)) as found:
+            for n_done, (task, done) in enumerate(zip(tasks, found, strict=False), 1):
                 results.update(done)
                 if options.on_target_results is not None:
                     options.on_target_results(task.target, done)
@@ -707,6 +714,81 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                      run=run if params.rank > 1 else None, rank_by=rank_by,
                      upper=(upper_bounds(data, network, params, delta, neighbours, targets)
                             if options.upper_bound else {}))
+
+
+_AMBIENT_PROCESSES: ContextVar[int] = ContextVar("dpgossip_audit_processes", default=1)
+"""Processes of an audit whose ``AuditOptions.workers`` is None (:func:`audit_processes`)."""
+
+
+@contextmanager
+def audit_processes(count: int) -> Iterator[None]:
+    """Within the block, an audit whose ``AuditOptions.workers`` is None (the default) searches its
+    targets on ``count`` processes: how ``dpgossip run --workers N`` gives its spare processes to the
+    audit of a sweep with fewer points than ``N``. Speed only: the result is the same bits for any
+    count (each target reseeds its random streams).
+
+    Raises
+    ------
+    ConfigError
+        ``count`` is not an integer >= 1.
+    """
+    check_int(count, "audit processes", 1)
+    token = _AMBIENT_PROCESSES.set(int(count))
+    try:
+        yield
+    finally:
+        _AMBIENT_PROCESSES.reset(token)
+
+
+_WORKER_STATE: dict[str, tuple] = {}
+"""In a worker process of :func:`_search_in_processes`: the problem and the auditor of every view,
+built once by :func:`_start_worker` for all the targets the process searches."""
+
+
+def _start_worker(problem: tuple) -> None:
+    """Initialiser of a worker process: ignore SIGINT (the parent handles Ctrl-C and stops the pool)
+    and factorise every view once, on one BLAS thread as in the parent (same bits)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    data, network, params, run, views, seed = problem
+    with blas_threads(1):
+        _WORKER_STATE["problem"] = (data, network, params, run,
+                                    RunAuditor(data, network, params, views, seed=seed, run=run))
+
+
+def _search_in_worker(keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec
+                      ) -> dict[tuple[int, int], PairResult]:
+    """One target's search in a worker process, on the process's auditor."""
+    data, network, params, run, auditor = _WORKER_STATE["problem"]
+    return _search_target(data, network, params, run, keys, hops, job, spec, auditor=auditor)
+
+
+def _search_in_processes(count: int, problem: tuple, keys: dict, hops: dict,
+                         tasks: list[_TargetJob], spec: _SearchSpec
+                         ) -> Iterator[dict[tuple[int, int], PairResult]]:
+    """Each target's results, in target order, from ``count`` spawned processes that each factorise
+    every view once (:func:`_start_worker`) and search the targets handed to them. On an error or an
+    interrupt in the caller the targets not started are cancelled and the processes terminated."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(problem,))
+    finished = False
+    try:
+        futures = [pool.submit(_search_in_worker, keys, hops, task, spec) for task in tasks]
+        for fut in futures:
+            yield fut.result()
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                if proc.is_alive():
+                    proc.terminate()
 
 
 def _lead_pairs(job: _TargetJob, hops: dict, c: int) -> list[tuple[int, int]]:

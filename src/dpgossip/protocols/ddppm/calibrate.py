@@ -39,6 +39,13 @@ misses the target, the search continues from there with the larger candidate cou
 Either way the value is that of neighbours found: a per-instance lower estimate, so a calibrated scale is
 not a DP guarantee (``Calibration.meaning`` says so in every output).
 
+**Against the certified upper bound** (``method = "upper"``): the bisection runs on
+``eps_up(s) = max_j eps_j(s)``, the largest certified bound over the targets at ``delta``
+(docs/upper-bound.md), which holds for every neighbour of this ``X`` and every view without the target;
+no search runs. A scale that meets it is a proven per-instance guarantee for this ``X`` (not a DP
+guarantee over all datasets). The bound has a floor as ``s`` grows (its covariance terms do not depend
+on the noise), so a small target can be out of reach although the true worst case is below it.
+
 Notes
 -----
 **Scale invariance.** Every message is linear in the latent Gaussian vector ``w`` and, in the joint views,
@@ -72,6 +79,7 @@ import numpy as np
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, did_you_mean
+from dpgossip.privacy.certified_bound import CertifiedBound
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour
 from dpgossip.privacy.scale_search import (
     Evaluation,
@@ -89,11 +97,13 @@ from dpgossip.privacy.scale_search import (
 )
 from dpgossip.protocols.ddppm.audit import (
     PAIR_VIEWS,
+    UPPER_MAX_COORDS,
     AuditOptions,
     PairAudit,
     audit_neighbours,
     audit_pairs,
     result_pair,
+    upper_bounds,
 )
 from dpgossip.protocols.ddppm.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
@@ -108,13 +118,20 @@ __all__ = [
     "check_target",
     "CALIBRATION_FAMILIES",
     "CALIBRATION_METHODS",
+    "UPPER_METHOD",
 ]
 
 CALIBRATION_FAMILIES: tuple[str, ...] = ("geometric", "constant", "explicit")
 """Noise-schedule families whose scale can be calibrated."""
 
-CALIBRATION_METHODS: tuple[str, ...] = ("exact", "rdp")
-"""Conversions the calibration can target: the exact hockey-stick ``delta`` or the RDP bound."""
+CALIBRATION_METHODS: tuple[str, ...] = ("exact", "rdp", "upper")
+"""What the calibration holds to the target: the worst neighbour the search found, by the exact
+hockey-stick ``delta`` or its RDP conversion (a lower estimate of the worst case over neighbours), or
+``upper``, the certified upper bound (docs/upper-bound.md: proven for every neighbour of this ``X`` and
+every observer)."""
+
+UPPER_METHOD = "upper"
+"""The method that calibrates against the certified upper bound (:func:`calibrate_noise`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -170,8 +187,21 @@ class Calibration:
     ``candidates``."""
 
     @property
+    def bound(self) -> str:
+        """Which side of the bracket the calibration held to the target: ``"certified upper bound"``
+        (``method = "upper"``) or ``"lower estimate"`` (the worst neighbour found)."""
+        return "certified upper bound" if self.method == UPPER_METHOD else "lower estimate"
+
+    @property
     def meaning(self) -> str:
         """What ``met`` means, for every output that prints it."""
+        if self.method == UPPER_METHOD:
+            what = ("meets the target: the certified upper bound proves epsilon <= the target at "
+                    "delta for every neighbour of this X and every observer" if self.met
+                    else "not met: the certified upper bound stays above the target at every scale "
+                    "tried (it is proven, and may be loose: the true worst case can be lower)")
+            return (f"{what} (docs/upper-bound.md; per instance: a guarantee for this X, not a DP "
+                    "guarantee over all datasets)")
         what = ("meets the target for every neighbour the search found" if self.met
                 else "not met: the search found a neighbour above the budget at every scale tried"
                 if self.limit_epsilon is None else "not met at any scale tried (the floor)")
@@ -491,9 +521,10 @@ class _Calibrator:
                                 replace(event, stage=f"target {j}: {text}")),
                             upper_bound=False)  # the bisection judges the lower estimate only
         label: int | str
-        if effort == "pool":
-            res = audit_neighbours(self.data, self.network, self.params_at(s), pool, options=opts,
-                                   **common)
+        if effort == "pool":  # cheap: in this process (a pool of processes would pay its start
+            # and its factorisations at every scale); full searches use audit_processes' count
+            res = audit_neighbours(self.data, self.network, self.params_at(s), pool,
+                                   options=replace(opts, workers=1), **common)
             label = f"pool:{sum(len(v) for v in pool.values())}"
         elif effort == "full":
             res = audit_pairs(self.data, self.network, self.params_at(s), neighbours=a.neighbours,
@@ -581,6 +612,8 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
                       target=(epsilon, delta), family=family, base_values=base_values,
                       audit=audit if audit is not None else AuditSettings(), options=options,
                       protocol=protocol if protocol is not None else FixedProtocol())
+    if cal.audit.method == UPPER_METHOD:
+        return _calibrate_upper(cal)
     if cal.settings is not None:  # the optimising search goes on twice more (module docstring)
         options = replace(options, escalations=options.escalations + 2)
     found = search_scale(cal.worst, cal.check, target=cal.delta, options=options)
@@ -594,6 +627,64 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
         warnings.warn(f"calibrate_noise: {notes[-1] if notes else 'target not met'}",
                       RuntimeWarning, stacklevel=2)
     return _calibration(cal, found, eps_check, notes)
+
+
+def _upper_at(cal: _Calibrator, s: float) -> Worst[CertifiedBound]:
+    """The largest certified upper bound on epsilon at the target delta over the targets, at scale
+    ``s`` (:func:`~dpgossip.protocols.ddppm.audit.upper_bounds`)."""
+    bounds = upper_bounds(cal.data, cal.network, cal.params_at(s), cal.delta, cal.audit.neighbours,
+                          cal.audit.targets)
+    if not bounds:
+        raise ConfigError("calibrate.method = 'upper': no certified upper bound for this problem (it "
+                          "needs rows of norm <= 1 and m d <= "
+                          f"{UPPER_MAX_COORDS}); use method 'exact' or 'rdp'", field="calibrate.method")
+    worst = max(bounds.values(), key=lambda b: b.epsilon)
+    return Worst(value=float(worst.epsilon), payload=worst)
+
+
+def _calibrate_upper(cal: _Calibrator) -> Calibration:
+    """The smallest scale whose certified upper bound (the largest over the targets) is at most the
+    target epsilon at the target delta: the bisection of :func:`calibrate_noise` on the bound itself,
+    which is deterministic (its check is the same evaluation; no escalation). ``met`` asks for the
+    bound at or below the target, without the bisection's ``rel_tol`` (it is a guarantee). The search
+    and the views are not used: the bound covers every observer."""
+    options = replace(cal.options, escalations=0, check_factor=1)
+    found = search_scale(lambda s, _e, _p: _upper_at(cal, s), lambda s, _e, _p: _upper_at(cal, s),
+                         target=cal.epsilon, options=options)
+    worst = found.check.payload
+    assert worst is not None
+    met = found.met and found.check.value <= cal.epsilon
+    notes = [_upper_note(cal, event) for event in found.events]
+    if found.rise is not None:
+        notes.append(_rise_note(found.rise).replace("worst delta at the target epsilon",
+                                                    "certified upper bound on epsilon"))
+    return Calibration(
+        family=cal.family, scale=float(found.scale), target_epsilon=cal.epsilon,
+        target_delta=cal.delta, epsilon=float(found.check.value), delta=cal.delta, met=met,
+        monotone_ok=found.monotone_ok, method=UPPER_METHOD, view="every view without the target",
+        neighbours=cal.audit.neighbours, candidates=0, check_candidates=0,
+        evaluations=tuple((e.scale, e.value) for e in found.evaluations),
+        history=tuple((e.scale, e.value, "certified") for e in found.log),
+        limit_epsilon=None if found.reached else float(found.check.value),
+        params=cal.params_at(found.scale), noise=_noise_table(cal.family, found.scale, cal.base),
+        worst={"observer": "every", "target": worst.target, "hops": "any", "row": worst.worst_row},
+        audit=None, notes=tuple(notes), search="certified")
+
+
+def _upper_note(cal: _Calibrator, event: SearchEvent) -> str:
+    """The note of a search event of a calibration against the certified upper bound."""
+    eps, delta, opts = cal.epsilon, cal.delta, cal.options
+    if isinstance(event, Unreached):
+        why = f"s_max = {opts.s_max:g}" if event.limit == "s_max" else f"max_evals = {opts.max_evals}"
+        return (f"target not met: the certified upper bound at delta = {delta:g} is still "
+                f"{event.value:.6g} > {eps:g} at s = {event.scale:.6g} ({why} reached)")
+    if isinstance(event, Plateau):
+        return (f"target not met: the certified upper bound at delta = {delta:g} levels off at about "
+                f"{event.value:.6g} > {eps:g} as s grows (bound({event.start_scale:.6g}) = "
+                f"{event.start_value:.6g}, bound({event.scale:.6g}) = {event.value:.6g}): its terms "
+                "from the covariance of the releases do not fall with the noise. The bound is proven "
+                "but may be loose; the lower estimate (method exact or rdp) may meet the target")
+    return _note(cal, event)
 
 
 def _check_option_types(**given: object) -> None:

@@ -14,8 +14,8 @@ never reports less (the reported value is the maximum over every candidate ever 
 
 1. **Screen** (once): every row of the target. For each view the first-message sub-view
    (:mod:`~dpgossip.protocols.ddppm.subview`, closed form) is maximised over many directions for every row;
-   then the full view is evaluated at ``-x`` and at the sub-view's best replacement of every row. Rows are
-   ranked by the largest surrogate over views.
+   then the full view is evaluated at ``-x`` and at the sub-view's best replacement of every row. Rows
+   are ranked by the largest surrogate over views.
 2. **Starts** (level ``l``: the best ``rows * 2^l`` rows): ``x' = x + t u`` at the largest allowed step for
    ``u`` in ``-x``, plus and minus every right singular vector of ``X_j`` and of ``X``, and
    ``random * 2^l`` random unit directions (a stream per row, so a higher level extends a lower one).
@@ -743,13 +743,25 @@ class TargetSearch:
 
     def found(self, per_view: int) -> list[Neighbour]:
         """Distinct neighbours worth giving to other views (:meth:`adopt`): of every view, its best,
-        the best of each of its ``per_view`` best rows (by exact score), and its ``per_view`` best
-        candidates by surrogate."""
+        the best of each of its ``per_view`` best rows (by exact score), up to ``per_view`` other local
+        optima of each of those rows (its best candidates by surrogate more than 0.5 away from those
+        already taken: another view may rank a row's optima the other way round), and its
+        ``per_view`` best candidates by surrogate."""
         out: list[Neighbour] = []
         tags: set[tuple[int, bytes]] = set()
         for k in self.keys:
             ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:per_view]
-            for nb in [self.best[k].neighbour, *(t[1] for t in ranked),
+            optima: list[Neighbour] = []
+            for row_best in (t[1] for t in ranked):
+                taken = [row_best.x_new]
+                for _, nb in sorted((t for t in self.pool[k] if t[1].row == row_best.row),
+                                    key=lambda t: -t[0]):
+                    if len(taken) > per_view:
+                        break
+                    if min(float(np.linalg.norm(nb.x_new - x)) for x in taken) > 0.5:
+                        taken.append(nb.x_new)
+                        optima.append(nb)
+            for nb in [self.best[k].neighbour, *(t[1] for t in ranked), *optima,
                        *(t[1] for t in self._top(k, per_view))]:
                 if nb is None:
                     continue
