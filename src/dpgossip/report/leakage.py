@@ -2,17 +2,17 @@
 
 Input format (what the privacy auditor passes): a sequence of mappings, one per ordered pair,
 
-=============  =========================================================================
-``observer``   int, the agent that observes (the adversary's position)
-``target``     int, the agent whose data leaks
-``hops``       int, shortest-path distance between them in the communication graph
-``value``      float, the leakage of the pair, e.g. epsilon at a fixed delta (the key can be
-               renamed with ``value_key``, e.g. ``value_key="epsilon"``)
-``series``     optional str, splits :func:`plot_leakage_vs_hops` into one curve per series
-``epsilon_upper``  optional float, the certified upper bound of the pair (the auditor's rows carry
-               it; docs/upper-bound.md): :func:`plot_leakage_vs_hops` draws its worst and mean per
-               hop distance above the lower estimates (``[lower, upper]``)
-=============  =========================================================================
+==================  ====================================================================
+``observer``        int, the agent that observes (the adversary's position)
+``target``          int, the agent whose data leaks
+``hops``            int, shortest-path distance between them in the communication graph
+``value``           float, the leakage of the pair, e.g. epsilon at a fixed delta (the key can be
+                    renamed with ``value_key``, e.g. ``value_key="epsilon"``)
+``series``          optional str, splits :func:`plot_leakage_vs_hops` into one curve per series
+``epsilon_upper``   optional float, the certified upper bound of the pair (the auditor's rows carry
+                    it; docs/upper-bound.md): :func:`plot_leakage_vs_hops` draws its worst and mean
+                    per hop distance above the lower estimates (``[lower, upper]``)
+==================  ====================================================================
 
 A pair given twice (in the heatmap), a missing key or a non-finite hop count raises ``ValueError``.
 Missing pairs are drawn grey in the heatmap. Infinite leakage (no privacy) is never drawn as a number: in
