@@ -189,6 +189,11 @@ class ProtocolKind:
         The kind is audited pair by pair with a worst-case neighbour search, as ``[privacy]`` says.
     example
         ``example() -> PointInputs``: a small case on which the contract test runs the kind.
+    reads_data
+        ``False`` for a kind that generates its own data from its settings and ignores
+        ``PointInputs.data`` (private ALS draws its rating matrix from ``[als]``); the contract test
+        then does not expect its views to change with the data. The scenario layer still asks for a
+        ``[data]`` section for every kind.
     preflight
         ``preflight(inputs)``: the kind's checks that need the point's data or network (e.g. an
         iteration rank above the data's columns), raising :class:`~dpgossip.errors.ConfigError` naming
@@ -222,6 +227,7 @@ class ProtocolKind:
     build: Callable[[PointInputs], KindPoint] | None = None
     pair_audit: bool = False
     example: Callable[[], PointInputs] | None = None
+    reads_data: bool = True
     preflight: Callable[[PointInputs], None] | None = None
     calibration: NoiseCalibration | None = None
     engine_network: Callable[[Network, int], Network] | None = None

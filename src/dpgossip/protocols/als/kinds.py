@@ -233,7 +233,7 @@ def example() -> PointInputs:
 
 _COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1 and Theorem 1",
                side="ratings",
-               section=SECTION, fields=FIELDS, example=example,
+               section=SECTION, fields=FIELDS, example=example, reads_data=False,
                section_doc="private ALS: privacy target, sampling, clipping, gossip noise, synthetic ratings")
 
 register(ProtocolKind(name="dpals", estimates="item factors of a rating matrix (joint DP, trusted server)",
