@@ -44,7 +44,7 @@ from dpgossip.errors import ConfigError, check_int, check_number
 from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
 
-__all__ = ["LinearAuditSettings", "WhitenedView", "BoxMaximum", "PairLeakage", "whiten",
+__all__ = ["target_box", "LinearAuditSettings", "WhitenedView", "BoxMaximum", "PairLeakage", "whiten",
            "whiten_release", "unit_shift_gains", "box_maximum", "dual_certificate", "gaussian_epsilon",
            "audit_release", "observer_label"]
 
@@ -298,7 +298,9 @@ def unit_shift_gains(release: LinearGaussianRelease, *, rank_rtol: float = 1e-10
     return np.where(white.outside[cols], np.inf, g[cols])
 
 
-def _target_box(white: WhitenedView, cols: np.ndarray, settings: LinearAuditSettings) -> BoxMaximum:
+def target_box(white: WhitenedView, cols: np.ndarray, settings: LinearAuditSettings) -> BoxMaximum:
+    """``max ||C_u s||^2`` over a target's shifts ``|s_i| <= Delta`` (its whitened columns ``C_u``):
+    ``0`` for a target without columns, ``inf`` when a column leaves the support of the noise."""
     if cols.size == 0:
         return BoxMaximum(lower=0.0, upper=0.0, vertex=(), exact=True, method="closed-form")
     if bool(np.any(white.outside[cols])):
@@ -344,7 +346,7 @@ def audit_release(release: LinearGaussianRelease, settings: LinearAuditSettings 
     rows = []
     with blas_threads(1):  # one SVD and many tiny products: one BLAS thread is faster (dpgossip._threads)
         white = whiten_release(release, rank_rtol=s.rank_rtol, range_rtol=s.range_rtol)
-        boxes = [_target_box(white, release.columns[position[u]], s) for u in chosen]
+        boxes = [target_box(white, release.columns[position[u]], s) for u in chosen]
     for u, box in zip(chosen, boxes, strict=True):
         mu, mu_up = math.sqrt(max(box.lower, 0.0)), math.sqrt(max(box.upper, 0.0))
         rows.append(PairLeakage(

@@ -46,13 +46,11 @@ import scipy.sparse as sp
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.linear_audit import (
-    BoxMaximum,
     LinearAuditSettings,
     PairLeakage,
-    WhitenedView,
-    box_maximum,
     gaussian_epsilon,
     observer_label,
+    target_box,
     whiten,
 )
 from dpgossip.protocols.gossip.linear import GossipView, LinearGossip
@@ -258,17 +256,6 @@ def _check_observers(m: int, observers: int | Iterable[int]) -> tuple[int, ...]:
     return tuple(sorted(set(out)))
 
 
-def _target_box(white: WhitenedView, cols: np.ndarray, settings: LinearAuditSettings) -> BoxMaximum:
-    """``max ||C_u s||^2`` over the target's shifts (``inf`` when a column leaves the support)."""
-    if cols.size == 0:
-        return BoxMaximum(lower=0.0, upper=0.0, vertex=(), exact=True, method="closed-form")
-    if bool(np.any(white.outside[cols])):
-        return BoxMaximum(lower=math.inf, upper=math.inf, vertex=(), exact=True, method="support")
-    Cu = white.C[:, cols]
-    return box_maximum(Cu.T @ Cu, settings.sensitivity, exhaustive_up_to=settings.exhaustive_up_to,
-                       restarts=settings.restarts, seed=settings.seed)
-
-
 def view_leakage(view: GossipView, hops: dict[int, int], settings: LinearAuditSettings | None = None,
                  targets: Iterable[int] | None = None) -> list[PairLeakage]:
     """Exact leakage of every target (default: every non-observer) to one view, one row each.
@@ -287,7 +274,7 @@ def view_leakage(view: GossipView, hops: dict[int, int], settings: LinearAuditSe
     label = observer_label(view.observers)
     rows = []
     for u in chosen:
-        box = _target_box(white, view.columns_of[u], s)
+        box = target_box(white, view.columns_of[u], s)
         mu, up = math.sqrt(max(box.lower, 0.0)), math.sqrt(max(box.upper, 0.0))
         rows.append(PairLeakage(observer=label, target=u, hops=int(hops.get(u, -1)), mu=mu,
                                 mu_upper=up, exact=box.exact, method=box.method, orders=s.orders,
