@@ -671,11 +671,16 @@ def _calibrate_upper(cal: _Calibrator) -> Calibration:
         audit=None, notes=tuple(notes), search="certified")
 
 
+def _limit_reached(opts: ScaleSearchOptions, event: Unreached) -> str:
+    """Which limit of the scale search stopped it (``s_max`` or ``max_evals``), with its value."""
+    return f"s_max = {opts.s_max:g}" if event.limit == "s_max" else f"max_evals = {opts.max_evals}"
+
+
 def _upper_note(cal: _Calibrator, event: SearchEvent) -> str:
     """The note of a search event of a calibration against the certified upper bound."""
-    eps, delta, opts = cal.epsilon, cal.delta, cal.options
+    eps, delta = cal.epsilon, cal.delta
     if isinstance(event, Unreached):
-        why = f"s_max = {opts.s_max:g}" if event.limit == "s_max" else f"max_evals = {opts.max_evals}"
+        why = _limit_reached(cal.options, event)
         return (f"target not met: the certified upper bound at delta = {delta:g} is still "
                 f"{event.value:.6g} > {eps:g} at s = {event.scale:.6g} ({why} reached)")
     if isinstance(event, Plateau):
@@ -733,7 +738,7 @@ def _note(cal: _Calibrator, event: SearchEvent) -> str:
     """The note of a search event in the calibration's terms (the worst delta at the target epsilon)."""
     eps, delta, opts = cal.epsilon, cal.delta, cal.options
     if isinstance(event, Unreached):
-        why = f"s_max = {opts.s_max:g}" if event.limit == "s_max" else f"max_evals = {opts.max_evals}"
+        why = _limit_reached(opts, event)
         return (f"target not met: the worst delta at epsilon = {eps:g} is still "
                 f"{event.value:.6g} > {delta:g} at s = {event.scale:.6g} ({why} reached)")
     if isinstance(event, Plateau):
