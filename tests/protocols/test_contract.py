@@ -198,9 +198,11 @@ def _toml(value: Any) -> str:
 
 def scenario_text(spec: ProtocolKind, **override: Any) -> str:
     """A scenario file running ``spec`` on its example's sizes, its section from the example's
-    settings with ``override`` applied (Wine on a complete graph: only the load is at stake)."""
+    settings with ``override`` applied (Wine on a complete graph: only the load is at stake; no
+    ``[data]`` for a kind that draws its own data)."""
     inputs = spec.example()
-    lines = ['name = "contract"', "[data]", 'source = "wine"', "[network]", 'topology = "complete"',
+    data = [] if spec.own_data is not None else ["[data]", 'source = "wine"']
+    lines = ['name = "contract"', *data, "[network]", 'topology = "complete"',
              f"agents = {inputs.network.m}", "[protocol]", f'kind = "{spec.name}"',
              f"iterations = {inputs.iterations}", f"consensus_steps = {inputs.consensus_steps}",
              f"rank = {inputs.rank}", "[output]", "plots = false"]

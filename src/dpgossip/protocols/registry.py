@@ -192,8 +192,12 @@ class ProtocolKind:
     reads_data
         ``False`` for a kind that generates its own data from its settings and ignores
         ``PointInputs.data`` (private ALS draws its rating matrix from ``[als]``); the contract test
-        then does not expect its views to change with the data. The scenario layer still asks for a
-        ``[data]`` section for every kind.
+        then does not expect its views to change with the data. Such a kind gives :attr:`own_data`.
+    own_data
+        ``own_data(network, settings) -> PartitionedData``: the data a kind with ``reads_data = False``
+        computes on, drawn from its own section's settings on the point's network (private ALS: the
+        rating matrix, one row per user). A scenario whose every kind has it needs no ``[data]``
+        section (and refuses one); the point's data columns and error reference are this data.
     preflight
         ``preflight(inputs)``: the kind's checks that need the point's data or network (e.g. an
         iteration rank above the data's columns), raising :class:`~dpgossip.errors.ConfigError` naming
@@ -206,6 +210,10 @@ class ProtocolKind:
         ``engine_network(network, parties) -> Network``: the network the engine runs the kind on, from
         the point's network and its number of agents (e.g. a star around a server); ``None``: the
         point's network. The ``[engine]`` conditions must name only its nodes and edges.
+    metric
+        ``(column, label)``: the result column that measures the kind's utility and how plots name it,
+        for a kind that does not estimate a subspace (:attr:`side` neither ``left`` nor ``right``;
+        private ALS: ``("rmse", "held-out RMSE")``); ``None``: the subspace distance.
     label, label_columns
         How reports name the kind's series: ``label`` (default :attr:`name`), followed by the values
         of the rows' ``label_columns`` in parentheses when there are any.
@@ -228,9 +236,11 @@ class ProtocolKind:
     pair_audit: bool = False
     example: Callable[[], PointInputs] | None = None
     reads_data: bool = True
+    own_data: Callable[[Network, Mapping[str, Any]], PartitionedData] | None = None
     preflight: Callable[[PointInputs], None] | None = None
     calibration: NoiseCalibration | None = None
     engine_network: Callable[[Network, int], Network] | None = None
+    metric: tuple[str, str] | None = None
     label: str = ""
     label_columns: tuple[str, ...] = ()
 
@@ -244,6 +254,9 @@ class ProtocolKind:
                               f"{list(BACKENDS)}, got {list(self.backends)}", field="backends")
         if (self.fields is not None or self.requires_section) and not self.section:
             raise ConfigError(f"kind {self.name!r} declares fields but no section", field="section")
+        if self.own_data is not None and self.reads_data:
+            raise ConfigError(f"kind {self.name!r} gives own_data, so it must set reads_data = False",
+                              field="own_data")
 
     @property
     def runs_points(self) -> bool:

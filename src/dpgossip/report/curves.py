@@ -104,6 +104,13 @@ def _legend(ax: Any, n: int, title: str | None = None) -> None:
     ax.legend(fontsize="small", ncol=2 if n > 8 else 1, title=title, title_fontsize="small")
 
 
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def plot_error_vs_iteration(
     res: ResultsFolder, path: str | Path, *, component: int = 1
 ) -> Path | None:
@@ -111,12 +118,12 @@ def plot_error_vs_iteration(
 
     With two or more axis groups, one panel per value of the first group and one line per value of the
     others. The LDP baseline (when run, with one budget per panel) is a dashed horizontal line.
-    Returns ``None`` when there are no rows for the component.
+    Returns ``None`` when the component has no finite error (a kind that estimates no subspace).
     """
     from matplotlib.ticker import MaxNLocator
 
     rows = [r for r in res.iterations if int(r.get("component") or 1) == component]
-    if not rows:
+    if not any(_finite(r.get("error")) for r in rows):     # no subspace error (e.g. private ALS)
         return None
     stats = aggregate(rows, lambda r: (int(r["point"]), int(r["iteration"])), "error")
     groups = res.groups

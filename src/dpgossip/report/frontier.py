@@ -78,6 +78,14 @@ def _series(row: Mapping[str, Any]) -> str:
     return name if spec is None else spec.series(row)
 
 
+def _metric(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The row's utility column and its label: its kind's ``metric``, else the subspace distance."""
+    spec = _kind(row)[1]
+    if spec is not None and spec.metric is not None:
+        return spec.metric
+    return "subspace_distance", r"subspace distance $\|\sin\Theta\|_2$"
+
+
 def _pair_audited(row: Mapping[str, Any]) -> bool:
     """The row's kind is audited pair by pair (its audited epsilon is in ``leakage.csv``)."""
     spec = _kind(row)[1]
@@ -125,7 +133,8 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
         series, topo = _series(first), str(first.get("topology") or "")
         data = str(first.get("dataset") or "")
         order.setdefault(data, len(order))
-        err = _mean([r.get(metric, r.get("error")) for r in rows])
+        column = _metric(first)[0]
+        err = _mean([r.get(column, r.get("error")) if column == metric else r.get(column) for r in rows])
         if _pair_audited(first):
             if p in ddppm:
                 out.append(FrontierPoint(series=series, point=p, error=err,
@@ -200,7 +209,7 @@ def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
             label = ", ".join(x for x in (data if len(datasets) > 1 else "",
                                           topo if len(topologies) > 1 else "") if x)
             _style(ax, table, f"{label}: " if label else "")
-        row[0].set_ylabel(r"subspace distance $\|\sin\Theta\|_2$ (mean over repeats)")
+        row[0].set_ylabel(f"{_y_label(res)} (mean over repeats)")
     axes = grid.ravel()
     handles = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
     grid[0, -1].legend(list(handles.values()), list(handles), fontsize="x-small", loc="upper left",
@@ -208,6 +217,14 @@ def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
     axes[0].set_title(f"{res.config.get('name', '')}: utility against privacy; filled = guarantee, "
                       "hollow = audit, cross = audit beyond its scope", fontsize="small")
     return save(fig, path)
+
+
+def _y_label(res: ResultsFolder) -> str:
+    """The utility measure's name, or each kind's measure when the kinds differ."""
+    labels = dict.fromkeys(_metric(r)[1] for r in res.runs)
+    if len(labels) == 1:
+        return next(iter(labels))
+    return "error (" + "; ".join(labels) + ")"
 
 
 def _style(ax: Any, table: list[FrontierPoint], prefix: str) -> None:

@@ -51,9 +51,10 @@ def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataSpec:
-    """``[data]``: the dataset and how its rows are split (:func:`dpgossip.data.load_dataset`)."""
+    """``[data]``: the dataset and how its rows are split (:func:`dpgossip.data.load_dataset`);
+    ``source`` is ``None`` when the point's kind draws its own data (``ProtocolKind.own_data``)."""
 
-    source: str
+    source: str | None
     partition: str
     sizes: tuple[int, ...] | None
     min_rows: int

@@ -20,6 +20,7 @@ import numpy as np
 from dpgossip.data import PartitionedData, load_dataset
 from dpgossip.errors import renamed_fields
 from dpgossip.protocols.ddppm.params import ProtocolParams, resolve_params
+from dpgossip.protocols.registry import kind
 from dpgossip.scenario.point import (
     DATA_FIELDS,
     NETWORK_FIELDS,
@@ -77,6 +78,9 @@ def make_structure(spec: PointSpec, base: Path | None = None) -> Structure:
         kwargs["mixing"] = net.mixing
     with renamed_fields(NETWORK_FIELDS):
         network = make_network(resolve_path(net.topology, base), **kwargs)
+    if dat.source is None:  # the kind draws its own data (schema: no [data] section)
+        data = kind(spec.protocol.kind).own_data(network, spec.settings)
+        return Structure(network=network, data=data)
     with renamed_fields(DATA_FIELDS):
         data = load_dataset(
             resolve_path(dat.source, base), agents=network.m, partition=dat.partition,

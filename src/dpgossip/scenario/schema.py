@@ -29,8 +29,8 @@ from dpgossip.data import PARTITIONS
 from dpgossip.data.preprocess import SCALES
 from dpgossip.errors import ConfigError, did_you_mean, reject_unknown_keys, renamed_fields
 from dpgossip.protocols.ldp.baseline import LDP_CALIBRATIONS
+from dpgossip.protocols.registry import find_kind, point_kind_names
 from dpgossip.protocols.registry import kind as registered_kind
-from dpgossip.protocols.registry import point_kind_names
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.noise import noise_schedule
 from dpgossip.scenario.sections import (
@@ -396,6 +396,7 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"a scenario must be a TOML table, got {type(raw).__name__}")
     _reject_non_finite("", raw)
     sections = [s for s in SCHEMA if s] + known_sections() + ["sweep"]
+    own_data = _own_data_kinds(raw)
     out: dict[str, Any] = {}
     top = SCHEMA[""]
     for key, value in raw.items():
@@ -414,7 +415,9 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
             if key in given:
                 target[key] = check_field(path, f, given[key])
             elif f.default is REQUIRED:
-                if name == "" or name in raw or _section_required(name):
+                if name == "data" and own_data:
+                    target[key] = None
+                elif name == "" or name in raw or _section_required(name):
                     raise ConfigError(f"{path} is required ({f.doc or _kind_name(f.kind)})")
             else:
                 target[key] = f.default
@@ -456,6 +459,30 @@ def _lookup(config: Mapping[str, Any], path: str) -> Any:
     for part in path.split("."):
         node = node.get(part) if isinstance(node, Mapping) else None
     return node
+
+
+def _own_data_kinds(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """The values of ``protocol.kind`` when every one of them makes its own data (``own_data``), else
+    ``()``; such a scenario has no ``[data]`` and refuses one.
+
+    Raises
+    ------
+    ConfigError
+        ``[data]`` is given although every kind makes its own data.
+    """
+    proto = raw.get("protocol")
+    names = proto.get("kind") if isinstance(proto, Mapping) else None
+    names = names if isinstance(names, list) else [names]
+    found = [find_kind(n) for n in names]
+    if not names or any(k is None or k.own_data is None for k in found):
+        return ()
+    own = tuple(k.name for k in found)
+    if "data" in raw:
+        sections = sorted({f"[{k.section}]" for k in found if k.section})
+        raise ConfigError(f"data: protocol.kind = {', '.join(own)} draws its own data (from "
+                          f"{', '.join(sections) or 'its settings'}), so [data] is not read; remove "
+                          "the [data] section", field="data")
+    return own
 
 
 def _section_required(name: str) -> bool:

@@ -1,30 +1,70 @@
-"""scenarios/als/run_als_epsilon.py runs the grid of scenarios/als/als-epsilon.toml through the registry."""
+"""scenarios/als-epsilon.toml runs through `dpgossip run` with no [data] section: the ALS kinds draw their
+own ratings (``ProtocolKind.own_data``), and a [data] section is refused."""
 
 import csv
-import importlib.util
+import math
 import tomllib
 from pathlib import Path
 
-SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "als"
+import pytest
+
+from dpgossip.errors import ConfigError
+from dpgossip.protocols.als.central import run_als
+from dpgossip.protocols.als.kinds import settings_ratings
+from dpgossip.protocols.als.params import AlsParams
+from dpgossip.report import make_report
+from dpgossip.scenario import load_scenario, run_scenario
+from dpgossip.scenario.schema import validate
+from dpgossip.topology import make_network
+
+SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "als-epsilon.toml"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("run_als_epsilon", SCENARIO / "run_als_epsilon.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _rows(folder):
+    with open(folder / "runs.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
 
 
-def test_the_grid_runs_with_audit_at_most_guarantee(tmp_path):
-    cfg = tomllib.loads((SCENARIO / "als-epsilon.toml").read_text())
-    assert _script().main(["--out", str(tmp_path), "--repeats", "1", "--agents", "10"]) == 0
-    with open(tmp_path / "summary.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    eps, graphs = cfg["als"]["epsilon"], cfg["network"]["topology"]
-    per_graph = len(eps) * (2 + len(cfg["als"]["noise"]))           # dpals, federated, gossip x modes
-    assert len(rows) == len(graphs) * per_graph + 1                    # + the non-private baseline
-    private = [r for r in rows if r["kind"] != "als"]
-    assert {r["kind"] for r in private} == set(cfg["protocol"]["kind"])
-    assert all(float(r["audited_epsilon"]) <= float(r["guaranteed_epsilon"]) for r in private)
-    central = [float(r["guaranteed_epsilon"]) for r in private if r["kind"] == "dpals"]
-    assert all(g <= e for g, e in zip(central, eps * len(graphs), strict=True))  # Theorem 1's target
+def test_the_shipped_grid_runs_with_audit_at_most_guarantee(tmp_path):
+    cfg = tomllib.loads(SCENARIO.read_text())
+    sc = load_scenario(SCENARIO).with_overrides({"repeats": 1, "network.agents": 10,
+                                                 "als.epsilon": [1.0, 100.0]})
+    run_scenario(sc, tmp_path, quiet=True)
+    rows = _rows(tmp_path)
+    graphs = cfg["network"]["topology"]
+    assert len(rows) == len(graphs) * 2 * len(cfg["protocol"]["kind"])   # kinds zipped with noise
+    assert {r["kind"] for r in rows} == set(cfg["protocol"]["kind"])
+    assert {r["gossip_noise"] for r in rows if r["kind"] == "dpals-gossip"} == {"shared", "own"}
+    assert all(float(r["audited_epsilon"]) <= float(r["guaranteed_epsilon"]) for r in rows)
+    central = [r for r in rows if r["kind"] == "dpals"]
+    assert all(float(r["guaranteed_epsilon"]) <= float(r["als_epsilon"]) for r in central)
+    assert all(r["status"] == "ok" and math.isnan(float(r["subspace_distance"])) for r in rows)
+    assert all(r["agents"] == "10" and r["n"] == "10" for r in rows)      # one row of data per user
+    # the non-private reference is non-private ALS on the same ratings, recomputed here
+    s = cfg["als"]
+    ratings = settings_ratings(make_network("ring", agents=10), {**s, "epsilon": 1.0, "noise": "shared"})
+    plain = run_als(ratings, AlsParams(rank=cfg["protocol"]["rank"], steps=cfg["protocol"]["iterations"],
+                                       reg=s["reg"]), 0)
+    ring = [float(r["rmse_nonprivate"]) for r in rows if r["network_topology"] == "ring"]
+    assert ring == pytest.approx([plain.rmse] * len(ring), rel=1e-12)
+    make_report(tmp_path)
+    assert (tmp_path / "plots" / "privacy_utility.png").is_file()
+    assert not (tmp_path / "plots" / "error_vs_iteration.png").exists()   # no subspace error to draw
+
+
+def test_a_data_section_is_refused_when_every_kind_draws_its_own():
+    raw = tomllib.loads(SCENARIO.read_text())
+    raw["data"] = {"source": "wine"}
+    with pytest.raises(ConfigError, match=r"data: protocol.kind = .*draws its own data.*\[als\]") as err:
+        validate(raw)
+    assert err.value.field == "data"
+
+
+def test_a_kind_that_reads_data_still_requires_the_data_section():
+    raw = tomllib.loads(SCENARIO.read_text())
+    raw["protocol"]["kind"] = ["dpals", "ppm-gossip"]
+    raw["protocol"].pop("rank")
+    raw.pop("sweep")
+    raw["als"]["noise"] = "shared"
+    with pytest.raises(ConfigError, match="data.source is required"):
+        validate(raw)

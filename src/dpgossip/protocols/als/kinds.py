@@ -32,14 +32,14 @@ from dpgossip.engine.conditions import NetworkConditions
 from dpgossip.engine.record import EngineRecord
 from dpgossip.errors import ConfigError
 from dpgossip.protocols.als.audit import audit_views
-from dpgossip.protocols.als.central import AlsResult, run_dpals
+from dpgossip.protocols.als.central import AlsResult, run_als, run_dpals
 from dpgossip.protocols.als.gossip import run_dpals_gossip
 from dpgossip.protocols.als.nodes import (
     AlsEngineResult,
     run_dpals_gossip_engine,
     transcript_residual,
 )
-from dpgossip.protocols.als.params import GOSSIP_NOISE, DpAlsParams, GossipParams
+from dpgossip.protocols.als.params import GOSSIP_NOISE, AlsParams, DpAlsParams, GossipParams
 from dpgossip.protocols.als.ratings import Ratings, synthetic_ratings
 from dpgossip.protocols.interface import ProtocolRun
 from dpgossip.protocols.registry import KindPoint, PointInputs, ProtocolKind, register
@@ -48,7 +48,7 @@ from dpgossip.topology import make_network
 from dpgossip.topology.network import Network
 
 __all__ = ["DpAls", "DpAlsFederated", "DpAlsGossip", "FIELDS", "SECTION", "ALS_KINDS", "point_parts",
-           "ratings_data", "default_settings", "example"]
+           "ratings_data", "settings_ratings", "own_data", "default_settings", "example"]
 
 SECTION = "als"
 ALS_KINDS: tuple[str, ...] = ("dpals", "dpals-federated", "dpals-gossip")
@@ -88,8 +88,13 @@ def default_settings(**overrides: Any) -> dict[str, Any]:
 
 
 def _ratings(inputs: PointInputs) -> Ratings:
-    s = {**default_settings(), **inputs.settings}
-    return synthetic_ratings(inputs.network.m, s["items"], s["true_rank"], s["data_seed"], zipf=s["zipf"],
+    return settings_ratings(inputs.network, inputs.settings)
+
+
+def settings_ratings(network: Network, settings: Mapping[str, Any]) -> Ratings:
+    """The synthetic ratings ``[als]`` describes, one user per agent of ``network``."""
+    s = {**default_settings(), **settings}
+    return synthetic_ratings(network.m, s["items"], s["true_rank"], s["data_seed"], zipf=s["zipf"],
                              activity_tail=s["activity_tail"], min_count=s["min_count"],
                              noise=s["rating_noise"], test_fraction=s["test_fraction"])
 
@@ -109,6 +114,11 @@ def ratings_data(ratings: Ratings) -> PartitionedData:
     X = np.where(ratings.train, ratings.values, 0.0)
     scale = float(np.linalg.norm(X, axis=1).max()) or 1.0
     return PartitionedData(X=X / scale, sizes=(1,) * ratings.users, name=ratings.name)
+
+
+def own_data(network: Network, settings: Mapping[str, Any]) -> PartitionedData:
+    """The point's data for the scenario layer: :func:`ratings_data` of :func:`settings_ratings`."""
+    return ratings_data(settings_ratings(network, settings))
 
 
 def _protocol_run(kind: str, res: AlsResult) -> ProtocolRun:
@@ -180,10 +190,15 @@ class _AlsEngine:
         return _protocol_run("dpals-gossip", record.result)
 
 
-def _columns(network: Network) -> Any:
+def _columns(network: Network, ratings: Ratings) -> Any:
+    """The kind's result columns; ``rmse_nonprivate`` is non-private ALS (same ratings, rank, ridge and
+    number of steps, initial items from ``SeedSequence(repeat)``) as the reference."""
     def columns(result: AlsResult, repeat: int) -> Mapping[str, Any]:
         audits = audit_views(result, network)
-        row: dict[str, Any] = {"rmse": result.rmse, "theorem_epsilon": result.params.epsilon,
+        p = result.params
+        plain = run_als(ratings, AlsParams(rank=p.rank, steps=p.steps, reg=p.reg), repeat)
+        row: dict[str, Any] = {"rmse": result.rmse, "rmse_nonprivate": plain.rmse,
+                               "theorem_epsilon": result.params.epsilon,
                                "sigma": result.params.sigma, "guarantee_delta": result.params.delta}
         for a in audits:
             row |= {f"guaranteed_epsilon_{a.view}": a.guarantee.epsilon,
@@ -193,6 +208,8 @@ def _columns(network: Network) -> Any:
         row["audit_exceeds_guarantee"] = any(a.audited_epsilon > a.guarantee.epsilon for a in audits)
         shared = result.kind == "dpals-gossip" and result.extra["gossip"].noise == "shared"
         row["guarantee_proven"] = not (shared and result.params.steps > 1)   # docs/als.md, Audit
+        if result.kind == "dpals-gossip":
+            row["gossip_noise"] = result.extra["gossip"].noise
         return row
     return columns
 
@@ -213,8 +230,8 @@ def _builder(name: str) -> Any:
                               field="protocol.rank")
         protocol = _PROTOCOLS[name](ratings, params, gossip)
         if name != "dpals-gossip":
-            return KindPoint(protocol=protocol, columns=_columns(inputs.network))
-        return KindPoint(protocol=protocol, columns=_columns(inputs.network),
+            return KindPoint(protocol=protocol, columns=_columns(inputs.network, ratings))
+        return KindPoint(protocol=protocol, columns=_columns(inputs.network, ratings),
                          engine=lambda cond: _AlsEngine(ratings, inputs.network, params, gossip, cond),
                          view_residual=_view_residual(inputs.network, gossip.rounds))
     return build
@@ -233,7 +250,8 @@ def example() -> PointInputs:
 
 _COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1 and Theorem 1",
                side="ratings",
-               section=SECTION, fields=FIELDS, example=example, reads_data=False,
+               section=SECTION, fields=FIELDS, example=example, reads_data=False, own_data=own_data,
+               metric=("rmse", "held-out RMSE of the ratings"),
                section_doc="private ALS: privacy target, sampling, clipping, gossip noise, synthetic ratings")
 
 register(ProtocolKind(name="dpals", estimates="item factors of a rating matrix (joint DP, trusted server)",
@@ -248,4 +266,4 @@ register(ProtocolKind(name="dpals-gossip",
                       backends=("matrix", "engine"), views=("neighbour", "coalition", "eavesdropper"),
                       build=_builder("dpals-gossip"),
                       guarantee="per view: Theorem 1's form at the view's worst noise (shared, T > 1: model)",
-                      **_COMMON))
+                      label_columns=("gossip_noise",), **_COMMON))
