@@ -214,3 +214,45 @@ def test_audit_interrupted_after_one_target_resumes_to_the_same_bits(tmp_path, m
     assert searched == [[1, 2, 3]] and run.computed == 1
     assert read_bytes(tmp_path / "cut", *tables) == read_bytes(tmp_path / "whole", *tables)
     assert not (tmp_path / "cut" / "points" / f"{key}.targets").exists()
+
+
+def test_run_interrupted_inside_the_pair_audit_resumes_from_its_finished_targets(tmp_path, monkeypatch):
+    """`dpgossip run` keeps each finished target of a point's pair audit in the point's scratch folder
+    (``points/<key>.targets``): interrupted after the first target, a rerun searches only the other
+    targets and writes a byte-identical ``leakage.csv`` to an uninterrupted run's, then removes the
+    folder."""
+    from dpgossip.scenario import run_scenario
+    from dpgossip.scenario.pair_targets import TargetStore
+
+    raw = copy.deepcopy(RAW)
+    raw["protocol"]["consensus_steps"] = 1
+    raw["data"]["synthetic"]["n"] = 8
+    raw["privacy"] = {"audit": True, "search": 1, "methods": ["rdp"], "epsilon": [50.0]}
+    sc = Scenario(validate(raw), None, raw)
+    run_scenario(sc, tmp_path / "whole", quiet=True)
+    assert not list((tmp_path / "whole" / "points").glob("*.targets"))
+
+    real_save = TargetStore.save
+
+    def save_then_stop(self, target, results):
+        real_save(self, target, results)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TargetStore, "save", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(sc, tmp_path / "cut", quiet=True)
+    (stored,) = (staging_path(tmp_path / "cut") / "points").glob("*.targets")
+    assert sorted(p.name for p in stored.iterdir()) == ["000000.json"]
+    monkeypatch.setattr(TargetStore, "save", real_save)
+    searched = []
+    real_config = privacy_section.audit_config
+
+    def spy(config, problem, **kwargs):
+        searched.append(kwargs.get("targets"))
+        return real_config(config, problem, **kwargs)
+
+    monkeypatch.setattr(privacy_section, "audit_config", spy)
+    run_scenario(sc, tmp_path / "cut", quiet=True)
+    assert searched == [[1, 2, 3]]
+    assert read_bytes(tmp_path / "cut", "leakage.csv") == read_bytes(tmp_path / "whole", "leakage.csv")
+    assert not list((tmp_path / "cut" / "points").glob("*.targets"))

@@ -37,6 +37,7 @@ from dpgossip.scenario.execute import (
 from dpgossip.scenario.expand import Point, expand, point_hash
 from dpgossip.scenario.options import check_scheduler
 from dpgossip.scenario.outdir import check_out_dir
+from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.preflight import Structures, preflight
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.results import PointResult
@@ -256,8 +257,9 @@ def _run(
         if stored is not None:
             results[key] = stored
         else:
+            scratch = None if client is not None else str(_scratch(out_dir, key))  # Dask: another machine
             tasks.append(PointTask(index=p.index, key=key, config=p.config, axes=p.axes, base=base,
-                                   params=structures.params.get(p.index)))
+                                   params=structures.params.get(p.index), scratch=scratch))
     progress = Progress(len(results) + len(tasks), quiet=quiet)
     progress.skipped(len(results), where)
     for p in points:  # resumed points are warned about again
@@ -277,6 +279,8 @@ def _run(
     with repeat_progress(progress.repeat if inline else None), \
             audit_processes(n_workers if inline else 1):
         _save_all(stream, BatchWriter(out_dir), results, progress)
+    for key in results:  # each point's file holds what its scratch folder kept
+        TargetStore(_scratch(out_dir, key)).clear()
     assemble(
         out_dir,
         cfg,
@@ -293,6 +297,12 @@ def _run(
         },
     )
     return out_dir
+
+
+def _scratch(out_dir: Path, key: str) -> Path:
+    """The scratch folder of point ``key`` (:mod:`~dpgossip.scenario.scratch`): its finished audit
+    targets, beside the point files of the resume store."""
+    return out_dir / "points" / f"{key}.targets"
 
 
 def _save_all(stream: Any, writer: BatchWriter, results: dict[str, PointResult],

@@ -38,11 +38,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpgossip.protocols.ddppm.audit import PairAudit, upper_bounds
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.audit_point import (
     OBSERVER_VIEWS,
@@ -213,8 +212,8 @@ def audit_task(task: AuditTask, base: Path | None = None,
     targets = None if stage is None else TargetProgress(stage, task.name)
     store = (TargetStore(task.store) if task.store is not None
              and cfg["privacy"]["search"] != "candidates" else None)  # its stream spans targets
-    audit = _pair_audit(cfg, problem, store, on_target=targets,
-                        on_stage=None if targets is None else targets.stage)
+    audit = privacy_section.audit_with_store(cfg, problem, store, on_target=targets,
+                                             on_stage=None if targets is None else targets.stage)
     method = audit.methods[0]
     w = audit.worst(method, by="delta" if audit.rank_by == "delta" else "epsilon")
     exact = None
@@ -241,29 +240,6 @@ def audit_task(task: AuditTask, base: Path | None = None,
         pairs=jsonable(audit.rows()), leakage=jsonable(privacy_section.leakage_rows(audit)),
         seconds=time.perf_counter() - t0,
     )
-
-
-def _pair_audit(config: dict[str, Any], problem: Any, store: TargetStore | None,
-                **progress: Any) -> PairAudit:
-    """The point's pair audit (:func:`~dpgossip.scenario.privacy_section.audit_config`); with a
-    ``store``, the targets it holds are read back, the others searched and each stored as soon as it
-    is done, and the certified upper bounds computed for every target: the same bits as an audit of
-    every target at once (each target's search reseeds its streams)."""
-    if store is None:
-        return privacy_section.audit_config(config, problem, **progress)
-    data = problem.data
-    done = store.done(range(data.m))
-    audit = privacy_section.audit_config(config, problem, targets=[j for j in range(data.m)
-                                                                   if j not in done],
-                                         upper_bound=False, on_target_results=store.save,
-                                         **progress)
-    found: dict[int, dict[tuple[int, int], Any]] = {}
-    for key, r in audit.results.items():
-        found.setdefault(key[1], {})[key] = r
-    results = {k: r for j in range(data.m) for k, r in (done.get(j) or found.get(j, {})).items()}
-    return replace(audit, results=results,
-                   upper=upper_bounds(data, problem.network, problem.params, audit.delta,
-                                      config["privacy"]["neighbours"]))
 
 
 def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from dpgossip.scenario.problem import Problem, build_structure, make_problem
 from dpgossip.scenario.progress import axes_label
 from dpgossip.scenario.protocol_point import run_protocol_point
 from dpgossip.scenario.results import PointResult, jsonable
+from dpgossip.scenario.scratch import point_scratch
 from dpgossip.scenario.sections import prepare_point
 
 __all__ = [
@@ -80,7 +81,9 @@ OWN_LANE = True
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PointTask:
     """One point to run: its resolved scalar configuration, axis values and the scenario's folder, and
-    the protocol parameters the preflight resolved for it (``None``: resolved by the run)."""
+    the protocol parameters the preflight resolved for it (``None``: resolved by the run), and its
+    scratch folder (:mod:`~dpgossip.scenario.scratch`: where a long point keeps its finished parts so
+    that an interrupted run resumes inside it; ``None``: nothing kept)."""
 
     index: int
     key: str
@@ -88,6 +91,7 @@ class PointTask:
     axes: dict[str, Any]
     base: str | None = None
     params: Any = None
+    scratch: str | None = None
 
 
 def _label(task: PointTask) -> str:
@@ -133,8 +137,9 @@ def run_task(task: PointTask, structure: Any = None) -> PointResult:
                 problem = make_problem(spec.protocol, structure)  # one per point
             runs, iters = run_point_of_kind(spec, problem, task.axes)
             runs = [{**r, **extra} for r in runs]
-            tables = {"runs": runs, "iterations": iters,
-                      **runner.run_sections(config, problem)}
+            with point_scratch(task.scratch):
+                sections = runner.run_sections(config, problem)
+            tables = {"runs": runs, "iterations": iters, **sections}
     except ConfigError as exc:
         label = _label(task)
         if not label:

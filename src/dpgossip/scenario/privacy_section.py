@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from dpgossip.errors import (
@@ -57,7 +58,13 @@ from dpgossip.errors import (
 from dpgossip.privacy.gaussian_pair import METHODS
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
 from dpgossip.privacy.scale_search import ScaleSearchOptions
-from dpgossip.protocols.ddppm.audit import PAIR_VIEWS, AuditOptions, PairAudit, audit_pairs
+from dpgossip.protocols.ddppm.audit import (
+    PAIR_VIEWS,
+    AuditOptions,
+    PairAudit,
+    audit_pairs,
+    upper_bounds,
+)
 from dpgossip.protocols.ddppm.calibrate import (
     CALIBRATION_FAMILIES,
     CALIBRATION_METHODS,
@@ -69,9 +76,11 @@ from dpgossip.protocols.ddppm.calibrate import (
 )
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
+from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem, Structure
 from dpgossip.scenario.runner import repeat_seed
+from dpgossip.scenario.scratch import current_scratch
 from dpgossip.scenario.sections import register_section
 from dpgossip.settings import REQUIRED, Field
 
@@ -480,6 +489,27 @@ def audit_config(config: Mapping[str, Any], problem: Problem,
                                                 on_stage=on_stage, **options))
 
 
+def audit_with_store(config: Mapping[str, Any], problem: Problem, store: TargetStore | None,
+                     **progress: Any) -> PairAudit:
+    """The point's pair audit (:func:`audit_config`); with a ``store``, the targets it holds are read
+    back, the others searched and each stored as soon as it is done, and the certified upper bounds
+    computed for every target: the same bits as an audit of every target at once (each target's search
+    reseeds its streams with ``(seed, target)``)."""
+    if store is None:
+        return audit_config(config, problem, **progress)
+    data = problem.data
+    done = store.done(range(data.m))
+    audit = audit_config(config, problem, targets=[j for j in range(data.m) if j not in done],
+                         upper_bound=False, on_target_results=store.save, **progress)
+    found: dict[int, dict[tuple[int, int], Any]] = {}
+    for key, r in audit.results.items():
+        found.setdefault(key[1], {})[key] = r
+    results = {k: r for j in range(data.m) for k, r in (done.get(j) or found.get(j, {})).items()}
+    return replace(audit, results=results,
+                   upper=upper_bounds(data, problem.network, problem.params, audit.delta,
+                                      config["privacy"]["neighbours"]))
+
+
 def exact_for_pair(data: Any, network: Any, params: Any, audit: PairAudit,
                    observer: int, target: int) -> dict[str, Any]:
     """The exact hockey-stick numbers of one audited pair's worst neighbour (when the audit ran only
@@ -535,7 +565,10 @@ def audit_point(config: Mapping[str, Any], problem: Problem) -> dict[str, list[d
     if calibrated:
         tables["calibration"] = [dict(calibrated)]
     if priv.get("audit"):
-        audit = audit_config(config, problem)
+        scratch = current_scratch()
+        store = (TargetStore(scratch) if scratch is not None and priv["search"] != "candidates"
+                 else None)  # the candidates search's stream spans targets: not resumable by target
+        audit = audit_with_store(config, problem, store)
         params = problem.params
         extra: dict[str, Any] = {"neighbours": priv["neighbours"],
                                  "sigma_p_first": float(params.sigma_p[0, 0]),
