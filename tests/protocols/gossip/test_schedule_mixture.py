@@ -188,3 +188,22 @@ def test_averaging_steps_refuse_schedules_the_release_does_not_model():
         with pytest.raises(ConfigError) as err:
             averaging_steps(bad)
         assert err.value.field == "schedule"
+
+
+def test_muffliato_charge_along_a_time_varying_schedule_is_the_forward_message_sum():
+    """Forward oracle: run the products P_t = W_t ... W_1 step by step and, at each step, add for every
+    neighbour w of the observer in W_{t+1} the charge alpha / (2 sigma^2) (P_t)_{wu}^2 / ||(P_t)_w||^2."""
+    net = make_network("grid", agents=9, params={"rows": 3, "cols": 3})
+    sched = random_matchings(net.graph, 5, seed=11)
+    v, sigma, alpha = 4, 0.7, 3.0
+    want = np.zeros(9)
+    P = np.eye(9)
+    for W in sched:
+        A = W.toarray()
+        for w in np.flatnonzero(A[v]):
+            if w != v:
+                want += alpha / (2 * sigma ** 2) * P[w] ** 2 / np.sum(P[w] ** 2)
+        P = A @ P
+    got = muffliato_schedule_charge(sched, LinearGossip(rounds=5, sigma=sigma), v, order=alpha)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    assert want.max() > 0

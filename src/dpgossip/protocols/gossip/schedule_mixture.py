@@ -115,7 +115,9 @@ def muffliato_schedule_charge(schedule: Iterable[object], spec: LinearGossip, ob
 
     It charges each message as if its noise were fresh; all messages share ``y^0``'s noise, so the
     sum is not a bound in general (:mod:`~dpgossip.protocols.gossip.bounds`).  With ``W_t = W`` it is
-    :func:`~dpgossip.protocols.gossip.bounds.muffliato_per_message`.  Shape ``(m,)``.
+    :func:`~dpgossip.protocols.gossip.bounds.muffliato_per_message`; along a time-varying schedule it
+    is the sum the authors' code accumulates for freshly drawn graphs (docs/dynamic-leakage.md).
+    Shape ``(m,)``.
 
     Raises
     ------
