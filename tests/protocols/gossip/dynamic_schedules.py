@@ -1,34 +1,22 @@
-"""Small seeded samplers of mixing schedules for the dynamic-leakage tests (private to the tests)."""
+"""Seeded schedules for the dynamic-leakage tests, drawn by the package samplers
+(:mod:`dpgossip.topology.schedule_samplers`) and turned into mixing matrices by
+:func:`~dpgossip.protocols.gossip.schedule_mixture.averaging_steps`."""
 
 from __future__ import annotations
 
 import networkx as nx
-import numpy as np
 
-from dpgossip.protocols.gossip.dynamic_release import matching_matrix, pairwise_matrix
+from dpgossip.protocols.gossip.schedule_mixture import averaging_steps
+from dpgossip.topology import schedule_samplers
 
 
 def pairwise_ticks(graph: nx.Graph, ticks: int, seed: int) -> list:
-    """Randomized pairwise gossip: at each tick one edge drawn uniformly averages its two ends."""
-    rng = np.random.default_rng(seed)
-    edges = sorted(tuple(sorted(e)) for e in graph.edges)
-    m = graph.number_of_nodes()
-    return [pairwise_matrix(m, *edges[int(rng.integers(len(edges)))]) for _ in range(ticks)]
+    """Randomized pairwise gossip (Boyd et al.): at each tick a uniformly chosen agent averages with a
+    uniformly chosen neighbour."""
+    P = schedule_samplers.neighbour_probabilities(graph)
+    return list(averaging_steps(schedule_samplers.pairwise_gossip(P, seed, ticks=ticks)))
 
 
 def random_matchings(graph: nx.Graph, steps: int, seed: int) -> list:
-    """Each step a greedy random matching: edges in random order, kept when both ends are free."""
-    rng = np.random.default_rng(seed)
-    edges = sorted(tuple(sorted(e)) for e in graph.edges)
-    m = graph.number_of_nodes()
-    out = []
-    for _ in range(steps):
-        free = np.ones(m, dtype=bool)
-        pairs = []
-        for k in rng.permutation(len(edges)):
-            i, j = edges[k]
-            if free[i] and free[j]:
-                free[[i, j]] = False
-                pairs.append((i, j))
-        out.append(matching_matrix(m, pairs))
-    return out
+    """Each step a greedy random maximal matching: edges in random order, kept when both ends are free."""
+    return list(averaging_steps(schedule_samplers.random_matchings(steps, seed, graph=graph)))

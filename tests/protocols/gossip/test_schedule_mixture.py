@@ -1,6 +1,8 @@
 """Leakage over random schedules: the mixture formulas against numerical integration of the mixed
 densities and the Gaussian mechanism's scalar curve, the per-distance table against the fixed-W audit
-and Muffliato's per-message sum of bounds.py when every sampled schedule is the same W."""
+and Muffliato's per-message sum of bounds.py when every sampled schedule is the same W, its flag
+columns against a hand-computed case, and the sampled schedules' matrices against the topology
+backend and the recorded-schedule audit (a second construction of the same view)."""
 
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ from scipy.stats import norm
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.linear_audit import LinearAuditSettings
 from dpgossip.privacy.mechanism import gaussian_mechanism_delta, gaussian_mechanism_epsilon
-from dpgossip.protocols.gossip.audit import audit_gossip
+from dpgossip.protocols.gossip.audit import audit_gossip, audit_view
 from dpgossip.protocols.gossip.bounds import muffliato_per_message
+from dpgossip.protocols.gossip.dynamic_release import dynamic_leakage
 from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.protocols.gossip.schedule_mixture import (
+    averaging_steps,
     gaussian_deltas,
     mixture_delta,
     mixture_epsilon,
@@ -27,7 +31,10 @@ from dpgossip.protocols.gossip.schedule_mixture import (
     sampled_spread,
     spread_by_distance,
 )
-from dpgossip.topology import make_network
+from dpgossip.protocols.gossip.scheduled import observe_schedule
+from dpgossip.topology import make_network, schedule_samplers
+from dpgossip.topology.schedule_backend import apply_schedule
+from dpgossip.topology.schedules import REPLY_LOST, MixingSchedule
 from tests.protocols.gossip.dynamic_schedules import random_matchings
 
 # three equally likely schedules: the target's shift a_k and the noise scale s_k of a 1-D view
@@ -123,3 +130,80 @@ def test_table_over_sampled_matchings_orders_its_columns():
     with pytest.raises(ConfigError) as err:
         spread_by_distance(np.zeros((2, 3)), np.zeros(2), LinearAuditSettings())
     assert err.value.field == "mu"
+
+
+def test_flag_columns_of_a_hand_computed_case():
+    """Two schedules, two targets at distance 1, order 2: exact RDP ``mu^2`` is ``[[1, 0], [0, 1]]``.
+    Target 0's mean bound equals its mean RDP (1/2) but is below its mixture RDP ``ln((e + 1) / 2)``;
+    target 1's mean bound 0.15 is below both."""
+    mu = np.array([[1.0, 0.0], [0.0, 1.0]])
+    bound = np.array([[0.9, 0.1], [0.1, 0.2]])
+    (row,) = spread_by_distance(mu, np.array([1, 1]), LinearAuditSettings(orders=(2.0,)), bound=bound,
+                                targets=np.array([7, 3]))
+    assert row.target_ids == (7, 3)
+    assert row.below_exact == 2 and row.target_below_exact == (1, 1)   # 0.9 < 1 and 0.2 < 1
+    assert row.target_exact_rdp_mean == (0.5, 0.5)
+    assert row.target_bound_mean == pytest.approx((0.5, 0.15), rel=1e-15)
+    assert row.target_mixture_rdp == pytest.approx((math.log((math.e + 1) / 2),) * 2, rel=1e-12)
+    assert row.mean_below_exact_mean == 1 and row.mean_below_mixture == 2
+    assert row.to_row()["target_ids"] == [7, 3]
+    with pytest.raises(ConfigError) as err:
+        spread_by_distance(mu, np.array([1, 1]), LinearAuditSettings(), targets=np.array([1]))
+    assert err.value.field == "mu"
+
+
+@pytest.mark.parametrize("kind", ["pairwise", "matchings"])
+def test_averaging_steps_follow_the_schedule_and_give_the_recorded_schedule_audit(kind: str):
+    """The matrices move values as the topology backend applies the schedule, and the exact leakage
+    built on them equals the audit of the recorded-schedule view (scheduled.observe_schedule, which
+    takes its message rows from the backend)."""
+    net = make_network("grid", agents=9, params={"rows": 3, "cols": 3})
+    s = (schedule_samplers.pairwise_gossip(schedule_samplers.neighbour_probabilities(net.graph), 3,
+                                           ticks=25)
+         if kind == "pairwise" else schedule_samplers.random_matchings(4, 3, graph=net.graph))
+    mats = averaging_steps(s)
+    assert len(mats) == s.steps
+    x = np.random.default_rng(0).normal(size=9)
+    y = x.copy()
+    for W in mats:
+        y = W @ y
+    np.testing.assert_allclose(y, apply_schedule(s, x), atol=1e-13)
+    settings = LinearAuditSettings(orders=(2.0,))
+    got = {r.target: r.mu for r in dynamic_leakage(mats, LinearGossip(rounds=len(mats), sigma=1.0), 4,
+                                                   settings, graph=net.graph)}
+    want = {r.target: r.mu for r in audit_view(observe_schedule(s, 1.0, 4), net, settings)}
+    assert set(got) == set(want) and max(want.values()) > 0.1
+    for u, mu in want.items():
+        assert got[u] == pytest.approx(mu, abs=1e-9)
+
+
+def test_averaging_steps_refuse_schedules_the_release_does_not_model():
+    net = make_network("ring", agents=5)
+    ok = schedule_samplers.pairwise_gossip(schedule_samplers.neighbour_probabilities(net.graph), 1,
+                                           ticks=3)
+    lost = MixingSchedule(m=5, kind="pairwise", times=ok.times, pairs=ok.pairs,
+                          outcomes=np.array([0, REPLY_LOST, 0]))
+    push = schedule_samplers.push_sum_schedule(net.graph.to_directed(), 2)
+    for bad in (lost, push, [np.eye(5)]):
+        with pytest.raises(ConfigError) as err:
+            averaging_steps(bad)
+        assert err.value.field == "schedule"
+
+
+def test_muffliato_charge_along_a_time_varying_schedule_is_the_forward_message_sum():
+    """Forward oracle: run the products P_t = W_t ... W_1 step by step and, at each step, add for every
+    neighbour w of the observer in W_{t+1} the charge alpha / (2 sigma^2) (P_t)_{wu}^2 / ||(P_t)_w||^2."""
+    net = make_network("grid", agents=9, params={"rows": 3, "cols": 3})
+    sched = random_matchings(net.graph, 5, seed=11)
+    v, sigma, alpha = 4, 0.7, 3.0
+    want = np.zeros(9)
+    P = np.eye(9)
+    for W in sched:
+        A = W.toarray()
+        for w in np.flatnonzero(A[v]):
+            if w != v:
+                want += alpha / (2 * sigma ** 2) * P[w] ** 2 / np.sum(P[w] ** 2)
+        P = A @ P
+    got = muffliato_schedule_charge(sched, LinearGossip(rounds=5, sigma=sigma), v, order=alpha)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    assert want.max() > 0

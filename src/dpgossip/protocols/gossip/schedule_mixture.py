@@ -14,6 +14,12 @@ Mahalanobis norm of the known-schedule view (:mod:`~dpgossip.protocols.gossip.dy
 * Joint convexity of hockey-stick divergences and quasi-convexity of Renyi divergences bound both by
   the worst schedule, ``max_sigma``.  The maximum over **sampled** schedules is only an estimate
   (from below) of the maximum over all schedules.
+* A bound stated for an expectation over schedules is compared with the expectation it bounds:
+  :func:`spread_by_distance` sets, for each target, the mean of the bound over the sampled schedules
+  beside the mean exact Renyi value and beside :func:`mixture_rdp` (both Monte Carlo estimates).
+
+:func:`averaging_steps` turns a sampled :class:`~dpgossip.topology.schedules.MixingSchedule` (the
+samplers of :mod:`dpgossip.topology.schedule_samplers`) into the mixing matrices used here.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import log_ndtr, logsumexp, ndtr
 
 from dpgossip.errors import ConfigError, check_number
@@ -34,16 +41,19 @@ from dpgossip.protocols.gossip.dynamic_release import (
     check_schedule,
     dynamic_leakage,
     message_coefficients,
+    pairwise_matrix,
     received_messages,
 )
 from dpgossip.protocols.gossip.linear import LinearGossip
+from dpgossip.topology.schedules import AVERAGED, MixingSchedule
 
 __all__ = ["gaussian_deltas", "mixture_delta", "mixture_epsilon", "mixture_rdp",
            "muffliato_schedule_charge", "DistanceSpread", "spread_by_distance", "sampled_spread",
-           "SAMPLED_NOTE"]
+           "averaging_steps", "SAMPLED_NOTE"]
 
-SAMPLED_NOTE = ("max and mixture columns are over SAMPLED schedules: estimates of the maximum and of "
-                "the expectations over all schedules, not certified bounds")
+SAMPLED_NOTE = ("every column is over SAMPLED schedules: the max columns are estimates, from below, of "
+                "the maximum over all schedules, and the mean, quantile and mixture columns are "
+                "estimates of expectations over all schedules; none is a certified bound")
 """Said with every table of sampled schedules."""
 
 
@@ -105,7 +115,9 @@ def muffliato_schedule_charge(schedule: Iterable[object], spec: LinearGossip, ob
 
     It charges each message as if its noise were fresh; all messages share ``y^0``'s noise, so the
     sum is not a bound in general (:mod:`~dpgossip.protocols.gossip.bounds`).  With ``W_t = W`` it is
-    :func:`~dpgossip.protocols.gossip.bounds.muffliato_per_message`.  Shape ``(m,)``.
+    :func:`~dpgossip.protocols.gossip.bounds.muffliato_per_message`; along a time-varying schedule it
+    is the sum the authors' code accumulates for freshly drawn graphs (docs/dynamic-leakage.md).
+    Shape ``(m,)``.
 
     Raises
     ------
@@ -127,14 +139,54 @@ def muffliato_schedule_charge(schedule: Iterable[object], spec: LinearGossip, ob
     return alpha * bound ** 2 / (2 * spec.sigma ** 2) * terms.sum(axis=0)
 
 
+def averaging_steps(schedule: MixingSchedule) -> tuple[sp.csr_array, ...]:
+    """The steps ``W_1, ..., W_T`` of a sampled schedule as the mixing matrices of
+    :mod:`~dpgossip.protocols.gossip.dynamic_release`.
+
+    A ``"rounds"`` schedule gives its matrices; a ``"pairwise"`` schedule gives one
+    ``I - (e_i - e_j)(e_i - e_j)^T / 2`` (:func:`~dpgossip.protocols.gossip.dynamic_release.pairwise_matrix`)
+    per exchange ``(i, j)``: at that step ``i`` receives ``y_j`` and ``j`` receives ``y_i``, the same
+    information as the request and the averaged reply of the exchange.
+
+    Raises
+    ------
+    ConfigError
+        For a schedule the release model does not describe: absences, late messages, a ``"rounds"``
+        schedule that is not doubly stochastic (push-sum, realised rounds with losses) or a pairwise
+        exchange whose outcome is not ``AVERAGED`` (a lost, late or refused reply changes who
+        receives what).
+    """
+    if not isinstance(schedule, MixingSchedule):
+        raise ConfigError(f"schedule must be a MixingSchedule, got {type(schedule).__name__}",
+                          field="schedule")
+    if len(schedule.absent) or (schedule.kind == "rounds" and len(schedule.late)):
+        raise ConfigError("schedule: absences and late messages are not modelled by the averaging "
+                          "release; give a schedule without churn", field="schedule")
+    if schedule.kind == "rounds":
+        if schedule.stochastic != "doubly":
+            raise ConfigError(f"schedule: stochastic must be 'doubly' for the averaging release, got "
+                              f"{schedule.stochastic!r}", field="schedule")
+        return tuple(schedule.matrices)
+    bad = np.flatnonzero(schedule.outcomes != AVERAGED)
+    if bad.size:
+        k = int(bad[0])
+        raise ConfigError(f"schedule: exchange {k} has outcome {int(schedule.outcomes[k])}; only "
+                          f"AVERAGED ({AVERAGED}) exchanges are modelled", field="schedule")
+    return tuple(pairwise_matrix(schedule.m, int(i), int(j)) for i, j in schedule.pairs.tolist())
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DistanceSpread:
     """Leakage to one observer at one graph distance over sampled schedules (RDP at ``order``).
 
-    The ``exact_*`` columns describe the known-schedule leakage over all (schedule, target) pairs at
-    this distance; ``worst_*`` the maximum over the sampled schedules (an estimate of the bound by
-    the worst schedule); ``mixture_*`` the largest over the targets of :func:`mixture_rdp` and
-    :func:`mixture_epsilon` (Monte Carlo estimates of the schedule-and-messages release).
+    The ``exact_*`` columns describe the known-schedule leakage over all sampled (schedule, target)
+    pairs at this distance: each value is exact for its schedule, their mean and quantiles are
+    estimates of the expectation and quantiles over all schedules, and ``exact_*_max`` is the
+    maximum over the SAMPLED schedules (an estimate, from below, of the bound by the worst schedule,
+    not a bound).  ``mixture_*`` are the largest over the targets of :func:`mixture_rdp` and
+    :func:`mixture_epsilon` (Monte Carlo estimates of the schedule-and-messages release).  The
+    ``target_*`` tuples give, per target (in ``target_ids`` order), the values the flag columns are
+    counted from.
     """
 
     distance: int
@@ -155,17 +207,35 @@ class DistanceSpread:
     bound_max: float
     below_exact: int
     """(Schedule, target) pairs where the bound is below the exact RDP (then it is not a bound)."""
+    mean_below_exact_mean: int
+    """Targets whose mean bound over the schedules is below their mean exact RDP (the comparison for a
+    bound on the expectation of the per-schedule leakage)."""
+    mean_below_mixture: int
+    """Targets whose mean bound is below their :func:`mixture_rdp` (the Renyi divergence of the
+    schedule-and-messages release, which the expectation of per-schedule RDP does not bound)."""
+    target_ids: tuple[int, ...]
+    target_exact_rdp_mean: tuple[float, ...]
+    target_mixture_rdp: tuple[float, ...]
+    target_bound_mean: tuple[float, ...]
+    target_below_exact: tuple[int, ...]
+    """Per target: schedules where the bound is below the exact RDP (they sum to ``below_exact``)."""
 
     def to_row(self) -> dict[str, object]:
-        """Tidy row of every field."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        """Tidy row of every field (tuples as lists)."""
+        return {name: (list(v) if isinstance(v := getattr(self, name), tuple) else v)
+                for name in self.__slots__}
 
 
 def spread_by_distance(mu: np.ndarray, hops: np.ndarray, settings: LinearAuditSettings, *,
-                       bound: np.ndarray | None = None) -> list[DistanceSpread]:
+                       bound: np.ndarray | None = None,
+                       targets: np.ndarray | None = None) -> list[DistanceSpread]:
     """Per graph distance, the spread of ``mu`` (``(schedules, targets)``, the known-schedule exact
     values, :func:`~dpgossip.protocols.gossip.dynamic_release.dynamic_leakage`'s ``mu_upper``) and of
-    an optional ``bound`` (same shape, Renyi values at ``settings.orders[0]``).
+    an optional ``bound`` (same shape, Renyi values at ``settings.orders[0]``), with the target ids
+    of the columns (default ``0..``).
+
+    A pair is flagged when ``bound < exact (1 - 1e-12)``; a target's means are flagged the same way
+    against its mean exact RDP and its :func:`mixture_rdp`.
 
     Raises
     ------
@@ -174,26 +244,39 @@ def spread_by_distance(mu: np.ndarray, hops: np.ndarray, settings: LinearAuditSe
     """
     mu = np.asarray(mu, dtype=float)
     hops = np.asarray(hops)
-    if mu.ndim != 2 or hops.shape != (mu.shape[1],) or (bound is not None and bound.shape != mu.shape):
-        raise ConfigError(f"mu must be (schedules, targets) with one hop per target and a bound of the "
-                          f"same shape, got {mu.shape}, {hops.shape}", field="mu")
+    ids = np.arange(mu.shape[-1]) if targets is None else np.asarray(targets, dtype=np.int64)
+    if (mu.ndim != 2 or hops.shape != (mu.shape[1],) or ids.shape != hops.shape
+            or (bound is not None and bound.shape != mu.shape)):
+        raise ConfigError(f"mu must be (schedules, targets) with one hop and one id per target and a "
+                          f"bound of the same shape, got {mu.shape}, {hops.shape}, {ids.shape}",
+                          field="mu")
     a, d = settings.orders[0], settings.delta
     rdp = a * mu ** 2 / 2
     eps = _epsilons(mu, d)
+    b_all = np.full(rdp.shape, np.nan) if bound is None else np.asarray(bound, dtype=float)
     out = []
     for dist in np.unique(hops):
         cols = np.flatnonzero(hops == dist)
-        r, e = rdp[:, cols], eps[:, cols]
-        b = bound[:, cols] if bound is not None else np.full(r.shape, np.nan)
+        r, e, b = rdp[:, cols], eps[:, cols], b_all[:, cols]
+        mix = np.array([mixture_rdp(mu[:, c], a) for c in cols])
+        r_mean, b_mean = r.mean(axis=0), b.mean(axis=0)
+        below = b < r * (1 - 1e-12)
         out.append(DistanceSpread(
             distance=int(dist), targets=int(cols.size), schedules=int(mu.shape[0]), order=a, delta=d,
             exact_rdp_mean=float(np.mean(r)), exact_rdp_median=float(np.median(r)),
             exact_rdp_q90=float(np.quantile(r, 0.9)), exact_rdp_max=float(np.max(r)),
             exact_eps_mean=float(np.mean(e)), exact_eps_max=float(np.max(e)),
-            mixture_rdp=max(mixture_rdp(mu[:, c], a) for c in cols),
+            mixture_rdp=float(np.max(mix)),
             mixture_eps=max(mixture_epsilon(mu[:, c], d) for c in cols),
             bound_mean=float(np.mean(b)), bound_max=float(np.max(b)),
-            below_exact=int(np.sum(b < r * (1 - 1e-12)))))
+            below_exact=int(np.sum(below)),
+            mean_below_exact_mean=int(np.sum(b_mean < r_mean * (1 - 1e-12))),
+            mean_below_mixture=int(np.sum(b_mean < mix * (1 - 1e-12))),
+            target_ids=tuple(int(t) for t in ids[cols]),
+            target_exact_rdp_mean=tuple(float(x) for x in r_mean),
+            target_mixture_rdp=tuple(float(x) for x in mix),
+            target_bound_mean=tuple(float(x) for x in b_mean),
+            target_below_exact=tuple(int(x) for x in below.sum(axis=0))))
     return out
 
 
@@ -201,15 +284,19 @@ def _epsilons(mu: np.ndarray, delta: float) -> np.ndarray:
     return gaussian_epsilons(mu.ravel(), delta).reshape(mu.shape)
 
 
-def sampled_spread(schedules: Iterable[Iterable[object]], spec: LinearGossip, observer: int,
-                   graph: nx.Graph, settings: LinearAuditSettings | None = None) -> list[DistanceSpread]:
+def sampled_spread(schedules: Iterable[MixingSchedule | Iterable[object]], spec: LinearGossip,
+                   observer: int, graph: nx.Graph,
+                   settings: LinearAuditSettings | None = None) -> list[DistanceSpread]:
     """:func:`spread_by_distance` of the exact known-schedule leakage of every target to ``observer``
-    over the given schedules (distances in ``graph``), beside :func:`muffliato_schedule_charge` at
-    ``settings.orders[0]`` for ``gossip-average`` with one ``sigma`` (no bound column otherwise)."""
+    over the given schedules (sequences of matrices, or sampled
+    :class:`~dpgossip.topology.schedules.MixingSchedule` through :func:`averaging_steps`; distances
+    in ``graph``), beside :func:`muffliato_schedule_charge` at ``settings.orders[0]`` for
+    ``gossip-average`` with one ``sigma`` (no bound column otherwise)."""
     s = settings or LinearAuditSettings()
     mus, charges, hops = [], [], None
     compare = spec.protocol == "gossip-average" and isinstance(spec.sigma, float)
-    for sched in schedules:
+    for given in schedules:
+        sched = averaging_steps(given) if isinstance(given, MixingSchedule) else given
         rows = dynamic_leakage(sched, spec, observer, s, graph=graph)
         mus.append([r.mu_upper for r in rows])
         if hops is None:
@@ -220,4 +307,5 @@ def sampled_spread(schedules: Iterable[Iterable[object]], spec: LinearGossip, ob
                                                      sensitivity=s.sensitivity)[targets])
     if hops is None:
         raise ConfigError("schedules must hold at least one schedule, got none", field="schedules")
-    return spread_by_distance(np.array(mus), hops, s, bound=np.array(charges) if compare else None)
+    return spread_by_distance(np.array(mus), hops, s, bound=np.array(charges) if compare else None,
+                              targets=targets)
