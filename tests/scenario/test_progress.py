@@ -109,3 +109,19 @@ def test_a_run_of_one_point_reports_its_repeats(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert [f"[1/1] repeat {k}/4 of this point" in err for k in (1, 2, 3)] == [True] * 3
     assert "repeat 4/4" not in err and err.rstrip().splitlines()[-1].startswith("[1/1] point 0")
+
+
+def test_a_run_of_one_audited_point_says_its_targets_with_an_eta(tmp_path, capsys):
+    """The pair audit of a point run in the driver's thread says its first and last target (and the
+    ones between at most every 10 s) with the elapsed time and the ETA; quiet says nothing."""
+    sc = small(protocol={"consensus_steps": 1, "iterations": 1}, repeats=1,
+               privacy={"audit": True, "search": "candidates", "candidates": 1, "methods": ["rdp"],
+                        "epsilon": [50.0]})
+    run_scenario(sc, tmp_path / "loud", quiet=False)
+    lines = capsys.readouterr().err.splitlines()
+    m = int(sc.config["network"]["agents"])
+    said = [line for line in lines if "pair audit: target" in line and "done" in line]
+    assert said[0].startswith("[1/1] pair audit: target 0 done (1/") and "ETA" in said[0]
+    assert said[-1].startswith(f"[1/1] pair audit: target {m - 1} done ({m}/{m} targets")
+    run_scenario(sc, tmp_path / "quiet", quiet=True)
+    assert capsys.readouterr().err == ""

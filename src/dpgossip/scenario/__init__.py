@@ -41,7 +41,7 @@ from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.preflight import Structures, preflight
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.results import PointResult
-from dpgossip.scenario.runner import repeat_progress
+from dpgossip.scenario.runner import repeat_progress, stage_progress
 from dpgossip.scenario.schema import SCHEMA, register_section, validate
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 from dpgossip.scenario.staging import staged_folder
@@ -277,6 +277,7 @@ def _run(
     inline = client is None and (n_workers <= 1 or len(tasks) < 2)  # points run in this thread
     # one point inline: its pair audit searches its targets on the lanes (same bits for any count)
     with repeat_progress(progress.repeat if inline else None), \
+            stage_progress(progress.stage if inline else None), \
             audit_processes(n_workers if inline else 1):
         _save_all(stream, BatchWriter(out_dir), results, progress)
     for key in results:  # each point's file holds what its scratch folder kept

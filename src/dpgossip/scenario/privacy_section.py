@@ -79,9 +79,10 @@ from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, Se
 from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem, Structure
-from dpgossip.scenario.runner import repeat_seed
+from dpgossip.scenario.runner import repeat_seed, stage_hook
 from dpgossip.scenario.scratch import current_scratch
 from dpgossip.scenario.sections import register_section
+from dpgossip.scenario.step_progress import TargetProgress
 from dpgossip.settings import REQUIRED, Field
 
 __all__ = [
@@ -568,7 +569,10 @@ def audit_point(config: Mapping[str, Any], problem: Problem) -> dict[str, list[d
         scratch = current_scratch()
         store = (TargetStore(scratch) if scratch is not None and priv["search"] != "candidates"
                  else None)  # the candidates search's stream spans targets: not resumable by target
-        audit = audit_with_store(config, problem, store)
+        say = stage_hook()  # a point run in the driver's thread: targets said with their ETA
+        targets = None if say is None else TargetProgress(say, "pair audit", every=10.0)
+        progress = {} if targets is None else {"on_target": targets, "on_stage": targets.stage}
+        audit = audit_with_store(config, problem, store, **progress)
         params = problem.params
         extra: dict[str, Any] = {"neighbours": priv["neighbours"],
                                  "sigma_p_first": float(params.sigma_p[0, 0]),

@@ -29,6 +29,8 @@ __all__ = [
     "run_point",
     "repeat_progress",
     "repeat_done",
+    "stage_progress",
+    "stage_hook",
     "run_sections",
     "repeat_seed",
     "TIMING_COLUMNS",
@@ -52,6 +54,26 @@ def repeat_progress(hook: Callable[[int, int], None] | None) -> Iterator[None]:
         yield
     finally:
         _REPEAT_HOOK.reset(token)
+
+
+_STAGE_HOOK: ContextVar[Callable[[str], None] | None] = ContextVar("dpgossip_stage_hook", default=None)
+
+
+@contextlib.contextmanager
+def stage_progress(hook: Callable[[str], None] | None) -> Iterator[None]:
+    """Let a long step inside the points run in this thread in the block say what it is doing with
+    ``hook(text)`` (e.g. a pair audit's targets with their ETA:
+    :meth:`~dpgossip.scenario.progress.Progress.stage`)."""
+    token = _STAGE_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _STAGE_HOOK.reset(token)
+
+
+def stage_hook() -> Callable[[str], None] | None:
+    """The hook of :func:`stage_progress` (``None`` outside one: say nothing)."""
+    return _STAGE_HOOK.get()
 
 
 def repeat_done(done: int, total: int) -> None:
