@@ -1,0 +1,40 @@
+"""A pair audit's targets on a Dask cluster: how ``dpgossip run --scheduler`` spreads the targets of a
+sweep with fewer points than the cluster has threads, as ``--workers N`` does on local processes.
+
+A point runs in a Dask task (:func:`~dpgossip.scenario.execute.run_chunk_spreading_targets`); its
+pair audit hands its targets' searches to :func:`dask_target_searches`, which, from inside that task
+(``distributed.worker_client``: the task leaves the worker's thread pool while it waits, so the
+cluster does not deadlock), sends the problem once to every worker and submits one task per target
+(:func:`~dpgossip.protocols.ddppm.audit.search_target_cached`: each worker factorises every view once
+and reuses it for the targets it gets). Results come back in target order. Each target reseeds its
+random streams with ``(seed, target)`` and every factorisation runs on one BLAS thread, so the tables
+are the same bits as a run on one process.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from dpgossip.protocols.ddppm.audit import PairResult, search_target_cached
+
+__all__ = ["dask_target_searches"]
+
+
+def dask_target_searches(problem: tuple, keys: dict, hops: dict, jobs: list, spec: Any
+                         ) -> Iterator[dict[tuple[int, int], PairResult]]:
+    """Each job's results, in job order, from tasks on the cluster of the Dask task this runs in
+    (module docstring); the jobs not finished are cancelled when the caller stops early."""
+    from distributed import worker_client
+
+    token = uuid.uuid4().hex  # this audit's auditors on the workers
+    with worker_client() as client:
+        shared = client.scatter(problem, broadcast=True, hash=False)
+        futures = [client.submit(search_target_cached, token, shared, keys, hops, job, spec, pure=False)
+                   for job in jobs]
+        try:
+            for fut in futures:
+                yield fut.result()
+        finally:
+            client.cancel([f for f in futures if not f.done()])
