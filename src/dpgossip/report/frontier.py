@@ -30,7 +30,7 @@ from typing import Any
 from dpgossip.protocols.registry import ProtocolKind, find_kind
 from dpgossip.report.figures import colours, new_figure, save
 from dpgossip.report.tables import ResultsFolder
-from dpgossip.scenario.expand import DEFAULT_KIND
+from dpgossip.scenario.point import DEFAULT_KIND
 from dpgossip.scenario.summary import mean_ci
 
 __all__ = ["FrontierPoint", "frontier_table", "plot_privacy_utility"]

@@ -26,7 +26,7 @@ from dpgossip.protocols.ddppm.calibrate import UPPER_METHOD, Calibration
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.expand import Point
 from dpgossip.scenario.kind_audit import KindCalibration, calibrate_kind
-from dpgossip.scenario.point import CalibrateSpec, PrivacySpec
+from dpgossip.scenario.point import DEFAULT_KIND, CalibrateSpec, PrivacySpec
 from dpgossip.scenario.problem import build_structure
 from dpgossip.scenario.store import json_safe, write_json
 
@@ -95,7 +95,7 @@ class CalibrationPlan:
     points: int
     config: dict[str, Any]
     engine: bool
-    kind: str = "ddppm"
+    kind: str = DEFAULT_KIND
     epsilon: float | None = None
     delta: float | None = None
 

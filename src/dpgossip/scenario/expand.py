@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dpgossip.scenario.point import DEFAULT_KIND
 from dpgossip.scenario.schema import axis_paths
 from dpgossip.scenario.sweep import axis_groups
 
 __all__ = ["Point", "expand", "point_hash", "axis_groups_of"]
 
-DEFAULT_KIND = "ddppm"
 """``protocol.kind`` by default; left out of the point key (keys of stored results stay valid)."""
 
 

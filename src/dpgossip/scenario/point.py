@@ -22,8 +22,11 @@ from dpgossip.protocols.ddppm.params import NoiseSchedule
 from dpgossip.protocols.registry import kind
 from dpgossip.scenario.noise import noise_fields, noise_schedule
 
+DEFAULT_KIND = "ddppm"
+"""``protocol.kind`` when a scenario does not set it (D-DP-PM, the package's first protocol)."""
+
 __all__ = [
-    "DataSpec", "NetworkSpec", "ProtocolSpec", "BaselineSpec", "CalibrateSpec", "PrivacySpec",
+    "DEFAULT_KIND", "DataSpec", "NetworkSpec", "ProtocolSpec", "BaselineSpec", "CalibrateSpec", "PrivacySpec",
     "PointSpec", "kind_settings", "DATA_FIELDS", "NETWORK_FIELDS", "PROTOCOL_FIELDS", "noise_fields",
     "noise_schedule",
 ]
@@ -103,7 +106,7 @@ class ProtocolSpec:
     alpha: float | str | Mapping[str, float]
     sigma_q: float | None
     noise: NoiseSchedule
-    kind: str = "ddppm"
+    kind: str = DEFAULT_KIND
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> ProtocolSpec:
@@ -114,7 +117,7 @@ class ProtocolSpec:
                    consensus_steps=int(table["consensus_steps"]), rank=int(table["rank"]),
                    alpha=_frozen(alpha) if isinstance(alpha, Mapping) else alpha,
                    sigma_q=table.get("sigma_q"),
-                   noise=noise_schedule(table.get("noise")), kind=table.get("kind", "ddppm"))
+                   noise=noise_schedule(table.get("noise")), kind=table.get("kind", DEFAULT_KIND))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -77,7 +77,7 @@ from dpgossip.protocols.ddppm.calibrate import (
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
 from dpgossip.scenario.pair_targets import TargetStore
-from dpgossip.scenario.point import PointSpec
+from dpgossip.scenario.point import DEFAULT_KIND, PointSpec
 from dpgossip.scenario.problem import Problem, Structure
 from dpgossip.scenario.runner import repeat_seed, stage_hook
 from dpgossip.scenario.scratch import current_scratch
@@ -405,7 +405,7 @@ def _is_ddppm(config: Mapping[str, Any]) -> bool:
     only kind this section audits and calibrates."""
     from dpgossip.protocols.registry import kind
 
-    return kind(config["protocol"].get("kind", "ddppm")).pair_audit
+    return kind(config["protocol"].get("kind", DEFAULT_KIND)).pair_audit
 
 
 def prepare_point(config: Mapping[str, Any], structure: Structure

@@ -33,6 +33,7 @@ from dpgossip.protocols.registry import find_kind, point_kind_names
 from dpgossip.protocols.registry import kind as registered_kind
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.noise import noise_schedule
+from dpgossip.scenario.point import DEFAULT_KIND
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
     free_table,
@@ -229,7 +230,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "protocol": {
         "kind": Field(
             kind=str,
-            default="ddppm",
+            default=DEFAULT_KIND,
             check=_protocol_kind,
             doc="the protocol: a registered kind (the table below, `dpgossip protocols`); a kind "
             "with its own section reads its settings there",
