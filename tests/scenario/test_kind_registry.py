@@ -18,7 +18,6 @@ from dpgossip.protocols import registry
 from dpgossip.protocols.interface import ProtocolRun
 from dpgossip.protocols.registry import KindPoint, PointInputs, ProtocolKind, kind, register
 from dpgossip.scenario import run_scenario, sections
-from dpgossip.scenario.kind_sections import register_kind_sections
 from dpgossip.scenario.point import PointSpec
 from dpgossip.settings import Field
 from tests.scenario.helpers import small
@@ -72,8 +71,7 @@ def exact_kind(monkeypatch: pytest.MonkeyPatch) -> ProtocolKind:
                                  backends=("matrix",), section="exact", fields=FIELDS,
                                  section_doc="the exact kind's settings", check=_check,
                                  preflight=_preflight, build=_build))
-    register_kind_sections()
-    return spec
+    return spec  # its section [exact] is registered by the scenario layer's listener
 
 
 def _scenario(**protocol):
@@ -154,3 +152,15 @@ def test_ddppm_builds_but_runs_through_its_pair_audit_runner(monkeypatch: pytest
     assert not called and len(rows) == 1 and "sigma_q" in rows[0]  # D-DP-PM's own parameter columns
     with pytest.raises(ConfigError, match="own runner"):
         build_point(PointSpec.from_config(sc.config), build_problem(sc.config))
+
+
+def test_a_kind_whose_section_clashes_is_refused_and_not_registered(monkeypatch):
+    """The scenario layer's listener checks a kind's section when it is registered: different fields for
+    an existing section are refused, and the kind is then not in the registry."""
+    kind("ddppm")
+    monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))
+    monkeypatch.setattr(sections, "EXTRA_SECTIONS", dict(sections.EXTRA_SECTIONS))
+    with pytest.raises(ConfigError, match=r"declare different fields for \[ppm\]"):
+        register(ProtocolKind(name="ppm-clash", family="tests", estimates="nothing", section="ppm",
+                              fields=FIELDS, build=_build))
+    assert "ppm-clash" not in registry._KINDS

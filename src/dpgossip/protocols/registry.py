@@ -46,7 +46,7 @@ from dpgossip.topology.network import Network
 
 __all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "NoiseCalibration",
            "ProtocolKind", "register", "kind", "kinds", "kind_names", "point_kind_names", "find_kind",
-           "load_kinds", "kinds_by_section"]
+           "load_kinds", "kinds_by_section", "on_register"]
 
 ENTRY_POINT_GROUP = "dpgossip.protocols"
 """The entry-point group through which installed packages add kinds."""
@@ -299,7 +299,25 @@ def register(spec: ProtocolKind, *, replace: bool = False) -> ProtocolKind:
         raise ConfigError(f"protocol kind {spec.name!r} is registered already by home "
                           f"{old.family!r}; choose another name", field="name")
     _KINDS[spec.name] = spec
+    try:
+        for listener in tuple(_LISTENERS):
+            listener(spec)
+    except BaseException:  # e.g. its section clashes with another's: the kind is not registered
+        if old is None:
+            _KINDS.pop(spec.name, None)
+        else:
+            _KINDS[spec.name] = old
+        raise
     return spec
+
+
+_LISTENERS: list[Callable[[ProtocolKind], None]] = []
+
+
+def on_register(listener: Callable[[ProtocolKind], None]) -> None:
+    """Call ``listener(spec)`` after every later :func:`register` (how the scenario layer registers the
+    section of a kind added after it was imported). A listener that raises undoes the registration."""
+    _LISTENERS.append(listener)
 
 
 def _load_homes() -> None:

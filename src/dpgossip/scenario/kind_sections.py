@@ -3,8 +3,9 @@ from the kinds' own :class:`~dpgossip.settings.Field` tables.
 
 Every kind of the registry (:mod:`dpgossip.protocols.registry`) that declares ``section`` and ``fields``
 gets its section registered here (:func:`register_kind_sections`, run when
-:mod:`dpgossip.scenario.schema` imports this module, after the installed kinds are loaded; call it again
-after registering a kind by hand): unknown keys are refused with a did-you-mean, each key is checked
+:mod:`dpgossip.scenario.schema` imports this module, after the installed kinds are loaded, and again
+whenever a kind is registered later, e.g. by hand: :func:`~dpgossip.protocols.registry.on_register`):
+unknown keys are refused with a did-you-mean, each key is checked
 against its field (a list of a sweepable key is a sweep axis) and defaults are filled. Kinds that share
 a section (the three ``ppm*`` kinds read ``[ppm]``) must declare the same fields. Cross-field rules of a
 kind (exactly one of ``noise_multiplier`` and ``epsilon``, ``protocol.rank`` must be 1, ...) are its
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.errors import ConfigError, reject_unknown_keys
-from dpgossip.protocols.registry import kinds_by_section
+from dpgossip.protocols.registry import kinds_by_section, on_register
 from dpgossip.scenario.schema import check_field
 from dpgossip.scenario.sections import register_section, section_for
 from dpgossip.settings import Field
@@ -64,3 +65,4 @@ def register_kind_sections() -> None:
 
 
 register_kind_sections()
+on_register(lambda _spec: register_kind_sections())
