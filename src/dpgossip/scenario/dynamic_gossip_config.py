@@ -67,7 +67,7 @@ def load_dynamic_gossip(path: str | Path) -> DynamicGossipConfig:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the scenario: {exc}") from None
     try:
-        return parse_dynamic_gossip(raw)
+        return parse_dynamic_gossip(raw, base_dir=path.parent)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}", field=exc.field) from None
 
@@ -182,8 +182,11 @@ class DynamicGossipConfig:
                 "output": {"dir": self.out_dir, "plots": self.plots}}
 
 
-def parse_dynamic_gossip(raw: Mapping[str, Any]) -> DynamicGossipConfig:
-    """Validate a dynamic-gossip scenario document (module docstring); errors name the TOML path."""
+def parse_dynamic_gossip(raw: Mapping[str, Any], *,
+                         base_dir: str | Path | None = None) -> DynamicGossipConfig:
+    """Validate a dynamic-gossip scenario document (module docstring); errors name the TOML path.
+    ``base_dir``: the folder that a ``files`` schedule's relative paths are read from (the scenario
+    file's)."""
     reject_unknown_keys("", raw, TOP_KEYS, "at the top level of a dynamic-gossip scenario")
     name = raw.get("name")
     if not isinstance(name, str) or not name:
@@ -198,7 +201,7 @@ def parse_dynamic_gossip(raw: Mapping[str, Any]) -> DynamicGossipConfig:
     if not isinstance(modes, list) or not modes:
         raise ConfigError(f"{SECTION}.modes must be a nonempty array of tables ([[{SECTION}.modes]]), "
                           f"got {modes!r}", field=f"{SECTION}.modes")
-    parsed = tuple(_mode(f"{SECTION}.modes[{i}]", m, period) for i, m in enumerate(modes))
+    parsed = tuple(_mode(f"{SECTION}.modes[{i}]", m, period, base_dir) for i, m in enumerate(modes))
     labels = [m.label for m in parsed]
     for i, label in enumerate(labels):
         if labels.index(label) != i:
@@ -270,14 +273,14 @@ def _label(path: str, value: Any) -> str:
     return value
 
 
-def _mode(path: str, raw: Any, period: float) -> Mode:
+def _mode(path: str, raw: Any, period: float, base_dir: str | Path | None) -> Mode:
     table = _table(raw, path)
     reject_unknown_keys(f"{path}.", table, MODE_KEYS, f"in [[{SECTION}.modes]]")
     if "schedule" not in table:
         raise ConfigError(f"{path}.schedule is required: a table such as {{ sampler = \"pairwise\" }}",
                           field=f"{path}.schedule")
     schedule = _table(table["schedule"], f"{path}.schedule")
-    spec = schedule_spec_from_mapping(schedule, f"{path}.schedule")
+    spec = schedule_spec_from_mapping(schedule, f"{path}.schedule", base_dir=base_dir)
     conditions = (None if "conditions" not in table
                   else _conditions(f"{path}.conditions", table["conditions"]))
     return Mode(label=_label(f"{path}.label", table.get("label", spec.sampler)), schedule=spec,
