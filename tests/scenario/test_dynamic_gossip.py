@@ -125,7 +125,7 @@ def test_leakage_columns_equal_a_dense_oracle_on_engine_recorded_schedules(tmp_p
     config = _config([
         {"label": "pairwise-lossy", "schedule": {"sampler": "pairwise", "rate": 1.0}, "conditions": lossy},
         {"label": "matchings-lossy", "schedule": {"sampler": "random-matchings"},
-         "conditions": {**lossy, "delay": [0.2, 1.5]}}],
+         "conditions": {"drop": 0.3, "delay": [0.2, 1.5], "sessions": lossy["sessions"]}}],
         samples=1, horizon=20.0, observers="all")
     run_dynamic_gossip(config, tmp_path / "res", quiet=True)
     rows = _csv(tmp_path / "res" / "pairs.csv")
@@ -237,6 +237,10 @@ conditions = { drop = 0.5, delay = [1.0, 5.0], sessions = { law = "lognormal", m
     ("[dynamic_gossip.graph]\n", "[dynamic_gossip.grap]\n", "dynamic_gossip.grap: unknown key"),
     ("conditions = {", "conditions = { retransmit = true,",
      "dynamic_gossip.modes[1].conditions.retransmit: unknown key"),
+    ("conditions = {", "conditions = { timeout = 3.0,",
+     "dynamic_gossip.modes[1].conditions.timeout: only a pairwise initiator waits for a reply"),
+    ("[[dynamic_gossip.modes]]\nschedule", "[[dynamic_gossip.modes]]\nperiod = 2.0\nschedule",
+     "dynamic_gossip.modes[0].period: a pairwise mode has no rounds"),
 ])
 def test_bad_keys_exit_2_naming_the_key_the_value_and_what_is_allowed(tmp_path, capsys, old, new, message):
     assert GOOD.count(old) == 1
@@ -255,6 +259,14 @@ def test_the_good_file_runs_and_other_commands_refuse_it(tmp_path, capsys):
     assert main(["audit", str(path)]) == 2
     assert "dynamic-gossip scenario" in capsys.readouterr().err
     assert main(["run", str(path), "--out", str(tmp_path / "r2"), "--workers", "2"]) == 2
+    assert main(["report", str(tmp_path / "res")]) == 0   # the plots from the tables alone
+    assert sorted(p.name for p in (tmp_path / "res" / "plots").glob("*.png")) == [
+        "consensus-messages.png", "consensus-time.png", "leakage-distance.png"]
+    leakage = tmp_path / "res" / "leakage.csv"
+    leakage.write_text(leakage.read_text().replace("rdp_max", "rdp_top"))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "res")]) == 2
+    assert "leakage.csv: the column 'rdp_max' is missing" in capsys.readouterr().err
 
 
 def test_the_offline_law_defaults_to_the_online_one_and_needs_it():

@@ -15,10 +15,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dpgossip.errors import ConfigError
+from dpgossip.report.checked import RERUN, read_record, read_table
 from dpgossip.report.figures import colours, new_figure, save
+from dpgossip.report.manifest import clear_previous, write_manifest
 from dpgossip.scenario.store import read_csv
 
-__all__ = ["plot_consensus", "plot_leakage", "plot_results", "PLOT_NAMES"]
+__all__ = ["plot_consensus", "plot_leakage", "plot_results", "dynamic_gossip_report", "PLOT_NAMES"]
 
 PLOT_NAMES = {"time": "consensus-time.png", "messages": "consensus-messages.png",
               "leakage": "leakage-distance.png"}
@@ -102,3 +105,33 @@ def plot_results(out_dir: str | Path, *, alpha: float = 2.0) -> list[Path]:
             plot_consensus(read_csv(out_dir / "consensus_messages.csv"),
                            plots / PLOT_NAMES["messages"], axis="messages"),
             plot_leakage(read_csv(out_dir / "leakage.csv"), plots / PLOT_NAMES["leakage"], alpha=alpha)]
+
+
+_COLUMNS = {"consensus_time.csv": ("mode", "time", "runs", "error_mean", "error_q10", "error_q90"),
+            "consensus_messages.csv": ("mode", "messages", "runs", "error_mean", "error_q10",
+                                       "error_q90"),
+            "leakage.csv": ("mode", "distance", "schedules", "rdp_mean", "rdp_max")}
+
+
+def dynamic_gossip_report(path: Path) -> list[Path]:
+    """``dpgossip report`` of a dynamic-gossip folder: redraw its three plots from its tables (every
+    file checked first: a missing or damaged one is an error naming it)."""
+    alpha = read_record(path / "summary.json", ("alpha",))["alpha"]
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not alpha > 1:
+        raise ConfigError(f"{path / 'summary.json'}: 'alpha' must be a number > 1, got {alpha!r}; "
+                          f"{RERUN}")
+    for name, columns in _COLUMNS.items():
+        table = path / name
+        if not table.is_file():
+            raise ConfigError(f"{path}: {name} is missing; {RERUN}")
+        rows = read_table(table)
+        missing = [c for c in columns if rows and c not in rows[0]]
+        if missing or not rows:
+            what = f"the column {missing[0]!r} is missing" if missing else "it has no rows"
+            raise ConfigError(f"{table}: {what}; {RERUN}")
+    plots = path / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    clear_previous(plots)
+    written = plot_results(path, alpha=float(alpha))
+    write_manifest(plots, written)
+    return written

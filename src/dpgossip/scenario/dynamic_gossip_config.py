@@ -283,6 +283,14 @@ def _mode(path: str, raw: Any, period: float, base_dir: str | Path | None) -> Mo
     spec = schedule_spec_from_mapping(schedule, f"{path}.schedule", base_dir=base_dir)
     conditions = (None if "conditions" not in table
                   else _conditions(f"{path}.conditions", table["conditions"]))
+    if spec.schedule_kind == "pairwise" and "period" in table:
+        raise ConfigError(f"{path}.period: a pairwise mode has no rounds (its clocks tick at "
+                          f"schedule.rate); leave period out, got {table['period']!r}",
+                          field=f"{path}.period")
+    if spec.schedule_kind == "rounds" and conditions is not None and conditions.timeout is not None:
+        raise ConfigError(f"{path}.conditions.timeout: only a pairwise initiator waits for a reply; a "
+                          f"rounds mode ({spec.sampler!r}) has none, got {conditions.timeout:g}",
+                          field=f"{path}.conditions.timeout")
     return Mode(label=_label(f"{path}.label", table.get("label", spec.sampler)), schedule=spec,
                 conditions=conditions,
                 period=_positive(table.get("period", period), f"{path}.period"),
