@@ -277,3 +277,19 @@ def test_the_offline_law_defaults_to_the_online_one_and_needs_it():
     with pytest.raises(Exception, match="offline sessions need online ones"):
         _config([{"schedule": {"sampler": "pairwise"},
                   "conditions": {"offline": {"law": "exponential", "mean": 3.0}}}])
+
+
+def test_a_files_schedule_of_w_is_the_fixed_mode_and_a_missing_file_names_its_key(tmp_path, capsys):
+    W = make_network("grid", agents=9, params={"rows": 3, "cols": 3}).W.toarray()
+    np.savetxt(tmp_path / "w.txt", W)
+    files = {"sampler": "files", "files": [str(tmp_path / "w.txt")]}
+    config = _config([{"label": "fixed", "schedule": {"sampler": "fixed"}},
+                      {"label": "files", "schedule": files}])
+    run_dynamic_gossip(config, tmp_path / "res", quiet=True)
+    rows = _csv(tmp_path / "res" / "consensus_time.csv")
+    by = {m: [float(r["error_mean"]) for r in rows if r["mode"] == m] for m in ("fixed", "files")}
+    np.testing.assert_allclose(by["files"], by["fixed"], rtol=1e-12)
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace('sampler = "random-matchings" }', 'sampler = "files", files = ["no.txt"] }'))
+    assert main(["run", str(path), "--out", str(tmp_path / "r2"), "--quiet"]) == 2
+    assert "dynamic_gossip.modes[1].schedule.files[0]: no such file" in capsys.readouterr().err

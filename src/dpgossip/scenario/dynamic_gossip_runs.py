@@ -40,7 +40,7 @@ import networkx as nx
 import numpy as np
 
 from dpgossip.engine.dynamic import run_pairwise, run_rounds
-from dpgossip.errors import ConfigError
+from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.privacy.linear_audit import LinearAuditSettings, target_box, whiten
 from dpgossip.protocols.gossip.scheduled import observe_schedule
 from dpgossip.scenario.dynamic_gossip_config import DynamicGossipConfig, GraphSpec, Mode
@@ -68,13 +68,12 @@ class Setting:
 
 def stream(seed: int, *key: int) -> np.random.SeedSequence:
     """The seed sequence of one use of the scenario's seed: ``(0,)`` the initial values,
-    ``(1, mode, run)`` a run's schedule or engine, ``(2, mode, run)`` its churn."""
+    ``(1, mode, run)`` a run's sampled schedule, ``(2, mode, run)`` its churn, ``(3, mode, run)`` its
+    engine (links, clocks and peer choices)."""
     return np.random.SeedSequence(seed, spawn_key=key)
 
 
 def _network(graph: GraphSpec) -> Network:
-    from dpgossip.errors import renamed_fields
-
     path = "dynamic_gossip.graph"
     with renamed_fields({k: f"{path}.{k}" for k in ("agents", "params", "topology", "mixing", "seed")}):
         return make_network(graph.topology, agents=graph.agents, mixing=graph.mixing, seed=graph.seed,
@@ -125,6 +124,10 @@ def _check_mode(mode: Mode, i: int, network: Network, config: DynamicGossipConfi
     if spec.sampler == "random-regular" and (spec.degree >= network.m or network.m * spec.degree % 2):
         raise ConfigError(f"{where}.degree must be < {network.m} agents with agents * degree even, got "
                           f"{spec.degree}", field=f"{where}.degree")
+    if spec.sampler == "files":  # read the matrices now: a bad file fails before anything is written
+        with renamed_fields({"files": f"{where}.files", "matrices": f"{where}.files",
+                             "stochastic": f"{where}.stochastic"}):
+            spec.sample(network, 1)
 
 
 def rounds_of(config: DynamicGossipConfig, mode: Mode) -> int:
