@@ -47,7 +47,7 @@ from dpgossip.scenario.store import json_safe, read_json, write_csv, write_json
 
 __all__ = ["run_dynamic_gossip", "mode_record", "mode_file", "TABLES", "FORMAT"]
 
-FORMAT = 1
+FORMAT = 2
 """Version of the stored per-mode files (part of their key: a new format recomputes them)."""
 TABLES = ("consensus_time", "consensus_messages", "leakage", "pairs")
 """The tables of a mode's record, each written to ``<name>.csv``."""

@@ -13,8 +13,8 @@
 Error columns are over the runs: mean, 10 %, 50 % and 90 % quantiles.  Leakage columns are Renyi
 divergences at ``alpha`` and ``epsilon`` at ``delta`` of the exact known-schedule leakage; over
 sampled schedules the maximum is an estimate from below of the worst schedule's value, not a bound,
-and the mixture columns are Monte Carlo estimates (docs/dynamic-leakage.md, Section 2): the ``note``
-column says so on every such row.
+and the mean, quantile and mixture columns are Monte Carlo estimates of expectations over schedules
+(docs/dynamic-leakage.md, Section 2): the ``note`` column says so on every such row.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dpgossip.scenario.dynamic_gossip_runs import RunTrace
 __all__ = ["time_rows", "message_rows", "distance_rows", "pair_rows", "SAMPLED", "ONE_SCHEDULE"]
 
 SAMPLED = ("sampled max is an estimate, not a bound: the largest over {n} sampled schedules (from "
-           "below); mixture columns are Monte Carlo estimates")
+           "below); mean, quantile and mixture columns are Monte Carlo estimates over schedules")
 """The ``note`` of a row over sampled schedules (``{n}``: their number)."""
 ONE_SCHEDULE = "one schedule (deterministic mode): every column is its exact value"
 """The ``note`` of a row of a deterministic mode."""
