@@ -3,7 +3,7 @@
     dpgossip run scenarios/dynamic-gossip-modes.toml --out results/dynamic-gossip-modes
     dpgossip run scenarios/dynamic-gossip-churn.toml --out results/dynamic-gossip-churn
     python scripts/dynamic_scenarios_numbers.py results/dynamic-gossip-modes results/dynamic-gossip-churn \
-        --seconds 17.6 52.7 --cpu 7.9 28.6 --load 5.61 6.21 6.21 6.03
+        --seconds 9.98 34.83 --cpu 6.13 21.01 --load 5.45 5.07 5.07 4.23
         # writes docs/numbers/dynamic-scenarios.json and the plots under docs/img/, prints the tables
 
     python scripts/dynamic_scenarios_numbers.py --print   # the tables of the stored numbers
