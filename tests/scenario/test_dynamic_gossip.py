@@ -293,3 +293,31 @@ def test_a_files_schedule_of_w_is_the_fixed_mode_and_a_missing_file_names_its_ke
     path.write_text(GOOD.replace('sampler = "random-matchings" }', 'sampler = "files", files = ["no.txt"] }'))
     assert main(["run", str(path), "--out", str(tmp_path / "r2"), "--quiet"]) == 2
     assert "dynamic_gossip.modes[1].schedule.files[0]: no such file" in capsys.readouterr().err
+
+
+def test_sampled_modes_leak_as_the_backward_sweep_of_dynamic_release_says():
+    """A second method: the release model of ``dynamic_release`` (messages ``y_w^r`` of each step's
+    matrix, rows by a backward sweep) on the same sampled schedules, as mixing matrices."""
+    from dpgossip.protocols.gossip.dynamic_release import dynamic_leakage, pairwise_matrix
+    from dpgossip.scenario.dynamic_gossip_runs import trace_run
+
+    config = _config([{"label": "p", "schedule": {"sampler": "pairwise"}},
+                      {"label": "m", "schedule": {"sampler": "random-matchings"}},
+                      {"label": "r", "schedule": {"sampler": "random-regular", "degree": 2}}],
+                     observers=[0, 4])
+    setting = build_setting(config)
+    settings = LinearAuditSettings(sensitivity=0.7, orders=(2.0,), delta=1e-5)
+    seen = []
+    for index, mode in enumerate(config.modes):
+        for run in range(2):
+            sched = realise(config, setting, index, mode, run)
+            steps = (sched.matrices if sched.kind == "rounds" else
+                     [pairwise_matrix(9, i, j) for i, j in sched.pairs.tolist()])
+            spec = LinearGossip(protocol="gossip-average", rounds=len(steps), sigma=0.8)
+            mu = trace_run(sched, setting, config, mode.period).mu
+            want = [r.mu_upper for v in (0, 4) for r in dynamic_leakage(steps, spec, v, settings,
+                                                                         graph=setting.network.graph)]
+            np.testing.assert_allclose(mu, want, rtol=1e-9, atol=1e-12)
+            seen.extend(mu)
+    local = 0.7 / 0.8  # mu of an observer that recovers y_u^0 = x_u + 0.8 z_u
+    assert np.any((np.array(seen) > 0.01) & (np.array(seen) < 0.99 * local))
