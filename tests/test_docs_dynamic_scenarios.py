@@ -80,6 +80,19 @@ def test_the_synchronous_mode_is_recomputed():
             assert r[key] == pytest.approx(f[key], rel=1e-9), key
 
 
+def test_the_example_file_of_the_page_is_a_valid_scenario():
+    import tomllib
+
+    from dpgossip.scenario.dynamic_gossip_config import parse_dynamic_gossip
+
+    block = PAGE.split("```toml\n", 1)[1].split("```", 1)[0]
+    config = parse_dynamic_gossip(tomllib.loads(block))
+    assert [m.label for m in config.modes] == ["synchronous", "pairwise-lossy"]
+    lossy = config.modes[1].conditions
+    assert (lossy.drop, lossy.delay, lossy.pairwise_timeout, lossy.online.a) == (0.5, (1.0, 5.0), 11.0, 5.0)
+    assert build_setting(config).pairs.shape == (35, 3)
+
+
 @pytest.mark.slow
 def test_both_scenarios_rerun_give_the_stored_numbers(tmp_path):
     fresh = NUMBERS._rerun(tmp_path)
