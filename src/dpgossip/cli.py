@@ -35,11 +35,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     numbers are NaN), else 0."""
     from dpgossip.report import make_report
     from dpgossip.scenario import load_scenario, run_scenario
+    from dpgossip.scenario.dynamic_gossip_config import is_dynamic_gossip_file
     from dpgossip.scenario.network_dp_config import is_network_dp_file
     from dpgossip.scenario.status import ARITHMETIC
 
     if is_network_dp_file(args.scenario):
         return _run_network_dp(args)
+    if is_dynamic_gossip_file(args.scenario):
+        return _run_dynamic_gossip(args)
     sc = load_scenario(args.scenario)
     out = run_scenario(
         sc,
@@ -77,6 +80,25 @@ def _run_network_dp(args: argparse.Namespace) -> int:
     out = run_network_dp(config, args.out, quiet=args.quiet, force=args.force)
     if config.plots and not args.no_plots:
         _plots(lambda: [plot_results(out, alpha=config.alpha)], quiet=args.quiet)
+    print(f"results written to {out}")
+    return 0
+
+
+def _run_dynamic_gossip(args: argparse.Namespace) -> int:
+    """``dpgossip run`` of a dynamic-gossip scenario (a ``[dynamic_gossip]`` table): run each mode,
+    write the consensus and leakage tables and draw the plots (docs/dynamic-scenarios.md); one
+    process."""
+    from dpgossip.report.dynamic_gossip import plot_results
+    from dpgossip.scenario.dynamic_gossip import run_dynamic_gossip
+    from dpgossip.scenario.dynamic_gossip_config import load_dynamic_gossip
+
+    if args.workers != 1 or args.scheduler is not None:
+        raise ConfigError("--workers and --scheduler: a dynamic-gossip scenario runs in this process "
+                          "(one mode after the other); leave them out")
+    config = load_dynamic_gossip(args.scenario)
+    out = run_dynamic_gossip(config, args.out, quiet=args.quiet, force=args.force)
+    if config.plots and not args.no_plots:
+        _plots(lambda: plot_results(out, alpha=config.alpha), quiet=args.quiet)
     print(f"results written to {out}")
     return 0
 
@@ -280,12 +302,18 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
 
 
 def _no_network_dp(args: argparse.Namespace) -> None:
-    """A network-DP scenario is itself an audit, run by ``dpgossip run``: refuse it here."""
+    """A network-DP or dynamic-gossip scenario is itself an audit, run by ``dpgossip run``: refuse it
+    here."""
+    from dpgossip.scenario.dynamic_gossip_config import is_dynamic_gossip_file
     from dpgossip.scenario.network_dp_config import is_network_dp_file
 
     if is_network_dp_file(args.scenario):
         raise ConfigError(f"{args.scenario}: a network-DP scenario ([network_dp]) is an audit of its "
                           f"own graphs: run it with `dpgossip run {args.scenario}`; dpgossip "
+                          f"{args.command} reads protocol scenarios (protocol.kind)")
+    if is_dynamic_gossip_file(args.scenario):
+        raise ConfigError(f"{args.scenario}: a dynamic-gossip scenario ([dynamic_gossip]) runs and "
+                          f"audits its own modes: run it with `dpgossip run {args.scenario}`; dpgossip "
                           f"{args.command} reads protocol scenarios (protocol.kind)")
 
 

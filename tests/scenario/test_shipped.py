@@ -7,14 +7,16 @@ import pytest
 
 from dpgossip.report import make_report
 from dpgossip.scenario import load_scenario, run_scenario
+from dpgossip.scenario.dynamic_gossip_config import is_dynamic_gossip_file
 from dpgossip.scenario.network_dp_config import is_network_dp_file
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
-@pytest.mark.parametrize("path", sorted(p for p in SCENARIOS.glob("*.toml") if not is_network_dp_file(p)),
+@pytest.mark.parametrize("path", sorted(p for p in SCENARIOS.glob("*.toml")
+                                        if not is_network_dp_file(p) and not is_dynamic_gossip_file(p)),
                          ids=lambda p: p.stem)
-def test_shipped_scenario_validates(path):  # network-DP scenarios: tests/scenario/test_network_dp.py
+def test_shipped_scenario_validates(path):  # network-DP and dynamic-gossip scenarios: their own tests
     sc = load_scenario(path)
     assert sc.name == path.stem
     assert sc.points()

@@ -7,11 +7,13 @@ import pytest
 from dpgossip.errors import ConfigError
 from dpgossip.resources import Need, check_needs, memory_limit, size_text
 from dpgossip.scenario import load_scenario
+from dpgossip.scenario.dynamic_gossip_config import is_dynamic_gossip_file
 from dpgossip.scenario.network_dp_config import is_network_dp_file
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size, sweep_point_count
 
 SCENARIOS = sorted(p for p in (Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml")
-                   if not is_network_dp_file(p))  # network-DP: tests/scenario/test_network_dp.py
+                   if not is_network_dp_file(p)  # network-DP: tests/scenario/test_network_dp.py
+                   and not is_dynamic_gossip_file(p))  # tests/scenario/test_dynamic_gossip.py
 
 
 @pytest.mark.parametrize("text, expected", [("8GiB", 8 * 2**30), ("500MB", 500 * 10**6),

@@ -20,7 +20,8 @@ Plots (PNG, in ``DIR/plots/``):
     instead, and no hops plot.
 
 The folder of ``dpgossip audit`` gets its own plots (:func:`~dpgossip.report.audit.make_audit_report`)
-and a network-DP folder its ``network-dp.png`` (:func:`network_dp_report`). Every file read is checked
+a network-DP folder its ``network-dp.png`` (:func:`network_dp_report`) and a dynamic-gossip folder its
+three plots (:func:`~dpgossip.report.dynamic_gossip.dynamic_gossip_report`). Every file read is checked
 (:mod:`dpgossip.report.checked`): a damaged one is an error naming it.
 
 ``plots/plots.json`` lists the files drawn; a new report first removes the files of the previous one.
@@ -40,6 +41,7 @@ from dpgossip.report.curves import (
     plot_error_vs_epsilon,
     plot_error_vs_iteration,
 )
+from dpgossip.report.dynamic_gossip import dynamic_gossip_report
 from dpgossip.report.figures import require_matplotlib
 from dpgossip.report.frontier import plot_privacy_utility
 from dpgossip.report.leakage import (
@@ -62,12 +64,14 @@ MAX_HEATMAPS = 12
 
 def folder_kind(path: Path) -> str:
     """What wrote the folder: ``"audit"`` (``dpgossip audit``: ``worst.json``, no ``summary.json``),
-    ``"network_dp"`` (a network-DP scenario: ``summary.json`` with ``kind = "network_dp"``) or
-    ``"run"`` (anything else, checked by :meth:`ResultsFolder.load`)."""
+    ``"network_dp"`` (a network-DP scenario: ``summary.json`` with ``kind = "network_dp"``),
+    ``"dynamic_gossip"`` (a dynamic-gossip scenario, ``kind = "dynamic_gossip"``) or ``"run"``
+    (anything else, checked by :meth:`ResultsFolder.load`)."""
     summary = path / "summary.json"
     if not summary.is_file():
         return "audit" if (path / "worst.json").is_file() else "run"
-    return "network_dp" if read_record(summary).get("kind") == "network_dp" else "run"
+    kind = read_record(summary).get("kind")
+    return kind if kind in ("network_dp", "dynamic_gossip") else "run"
 
 
 _NETWORK_DP_COLUMNS = ("topology", "distance", "rdp", *(f"{b}_{c}" for b in ("muffliato", "mfdl")
@@ -132,6 +136,8 @@ def make_report(results_dir: str | Path) -> list[Path]:
         return make_audit_report(path)
     if kind == "network_dp":
         return network_dp_report(path)
+    if kind == "dynamic_gossip":
+        return dynamic_gossip_report(path)
     res = ResultsFolder.load(results_dir)
     plots = res.path / "plots"
     plots.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from typing import Any
 from dpgossip.engine.conditions import NetworkConditions
 from dpgossip.protocols.gossip.linear import INPUTS
 from dpgossip.protocols.registry import kinds
+from dpgossip.scenario import dynamic_gossip_keys as dgk
 from dpgossip.scenario import network_dp_config as ndp
 from dpgossip.scenario.schema import EXTRA_SECTIONS, SCHEMA
 from dpgossip.scenario.sweep import SWEEP_KEYS
@@ -233,6 +234,25 @@ def _network_dp_lines() -> list[str]:
     ]
 
 
+_DYNAMIC_TITLES = {
+    "dynamic_gossip.graph": ("### [dynamic_gossip.graph]", "The one graph every mode runs on."),
+    "[dynamic_gossip.modes]": ("### [[dynamic_gossip.modes]]", "One table per mode."),
+    "schedule": ("### A mode's `schedule`", "Which schedule the mode samples "
+                 "(dpgossip.topology.schedule_spec; `horizon` is refused: the scenario's applies)."),
+    "conditions": ("### A mode's `conditions`", "How the engine runs the mode (dpgossip.engine.dynamic)."),
+    "sessions, offline": ("### `sessions` and `offline`", "A session-length law "
+                          "(dpgossip.topology.churn); the offline law defaults to the online one."),
+}
+
+
+def _dynamic_gossip_lines() -> list[str]:
+    lines = ["## [dynamic_gossip]", "", f"{dgk.INTRO} The keys of `[dynamic_gossip]`:", "",
+             *_table(dgk.key_rows("dynamic_gossip"), _HEADER), ""]
+    for table, (title, doc) in _DYNAMIC_TITLES.items():
+        lines += [title, "", doc, "", *_table(dgk.key_rows(table), _HEADER), ""]
+    return lines
+
+
 _KIND_HEADER = ("kind", "section", "home", "estimates", "guarantee")
 
 
@@ -289,6 +309,7 @@ def scenario_reference() -> str:
                         'e.g. [["baseline.epsilon", "privacy.calibrate.epsilon"]]')
                        for k in SWEEP_KEYS], _HEADER), ""]
     lines += _network_dp_lines()
+    lines += _dynamic_gossip_lines()
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

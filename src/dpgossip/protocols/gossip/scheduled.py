@@ -53,16 +53,19 @@ def _received(msgs: ScheduleMessages, obs: tuple[int, ...]) -> np.ndarray:
 
 
 def observe_schedule(schedule: MixingSchedule, sigma: float | Iterable[float],
-                     observers: int | Iterable[int]) -> GossipView:
+                     observers: int | Iterable[int], *,
+                     messages: ScheduleMessages | None = None) -> GossipView:
     """The Gaussian view ``O = J x + B z`` of ``observers`` under ``schedule`` (module docstring).
 
     Rows are the received messages in schedule order; :attr:`GossipView.messages` holds
-    ``(sender, step)`` of each.
+    ``(sender, step)`` of each. ``messages``: the schedule's
+    :func:`~dpgossip.topology.schedule_backend.schedule_messages`, when already computed (one list
+    serves every observer).
     """
     m = schedule.m
     obs = _observers(m, observers)
     scales = _scales(m, sigma)
-    msgs = schedule_messages(schedule)
+    msgs = schedule_messages(schedule) if messages is None else messages
     rows = _received(msgs, obs)
     others = np.array([u for u in range(m) if u not in obs], dtype=np.int64)
     C = msgs.coefficients[rows][:, others]
