@@ -238,10 +238,12 @@ _COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1
 
 register(ProtocolKind(name="dpals", estimates="item factors of a rating matrix (joint DP, trusted server)",
                       backends=("matrix",), views=("server",), build=_builder("dpals"),
+                      schedule_refusal="it runs no gossip rounds (a trusted server)",
                       guarantee="Theorem 1: (eps, delta)-joint DP of the released item factors", **_COMMON))
 register(ProtocolKind(name="dpals-federated",
                       estimates="item factors of a rating matrix (joint DP, secure aggregation)",
                       backends=("matrix",), views=("server", "coalition"), build=_builder("dpals-federated"),
+                      schedule_refusal="it runs no gossip rounds (secure aggregation to a server)",
                       guarantee="Theorem 1 for the server; the coalition view audited", **_COMMON))
 register(ProtocolKind(name="dpals-gossip",
                       estimates="item factors of a rating matrix (joint DP, over gossip)",
