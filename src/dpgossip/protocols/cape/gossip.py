@@ -13,7 +13,8 @@ The zero-sum noise of capePCA's generator is built from pairwise exchanges inste
 ``sum_s E_s = 0`` (each draw enters once with each sign), and ``1^T W = 1^T`` keeps the sum of the states,
 so as ``c`` grows ``Y_s^(c) -> (1/S) sum_s (A_s + G_s)``: capePCA's aggregate with the same ``G``
 (``run_cape`` with ``E`` the edge noise and ``F = 0``), each entry of the noise with variance
-``tau_g^2 / S``. With ``tau_g = tau / sqrt(S)`` that is capePCA's ``tau^2 / S^2``.
+``tau_g^2 / S``. With ``tau_g = tau / sqrt(S)`` that is capePCA's ``tau^2 / S^2``. Under a schedule of
+rounds round ``k`` mixes with ``W_{k-1}`` instead (docs/dynamic-gossip.md, section 8).
 
 Noise levels are multipliers of the sensitivity ``Delta(N_min)`` of
 :func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``tau_e = edge_multiplier * Delta``,

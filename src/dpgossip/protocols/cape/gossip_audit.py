@@ -22,6 +22,9 @@ The worst case over row replacements is therefore exact and in closed form: ``||
 (:func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``sqrt(2)/N_s`` for a row replaced
 within the unit ball, attained at ``x = e_1``, ``x' = e_2``), so ``mu_s = sqrt(kappa_s) Delta(N_s)`` for
 every dataset, and the pair is a Gaussian mechanism with exact ``epsilon(delta)`` (Balle-Wang).
+
+Under a schedule of rounds (docs/dynamic-gossip.md, section 8) the rows are ``e_l^T Phi_k``,
+``Phi_k = W_{k-1} ... W_0``, of the messages the view holds in round ``k + 1``; the rest is unchanged.
 """
 
 from __future__ import annotations

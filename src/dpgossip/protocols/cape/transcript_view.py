@@ -19,7 +19,8 @@ sends in round ``k`` (tag ``(0, 1, k)``) ``e_l^T W^(k-1) Y^(0)`` with
 
 which is one site's release (round 1) and every neighbour's or coalition's view (the messages it
 receives). Each site's estimate ``Y_s^(c)``, rebuilt from the round-``c`` messages, is compared with the
-run's record.
+run's record. Under a schedule the messages are checked against ``e_l^T Phi_{k-1} Y^(0)`` of the recorded
+``W_t`` and the estimates rebuilt forward (docs/dynamic-gossip.md, section 8).
 """
 
 from __future__ import annotations

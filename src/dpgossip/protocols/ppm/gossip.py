@@ -15,6 +15,10 @@ with ``nu = sigma / sqrt(s)`` (000, Algorithm 2), ``sign(i, j) = +1`` for ``i < 
 the noise shares sum to the central ``N(0, (Delta sigma)^2)``), and ``S_i^(c) -> sum_i Y^(i) / s`` as
 ``SLEM(W)^c``: with large ``c`` every agent's iterate is the federated run's (000, Theorem 5.2).
 
+Under a schedule of rounds (``schedule``, docs/dynamic-gossip.md, section 8) round ``k`` of iteration
+``l`` mixes with ``W_t``, ``t = (l - 1) c + (k - 1)``, instead of ``W`` (:func:`ppm_mixing`); a doubly
+stochastic ``W_t`` keeps the sum of the states, so the masks still cancel in it.
+
 Random streams (the convention of :mod:`dpgossip.protocols.ppm.central`, extended):
 ``root = SeedSequence(seed)``; ``init, noise = root.spawn(2)``; ``X^0`` from ``default_rng(init)``; agent
 ``i``'s standard noise

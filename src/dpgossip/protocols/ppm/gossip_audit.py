@@ -36,6 +36,11 @@ transcript, as in :mod:`dpgossip.protocols.ppm.audit`. For other views with fini
 iterates are not functions of the view; the value then does not count what the data do to those hidden
 iterates, only what each iteration's messages reveal given them.
 
+**Under a schedule** (docs/dynamic-gossip.md, section 8) round ``k + 1`` of iteration ``l`` mixes with
+``W_t``, ``t = (l - 1) c + k``, so the coalition's rows are ``e_w^T Phi_k`` with
+``Phi_k = W_{t-1} ... W_{(l-1)c}``, from the senders ``w`` outside ``O`` that ``W_t`` links to a member:
+one view per iteration (:func:`schedule_coalition_view`), each conditional on the realised schedule.
+
 ``tau -> inf`` (:func:`mask_free_gains`) keeps only the combinations of the view that no unknown mask
 enters: ``Q^T O`` with ``Q`` an orthonormal basis of the complement of ``range(R E_F)``.
 """

@@ -23,6 +23,11 @@ which covers every single agent's and coalition's view (the messages it receives
 round-1 messages. The iterates ``V_i^(l) = QR(s S_i^(c))`` entering the model are rebuilt from the
 round-``c`` messages (:func:`~dpgossip.protocols.transcript_views.mixed_states`), starting from the public
 ``V^(0)``, and compared with the run's record, as are the recorded ``Delta_l(V_i^(l-1))``.
+
+Under a schedule (the run's ``schedule``, docs/dynamic-gossip.md, section 8) the messages are checked
+against ``e_j^T Phi S^(0)`` of the recorded ``W_t`` and the states are rebuilt forward
+(:func:`~dpgossip.protocols.transcript_views.schedule_residual`,
+:func:`~dpgossip.protocols.transcript_views.schedule_states`).
 """
 
 from __future__ import annotations
