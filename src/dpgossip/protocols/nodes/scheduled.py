@@ -61,19 +61,22 @@ class ScheduledNode(Node):
         return S
 
 
-def realised_schedule(nodes: Sequence[ScheduledNode], rounds: int, *,
-                      label: str = "engine") -> MixingSchedule | None:
-    """The schedule the nodes ran: ``W_t[i, j]`` as each node used it, for ``rounds`` rounds;
-    ``None`` when some node did not complete every round (its rows would be missing)."""
+def realised_schedule(nodes: Sequence[Node], rounds: int, *, label: str = "engine",
+                      keep_missing: bool = False) -> MixingSchedule | None:
+    """The schedule the nodes ran: ``W_t[i, j]`` as each node used it (their ``realised`` records),
+    for ``rounds`` rounds. A node that did not mix round ``t`` (it crashed) has no row there:
+    ``None``, or with ``keep_missing`` the identity row (it kept its value, as an absent agent of
+    :func:`~dpgossip.engine.dynamic.run_rounds` does)."""
     entries = [e for n in nodes for e in n.realised]
-    done = {}
-    for _t, i, j, _ in entries:
+    mixed: list[set[int]] = [set() for _ in range(rounds)]
+    for t, i, j, _ in entries:
         if i == j:
-            done[i] = done.get(i, 0) + 1
-    if len(nodes) == 0 or any(done.get(n.id, 0) != rounds for n in nodes):
-        return None
+            mixed[t].add(i)
     m = len(nodes)
-    mats = matrices_from_entries(m, rounds, entries, [[] for _ in range(rounds)])
+    missing = [[i for i in range(m) if i not in mixed[t]] for t in range(rounds)]
+    if not m or (any(missing) and not keep_missing):
+        return None
+    mats = matrices_from_entries(m, rounds, entries, missing)
     sums = np.abs(np.stack([W.sum(axis=0) for W in mats]) - 1.0) if mats else np.zeros(0)
     stochastic = "doubly" if not sums.size or sums.max() <= 1e-9 else "row"
     return MixingSchedule(m=m, kind="rounds", matrices=mats, stochastic=stochastic, label=label)
