@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpgossip.cli import main
 from dpgossip.protocols.interface import exact_subspace
 from dpgossip.protocols.metrics import subspace_distance
 from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
@@ -108,3 +109,14 @@ def test_the_engine_refuses_a_schedule_off_the_network_edges(tmp_path: Path) -> 
         run_scenario(sc, tmp_path / "e", quiet=True)
     assert np.isfinite(float(_rows(run_scenario(_scenario({"sampler": "one-peer-exponential"}),
                                                 tmp_path / "m", quiet=True))[0]["error"]))
+
+
+def test_the_command_line_exits_2_on_a_bad_schedule_key(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(toml_scenario(
+        '[network]\ntopology = "ring"\nagents = 4\nschedule = { sampler = "random-matchings", sead = 2 }',
+        '[protocol]\nkind = "ppm-gossip"\niterations = 2\nconsensus_steps = 2', PPM))
+    assert main(["run", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "network.schedule.sead: unknown key (did you mean 'seed'?)" in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "runs.csv").exists()

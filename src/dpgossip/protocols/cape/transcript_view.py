@@ -83,8 +83,9 @@ def gossip_view_residual(record: CapeEngineResult, data: PartitionedData, networ
         mixing = RoundMixing(network, res.schedule, c)
         rebuilt = schedule_states(record.transcript, mixing, (0, 1), 0, c)[-1]
         known = ~np.isnan(rebuilt).reshape(rebuilt.shape[0], -1).any(axis=1)
+        pairs = [(res.initial, Y0)] + ([(rebuilt[known], res.estimates[known])] if known.any() else [])
         return max(schedule_residual(record.transcript, mixing, {(0, 1): Y0}, {(0, 1): 0}, c),
-                   largest_difference([(res.initial, Y0), (rebuilt[known], res.estimates[known])]))
+                   largest_difference(pairs))
     return max(gossip_residual(record.transcript, network, {(0, 1): Y0}, c),
                largest_difference([(res.initial, Y0),
                                    (mixed_states(record.transcript, network, (0, 1), c), res.estimates)]))

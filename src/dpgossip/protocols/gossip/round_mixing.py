@@ -69,7 +69,7 @@ class RoundMixing:
     schedule: MixingSchedule | None = None
     rounds: int = 0
     convert: Callable[[sp.csr_array], Mixing] = mixing_operator
-    _ops: dict[int, Mixing] = field(default_factory=dict, repr=False)
+    _ops: dict[int, Mixing] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         s = self.schedule
