@@ -120,3 +120,17 @@ def test_the_command_line_exits_2_on_a_bad_schedule_key(tmp_path: Path, capsys) 
     err = capsys.readouterr().err
     assert "network.schedule.sead: unknown key (did you mean 'seed'?)" in err and "Traceback" not in err
     assert not (tmp_path / "o" / "runs.csv").exists()
+
+
+def test_a_list_of_schedules_is_a_sweep_axis(tmp_path: Path) -> None:
+    network = {"topology": "ring", "agents": 4,
+               "schedule": [{"sampler": "fixed"}, {"sampler": "random-matchings", "seed": 2}]}
+    sc = small(protocol={"kind": "capepca-gossip", "iterations": 1, "consensus_steps": 3, "rank": 1},
+               cape={"noise_multiplier": 2.0, "audit": False}, repeats=1, network=network)
+    rows = _rows(run_scenario(sc, tmp_path / "o", quiet=True))
+    assert [r["schedule_sampler"] for r in rows] == ["fixed", "random-matchings"]
+    assert [r["schedule_seed"] for r in rows] == ["", "2"] and rows[0]["error"] != rows[1]["error"]
+    err = scenario_error(tmp_path, toml_scenario(
+        '[network]\ntopology = "ring"\nagents = 4\nschedule = [{ sampler = "fixed" }, { sampler = "x" }]',
+        '[protocol]\nkind = "ppm-gossip"\niterations = 2\nconsensus_steps = 2', PPM))
+    assert re.search(r"network\.schedule\[1\]\.sampler must be one of 'fixed', ", str(err)), str(err)

@@ -238,11 +238,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
             kind="table",
             default=None,
             check=_schedule_table,
-            sweep=False,
             doc="time-varying consensus rounds W_t (docs/dynamic-gossip.md, section 8): { sampler = "
             "fixed | random-matchings | one-peer-exponential | random-regular | files, seed, "
-            "degree, files, stochastic }; only kinds that run under a schedule (ppm-gossip, "
-            "capepca-gossip); default W every round",
+            "degree, files, stochastic }, or a list of such tables (a sweep axis); only kinds that "
+            "run under a schedule (ppm-gossip, capepca-gossip); default W every round",
         ),
     },
     "protocol": {
