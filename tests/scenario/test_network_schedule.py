@@ -13,8 +13,8 @@ import pytest
 from dpgossip.cli import main
 from dpgossip.protocols.interface import exact_subspace
 from dpgossip.protocols.metrics import subspace_distance
-from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
-from dpgossip.protocols.ppm.kinds import ppm_params
+from dpgossip.protocols.ppm.gossip import run_ppm_gossip
+from dpgossip.protocols.registry import kind
 from dpgossip.scenario import run_scenario
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import build_structure, resolve_problem
@@ -45,7 +45,7 @@ def test_the_point_runs_the_sampled_schedule(tmp_path: Path) -> None:
     s = inputs.schedule
     assert s is not None and s.label == "random-matchings" and s.steps == 2 * 3
     # the scenario's run is the library's run on that schedule (an independent call of the backend)
-    params = PpmGossipParams(ppm=ppm_params(inputs), consensus_steps=3, mask_std=1.0)
+    params = kind("ppm-gossip").build(inputs).protocol.params
     want = run_ppm_gossip(problem.data, problem.network, params, repeat_seed(point.config["seed"], 0),
                           schedule=s)
     row = _rows(run_scenario(sc, tmp_path / "m", quiet=True))[0]
@@ -99,7 +99,7 @@ def test_a_kind_that_cannot_follow_a_schedule_refuses_and_says_why(tmp_path: Pat
         '[network]\ntopology = "ring"\nagents = 4\nschedule = { sampler = "random-matchings" }',
         f'[protocol]\nkind = "{kind}"\niterations = 2\nconsensus_steps = 2', *extra))
     assert re.search(rf"network\.schedule: protocol\.kind = '{kind}' does not run under a schedule: "
-                     rf"{why}.*; kinds that do: ppm-gossip, capepca-gossip$", str(err)), str(err)
+                     rf"{why}.*; kinds that do: capepca-gossip, ppm-gossip$", str(err)), str(err)
 
 
 def test_the_engine_refuses_a_schedule_off_the_network_edges(tmp_path: Path) -> None:

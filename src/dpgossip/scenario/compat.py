@@ -91,7 +91,7 @@ def _check_schedule(config: Mapping[str, Any]) -> None:
     if config["network"].get("schedule") is None:
         return
     used = [kind(n) for n in dict.fromkeys(_values(config["protocol"]["kind"]))]
-    able = ", ".join(k.name for k in kinds() if k.schedule_rounds is not None)
+    able = ", ".join(sorted(k.name for k in kinds() if k.schedule_rounds is not None))
     for k in used:
         if k.schedule_rounds is None:
             raise ConfigError(f"network.schedule: protocol.kind = {k.name!r} does not run under a "
