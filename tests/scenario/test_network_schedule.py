@@ -99,7 +99,8 @@ def test_a_kind_that_cannot_follow_a_schedule_refuses_and_says_why(tmp_path: Pat
         '[network]\ntopology = "ring"\nagents = 4\nschedule = { sampler = "random-matchings" }',
         f'[protocol]\nkind = "{kind}"\niterations = 2\nconsensus_steps = 2', *extra))
     assert re.search(rf"network\.schedule: protocol\.kind = '{kind}' does not run under a schedule: "
-                     rf"{why}.*; kinds that do: capepca-gossip, ppm-gossip$", str(err)), str(err)
+                     rf"{why}.*; kinds that do: capepca-gossip, dpals-gossip, ppm-gossip$",
+                     str(err)), str(err)
 
 
 def test_the_engine_refuses_a_schedule_off_the_network_edges(tmp_path: Path) -> None:

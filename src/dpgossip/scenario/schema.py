@@ -241,7 +241,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
             doc="time-varying consensus rounds W_t (docs/dynamic-gossip.md, section 8): { sampler = "
             "fixed | random-matchings | one-peer-exponential | random-regular | files, seed, "
             "degree, files, stochastic }, or a list of such tables (a sweep axis); only kinds that "
-            "run under a schedule (ppm-gossip, capepca-gossip); default W every round",
+            "run under a schedule (ppm-gossip, capepca-gossip, dpals-gossip); default W every round",
         ),
     },
     "protocol": {
