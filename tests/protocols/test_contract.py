@@ -8,6 +8,7 @@ For each kind, on its own ``example()`` point:
   (``KindPoint.view_residual <= 1e-10``), on both links;
 * the audit is at most the guarantee wherever the kind reports both (``audited_epsilon <=
   guaranteed_epsilon``);
+* under a schedule of rounds (a kind with ``schedule_rounds``), the first two parts again;
 * a bad value of a setting of its section (outside ``choices``, or outside its bounds), in a scenario
   file, stops the load with a :class:`ConfigError` naming the TOML path ``<section>.<key>``, while the
   example's own settings load.
@@ -99,6 +100,40 @@ def test_engine_equals_matrix_backend(name: str, links: str) -> None:
     _assert_close(engine.trajectory, matrix.trajectory, "trajectory")
     _assert_close(engine.final, matrix.final, "final")
     _assert_close(engine.agent_finals, matrix.agent_finals, "agent_finals")
+
+
+SCHEDULE_KINDS = [n for n in ENGINE_KINDS if getattr(BY_NAME[n], "schedule_rounds", None) is not None]
+"""Kinds that run under a schedule of rounds (``ProtocolKind.schedule_rounds``)."""
+
+
+@cache
+def scheduled(name: str) -> tuple[PointInputs, KindPoint]:
+    """The kind's example point under a random-matchings schedule of its network's edges."""
+    from dpgossip.topology.schedule_spec import ScheduleSpec
+
+    spec = BY_NAME[name]
+    inputs = spec.example()
+    schedule = ScheduleSpec(sampler="random-matchings", seed=5).sample(inputs.network,
+                                                                      spec.schedule_rounds(inputs))
+    inputs = dataclasses.replace(inputs, schedule=schedule)
+    return inputs, spec.build(inputs)
+
+
+@pytest.mark.parametrize("links", list(LINKS))
+@pytest.mark.parametrize("name", SCHEDULE_KINDS)
+def test_under_a_schedule_engine_equals_matrix_and_views_equal_release_model(name: str,
+                                                                             links: str) -> None:
+    """The contract's first two parts under a schedule of rounds (docs/dynamic-gossip.md, section 8)."""
+    inputs, point = scheduled(name)
+    matrix = point.protocol.run(inputs.data, inputs.network, SEED)
+    form = point.engine(LINKS[links])
+    record = form.run_engine(inputs.data, inputs.network, SEED)
+    engine = form.protocol_run(record, inputs.data)
+    assert record.status == "completed", record.outcome.reason
+    _assert_close(engine.trajectory, matrix.trajectory, "trajectory")
+    _assert_close(engine.agent_finals, matrix.agent_finals, "agent_finals")
+    if point.view_residual is not None:
+        assert point.view_residual(record, inputs.data) <= TOL
 
 
 VIEWS_NOT_YET_REBUILT: frozenset[str] = frozenset()

@@ -43,6 +43,7 @@ from dpgossip.errors import ConfigError, did_you_mean
 from dpgossip.protocols.interface import PrivateProtocol, ProtocolRun
 from dpgossip.settings import Field
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "NoiseCalibration",
            "ProtocolKind", "register", "kind", "kinds", "kind_names", "point_kind_names", "find_kind",
@@ -68,6 +69,10 @@ class PointInputs:
     settings
         The kind's own section (``[<section>]``) as validated against its :attr:`ProtocolKind.fields`,
         defaults filled; empty for a kind without a section.
+    schedule
+        Time-varying consensus rounds (``[network] schedule``, sampled for the point with
+        :attr:`ProtocolKind.schedule_rounds` rounds), or ``None``: ``network.W`` every round. Only a
+        kind with :attr:`ProtocolKind.schedule_rounds` is given one.
     """
 
     data: PartitionedData
@@ -76,6 +81,7 @@ class PointInputs:
     iterations: int
     consensus_steps: int
     settings: Mapping[str, Any] = field(default_factory=dict)
+    schedule: MixingSchedule | None = None
 
 
 class EngineForm(Protocol):
@@ -217,6 +223,13 @@ class ProtocolKind:
     label, label_columns
         How reports name the kind's series: ``label`` (default :attr:`name`), followed by the values
         of the rows' ``label_columns`` in parentheses when there are any.
+    schedule_rounds
+        ``schedule_rounds(inputs) -> int``: the consensus rounds a run reads from a schedule (its
+        phases times ``c``; docs/dynamic-gossip.md, section 8), for a kind whose matrix and engine
+        backends and release model follow time-varying rounds (:attr:`PointInputs.schedule`);
+        ``None``: the kind does not run under a schedule, and :attr:`schedule_refusal` says why.
+    schedule_refusal
+        Why the kind does not run under a schedule (shown when a scenario gives one).
     """
 
     name: str
@@ -243,6 +256,8 @@ class ProtocolKind:
     metric: tuple[str, str] | None = None
     label: str = ""
     label_columns: tuple[str, ...] = ()
+    schedule_rounds: Callable[[PointInputs], int] | None = None
+    schedule_refusal: str = "its consensus step, release model or audit assumes one fixed W"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name != self.name.strip():

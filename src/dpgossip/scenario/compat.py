@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocols.registry import kind, kinds_by_section
+from dpgossip.protocols.registry import kind, kinds, kinds_by_section
 
 __all__ = ["check_combinations"]
 
@@ -33,6 +33,7 @@ def check_combinations(raw: Mapping[str, Any], config: Mapping[str, Any]) -> Non
     _check_baseline(config["baseline"])
     _check_data(config["data"])
     _check_kinds(raw, config)
+    _check_schedule(config)
     backends = _values(config["backend"])
     if "engine" in raw and "engine" not in backends:
         raise ConfigError(
@@ -82,6 +83,20 @@ def _check_data(data: Mapping[str, Any]) -> None:
         raise ConfigError(
             "data.source = 'synthetic' needs data.synthetic = { n = rows, d = cols, spectrum = ... }"
         )
+
+
+def _check_schedule(config: Mapping[str, Any]) -> None:
+    """``network.schedule`` only with kinds that run under a schedule
+    (``ProtocolKind.schedule_rounds``; the refusal says why a kind does not)."""
+    if config["network"].get("schedule") is None:
+        return
+    used = [kind(n) for n in dict.fromkeys(_values(config["protocol"]["kind"]))]
+    able = ", ".join(sorted(k.name for k in kinds() if k.schedule_rounds is not None))
+    for k in used:
+        if k.schedule_rounds is None:
+            raise ConfigError(f"network.schedule: protocol.kind = {k.name!r} does not run under a "
+                              f"schedule: {k.schedule_refusal}; kinds that do: {able}",
+                              field="network.schedule")
 
 
 def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:

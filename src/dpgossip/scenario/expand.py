@@ -82,13 +82,17 @@ def expand(config: Mapping[str, Any]) -> list[Point]:
 def point_hash(config: Mapping[str, Any]) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of a configuration, output settings excluded.
 
-    ``protocol.kind = "ddppm"`` (the default) is left out, so that a point's key is the one it had
-    before that setting existed and stored results resume.
+    ``protocol.kind = "ddppm"`` (the default) and ``network.schedule`` unset (``None``, the default)
+    are left out, so that a point's key is the one it had before those settings existed and stored
+    results resume.
     """
     relevant = {k: v for k, v in config.items() if k not in ("output", "description")}
     protocol = relevant.get("protocol")
     if isinstance(protocol, Mapping) and protocol.get("kind") == DEFAULT_KIND:
         # protocol.kind came after results were stored: its default leaves the key as it was
         relevant["protocol"] = {k: v for k, v in protocol.items() if k != "kind"}
+    network = relevant.get("network")
+    if isinstance(network, Mapping) and network.get("schedule", ...) is None:
+        relevant["network"] = {k: v for k, v in network.items() if k != "schedule"}
     text = json.dumps(relevant, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

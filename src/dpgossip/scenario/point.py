@@ -86,12 +86,15 @@ class NetworkSpec:
     agents: int | None
     mixing: str | None
     params: Mapping[str, Any] | None
+    schedule: Mapping[str, Any] | None = None
+    """``network.schedule``: the table of a sampled schedule of consensus rounds, or ``None``."""
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> NetworkSpec:
         """From the validated ``[network]`` table."""
         return cls(topology=table["topology"], agents=table.get("agents"),
-                   mixing=table.get("mixing"), params=_frozen(table.get("params")))
+                   mixing=table.get("mixing"), params=_frozen(table.get("params")),
+                   schedule=_frozen(table.get("schedule")))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

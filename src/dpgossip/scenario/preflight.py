@@ -30,15 +30,22 @@ __all__ = ["KEEP_BYTES", "Structures", "preflight", "check_points", "structure_k
            "input_digests"]
 
 
+def _graph_table(config: dict[str, Any]) -> dict[str, Any]:
+    """``[network]`` without ``schedule``, which does not change the graph or ``W``."""
+    return {k: v for k, v in config["network"].items() if k != "schedule"}
+
+
 def structure_key(config: dict[str, Any]) -> str:
-    """Hash of what determines a point's network and data: seed, ``[network]`` and ``[data]``."""
-    relevant = {k: config[k] for k in ("seed", "network", "data")}
+    """Hash of what determines a point's network and data: seed, ``[network]`` (but its ``schedule``)
+    and ``[data]``."""
+    relevant = {"seed": config["seed"], "network": _graph_table(config), "data": config["data"]}
     text = json.dumps(relevant, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def _network_key(config: dict[str, Any]) -> str:
-    text = json.dumps({k: config[k] for k in ("seed", "network")}, sort_keys=True, default=str)
+    text = json.dumps({"seed": config["seed"], "network": _graph_table(config)}, sort_keys=True,
+                      default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 

@@ -24,6 +24,7 @@ reason, and ``max_agent_error`` over the agents that hold an estimate.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -37,19 +38,55 @@ from dpgossip.protocols.power import top_singular
 from dpgossip.protocols.registry import EngineForm, KindPoint, PointInputs, kind
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem
+from dpgossip.topology.schedule_spec import schedule_spec_from_mapping
+from dpgossip.topology.schedules import MixingSchedule
 
-__all__ = ["point_inputs", "build_point", "run_protocol_point", "PARTIAL"]
+__all__ = ["point_inputs", "point_schedule", "build_point", "run_protocol_point", "PARTIAL",
+           "SCHEDULE_SPAWN_KEY"]
 
 PARTIAL = {"stopped": "stopped", "completed_with_crash": "partial"}
 """The row ``status`` of an engine run that did not complete cleanly (:mod:`dpgossip.scenario.status`):
 halted, or finished by the parties that did not crash."""
 
 
+SCHEDULE_SPAWN_KEY = 2**32 - 1
+"""Spawn key ``(SCHEDULE_SPAWN_KEY,)`` of a point's schedule stream (a ``network.schedule`` without its
+own ``seed``): ``SeedSequence(seed, spawn_key=(2**32 - 1,))``, apart from every repeat's ``(k,)``."""
+
+
+def point_schedule(spec: PointSpec, inputs: PointInputs) -> MixingSchedule | None:
+    """The point's schedule of consensus rounds (``network.schedule``), sampled once on its network for
+    the rounds its kind reads (``ProtocolKind.schedule_rounds``), from the spec's ``seed`` or else the
+    point's schedule stream (:data:`SCHEDULE_SPAWN_KEY`); ``None`` without ``network.schedule``.
+
+    Raises
+    ------
+    ConfigError
+        The kind does not run under a schedule, or the sampler refuses the network (names
+        ``network.schedule.<key>``).
+    """
+    table = spec.network.schedule
+    if table is None:
+        return None
+    found = kind(spec.protocol.kind)
+    if found.schedule_rounds is None:
+        raise ConfigError(f"network.schedule: protocol.kind = {found.name!r} does not run under a "
+                          f"schedule: {found.schedule_refusal}", field="network.schedule")
+    where = "network.schedule"
+    sampler = schedule_spec_from_mapping(table, where)
+    with renamed_fields({k: f"{where}.{k}" for k in ("seed", "degree", "files", "steps")}):
+        return sampler.sample(inputs.network, found.schedule_rounds(inputs),
+                              seed=np.random.SeedSequence(spec.seed, spawn_key=(SCHEDULE_SPAWN_KEY,)))
+
+
 def point_inputs(spec: PointSpec, data: Any, network: Any) -> PointInputs:
-    """What the point's kind is built from: its data, network, ``[protocol]`` settings and own section."""
+    """What the point's kind is built from: its data, network, ``[protocol]`` settings, own section and
+    schedule of rounds (:func:`point_schedule`)."""
     proto = spec.protocol
-    return PointInputs(data=data, network=network, rank=proto.rank, iterations=proto.iterations,
-                       consensus_steps=proto.consensus_steps, settings=spec.settings)
+    inputs = PointInputs(data=data, network=network, rank=proto.rank, iterations=proto.iterations,
+                         consensus_steps=proto.consensus_steps, settings=spec.settings)
+    schedule = point_schedule(spec, inputs)
+    return inputs if schedule is None else dataclasses.replace(inputs, schedule=schedule)
 
 
 def build_point(spec: PointSpec, problem: Problem) -> KindPoint:
@@ -88,7 +125,7 @@ def _engine_run(engine: EngineForm, data: Any, network: Any, seed: Any
     ``status = "stopped"``), crashed agents and traffic (as D-DP-PM's engine rows, timings left out)."""
     from dpgossip.scenario.runner import TIMING_COLUMNS
 
-    with renamed_fields({"conditions": "engine"}):
+    with renamed_fields({"conditions": "engine", "schedule": "network.schedule"}):
         res = engine.run_engine(data, network, seed)
     run = engine.protocol_run(res, data)
     extra: dict[str, Any] = {"crashed_agents": list(res.outcome.crashed)}
@@ -145,6 +182,8 @@ def run_protocol_point(spec: PointSpec, problem: Problem, axes: Mapping[str, Any
     ldp_u = top_singular(data.X, problem.params.rank).U if spec.baseline.ldp else None
     base = {**{k.replace(".", "_"): v for k, v in axes.items()}, **network.to_row(),
             **data.to_row(), "kind": protocol.kind, **point.row, "backend": spec.backend}
+    if spec.network.schedule is not None:
+        base.update(schedule_spec_from_mapping(spec.network.schedule, "network.schedule").to_row())
     engine = _engine(spec, point)
     runs, iters = [], []
     for k in range(spec.repeats):

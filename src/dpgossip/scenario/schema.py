@@ -43,6 +43,7 @@ from dpgossip.scenario.sections import (
 )
 from dpgossip.scenario.sweep import check_sweep
 from dpgossip.settings import REQUIRED, Field
+from dpgossip.topology.schedule_spec import schedule_spec_from_mapping
 
 __all__ = [
     "Field",
@@ -101,6 +102,14 @@ def _plain_name(path: str, value: str) -> str:
             "results go to results/<name> (use --out or [output] dir for another folder)"
         )
     return value
+
+
+def _schedule_table(path: str, value: Any) -> dict[str, Any]:
+    """``network.schedule``: a sampled schedule of consensus rounds, checked by
+    :func:`~dpgossip.topology.schedule_spec.schedule_spec_from_mapping` (errors name
+    ``network.schedule.<key>``)."""
+    schedule_spec_from_mapping(value, path)
+    return dict(value)
 
 
 def _alpha_value(path: str, value: Any) -> Any:
@@ -225,6 +234,15 @@ SCHEMA: dict[str, dict[str, Field]] = {
             check=_free_table,
             sweep=False,
             doc="builder parameters, e.g. { p = 0.3 }",
+        ),
+        "schedule": Field(
+            kind="table",
+            default=None,
+            check=_schedule_table,
+            doc="time-varying consensus rounds W_t (docs/dynamic-gossip.md, section 8): { sampler = "
+            "fixed | random-matchings | one-peer-exponential | random-regular | files, seed, "
+            "degree, files, stochastic }, or a list of such tables (a sweep axis); only kinds that "
+            "run under a schedule (ppm-gossip, capepca-gossip, dpals-gossip); default W every round",
         ),
     },
     "protocol": {

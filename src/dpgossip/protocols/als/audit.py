@@ -24,6 +24,13 @@ neighbour); the members' own values are functions of these and of what they know
 
 The guarantee of a view (:func:`~dpgossip.protocols.als.accounting.view_guarantee`) uses
 ``max_i kappa_i``, which does not depend on the data; the audit uses each user's actual contributions.
+
+Under a schedule of rounds (the result's ``extra["schedule"]``, docs/dynamic-gossip.md, section 8) step
+``t``'s rows are ``e_b^T Phi_k``, ``Phi_k = W_{g+k-1} ... W_g``, ``g = (t - 1) c``, of every non-member
+``b`` that ``W_{g+k}`` links to a member (:func:`schedule_observation_map`), so ``kappa`` is computed per
+step: ``D_i^2 = sum_t kappa_ti sum_j ||s_tij / units||^2``, and the guarantee takes ``max_{t,i} kappa_ti``
+(an upper bound for every step). A user's neighbours are then its neighbours in the network and every
+agent a round of the schedule pairs it with. The observer knows the schedule.
 """
 
 from __future__ import annotations
@@ -38,11 +45,14 @@ from dpgossip.errors import check_choice
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
 from dpgossip.protocols.als.accounting import ViewGuarantee, view_guarantee
 from dpgossip.protocols.als.central import AlsResult
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule, schedule_union_edges
 
 __all__ = ["GOSSIP_VIEWS", "FEDERATED_VIEWS", "CENTRAL_VIEWS", "observation_map", "noise_covariance",
-           "kappas", "kappa", "gossip_kappas", "ViewAudit", "audit_views"]
+           "kappas", "kappa", "gossip_kappas", "schedule_observation_map", "schedule_kappas", "ViewAudit",
+           "audit_views"]
 
 CENTRAL_VIEWS: tuple[str, ...] = ("server",)
 FEDERATED_VIEWS: tuple[str, ...] = ("server", "coalition")
@@ -67,6 +77,36 @@ def observation_map(network: Network, rounds: int, members: Iterable[int]) -> np
         rows.append(R)
         R = R @ W                                   # e_b^T W^k = (e_b^T W^(k-1)) W
     return np.concatenate(rows) if rows and senders else np.zeros((0, n))
+
+
+def schedule_observation_map(mixing: RoundMixing, start: int, rounds: int,
+                             members: Iterable[int]) -> np.ndarray:
+    """``H`` of one step under a schedule (module docstring): rows ``e_b^T Phi_k`` of every non-member
+    ``b`` with ``W_{start + k}[a, b] != 0`` for a member ``a``; with no member, of every ``b`` that sends
+    to anyone in round ``k + 1`` (the eavesdropper)."""
+    n = mixing.network.m
+    members = sorted(set(members))
+    outside = np.ones(n, dtype=bool)
+    outside[members] = False
+    rows, phi = [], np.eye(n)
+    for k in range(rounds):
+        W = mixing.dense(start + k)
+        links = W != 0
+        np.fill_diagonal(links, False)
+        senders = (links[members].any(axis=0) if members else links.any(axis=0)) & outside
+        rows.append(phi[senders])
+        phi = W @ phi
+    return np.concatenate(rows) if rows else np.zeros((0, n))
+
+
+def _partners(network: Network, schedule: MixingSchedule | None) -> list[list[int]]:
+    """Each agent's neighbours in the network and, under a schedule, every agent a round pairs it with."""
+    out = [set(nb) for nb in network.neighbours]
+    if schedule is not None:
+        for i, j in schedule_union_edges(schedule).tolist():
+            out[i].add(j)
+            out[j].add(i)
+    return [sorted(s) for s in out]
 
 
 def noise_covariance(network: Network, stds: tuple[float, float], known: Iterable[int]) -> np.ndarray:
@@ -131,6 +171,30 @@ def gossip_kappas(network: Network, rounds: int, stds: tuple[float, float], view
     return hit[1] / own**2
 
 
+def schedule_kappas(network: Network, schedule: MixingSchedule, steps: int, rounds: int,
+                    stds: tuple[float, float], view: str) -> np.ndarray:
+    """``(steps, n)``: ``kappa_ti`` of a gossip view under a schedule (module docstring)."""
+    check_choice(view, "view", GOSSIP_VIEWS)
+    mixing = RoundMixing(network, schedule, steps * rounds)
+    partners = _partners(network, schedule)
+    n, out = network.m, np.zeros((steps, network.m))
+    for t in range(steps):
+        start = t * rounds
+        if view == "eavesdropper":
+            out[t] = kappas(schedule_observation_map(mixing, start, rounds, ()),
+                            noise_covariance(network, stds, ()))
+        elif view == "coalition":
+            for i in range(n):
+                if partners[i]:
+                    H = schedule_observation_map(mixing, start, rounds, partners[i])
+                    out[t, i] = kappas(H, noise_covariance(network, stds, partners[i]))[i]
+        else:
+            by_agent = [kappas(schedule_observation_map(mixing, start, rounds, (a,)),
+                               noise_covariance(network, stds, (a,))) for a in range(n)]
+            out[t] = [max((by_agent[a][i] for a in partners[i]), default=0.0) for i in range(n)]
+    return out
+
+
 def _gossip_kappas(network: Network, rounds: int, stds: tuple[float, float], view: str) -> np.ndarray:
     n = network.m
     if view == "eavesdropper":
@@ -179,6 +243,9 @@ def _kappas(result: AlsResult, network: Network | None, view: str) -> np.ndarray
         unknown = n if view == "server" else 1      # clients (of noise z^2 / n each) the view does not know
         return np.full(n, n / (unknown * z**2))
     gp = result.extra["gossip"]
+    if result.extra.get("schedule") is not None:
+        return schedule_kappas(network, result.extra["schedule"], result.params.steps, gp.rounds,
+                               result.extra["stds"], view)
     return gossip_kappas(network, gp.rounds, result.extra["stds"], view)
 
 
@@ -191,8 +258,8 @@ def audit_views(result: AlsResult, network: Network | None = None,
     totals = result.norms.sum(axis=(0, 2))                       # sum_{t,j} ||s_tij / units||^2
     out = []
     for view in views:
-        kap = _kappas(result, network, view)
-        d2 = kap * totals
+        kap = _kappas(result, network, view)                     # (n,), or (T, n) under a schedule
+        d2 = kap * totals if kap.ndim == 1 else (kap * result.norms.sum(axis=2)).sum(axis=0)
         worst = int(np.argmax(d2))
         g = view_guarantee(view, float(kap.max()), p.k, p.steps, p.delta)
         eps = gaussian_mechanism_epsilon(math.sqrt(d2[worst]), p.delta)

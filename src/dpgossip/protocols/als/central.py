@@ -64,6 +64,12 @@ class AlsResult:
     params: AlsParams
     extra: dict
 
+    @property
+    def schedule(self) -> object:
+        """dpals-gossip under a schedule of rounds: ``extra["schedule"]`` (the engine's is the realised
+        one); ``None`` otherwise."""
+        return self.extra.get("schedule")
+
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
         return {"protocol": self.kind, **self.params.to_row(), "rmse": self.rmse}

@@ -17,7 +17,9 @@ entries with the stds of :meth:`~dpgossip.protocols.als.params.GossipParams.stds
 * ``own``: ``G_i`` of ``z`` units and no edge draws: every message is protected at the central level on
   its own; the sum carries ``n`` times the central variance.
 
-With finite ``c`` the agents end with different item factors; user ``i`` predicts with its own.
+With finite ``c`` the agents end with different item factors; user ``i`` predicts with its own. Under a
+schedule of rounds round ``k`` of step ``t`` mixes with ``W_g``, ``g = (t - 1) c + k - 1``, instead of
+``W`` (docs/dynamic-gossip.md, section 8); the result's ``extra["schedule"]`` holds it.
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ from dpgossip.protocols.als.central import (
 from dpgossip.protocols.als.params import DpAlsParams, GossipParams
 from dpgossip.protocols.als.ratings import Ratings, rmse
 from dpgossip.protocols.als.steps import initial_items, noise_draw, normalised_norms, solve_items
-from dpgossip.protocols.gossip.average import gossip, mixing_operator
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
-__all__ = ["run_dpals_gossip", "agent_initial"]
+__all__ = ["run_dpals_gossip", "agent_initial", "als_mixing"]
 
 
 def agent_initial(statistic: np.ndarray, root: np.random.SeedSequence, step: int, agent: int,
@@ -68,23 +71,32 @@ def _check_network(ratings: Ratings, network: Network, gparams: GossipParams) ->
         raise ConfigError(f"gossip must be a GossipParams, got {type(gparams).__name__}", field="gossip")
 
 
+def als_mixing(network: Network, params: DpAlsParams, gparams: GossipParams,
+               schedule: MixingSchedule | None = None) -> RoundMixing:
+    """The rounds of a run: ``W`` every round, or ``W_g`` of ``schedule``, ``g = (t - 1) c + k - 1``
+    for round ``k`` of step ``t`` (``T c`` rounds)."""
+    return RoundMixing(network, schedule, params.steps * gparams.rounds)
+
+
 def run_dpals_gossip(ratings: Ratings, network: Network, params: DpAlsParams, gparams: GossipParams,
-                     seed: int | np.random.SeedSequence) -> AlsResult:
-    """dpals-gossip on the matrix backend (module docstring)."""
+                     seed: int | np.random.SeedSequence, *,
+                     schedule: MixingSchedule | None = None) -> AlsResult:
+    """dpals-gossip on the matrix backend (module docstring), under ``schedule`` when one is given."""
     check_inputs(ratings, params)
     _check_network(ratings, network, gparams)
+    mixing = als_mixing(network, params, gparams, schedule)
     root = as_seed_sequence(seed)
     n, m, r = ratings.users, ratings.items, params.rank
     values, units = clipped_values(ratings, params.clip_rating), params.units()
     stds = gparams.stds(params.multiplier, n)
-    Wop = mixing_operator(network.W)
     V = np.broadcast_to(initial_items(root, m, r), (n, m, r)).copy()
     items, users, norms, released = [V], [], [], []
     for t in range(1, params.steps + 1):
         U, stats = private_statistics(ratings, values, V, params, root, t)
         Y0 = np.stack([agent_initial(stats[i], root, t, i, network.neighbours[i], units, stds)
                        for i in range(n)])
-        Yc = gossip(Wop, Y0.reshape(n, -1), gparams.rounds).reshape(Y0.shape)
+        c = gparams.rounds
+        Yc = mixing.apply(Y0.reshape(n, -1), (t - 1) * c, c).reshape(Y0.shape)
         V = solve_items(n * Yc, r, params.reg, params.psd)
         items.append(V)
         users.append(U)
@@ -94,4 +106,5 @@ def run_dpals_gossip(ratings: Ratings, network: Network, params: DpAlsParams, gp
     return AlsResult(kind="dpals-gossip", items=np.stack(items), users=np.stack(users), final_users=final,
                      norms=np.stack(norms), released=np.stack(released), rmse=rmse(ratings, final, V),
                      params=params, extra={"sigma": params.sigma, "multiplier": params.multiplier,
-                                           "gossip": gparams, "stds": stds})
+                                           "gossip": gparams, "stds": stds,
+                                           **({} if schedule is None else {"schedule": schedule})})

@@ -46,6 +46,7 @@ from dpgossip.protocols.registry import KindPoint, PointInputs, ProtocolKind, re
 from dpgossip.settings import Field
 from dpgossip.topology import make_network
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["DpAls", "DpAlsFederated", "DpAlsGossip", "FIELDS", "SECTION", "ALS_KINDS", "point_parts",
            "ratings_data", "settings_ratings", "own_data", "default_settings", "example"]
@@ -156,13 +157,15 @@ class DpAlsFederated(DpAls):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DpAlsGossip(DpAls):
-    """``dpals-gossip`` on the matrix backend (users are the agents of ``network``)."""
+    """``dpals-gossip`` on the matrix backend (users are the agents of ``network``); ``schedule``:
+    time-varying rounds (``None``: ``W`` every round)."""
 
+    schedule: MixingSchedule | None = None
     kind: ClassVar[str] = "dpals-gossip"
 
     def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
         """One run in the common view."""
-        res = run_dpals_gossip(self.ratings, network, self.params, self.gossip, seed)
+        res = run_dpals_gossip(self.ratings, network, self.params, self.gossip, seed, schedule=self.schedule)
         return _protocol_run(self.kind, res)
 
 
@@ -176,12 +179,13 @@ class _AlsEngine:
     params: DpAlsParams
     gossip: GossipParams
     conditions: NetworkConditions | None
+    schedule: MixingSchedule | None = None
 
     def run_engine(self, data: PartitionedData, network: Network,
                    seed: int | np.random.SeedSequence) -> EngineRecord:
         """One engine run of dpals-gossip."""
         return run_dpals_gossip_engine(self.ratings, network, self.params, self.gossip, seed,
-                                       conditions=self.conditions)
+                                       conditions=self.conditions, schedule=self.schedule)
 
     def protocol_run(self, record: EngineRecord, data: PartitionedData) -> ProtocolRun:
         """The engine run in the common view."""
@@ -228,11 +232,13 @@ def _builder(name: str) -> Any:
         if params.rank > ratings.items:
             raise ConfigError(f"protocol.rank must be <= [als] items = {ratings.items}, got {params.rank}",
                               field="protocol.rank")
-        protocol = _PROTOCOLS[name](ratings, params, gossip)
         if name != "dpals-gossip":
+            protocol = _PROTOCOLS[name](ratings, params, gossip)
             return KindPoint(protocol=protocol, columns=_columns(inputs.network, ratings))
+        protocol = DpAlsGossip(ratings, params, gossip, inputs.schedule)
         return KindPoint(protocol=protocol, columns=_columns(inputs.network, ratings),
-                         engine=lambda cond: _AlsEngine(ratings, inputs.network, params, gossip, cond),
+                         engine=lambda cond: _AlsEngine(ratings, inputs.network, params, gossip, cond,
+                                                        inputs.schedule),
                          view_residual=_view_residual(inputs.network, gossip.rounds))
     return build
 
@@ -256,14 +262,17 @@ _COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1
 
 register(ProtocolKind(name="dpals", estimates="item factors of a rating matrix (joint DP, trusted server)",
                       backends=("matrix",), views=("server",), build=_builder("dpals"),
+                      schedule_refusal="it runs no gossip rounds (a trusted server)",
                       guarantee="Theorem 1: (eps, delta)-joint DP of the released item factors", **_COMMON))
 register(ProtocolKind(name="dpals-federated",
                       estimates="item factors of a rating matrix (joint DP, secure aggregation)",
                       backends=("matrix",), views=("server", "coalition"), build=_builder("dpals-federated"),
+                      schedule_refusal="it runs no gossip rounds (secure aggregation to a server)",
                       guarantee="Theorem 1 for the server; the coalition view audited", **_COMMON))
 register(ProtocolKind(name="dpals-gossip",
                       estimates="item factors of a rating matrix (joint DP, over gossip)",
                       backends=("matrix", "engine"), views=("neighbour", "coalition", "eavesdropper"),
                       build=_builder("dpals-gossip"),
                       guarantee="per view: Theorem 1's form at the view's worst noise (shared, T > 1: model)",
+                      schedule_rounds=lambda inputs: inputs.iterations * inputs.consensus_steps,
                       label_columns=("gossip_noise",), **_COMMON))

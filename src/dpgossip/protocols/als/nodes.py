@@ -9,6 +9,9 @@ item factors, sample, form its statistic and its initial value ``Y_i^(0)``
 Every value follows :func:`~dpgossip.protocols.als.gossip.run_dpals_gossip` operation by operation, so
 with ideal links (and under latency, loss with retransmission, stragglers) the two agree to rounding.
 The network conditions draw from key ``4`` (the kernel's network stream), never from the protocol's.
+Under a schedule of rounds an agent mixes round ``k`` of step ``t`` with its part of ``W_g``,
+``g = (t - 1) c + k - 1`` (:class:`~dpgossip.protocols.nodes.scheduled.ScheduledNode`), and the
+result's ``extra["schedule"]`` is the realised schedule.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from simpy.events import Event
 
 from dpgossip.engine.conditions import NetworkConditions, condition_fields
 from dpgossip.engine.kernel import NETWORK_SPAWN_KEY, Simulation, child_seed, resolve_conditions
-from dpgossip.engine.node import Node, NodeTrace, Outbox
+from dpgossip.engine.node import NodeTrace, Outbox
 from dpgossip.engine.record import EngineRecord
 from dpgossip.errors import renamed_fields
 from dpgossip.protocols.als.central import AlsResult, check_inputs, clipped_values
-from dpgossip.protocols.als.gossip import _check_network, agent_initial
+from dpgossip.protocols.als.gossip import _check_network, agent_initial, als_mixing
 from dpgossip.protocols.als.params import DpAlsParams, GossipParams
 from dpgossip.protocols.als.ratings import Ratings, rmse
 from dpgossip.protocols.als.steps import (
@@ -36,8 +39,12 @@ from dpgossip.protocols.als.steps import (
     user_sample,
     user_statistic,
 )
+from dpgossip.protocols.gossip.round_mixing import NodeRound, RoundMixing, check_schedule_edges
+from dpgossip.protocols.nodes.scheduled import ScheduledNode, realised_schedule
+from dpgossip.protocols.transcript_views import schedule_residual
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["AlsAgent", "AlsEngineResult", "run_dpals_gossip_engine"]
 
@@ -50,16 +57,19 @@ class AgentData:
     rated: np.ndarray
 
 
-class AlsAgent(Node):
-    """User ``i`` of dpals-gossip (module docstring)."""
+class AlsAgent(ScheduledNode):
+    """User ``i`` of dpals-gossip (module docstring); ``plan``: its part of every ``W_t`` of a
+    schedule (``None``: its row of ``W`` every round)."""
 
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, data: AgentData,
                  initial: np.ndarray, params: DpAlsParams, rounds: int, stds: tuple[float, float],
                  root: np.random.SeedSequence, users: int,
-                 weights: tuple[float, Mapping[int, float]]) -> None:
+                 weights: tuple[float, Mapping[int, float]],
+                 plan: tuple[NodeRound, ...] | None = None) -> None:
         super().__init__(party_id, outbox, NodeTrace(), compute_delay)
         self.data, self.initial, self.params, self.rounds = data, initial, params, rounds
         self.stds, self.root, self.users, self.weights = stds, root, users, weights
+        self.plan = plan
 
     def _step(self, step: int, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(u_i, s_i)`` of step ``step`` from the agent's own item factors ``V``."""
@@ -79,7 +89,11 @@ class AlsAgent(Node):
             users.append(u)
             stats.append(s)
             initial.append(Y)
-            Y = yield from self._mix(Y, (t, 1), self.rounds, self.weights)
+            c = self.rounds
+            if self.plan is None:
+                Y = yield from self._mix(Y, (t, 1), c, self.weights)
+            else:
+                Y = yield from self._mix_rounds(Y, (t, 1), self.plan[(t - 1) * c: t * c], (t - 1) * c)
             V = solve_items(self.users * Y, p.rank, p.reg, p.psd)
             items.append(V)
         tr["users"], tr["initial"], tr["items"] = np.stack(users), np.stack(initial), np.stack(items)
@@ -100,7 +114,7 @@ class AlsEngineResult(EngineRecord):
 
 
 def _result(ratings: Ratings, params: DpAlsParams, gparams: GossipParams,
-            agents: list[AlsAgent]) -> AlsResult:
+            agents: list[AlsAgent], scheduled: bool) -> AlsResult:
     """Stack the agents' records (NaN for what a crashed agent never computed) into an :class:`AlsResult`."""
     n, m, r, T = ratings.users, ratings.items, params.rank, params.steps
     q = params.units().size
@@ -114,16 +128,22 @@ def _result(ratings: Ratings, params: DpAlsParams, gparams: GossipParams,
                      released=np.stack([x["initial"] for x in v], axis=1),
                      rmse=rmse(ratings, final, items[-1]), params=params,
                      extra={"sigma": params.sigma, "multiplier": params.multiplier, "gossip": gparams,
-                            "stds": gparams.stds(params.multiplier, n)})
+                            "stds": gparams.stds(params.multiplier, n),
+                            **({"schedule": realised_schedule(agents, T * gparams.rounds)}
+                               if scheduled else {})})
 
 
 def run_dpals_gossip_engine(ratings: Ratings, network: Network, params: DpAlsParams, gparams: GossipParams,
                             seed: int | np.random.SeedSequence, *,
                             conditions: NetworkConditions | Mapping[str, object] | None = None,
-                            record_transcript: bool = True) -> AlsEngineResult:
-    """Simulate dpals-gossip message by message (module docstring); the same draws as the matrix backend."""
+                            record_transcript: bool = True,
+                            schedule: MixingSchedule | None = None) -> AlsEngineResult:
+    """Simulate dpals-gossip message by message (module docstring); the same draws as the matrix backend;
+    under ``schedule`` when one is given (its pairs must be edges of ``network``)."""
     check_inputs(ratings, params)
     _check_network(ratings, network, gparams)
+    mixing = als_mixing(network, params, gparams, schedule)
+    check_schedule_edges(network, schedule)
     with renamed_fields(condition_fields("conditions")):
         conditions = resolve_conditions(conditions)
         conditions.check_network(network)
@@ -135,11 +155,13 @@ def run_dpals_gossip_engine(ratings: Ratings, network: Network, params: DpAlsPar
     agents = [AlsAgent(i, sim.outbox(i), sim.compute_delay(i),
                        data=AgentData(ratings=values[i], rated=ratings.rated(i)), initial=V0, params=params,
                        rounds=gparams.rounds, stds=stds, root=root, users=ratings.users,
-                       weights=sim.weight_row(i))
+                       weights=sim.weight_row(i),
+                       plan=tuple(mixing.node_rounds(i, 0, mixing.rounds)) if mixing.scheduled else None)
               for i in range(ratings.users)]
     sim.run(agents)
     outcome = sim.outcome(agents, "dpals-gossip")
-    result = _result(ratings, params, gparams, agents) if outcome.status != "stopped" else None
+    result = (_result(ratings, params, gparams, agents, schedule is not None)
+              if outcome.status != "stopped" else None)
     return AlsEngineResult(result=result, values=tuple(a.trace.values for a in agents),
                            **sim.record_fields(outcome, agents))
 
@@ -155,6 +177,13 @@ def transcript_residual(record: AlsEngineResult, released: np.ndarray, network: 
 
     if record.transcript is None:
         return float("nan")
+    schedule = record.result.extra.get("schedule") if record.result is not None else None
+    if schedule is not None and rounds is not None:
+        T = released.shape[0]
+        mixing = RoundMixing(network, schedule, T * rounds)
+        initial = {(t, 1): released[t - 1] for t in range(1, T + 1)}
+        return schedule_residual(record.transcript, mixing, initial,
+                                 {(t, 1): (t - 1) * rounds for t in range(1, T + 1)}, rounds)
     Wop, worst = mixing_operator(network.W), 0.0
     states: dict[tuple[int, int], np.ndarray] = {}
     seen = set()

@@ -13,7 +13,8 @@ The zero-sum noise of capePCA's generator is built from pairwise exchanges inste
 ``sum_s E_s = 0`` (each draw enters once with each sign), and ``1^T W = 1^T`` keeps the sum of the states,
 so as ``c`` grows ``Y_s^(c) -> (1/S) sum_s (A_s + G_s)``: capePCA's aggregate with the same ``G``
 (``run_cape`` with ``E`` the edge noise and ``F = 0``), each entry of the noise with variance
-``tau_g^2 / S``. With ``tau_g = tau / sqrt(S)`` that is capePCA's ``tau^2 / S^2``.
+``tau_g^2 / S``. With ``tau_g = tau / sqrt(S)`` that is capePCA's ``tau^2 / S^2``. Under a schedule of
+rounds round ``k`` mixes with ``W_{k-1}`` instead (docs/dynamic-gossip.md, section 8).
 
 Noise levels are multipliers of the sensitivity ``Delta(N_min)`` of
 :func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``tau_e = edge_multiplier * Delta``,
@@ -37,12 +38,13 @@ from dpgossip.protocols.cape.star import (
     symmetric_gaussian,
     top_eigenvectors,
 )
-from dpgossip.protocols.gossip.average import gossip, gossip_states, mixing_operator
 from dpgossip.protocols.gossip.decor import dense_incidence as incidence
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["CapeGossipParams", "CapeGossipNoise", "CapeGossipResult", "incidence",
            "cape_gossip_noise", "second_moments", "run_cape_gossip"]
@@ -150,6 +152,8 @@ class CapeGossipResult:
     params: CapeGossipParams
     states: np.ndarray | None = None
     """``(c + 1, S, d, d)`` when recorded."""
+    schedule: MixingSchedule | None = None
+    """The rounds' schedule (``None``: ``W`` every round); an engine run's is the realised one."""
 
     @property
     def components(self) -> np.ndarray:
@@ -159,7 +163,8 @@ class CapeGossipResult:
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
         return {"protocol": "capepca-gossip", **self.params.to_row(), "sites": self.initial.shape[0],
-                "d": int(self.target.shape[0])}
+                "d": int(self.target.shape[0]),
+                **({} if self.schedule is None else {"schedule": self.schedule.label})}
 
 
 def second_moments(data: PartitionedData) -> np.ndarray:
@@ -182,7 +187,8 @@ def _check_memory(S: int, d: int, edges: int, c: int, record_states: bool) -> No
 
 def run_cape_gossip(data: PartitionedData, network: Network, params: CapeGossipParams,
                     seed: int | np.random.SeedSequence, *, noise: CapeGossipNoise | None = None,
-                    record_states: bool = False) -> CapeGossipResult:
+                    record_states: bool = False,
+                    schedule: MixingSchedule | None = None) -> CapeGossipResult:
     """Run capepca-gossip (module docstring) on the matrix backend.
 
     Parameters
@@ -199,6 +205,9 @@ def run_cape_gossip(data: PartitionedData, network: Network, params: CapeGossipP
         Noise to use instead (its edges must be the network's).
     record_states : bool
         Keep every gossip state.
+    schedule : MixingSchedule, optional
+        Time-varying rounds: round ``k`` mixes with ``W_{k-1}``
+        (:mod:`dpgossip.protocols.gossip.round_mixing`); ``None``: ``W`` every round.
 
     Returns
     -------
@@ -217,12 +226,13 @@ def run_cape_gossip(data: PartitionedData, network: Network, params: CapeGossipP
             or noise.G.shape != A.shape:
         raise ConfigError("noise must have the network's edges and G of shape (S, d, d)", field="noise")
     Y0 = A + noise.edge_sums() + noise.G
-    Wop, flat, c = mixing_operator(network.W), Y0.reshape(S, d * d), params.consensus_steps
-    states = gossip_states(Wop, flat, c).reshape(-1, S, d, d) if record_states else None
-    last = states[-1] if states is not None else gossip(Wop, flat, c).reshape(S, d, d)
+    flat, c = Y0.reshape(S, d * d), params.consensus_steps
+    mixing = RoundMixing(network, schedule, c)
+    states = mixing.states(flat, 0, c).reshape(-1, S, d, d) if record_states else None
+    last = states[-1] if states is not None else mixing.apply(flat, 0, c).reshape(S, d, d)
     est = (last + np.swapaxes(last, 1, 2)) / 2
     pairs = [top_eigenvectors(M) for M in est]
     return CapeGossipResult(initial=Y0, estimates=est, eigenvalues=np.stack([w for w, _ in pairs]),
                             eigenvectors=np.stack([V for _, V in pairs]), target=A.mean(axis=0),
                             limit=(A + noise.G).mean(axis=0), noise=noise, params=params,
-                            states=states)
+                            states=states, schedule=schedule)

@@ -22,6 +22,9 @@ The worst case over row replacements is therefore exact and in closed form: ``||
 (:func:`~dpgossip.protocols.cape.star.second_moment_sensitivity`: ``sqrt(2)/N_s`` for a row replaced
 within the unit ball, attained at ``x = e_1``, ``x' = e_2``), so ``mu_s = sqrt(kappa_s) Delta(N_s)`` for
 every dataset, and the pair is a Gaussian mechanism with exact ``epsilon(delta)`` (Balle-Wang).
+
+Under a schedule of rounds (docs/dynamic-gossip.md, section 8) the rows are ``e_l^T Phi_k``,
+``Phi_k = W_{k-1} ... W_0``, of the messages the view holds in round ``k + 1``; the rest is unchanged.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ from dpgossip.privacy.linear_release import LinearGaussianRelease
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
 from dpgossip.protocols.cape.gossip import CapeGossipParams
 from dpgossip.protocols.cape.star import SENSITIVITIES, second_moment_sensitivity
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["CAPE_GOSSIP_VIEWS", "EntryView", "entry_view", "CapeGossipPair", "audit_cape_gossip"]
 
@@ -75,6 +80,30 @@ def _message_rows(W: np.ndarray, senders: list[int], c: int) -> np.ndarray:
     return np.vstack(rows) if rows else np.zeros((0, W.shape[0]))
 
 
+def _schedule_message_rows(mixing: RoundMixing, view: str, agents: tuple[int, ...], edges: tuple,
+                           c: int) -> np.ndarray:
+    """Under a schedule: the rows ``e_l^T Phi_k`` (``Phi_k = W_{k-1} ... W_0``) of every message the
+    view holds in round ``k + 1``: from ``l`` outside ``agents`` with ``W_k[o, l] != 0`` for a member
+    ``o`` (neighbour, coalition), or crossing a watched edge in either direction
+    (``W_k[j, i] != 0``: eavesdropper); stacked by round, senders increasing."""
+    m = mixing.network.m
+    if view == "eavesdropper":
+        _senders(mixing.network, view, agents, edges)                   # checks the edges
+        pairs = {(int(a), int(b)) for e in edges for a, b in (tuple(e), tuple(e)[::-1])}
+    rows, phi = [], np.eye(m)
+    for k in range(c):
+        W = mixing.dense(k)
+        if view == "eavesdropper":
+            send = sorted({i for i, j in pairs if W[j, i] != 0})
+        else:
+            outside = np.ones(m, dtype=bool)
+            outside[list(agents)] = False
+            send = np.flatnonzero((W[list(agents)] != 0).any(axis=0) & outside).tolist()
+        rows.append(phi[send])
+        phi = W @ phi
+    return np.vstack(rows) if rows else np.zeros((0, m))
+
+
 def _senders(network: Network, view: str, agents: tuple[int, ...], edges: tuple) -> list[int]:
     if view == "eavesdropper":
         ends = set()
@@ -88,13 +117,15 @@ def _senders(network: Network, view: str, agents: tuple[int, ...], edges: tuple)
 
 
 def entry_view(network: Network, params: CapeGossipParams, min_rows: int, *, view: str = "neighbour",
-               agents: Iterable[int] = (), edges: Iterable[tuple[int, int]] = ()) -> EntryView:
+               agents: Iterable[int] = (), edges: Iterable[tuple[int, int]] = (),
+               schedule: MixingSchedule | None = None) -> EntryView:
     """The per-entry linear view (module docstring).
 
     ``neighbour``: one site ``agents = (o,)`` receiving every message its neighbours send; ``coalition``:
     the sites ``agents``, pooling their knowledge (edge draws they share cancel); ``eavesdropper``: every
     message on the listed ``edges`` (both directions), knowing no noise. ``min_rows`` sets the noise
-    stds (``params.stds``).
+    stds (``params.stds``). Under a ``schedule`` round ``k`` mixes with ``W_{k-1}`` and the view holds
+    the messages of :func:`_schedule_message_rows` (the observer knows the schedule).
     """
     check_choice(view, "view", CAPE_GOSSIP_VIEWS)
     m = network.m
@@ -104,8 +135,12 @@ def entry_view(network: Network, params: CapeGossipParams, min_rows: int, *, vie
         raise ConfigError(f"agents: view {view!r} needs {'one site' if view == 'neighbour' else 'sites'}"
                           f" among 0..{m - 1}, got {list(own)}", field="agents")
     E = edge_list(network)
-    K = _message_rows(network.dense_W(), _senders(network, view, own, tuple(edges)),
-                      params.consensus_steps)
+    if schedule is None:
+        K = _message_rows(network.dense_W(), _senders(network, view, own, tuple(edges)),
+                          params.consensus_steps)
+    else:
+        K = _schedule_message_rows(RoundMixing(network, schedule, params.consensus_steps), view, own,
+                                   tuple(edges), params.consensus_steps)
     tau_e, tau_g = params.stds(min_rows)
     owned = np.isin(E, own).any(axis=1) if own else np.zeros(len(E), dtype=bool)
     free_edges, free_sites = E[~owned], np.setdiff1d(np.arange(m), own)
@@ -140,17 +175,23 @@ class CapeGossipPair:
 def audit_cape_gossip(network: Network, params: CapeGossipParams, sizes: tuple[int, ...], *,
                       view: str = "neighbour", agents: Iterable[int] = (),
                       edges: Iterable[tuple[int, int]] = (), delta: float = 1e-5,
-                      adjacency: str = "row-replacement") -> list[CapeGossipPair]:
+                      adjacency: str = "row-replacement",
+                      schedule: MixingSchedule | None = None) -> list[CapeGossipPair]:
     """Exact ``(mu, epsilon)`` of every site outside the view (module docstring).
 
     ``sizes`` are the sites' row counts (``N_s``; the smallest sets the noise); ``adjacency`` selects the
-    sensitivity ``Delta(N_s)`` protected (:data:`~dpgossip.protocols.cape.star.SENSITIVITIES`).
+    sensitivity ``Delta(N_s)`` protected (:data:`~dpgossip.protocols.cape.star.SENSITIVITIES`);
+    ``schedule`` as in :func:`entry_view`.
     """
     check_choice(adjacency, "adjacency", tuple(SENSITIVITIES))
     if len(sizes) != network.m:
         raise ConfigError(f"sizes must list one row count per site ({network.m}), got {len(sizes)}",
                           field="sizes")
-    release = entry_view(network, params, min(sizes), view=view, agents=agents, edges=edges).release
+    ev = entry_view(network, params, min(sizes), view=view, agents=agents, edges=edges, schedule=schedule)
+    if ev.J.shape[0] == 0:                                  # the view holds no message
+        return [CapeGossipPair(observer=ev.label, target=int(s), kappa=0.0, mu=0.0, delta=delta,
+                               epsilon=0.0) for s in np.setdiff1d(np.arange(network.m), ev.own)]
+    release = ev.release
     white = whiten_release(release)
     pairs = []
     for s, cols in zip(release.targets.tolist(), release.columns, strict=True):

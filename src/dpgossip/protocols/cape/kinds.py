@@ -75,7 +75,7 @@ def cape_gossip_protocol(inputs: PointInputs) -> CapePcaGossip:
     return CapePcaGossip(CapeGossipParams(
         k=inputs.rank, consensus_steps=inputs.consensus_steps,
         edge_multiplier=nm * math.sqrt((1 - 1 / S) / min_degree), own_multiplier=nm / math.sqrt(S),
-        sensitivity=inputs.settings["sensitivity"]))
+        sensitivity=inputs.settings["sensitivity"]), schedule=inputs.schedule)
 
 
 def _point(protocol: Any, columns: Any, view_residual: Any) -> KindPoint:
@@ -95,7 +95,7 @@ def _build_cape(inputs: PointInputs) -> KindPoint:
 def _build_gossip(inputs: PointInputs) -> KindPoint:
     protocol, sizes = cape_gossip_protocol(inputs), inputs.data.sizes
     return _point(protocol, lambda result, repeat: cape_gossip_columns(
-        inputs.network, protocol.params, sizes, inputs.settings),
+        inputs.network, protocol.params, sizes, inputs.settings, inputs.schedule),
         lambda record, data: gossip_view_residual(record, data, inputs.network))
 
 
@@ -128,7 +128,8 @@ register(ProtocolKind(
                                  guarantee=_cape_guarantee,
                                  calibration="exact Gaussian, aggregator's joint view",
                                  accountant="exact Gaussian (aggregator's joint view)"),
-    engine_network=lambda network, parties: cape_star_network(parties), **_COMMON))
+    engine_network=lambda network, parties: cape_star_network(parties),
+    schedule_refusal="it runs no gossip rounds (a star to an aggregator)", **_COMMON))
 register(ProtocolKind(
     name="capepca-gossip",
     estimates="top-k eigenvectors of the sites' mean second moment X_s^T X_s / N_s",
@@ -140,4 +141,5 @@ register(ProtocolKind(
                                  guarantee=_gossip_guarantee,
                                  calibration="exact Gaussian, one site's release",
                                  accountant="exact Gaussian (004's claim: one site's release)"),
+    schedule_rounds=lambda inputs: inputs.consensus_steps,
     **_COMMON))

@@ -56,9 +56,12 @@ from dpgossip.protocols.cape.parties import (
     CapeSite,
 )
 from dpgossip.protocols.cape.star import CapeNoise, CapeParams, CapeResult, symmetric_gaussian
+from dpgossip.protocols.gossip.round_mixing import RoundMixing, check_schedule_edges
+from dpgossip.protocols.nodes.scheduled import realised_schedule
 from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["CAPE_ENGINE_KINDS", "CapeEngineResult", "cape_star_network",
            "run_cape_engine"]
@@ -114,8 +117,9 @@ def _cape_parties(data: PartitionedData, params: CapeParams, sim: Simulation, se
 
 
 def _gossip_parties(data: PartitionedData, network: Network, params: CapeGossipParams, sim: Simulation,
-                    seed: object) -> list[Node]:
-    """Each site with its ``A_s``, its ``G_s``, its edges' signed draws and its row of ``W``."""
+                    seed: object, mixing: RoundMixing) -> list[Node]:
+    """Each site with its ``A_s``, its ``G_s``, its edges' signed draws and its row of ``W`` (or its
+    part of every ``W_t`` of a schedule)."""
     A = second_moments(data)
     d = A.shape[1]
     tau_e, tau_g = params.stds(min(data.sizes))
@@ -131,7 +135,9 @@ def _gossip_parties(data: PartitionedData, network: Network, params: CapeGossipP
         parties.append(CapeGossipSite(
             s, sim.outbox(s), sim.compute_delay(s), A=A[s],
             G=draw((0, s), tau_g), signed=signed, rounds=params.consensus_steps,
-            weights=sim.weight_row(s)))
+            weights=sim.weight_row(s),
+            plan=(tuple(mixing.node_rounds(s, 0, params.consensus_steps)) if mixing.scheduled
+                  else None)))
     return parties
 
 
@@ -151,7 +157,7 @@ def _cape_result(data: PartitionedData, params: CapeParams, parties: list[Node],
 
 
 def _gossip_result(data: PartitionedData, network: Network, params: CapeGossipParams,
-                   parties: list[Node]) -> CapeGossipResult:
+                   parties: list[Node], scheduled: bool) -> CapeGossipResult:
     """Stack the sites' records into a :class:`CapeGossipResult` (edge draws from each edge's lower end;
     NaN for what a crashed site never computed)."""
     d = data.d
@@ -167,7 +173,8 @@ def _gossip_result(data: PartitionedData, network: Network, params: CapeGossipPa
         eigenvalues=np.stack([x["eigenvalues"] for x in v]),
         eigenvectors=np.stack([x["eigenvectors"] for x in v]), target=A.mean(axis=0),
         limit=(A + G).mean(axis=0), noise=CapeGossipNoise(edges=edges, D=D, G=G), params=params,
-        states=np.stack([x["states"] for x in v], axis=1))
+        states=np.stack([x["states"] for x in v], axis=1),
+        schedule=realised_schedule(parties, params.consensus_steps) if scheduled else None)
 
 
 def _check(kind: str, data: PartitionedData, network: Network | None, params: object) -> None:
@@ -188,7 +195,8 @@ def _check(kind: str, data: PartitionedData, network: Network | None, params: ob
 def run_cape_engine(kind: str, data: PartitionedData, network: Network | None,
                     params: CapeParams | CapeGossipParams, seed: int | np.random.SeedSequence, *,
                     conditions: NetworkConditions | Mapping[str, object] | None = None,
-                    record_transcript: bool = True) -> CapeEngineResult:
+                    record_transcript: bool = True,
+                    schedule: MixingSchedule | None = None) -> CapeEngineResult:
     """Simulate ``capepca`` or ``capepca-gossip`` message by message (module docstring).
 
     Parameters
@@ -208,12 +216,21 @@ def run_cape_engine(kind: str, data: PartitionedData, network: Network | None,
         Links, stragglers and crashes (ideal by default).
     record_transcript : bool
         Keep every accepted message in ``transcript``.
+    schedule : MixingSchedule, optional
+        ``capepca-gossip``: time-varying rounds, round ``k`` with ``W_{k-1}``; its pairs must be edges
+        of ``network``. The result's ``schedule`` is the one the sites ran.
 
     Returns
     -------
     CapeEngineResult
     """
     _check(kind, data, network, params)
+    if schedule is not None and kind != "capepca-gossip":
+        raise ConfigError(f"schedule: kind {kind!r} runs no gossip rounds (a star to an aggregator); "
+                          "only capepca-gossip follows a schedule", field="schedule")
+    mixing = RoundMixing(network, schedule, params.consensus_steps) if kind == "capepca-gossip" else None
+    if mixing is not None:
+        check_schedule_edges(network, schedule)
     with renamed_fields(condition_fields("conditions")):
         conditions = resolve_conditions(conditions)
         net = network if kind == "capepca-gossip" else cape_star_network(data.m)
@@ -222,12 +239,12 @@ def run_cape_engine(kind: str, data: PartitionedData, network: Network | None,
     sim = Simulation(net, conditions, np.random.default_rng(child_seed(root, NETWORK_SPAWN_KEY)),
                      record_transcript=record_transcript)
     parties = (_cape_parties(data, params, sim, seed) if kind == "capepca"
-               else _gossip_parties(data, net, params, sim, seed))
+               else _gossip_parties(data, net, params, sim, seed, mixing))
     sim.run(parties)
     outcome = sim.outcome(parties, kind)
     result = None
     if outcome.status != "stopped":
         result = (_cape_result(data, params, parties, seed) if kind == "capepca"
-                  else _gossip_result(data, net, params, parties))
+                  else _gossip_result(data, net, params, parties, schedule is not None))
     return CapeEngineResult(kind=kind, result=result, values=tuple(p.trace.values for p in parties),
                             **sim.record_fields(outcome, parties))

@@ -23,6 +23,8 @@ from simpy.events import Event
 
 from dpgossip.engine.node import Node, NodeTrace, Outbox
 from dpgossip.protocols.cape.star import top_eigenvectors
+from dpgossip.protocols.gossip.round_mixing import NodeRound
+from dpgossip.protocols.nodes.scheduled import ScheduledNode
 
 __all__ = ["E_SHARE", "F_SHARE", "UPLOAD", "RELEASE", "CapeSite", "CapeGenerator",
            "CapeAggregator", "CapeGossipSite"]
@@ -91,23 +93,25 @@ class CapeAggregator(Node):
         self.outbox.broadcast(RELEASE, tr["eigenvectors"][:, : self.k], self.sites)
 
 
-class CapeGossipSite(Node):
+class CapeGossipSite(ScheduledNode):
     """Site ``s`` of capepca-gossip:
 
         Y_s^(0) = A_s + sum_{j in N(s)} sign(s, j) D_sj + G_s,
         Y_s^(k) = W_ss Y_s^(k-1) + sum_j W_sj Y_j^(k-1),
 
     then the top eigenvectors of ``(Y_s^(c) + Y_s^(c)T) / 2``. ``signed`` is ``{j: sign(s, j) D_sj}``
-    (``+`` at the lower end of the edge)."""
+    (``+`` at the lower end of the edge). Under a schedule ``plan[k - 1]`` is the site's part of
+    ``W_{k-1}`` (:class:`~dpgossip.protocols.nodes.scheduled.ScheduledNode`)."""
 
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, A: np.ndarray,
                  G: np.ndarray, signed: Mapping[int, np.ndarray], weights: tuple[float, Mapping[int, float]],
-                 rounds: int) -> None:
+                 rounds: int, plan: tuple[NodeRound, ...] | None = None) -> None:
         super().__init__(party_id, outbox, NodeTrace(), compute_delay)
         self.A, self.G, self.signed = A, G, signed
         self.w_self, self.w_nbr = weights
         self.neighbours = tuple(sorted(self.w_nbr))
         self.rounds = rounds
+        self.plan = plan
 
     def _edge_sum(self) -> np.ndarray:
         """``E_s = sum_j sign(s, j) D_sj`` in increasing ``j``."""
@@ -121,8 +125,11 @@ class CapeGossipSite(Node):
         yield from self._compute()
         Y = self.A + self._edge_sum() + self.G
         tr["initial"], states = Y, []
-        Y = yield from self._mix(Y, (0, 1), self.rounds, (self.w_self, self.w_nbr),
-                                 lambda _k, state: states.append(state))
+        if self.plan is None:
+            Y = yield from self._mix(Y, (0, 1), self.rounds, (self.w_self, self.w_nbr),
+                                     lambda _k, state: states.append(state))
+        else:
+            Y = yield from self._mix_rounds(Y, (0, 1), self.plan, 0, lambda _k, state: states.append(state))
         tr["states"] = np.stack(states)
         tr["estimate"] = (Y + Y.T) / 2
         tr["eigenvalues"], tr["eigenvectors"] = top_eigenvectors(tr["estimate"])

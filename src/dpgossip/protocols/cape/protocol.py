@@ -14,6 +14,7 @@ from dpgossip.protocols.cape.gossip import CapeGossipParams, CapeGossipResult, r
 from dpgossip.protocols.cape.star import CapeParams, CapeResult, run_cape
 from dpgossip.protocols.interface import ProtocolRun
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["CapePca", "CapePcaGossip"]
 
@@ -49,17 +50,19 @@ class CapePcaGossip:
     """capepca-gossip: :func:`~dpgossip.protocols.cape.gossip.run_cape_gossip` on the network.
 
     Each agent ends with the top-``k`` eigenvectors of its own gossip estimate (``agent_finals``);
-    ``trajectory`` holds agent 0's (one entry: the protocol is one-shot).
+    ``trajectory`` holds agent 0's (one entry: the protocol is one-shot). ``schedule``: time-varying
+    rounds (``None``: ``W`` every round).
     """
 
     params: CapeGossipParams
+    schedule: MixingSchedule | None = None
     kind: ClassVar[str] = "capepca-gossip"
     side: ClassVar[str] = "right"
 
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:
         """:func:`run_cape_gossip` in the common view."""
-        return self.view(run_cape_gossip(data, network, self.params, seed), data)
+        return self.view(run_cape_gossip(data, network, self.params, seed, schedule=self.schedule), data)
 
     def view(self, res: CapeGossipResult, data: PartitionedData) -> ProtocolRun:
         """A :class:`CapeGossipResult` (of either backend) in the common view: every agent's top-``k``

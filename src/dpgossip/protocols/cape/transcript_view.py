@@ -19,7 +19,8 @@ sends in round ``k`` (tag ``(0, 1, k)``) ``e_l^T W^(k-1) Y^(0)`` with
 
 which is one site's release (round 1) and every neighbour's or coalition's view (the messages it
 receives). Each site's estimate ``Y_s^(c)``, rebuilt from the round-``c`` messages, is compared with the
-run's record.
+run's record. Under a schedule the messages are checked against ``e_l^T Phi_{k-1} Y^(0)`` of the recorded
+``W_t`` and the estimates rebuilt forward (docs/dynamic-gossip.md, section 8).
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ from dpgossip.protocols.cape.gossip import CapeGossipResult, second_moments
 from dpgossip.protocols.cape.nodes import CapeEngineResult
 from dpgossip.protocols.cape.parties import E_SHARE, F_SHARE, RELEASE, UPLOAD
 from dpgossip.protocols.cape.star import CapeResult, top_eigenvectors
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.protocols.transcript_views import (
     gossip_residual,
     largest_difference,
     messages_of,
     mixed_states,
+    schedule_residual,
+    schedule_states,
 )
 from dpgossip.topology.network import Network
 
@@ -75,6 +79,13 @@ def gossip_view_residual(record: CapeEngineResult, data: PartitionedData, networ
         Y0[i] += res.noise.D[e]
         Y0[j] -= res.noise.D[e]
     c = res.params.consensus_steps
+    if res.schedule is not None:
+        mixing = RoundMixing(network, res.schedule, c)
+        rebuilt = schedule_states(record.transcript, mixing, (0, 1), 0, c)[-1]
+        known = ~np.isnan(rebuilt).reshape(rebuilt.shape[0], -1).any(axis=1)
+        pairs = [(res.initial, Y0)] + ([(rebuilt[known], res.estimates[known])] if known.any() else [])
+        return max(schedule_residual(record.transcript, mixing, {(0, 1): Y0}, {(0, 1): 0}, c),
+                   largest_difference(pairs))
     return max(gossip_residual(record.transcript, network, {(0, 1): Y0}, c),
                largest_difference([(res.initial, Y0),
                                    (mixed_states(record.transcript, network, (0, 1), c), res.estimates)]))

@@ -151,9 +151,10 @@ class Agent(MixingNode):
                     if states is not None:
                         states[l, t - 1, k - 1] = s
                     tag = (l, t, k)
-                    if self._send_round(tag, s):                        # send s_i^(t,k-1)
+                    g = ((l * T) + t - 1) * c + k - 1                   # global round (a schedule's W_g)
+                    if self._send_round(tag, s, g):                     # send s_i^(t,k-1)
                         yield from self._wait(tag)
-                    s = self._mix_round(tag, s)                         # W_ii s_i + sum W_ij s_j
+                    s = self._mix_round(tag, s, g)                      # W_ii s_i + sum W_ij s_j
                     if delay:
                         yield out.sleep(delay)
                 if states is not None:

@@ -12,6 +12,7 @@ import numpy as np
 from dpgossip.engine.record import EngineRecord
 from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.protocols.status import ArithmeticStatus, arithmetic_status
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["EngineResult"]
 
@@ -43,6 +44,9 @@ class EngineResult(RunResult):
     simulator)"``."""
     transcript_path: str | None = None
     """The JSON-lines transcript file, when the run wrote one."""
+    schedule: MixingSchedule | None = None
+    """Under a schedule of rounds, the realised one (:func:`~dpgossip.protocols.ddppm.nodes.run_engine`);
+    ``None``: ``W`` every round."""
 
     @property
     def status(self) -> str:

@@ -156,7 +156,9 @@ register(ProtocolKind(
     name="ddppm", family="ddppm", estimates="top-r left singular vectors of X (one slice per agent)",
     paper="001, Algorithm 1 (gossip power method with a noise floor)", side="left", views=VIEW_KINDS,
     guarantee="none (audited pair by pair: a lower estimate)", section="privacy", pair_audit=True,
-    build=_build_ddppm, example=_ddppm_example, label="D-DP-PM"))
+    build=_build_ddppm, example=_ddppm_example, label="D-DP-PM",
+    schedule_refusal="its pair audit searches the worst neighbouring dataset under the release model "
+                     "W^c of one fixed W, and the product of a schedule's rounds is not modelled there"))
 register(ProtocolKind(
     name="ddppm-floorfree", family="ddppm",
     estimates="top left singular vector of X (rank 1, one slice per agent)",
@@ -170,4 +172,5 @@ register(ProtocolKind(
         calibration="analytic Gaussian mechanism at sensitivity sqrt(releases): T + 1, or T "
                     "without floorfree.disseminate",
         accountant="PLD accountant of the releases"),
-    example=_floorfree_example))
+    example=_floorfree_example,
+    schedule_refusal="its eavesdropper audit and its engine program mix with one fixed W"))

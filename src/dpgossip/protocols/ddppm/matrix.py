@@ -19,6 +19,12 @@ Deflation (rank ``r > 1``): after component ``l`` every agent knows ``q_l^(T)`` 
 the local estimate of ``X^T q_hat`` (it equals ``sigma_1 v_1 = X^T u_1`` when consensus is exact and the
 iterate has converged without noise). This is line 3 of Algorithm 1 with its scale made consistent; it
 uses only what the agent already holds after the component, so no new data-dependent message is sent.
+
+Under a schedule of rounds (``schedule``, docs/dynamic-gossip.md, section 8) round ``k`` of iteration
+``t`` of component ``l`` mixes with ``W_g``, ``g = (l T + t - 1) c + k - 1`` (:func:`ddppm_mixing`).
+The release model and the pair audit of D-DP-PM still assume one fixed ``W``
+(:mod:`dpgossip.protocols.ddppm.release`), so the ``ddppm`` kind does not take a schedule from a
+scenario; the backends do, for the engine's equality with the matrix backend.
 """
 
 from __future__ import annotations
@@ -31,11 +37,20 @@ from dpgossip.errors import ConfigError
 from dpgossip.protocols.checks import check_data, check_network, check_seed
 from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.protocols.ddppm.result import RunResult
-from dpgossip.protocols.gossip.average import gossip, gossip_states, mixing_operator
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.rng import draw_run_noise
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
-__all__ = ["run_matrix", "deflation_vector"]
+__all__ = ["run_matrix", "deflation_vector", "ddppm_mixing"]
+
+
+def ddppm_mixing(network: Network, params: ProtocolParams,
+                 schedule: MixingSchedule | None = None) -> RoundMixing:
+    """The rounds of a run: ``W`` every round, or ``W_g`` of ``schedule`` for the global round
+    ``g = (l T + t - 1) c + k - 1`` of round ``k`` of iteration ``t`` of component ``l`` (``r T c``
+    rounds)."""
+    return RoundMixing(network, schedule, params.rank * params.iterations * params.consensus_steps)
 
 
 def deflation_vector(q_norm: float, alpha: float, z_half_i: np.ndarray) -> np.ndarray:
@@ -46,15 +61,9 @@ def deflation_vector(q_norm: float, alpha: float, z_half_i: np.ndarray) -> np.nd
     return (q_norm / alpha) * z_half_i / s
 
 
-def run_matrix(
-    data: PartitionedData,
-    network: Network,
-    params: ProtocolParams,
-    seed: int | np.random.SeedSequence,
-    *,
-    record_states: bool = False,
-    keep_messages: bool = True,
-) -> RunResult:
+def run_matrix(data: PartitionedData, network: Network, params: ProtocolParams,
+               seed: int | np.random.SeedSequence, *, record_states: bool = False,
+               keep_messages: bool = True, schedule: MixingSchedule | None = None) -> RunResult:
     """Run D-DP-PM (Algorithm 1 of 001) synchronously with ideal links.
 
     Parameters
@@ -69,6 +78,8 @@ def run_matrix(
         Keep ``z`` and ``z_half`` of every iteration (``2 r T m d`` numbers: 3.2 GB at a million agents,
         ``d = 20``, ``T = 10``); when ``False`` (the scenario runner, which only measures ``Q`` and the
         iterates) the result's ``z`` and ``z_half`` are ``None``. The other results are the same.
+    schedule
+        Time-varying rounds (module docstring, :func:`ddppm_mixing`); ``None``: ``W`` every round.
 
     Returns
     -------
@@ -84,7 +95,7 @@ def run_matrix(
     seq = _check_run(data, network, params, seed)
     m, n, d = data.m, data.n, data.d
     T, c, r = params.iterations, params.consensus_steps, params.rank
-    Wop = mixing_operator(network.W)
+    mixing = ddppm_mixing(network, params, schedule)
     owner = data.agent_of_row() if r > 1 else None
     offsets = data.offsets
 
@@ -105,12 +116,11 @@ def run_matrix(
         iterates[l, 0] = q
         for t in range(1, T + 1):
             Z = block_projections(X, q, offsets)                # z_i = X_i^T q_i
-            if states is not None:
-                S = gossip_states(Wop, Z, c)
-                states[l, t - 1] = S
-                Zh = m * S[-1]
+            if states is not None:                              # rounds from (l T + t - 1) c on
+                states[l, t - 1] = mixing.states(Z, (l * T + t - 1) * c, c)
+                Zh = m * states[l, t - 1, -1]
             else:
-                Zh = m * gossip(Wop, Z, c)
+                Zh = m * mixing.apply(Z, (l * T + t - 1) * c, c)
             if z_all is not None and zh_all is not None:
                 z_all[l, t - 1] = Z
                 zh_all[l, t - 1] = Zh

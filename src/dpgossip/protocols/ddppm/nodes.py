@@ -57,6 +57,7 @@ agent's progress.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -75,18 +76,24 @@ from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.protocols.checks import check_data, check_network, check_seed
 from dpgossip.protocols.ddppm.agent import Agent, AgentSettings, member_bytes
 from dpgossip.protocols.ddppm.engine_result import EngineResult
+from dpgossip.protocols.ddppm.matrix import ddppm_mixing
 from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
+from dpgossip.protocols.gossip.round_mixing import RoundMixing, check_schedule_edges
+from dpgossip.protocols.nodes.scheduled import realised_schedule
 from dpgossip.rng import as_seed_sequence, run_streams
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["run_engine"]
 
 
 def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams,
                  streams: tuple[np.random.Generator, ...], sim: Simulation, *,
-                 disseminate: bool, record_states: bool, how: str | None) -> list[Agent]:
-    """One :class:`Agent` per node, holding only its rows, its stream, its row of ``W`` and (tree
-    dissemination, ``how = "tree"``) its parent and children in the BFS spanning tree."""
+                 disseminate: bool, record_states: bool, how: str | None,
+                 mixing: RoundMixing) -> list[Agent]:
+    """One :class:`Agent` per node, holding only its rows, its stream, its row of ``W`` (under a
+    schedule its part of every ``W_t``) and (tree dissemination, ``how = "tree"``) its parent and
+    children in the BFS spanning tree."""
     conditions = sim.conditions
     tree: SpanningTree | None = None
     if how == "tree":
@@ -102,7 +109,9 @@ def _make_agents(data: PartitionedData, network: Network, params: ProtocolParams
                                           failure_timeout=conditions.failure_timeout,
                                           disseminate=disseminate, record_states=record_states,
                                           parent=None if tree is None else tree.parent[i],
-                                          children=() if tree is None else tree.children[i])))
+                                          children=() if tree is None else tree.children[i],
+                                          plan=(tuple(mixing.node_rounds(i, 0, mixing.rounds))
+                                                if mixing.scheduled else None))))
     return agents
 
 
@@ -122,7 +131,8 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
                seed: int | np.random.SeedSequence, *,
                conditions: NetworkConditions | Mapping[str, object] | None = None,
                record_transcript: bool = True, transcript_path: str | Path | None = None,
-               record_states: bool = False, disseminate: bool = True) -> EngineResult:
+               record_states: bool = False, disseminate: bool = True,
+               schedule: MixingSchedule | None = None) -> EngineResult:
     """Simulate D-DP-PM (Algorithm 1 of 001) message by message.
 
     Parameters
@@ -152,6 +162,11 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
         batched flooding (``conditions.dissemination``; see :mod:`dpgossip.protocols.ddppm.agent`,
         :mod:`dpgossip.engine.tree`). ``False`` skips it: ``Q`` is then
         assembled by the simulator, not by the agents; for timing the gossip alone. Rank 1 only.
+    schedule
+        Time-varying rounds: round ``k`` of iteration ``t`` of component ``l`` mixes with ``W_g``,
+        ``g = (l T + t - 1) c + k - 1`` (docs/dynamic-gossip.md, section 8); its pairs must be edges of
+        ``network``. ``EngineResult.schedule`` is then the realised schedule (a crash moves weights
+        onto the diagonal: row stochastic; a crashed agent's later rows are the identity).
 
     Returns
     -------
@@ -183,10 +198,15 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
     sim = Simulation(network, conditions, streams.network, record_transcript=record_transcript,
                      transcript_path=transcript_path)
     how = conditions.resolved_dissemination if disseminate else None
-    agents = _make_agents(data, network, params, streams.agents, sim,
-                          disseminate=disseminate, record_states=record_states, how=how)
+    mixing = ddppm_mixing(network, params, schedule)
+    check_schedule_edges(network, schedule)
+    agents = _make_agents(data, network, params, streams.agents, sim, disseminate=disseminate,
+                          record_states=record_states, how=how, mixing=mixing)
     sim.run(agents)
-    return _assemble(data, params, seq, sim, agents, how, record_states)
+    res = _assemble(data, params, seq, sim, agents, how, record_states)
+    if schedule is None:
+        return res
+    return dataclasses.replace(res, schedule=realised_schedule(agents, mixing.rounds, keep_missing=True))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,13 @@ A base for the node programs of gossip protocols that survive crashes (today D-D
   blocks goes to ``trace.q_norm[l]`` and who contributed to ``trace.member_mask[l]``;
 * :attr:`MixingNode.live_count`: the number of nodes it does not know to have crashed.
 
+Under a schedule of rounds (``MixingSettings.plan``, docs/dynamic-gossip.md, section 8) the round of
+global index ``t`` (the program passes it) uses the node's part of ``W_t``: it sends to the live
+``j`` with ``W_t[j, i] != 0``, waits for the live ``j`` with ``W_t[i, j] != 0`` and mixes
+``W_t[i, i] s + sum_j W_t[i, j] s_j``, the weight of a crashed ``j`` moved onto the diagonal as for
+``W``. Every weight used is appended to :attr:`MixingNode.realised` as ``(t, i, j, w)`` (the engine
+run's realised schedule, row stochastic once a crash moved weights).
+
 Dissemination along the BFS spanning tree (the default, :mod:`dpgossip.engine.tree`,
 docs/engine.md): once the node holds its own block and every child's batch it sends its parent
 one batch with its whole subtree's blocks (built once, ``[q_i, batch(child_1), ...]``); the root
@@ -91,6 +98,10 @@ class MixingSettings:
     parent, children
         The node's place in the BFS spanning tree (:mod:`dpgossip.engine.tree`) when blocks are
         disseminated along it (``parent = -1`` at the root); ``parent = None``: batched flooding.
+    plan
+        Under a schedule, the node's part of every ``W_t``
+        (:meth:`~dpgossip.protocols.gossip.round_mixing.RoundMixing.node_rounds`); ``None``: its row of
+        ``W`` every round.
     """
 
     compute_delay: float = 0.0
@@ -98,6 +109,7 @@ class MixingSettings:
     disseminate: bool = True
     parent: int | None = None
     children: tuple[int, ...] = ()
+    plan: tuple | None = None
 
 
 class MixingTrace:
@@ -186,7 +198,8 @@ class MixingNode(Node):
     __slots__ = ("neighbours", "w_self", "w_nbr", "m", "_d", "_deg", "_pos", "_live", "_n_live",
                  "_wself_eff", "_wnbr_eff", "_targets", "_relay", "_rounds", "_sumsq", "_seen",
                  "_nseen", "_pending", "_dups", "_flush_due", "_batches", "_dead", "_wait_since",
-                 "_heard", "_last_sent", "_ft", "_disseminate", "_tree")
+                 "_heard", "_last_sent", "_ft", "_disseminate", "_tree", "_plan", "_members",
+                 "realised")
 
     def __init__(self, node_id: int, outbox: Outbox, trace: MixingTrace, neighbours: tuple[int, ...],
                  w_self: float, w_neighbours: np.ndarray, m: int, dim: int,
@@ -221,6 +234,11 @@ class MixingNode(Node):
         self._disseminate = settings.disseminate
         self._tree = (None if settings.parent is None
                       else TreeCast(int(settings.parent), tuple(settings.children)))
+        self._plan = settings.plan
+        self._members: dict[tuple, tuple[int, ...]] = {}
+        """Under a schedule: the neighbour positions each round's row of ``W_t`` waits for."""
+        self.realised: list[tuple[int, int, int, float]] = []
+        """Under a schedule: ``(t, i, j, w)`` of every weight the node used (module docstring)."""
 
     @property
     def live_count(self) -> int:
@@ -233,20 +251,59 @@ class MixingNode(Node):
         self.outbox.timer(0.25 * self._ft, self._tick)
         yield from super().run()
 
-    def _send_round(self, tag: tuple, s: np.ndarray) -> bool:
-        """Round ``tag``: send ``s`` to every live neighbour; ``True`` if some of theirs are still
-        missing (then ``yield from self._wait(tag)`` before :meth:`_mix_round`)."""
+    def _round_need(self, tag: tuple) -> int:
+        """How many messages round ``tag`` waits for: every live neighbour, or under a schedule the
+        live ones in the round's row of ``W_t``."""
+        members = self._members.get(tag)
+        if members is None:
+            return self._n_live
+        live = self._live
+        return sum(1 for p in members if live[p])
+
+    def _send_round(self, tag: tuple, s: np.ndarray, t: int | None = None) -> bool:
+        """Round ``tag`` (global round ``t`` under a schedule): send ``s`` to every live neighbour
+        (under a schedule, to the live receivers of ``W_t``'s column); ``True`` if some of theirs are
+        still missing (then ``yield from self._wait(tag)`` before :meth:`_mix_round`)."""
         self._last_sent = self.outbox.now
+        if self._plan is not None:
+            _, row, receivers = self._plan[t]
+            targets = tuple(j for j in receivers if j not in self._dead)
+            if targets:
+                self.outbox.broadcast(tag, s, targets)
+            self._members[tag] = tuple(self._pos[j] for j in row)
+            need = self._round_need(tag)
+            rb = self._rounds.get(tag)
+            return bool(need) and (rb is None or rb.count < need)
         self.outbox.broadcast(tag, s, self._targets)
         rb = self._rounds.get(tag)
         return bool(self._n_live) and (rb is None or rb.count < self._n_live)
 
-    def _mix_round(self, tag: tuple, s: np.ndarray) -> np.ndarray:
+    def _mix_scheduled(self, tag: tuple, s: np.ndarray, t: int, rb: _Round | None) -> np.ndarray:
+        """``W_t[i, i] s + sum_j W_t[i, j] s_j`` with the crashed ``j``'s weights on the diagonal;
+        the weights used go to :attr:`realised`."""
+        w_self, row, _ = self._plan[t]
+        self._members.pop(tag, None)
+        w_nbr = np.zeros(self._deg)
+        for j, w in row.items():
+            p = self._pos[j]
+            if self._live[p]:
+                w_nbr[p] = w
+            else:
+                w_self += w
+        self.realised.append((t, self.id, self.id, w_self))
+        self.realised.extend((t, self.id, j, float(w_nbr[self._pos[j]])) for j in row
+                             if self._live[self._pos[j]])
+        return w_self * s + w_nbr @ rb.buf if rb is not None else w_self * s
+
+    def _mix_round(self, tag: tuple, s: np.ndarray, t: int | None = None) -> np.ndarray:
         """``W_ii s + sum_j W_ij s_j`` over the round's messages (the crashed neighbours' weights on
-        the diagonal). A round is :meth:`_send_round`, :meth:`_wait` if needed, then this; not one
-        generator, which would cost a frame per round on the hot path."""
+        the diagonal; under a schedule the weights of ``W_t``). A round is :meth:`_send_round`,
+        :meth:`_wait` if needed, then this; not one generator, which would cost a frame per round on
+        the hot path."""
         rb = self._rounds.pop(tag, None)
-        if self._n_live:
+        if self._plan is not None:
+            s = self._mix_scheduled(tag, s, t, rb)
+        elif self._n_live:
             s = self._wself_eff * s + self._wnbr_eff @ rb.buf
         else:
             s = self._wself_eff * s
@@ -362,7 +419,8 @@ class MixingNode(Node):
                 self._release()
             return
         rb = self._rounds.get(want)
-        if self._n_live == 0 or (rb is not None and rb.count >= self._n_live):
+        need = self._n_live if self._plan is None else self._round_need(want)
+        if need == 0 or (rb is not None and rb.count >= need):
             self._release()
 
     # ================================================================ receiving
@@ -381,7 +439,8 @@ class MixingNode(Node):
             rb.buf[p] = msg.payload
             rb.have[p] = 1
             rb.count += 1
-            if rb.count >= self._n_live and tag == self._want:
+            if tag == self._want and rb.count >= (self._n_live if self._plan is None
+                                                  else self._round_need(tag)):
                 self._release()
         elif head == FINAL:
             self._on_final(msg, tag)
@@ -496,8 +555,10 @@ class MixingNode(Node):
                 wait = (tree.parent,)
             return [j for j in wait if j not in self._dead]
         rb = self._rounds.get(want)
+        members = self._members.get(want)
         return [j for p, j in enumerate(self.neighbours)
-                if self._live[p] and (rb is None or not rb.have[p])]
+                if self._live[p] and (rb is None or not rb.have[p])
+                and (members is None or p in members)]
 
     def _tick(self, _event: Event) -> None:
         """Heartbeat and failure detector, every ``failure_timeout / 4``."""

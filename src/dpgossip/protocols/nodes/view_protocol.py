@@ -55,7 +55,8 @@ class ViewEngineProtocol(WrappedProtocol):
                                         conditions=self.conditions,
                                         record_transcript=self.record_transcript)
         return run_cape_engine(self.kind, data, network, self.protocol.params, seed,
-                               conditions=self.conditions, record_transcript=self.record_transcript)
+                               conditions=self.conditions, record_transcript=self.record_transcript,
+                               schedule=getattr(self.protocol, "schedule", None))
 
     def protocol_run(self, res: ViewEngineResult, data: PartitionedData) -> ProtocolRun:
         """The common view of an engine run (module docstring; NaN when the run stopped)."""

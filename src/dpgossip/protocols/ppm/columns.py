@@ -34,10 +34,16 @@ from typing import Any
 from dpgossip.data.partition import PartitionedData
 from dpgossip.protocols.ppm.audit import audit_ppm
 from dpgossip.protocols.ppm.central import PpmResult
-from dpgossip.protocols.ppm.gossip import PpmGossipParams, PpmGossipResult
-from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view, sum_view
+from dpgossip.protocols.ppm.gossip import PpmGossipParams, PpmGossipResult, ppm_mixing
+from dpgossip.protocols.ppm.gossip_audit import (
+    audit_ppm_gossip,
+    coalition_view,
+    schedule_coalition_view,
+    sum_view,
+)
 from dpgossip.protocols.ppm.guarantee import ppm_guarantee, realised_guarantee
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["AUDIT_NEIGHBOURS", "BEYOND", "exceeds", "central_columns", "GossipAudit"]
 
@@ -77,13 +83,23 @@ def central_columns(data: PartitionedData, result: PpmResult, ppm: Mapping[str, 
 
 class GossipAudit:
     """What every repeat of a ppm-gossip point shares: 000's claim (its noise multipliers do not
-    depend on the run) and the views audited (they depend on the network and ``c`` only)."""
+    depend on the run) and the views audited (they depend on the network and ``c`` only; under a
+    schedule on the schedule too, one view per agent and iteration: the observer knows the
+    schedule)."""
 
-    def __init__(self, network: Network, params: PpmGossipParams, ppm: Mapping[str, Any]) -> None:
+    def __init__(self, network: Network, params: PpmGossipParams, ppm: Mapping[str, Any],
+                 schedule: MixingSchedule | None = None) -> None:
         self.ppm = ppm
         self.claim = ppm_guarantee(params.ppm, ppm["delta"])
-        self.views = ([coalition_view(network, params.consensus_steps, o) for o in range(network.m)]
-                      if ppm["audit"] else [])
+        c, L = params.consensus_steps, params.ppm.iterations
+        if not ppm["audit"]:
+            self.views = []
+        elif schedule is None:
+            self.views = [coalition_view(network, c, o) for o in range(network.m)]
+        else:
+            mixing = ppm_mixing(network, params, schedule)
+            self.views = [[schedule_coalition_view(mixing, l * c, c, o) for l in range(L)]
+                          for o in range(network.m)]
         self.summed = sum_view(network) if ppm["audit"] else None
 
     def columns(self, result: PpmGossipResult) -> dict[str, Any]:

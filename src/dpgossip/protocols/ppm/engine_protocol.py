@@ -50,7 +50,8 @@ class EngineProtocol(WrappedProtocol):
                    seed: int | np.random.SeedSequence) -> PpmEngineResult:
         """One engine run (status, traffic, transcript when recorded)."""
         return run_ppm_engine(self.kind, data, network, self.params, seed, conditions=self.conditions,
-                              record_transcript=self.record_transcript)
+                              record_transcript=self.record_transcript,
+                              schedule=getattr(self.protocol, "schedule", None))
 
     def protocol_run(self, res: PpmEngineResult, data: PartitionedData) -> ProtocolRun:
         """An engine run in the common view (:func:`engine_protocol_run`; ``data`` unused)."""

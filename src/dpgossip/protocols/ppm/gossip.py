@@ -15,6 +15,10 @@ with ``nu = sigma / sqrt(s)`` (000, Algorithm 2), ``sign(i, j) = +1`` for ``i < 
 the noise shares sum to the central ``N(0, (Delta sigma)^2)``), and ``S_i^(c) -> sum_i Y^(i) / s`` as
 ``SLEM(W)^c``: with large ``c`` every agent's iterate is the federated run's (000, Theorem 5.2).
 
+Under a schedule of rounds (``schedule``, docs/dynamic-gossip.md, section 8) round ``k`` of iteration
+``l`` mixes with ``W_t``, ``t = (l - 1) c + (k - 1)``, instead of ``W`` (:func:`ppm_mixing`); a doubly
+stochastic ``W_t`` keeps the sum of the states, so the masks still cancel in it.
+
 Random streams (the convention of :mod:`dpgossip.protocols.ppm.central`, extended):
 ``root = SeedSequence(seed)``; ``init, noise = root.spawn(2)``; ``X^0`` from ``default_rng(init)``; agent
 ``i``'s standard noise
@@ -36,7 +40,8 @@ import scipy.sparse as sp
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_int, check_number
-from dpgossip.protocols.gossip.average import gossip_states, mixing_operator
+from dpgossip.protocols.gossip.average import mixing_operator
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.protocols.ppm.central import (
     PpmParams,
     _check_dims,
@@ -49,9 +54,10 @@ from dpgossip.protocols.ppm.sensitivity import iterate_sensitivity
 from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
-__all__ = ["PpmGossipParams", "PpmGossipResult", "run_ppm_gossip", "edge_list", "edge_masks",
-           "mask_shares", "MASK_SPAWN_KEY"]
+__all__ = ["PpmGossipParams", "PpmGossipResult", "run_ppm_gossip", "ppm_mixing", "edge_list",
+           "edge_masks", "mask_shares", "MASK_SPAWN_KEY"]
 
 MASK_SPAWN_KEY = 2
 """First element of an edge mask's spawn key ``(2, i, j)`` (after the root's own key)."""
@@ -111,6 +117,8 @@ class PpmGossipResult:
     params: PpmGossipParams
     network_name: str = "custom"
     seed_entropy: int | None = None
+    schedule: MixingSchedule | None = None
+    """The rounds' schedule (``None``: ``W`` every round); an engine run's is the realised one."""
 
     @property
     def clients(self) -> int:
@@ -143,7 +151,8 @@ class PpmGossipResult:
                 "network": self.network_name, "edges": int(self.edges.shape[0]),
                 "max_sensitivity": float(np.max(self.sensitivities)),
                 "max_noise_std": float(np.max(self.noise_std)), "disagreement": self.disagreement,
-                "seed": self.seed_entropy}
+                "seed": self.seed_entropy,
+                **({} if self.schedule is None else {"schedule": self.schedule.label})}
 
 
 def edge_list(network: Network) -> np.ndarray:
@@ -196,8 +205,21 @@ def _check_inputs(data: PartitionedData, network: Network, params: PpmGossipPara
                 advice="use fewer consensus_steps or iterations", field="consensus_steps")
 
 
+def ppm_mixing(network: Network, params: PpmGossipParams,
+               schedule: MixingSchedule | None = None) -> RoundMixing:
+    """The rounds of a run: ``W`` every round, or ``W_t`` of ``schedule`` for global round
+    ``t = (l - 1) c + (k - 1)`` (:mod:`dpgossip.protocols.gossip.round_mixing`)."""
+    return RoundMixing(network, schedule, params.ppm.iterations * params.consensus_steps,
+                       convert=_operator)
+
+
+def _operator(W: object) -> object:
+    return W if sp.issparse(W) else mixing_operator(W)
+
+
 def run_ppm_gossip(data: PartitionedData, network: Network, params: PpmGossipParams,
-                   seed: int | np.random.SeedSequence) -> PpmGossipResult:
+                   seed: int | np.random.SeedSequence, *,
+                   schedule: MixingSchedule | None = None) -> PpmGossipResult:
     """Run ppm-gossip (module docstring): 000's Algorithm 2 with the sum replaced by ``c`` gossip rounds.
 
     Parameters
@@ -211,6 +233,9 @@ def run_ppm_gossip(data: PartitionedData, network: Network, params: PpmGossipPar
         Seed of ``X^0``, the noise shares and the masks; the same seed gives bit-identical runs, and the
         noise shares are those of :func:`~dpgossip.protocols.ppm.central.run_ppm_federated` with the same
         seed.
+    schedule : MixingSchedule, optional
+        Time-varying rounds: iteration ``l``'s round ``k`` mixes with ``W_t``,
+        ``t = (l - 1) c + (k - 1)`` (:func:`ppm_mixing`); ``None``: ``W`` every round.
 
     Returns
     -------
@@ -219,9 +244,11 @@ def run_ppm_gossip(data: PartitionedData, network: Network, params: PpmGossipPar
     Raises
     ------
     ConfigError
-        Wrong types, ``network.m != data.m``, ``p > d``, or the states would not fit in memory.
+        Wrong types, ``network.m != data.m``, ``p > d``, the states would not fit in memory, or a
+        schedule a gossip kind cannot follow.
     """
     _check_inputs(data, network, params)
+    mixing = ppm_mixing(network, params, schedule)
     ppm, c, s, d = params.ppm, params.consensus_steps, data.m, data.d
     L, p = ppm.iterations, ppm.p
     init_rng, noise_seq = _streams(seed)
@@ -235,7 +262,6 @@ def run_ppm_gossip(data: PartitionedData, network: Network, params: PpmGossipPar
     iterates[0] = V0
     states, noise = np.empty((L, c + 1, s, d, p)), np.empty((L, s, d, p))
     deltas = np.empty((L, s))
-    W = network.W if sp.issparse(network.W) else mixing_operator(network.W)
     nu = ppm.noise_multiplier / math.sqrt(s)
     blocks = [data.block(i) for i in range(s)]
     for l in range(L):
@@ -243,8 +269,8 @@ def run_ppm_gossip(data: PartitionedData, network: Network, params: PpmGossipPar
         deltas[l] = [iterate_sensitivity(V[i], ppm.adjacency, ppm.sensitivity) for i in range(s)]
         noise[l] = (deltas[l] * nu)[:, None, None] * Z[:, l]
         Y = np.stack([Xi.T @ (Xi @ V[i]) for i, Xi in enumerate(blocks)]) + noise[l] + shares[:, l]
-        states[l] = gossip_states(W, Y.reshape(s, d * p), c).reshape(c + 1, s, d, p)
+        states[l] = mixing.states(Y.reshape(s, d * p), l * c, c).reshape(c + 1, s, d, p)
         iterates[l + 1] = [orthonormalise(s * states[l, c, i]) for i in range(s)]
     return PpmGossipResult(iterates=iterates, states=states, noise=noise, edges=edges, masks=masks,
                            sensitivities=deltas, noise_std=deltas * nu, params=params,
-                           network_name=network.name, seed_entropy=_entropy(seed))
+                           network_name=network.name, seed_entropy=_entropy(seed), schedule=schedule)

@@ -36,6 +36,11 @@ transcript, as in :mod:`dpgossip.protocols.ppm.audit`. For other views with fini
 iterates are not functions of the view; the value then does not count what the data do to those hidden
 iterates, only what each iteration's messages reveal given them.
 
+**Under a schedule** (docs/dynamic-gossip.md, section 8) round ``k + 1`` of iteration ``l`` mixes with
+``W_t``, ``t = (l - 1) c + k``, so the coalition's rows are ``e_w^T Phi_k`` with
+``Phi_k = W_{t-1} ... W_{(l-1)c}``, from the senders ``w`` outside ``O`` that ``W_t`` links to a member:
+one view per iteration (:func:`schedule_coalition_view`), each conditional on the realised schedule.
+
 ``tau -> inf`` (:func:`mask_free_gains`) keeps only the combinations of the view that no unknown mask
 enters: ``Q^T O`` with ``Q`` an orthonormal basis of the complement of ``range(R E_F)``.
 """
@@ -43,7 +48,7 @@ enters: ``Q^T O`` with ``Q`` an orthonormal basis of the complement of ``range(R
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,13 +64,14 @@ from dpgossip.protocols.gossip.linear import (
     propagated_rows,
     senders_of,
 )
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.protocols.ppm.gossip import PpmGossipResult, edge_list
 from dpgossip.protocols.ppm.sensitivity import ADJACENCIES, iterate_sensitivity
 from dpgossip.topology.network import Network
 
 __all__ = ["VIEW_KINDS", "PpmGossipView", "TargetLeakage", "PpmGossipAudit", "coalition_view",
-           "eavesdropper_view", "sum_view", "incidence", "view_release", "view_gains", "mask_free_gains",
-           "audit_ppm_gossip"]
+           "eavesdropper_view", "sum_view", "schedule_coalition_view", "incidence", "view_release",
+           "view_gains", "mask_free_gains", "audit_ppm_gossip"]
 
 VIEW_KINDS = ("coalition", "eavesdropper", "sum")
 MEANING = ("exact mu of the view conditional on the realised trajectory (every agent's iterate held at "
@@ -131,6 +137,38 @@ def eavesdropper_view(network: Network, consensus_steps: int, watched: Iterable[
     return PpmGossipView(kind="eavesdropper", label=label,
                          rows=_rows(network, senders, consensus_steps, basis), known_agents=(),
                          known_masks=np.zeros(edges.shape[0], dtype=bool), edges=edges)
+
+
+def _orthonormal_rows(R: np.ndarray, tol: float = 1e-10) -> np.ndarray:
+    """An orthonormal basis of the row space of ``R`` (the same information as ``R``)."""
+    if R.shape[0] == 0:
+        return R
+    _, S, Vt = np.linalg.svd(R, full_matrices=False)
+    return Vt[S > tol * S[0]] if S[0] > 0 else Vt[:0]
+
+
+def schedule_coalition_view(mixing: RoundMixing, start: int, consensus_steps: int,
+                            observers: int | Iterable[int], *, basis: str = "krylov") -> PpmGossipView:
+    """The view of one agent or a coalition ``O`` of the ``c`` rounds from global round ``start``
+    under a schedule: in round ``k + 1`` it receives ``S_w^(k) = e_w^T Phi_k S^(0)`` from every
+    ``w`` outside ``O`` with ``W_{start + k}[o, w] != 0`` for some ``o`` in ``O``, where
+    ``Phi_k = W_{start + k - 1} ... W_start`` (``Phi_0 = I``). ``basis`` as in :func:`coalition_view`
+    (``"krylov"``: an orthonormal basis of the rows' span)."""
+    check_choice(basis, "basis", ("krylov", "messages"))
+    network = mixing.network
+    obs = check_observers(network, observers)
+    outside = np.ones(network.m, dtype=bool)
+    outside[list(obs)] = False
+    phi, rows = np.eye(network.m), []
+    for k in range(consensus_steps):
+        W = mixing.dense(start + k)
+        rows.append(phi[np.flatnonzero((W[list(obs)] != 0).any(axis=0) & outside)])
+        phi = W @ phi
+    R = np.vstack(rows) if rows else np.zeros((0, network.m))
+    edges = edge_list(network)
+    return PpmGossipView(kind="coalition", label="+".join(map(str, obs)),
+                         rows=_orthonormal_rows(R) if basis == "krylov" else R, known_agents=obs,
+                         known_masks=np.isin(edges, obs).any(axis=1), edges=edges)
 
 
 def sum_view(network: Network) -> PpmGossipView:
@@ -234,16 +272,17 @@ class PpmGossipAudit:
                 "meaning": self.meaning}
 
 
-def audit_ppm_gossip(result: PpmGossipResult, view: PpmGossipView, *, delta: float = 1e-5,
-                     adjacency: str | None = None) -> PpmGossipAudit:
+def audit_ppm_gossip(result: PpmGossipResult, view: PpmGossipView | Sequence[PpmGossipView], *,
+                     delta: float = 1e-5, adjacency: str | None = None) -> PpmGossipAudit:
     """Audit ``view`` of a ppm-gossip run along its realised trajectory (module docstring).
 
     Parameters
     ----------
     result : PpmGossipResult
         The run: its iterates give ``Delta_{u,l}`` and its noise scales ``n_{i,l}``.
-    view : PpmGossipView
-        Built on the run's network (same agents and edges).
+    view : PpmGossipView or sequence of PpmGossipView
+        Built on the run's network (same agents and edges); under a schedule one per iteration
+        (:func:`schedule_coalition_view` of each iteration's rounds), since each reads other ``W_t``.
     delta : float
         ``epsilon`` is reported at this ``delta``.
     adjacency : str, optional
@@ -256,7 +295,13 @@ def audit_ppm_gossip(result: PpmGossipResult, view: PpmGossipView, *, delta: flo
     """
     if not isinstance(result, PpmGossipResult):
         raise ConfigError(f"result must be a PpmGossipResult, got {type(result).__name__}", field="result")
-    if view.rows.shape[1] != result.clients or not np.array_equal(view.edges, result.edges):
+    views = [view] * result.noise_std.shape[0] if isinstance(view, PpmGossipView) else list(view)
+    if len(views) != result.noise_std.shape[0]:
+        raise ConfigError(f"view: give one view or one per iteration ({result.noise_std.shape[0]}), got "
+                          f"{len(views)}", field="view")
+    view = views[0]
+    if any(v.rows.shape[1] != result.clients or not np.array_equal(v.edges, result.edges)
+           for v in views):
         raise ConfigError("view must be built on the run's network (same agents and edges)", field="view")
     delta = check_number(delta, "delta", low=0, high=1, low_open=True, high_open=True)
     adjacency = result.params.ppm.adjacency if adjacency is None else adjacency
@@ -264,7 +309,7 @@ def audit_ppm_gossip(result: PpmGossipResult, view: PpmGossipView, *, delta: flo
     L, s = result.noise_std.shape
     mu2 = np.empty((L, s))
     for l in range(L):
-        g = view_gains(view, result.noise_std[l], result.params.mask_std)
+        g = view_gains(views[l], result.noise_std[l], result.params.mask_std)
         D = np.array([iterate_sensitivity(V, adjacency, "improved") for V in result.iterates[l]])
         mu2[l] = np.where(np.isinf(g), np.inf, D**2 * np.nan_to_num(g, posinf=0.0))
         mu2[l, list(view.known_agents)] = np.nan

@@ -130,8 +130,8 @@ def _build_central(cls: type) -> Any:
 def _build_gossip(inputs: PointInputs) -> KindPoint:
     ppm_preflight(inputs)
     protocol = PpmGossip(PpmGossipParams(ppm=ppm_params(inputs), consensus_steps=inputs.consensus_steps,
-                                         mask_std=inputs.settings["mask_std"]))
-    gossip = GossipAudit(inputs.network, protocol.params, inputs.settings)
+                                         mask_std=inputs.settings["mask_std"]), schedule=inputs.schedule)
+    gossip = GossipAudit(inputs.network, protocol.params, inputs.settings, inputs.schedule)
     return _point(protocol, lambda result, repeat: gossip.columns(result),
                   lambda record, data: gossip_view_residual(record, data, inputs.network))
 
@@ -162,13 +162,15 @@ register(ProtocolKind(
     paper="000, Algorithm 1 (trusted curator)", views=("curator",),
     guarantee="(eps, delta)-DP, PLD accountant of the L releases", build=_build_central(Ppm),
     calibration=_calibration(_CENTRAL_ACCOUNTANT), label_columns=("sensitivity", "adjacency"),
-    engine_network=lambda network, parties: star_network(parties), **_COMMON))
+    engine_network=lambda network, parties: star_network(parties),
+    schedule_refusal="it runs no gossip rounds (a star to a server)", **_COMMON))
 register(ProtocolKind(
     name="ppm-federated", estimates="top-k right singular subspace of X (A = X^T X)",
     paper="000, Algorithm 2 (server, secure aggregation)", views=("server",),
     guarantee="(eps, delta)-DP, PLD accountant of the L releases", build=_build_central(PpmFederated),
     calibration=_calibration(_CENTRAL_ACCOUNTANT),
-    engine_network=lambda network, parties: star_network(parties), **_COMMON))
+    engine_network=lambda network, parties: star_network(parties),
+    schedule_refusal="it runs no gossip rounds (a star to a server)", **_COMMON))
 register(ProtocolKind(
     name="ppm-gossip", estimates="top-k right singular subspace of X (A = X^T X)",
     paper="000, Algorithm 2 on a gossip graph (pairwise edge masks)",
@@ -177,4 +179,5 @@ register(ProtocolKind(
     build=_build_gossip,
     calibration=_calibration(_CENTRAL_ACCOUNTANT
                              + " (000's claim: a party that sees only the sum)"),
+    schedule_rounds=lambda inputs: inputs.iterations * inputs.consensus_steps,
     **_COMMON))

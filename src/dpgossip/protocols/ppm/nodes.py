@@ -49,6 +49,8 @@ from dpgossip.engine.kernel import NETWORK_SPAWN_KEY, Simulation, child_seed, re
 from dpgossip.engine.node import Node
 from dpgossip.engine.record import EngineRecord
 from dpgossip.errors import ConfigError, check_choice, check_number, renamed_fields
+from dpgossip.protocols.gossip.round_mixing import RoundMixing, check_schedule_edges
+from dpgossip.protocols.nodes.scheduled import realised_schedule
 from dpgossip.protocols.ppm.central import (
     PpmParams,
     PpmResult,
@@ -62,6 +64,7 @@ from dpgossip.protocols.ppm.gossip import (
     _check_inputs,
     edge_list,
     edge_masks,
+    ppm_mixing,
 )
 from dpgossip.protocols.ppm.parties import (
     ClientNoise,
@@ -74,6 +77,7 @@ from dpgossip.protocols.ppm.parties import (
 from dpgossip.resources import FLOAT, Need, check_needs, size_text
 from dpgossip.rng import as_seed_sequence
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["PPM_ENGINE_KINDS", "SECAGG_SPAWN_KEY", "NETWORK_SPAWN_KEY", "PpmEngineResult",
            "run_ppm_engine", "star_network", "secagg_share"]
@@ -144,9 +148,11 @@ class _Draws:
 
 
 def _gossip_parties(data: PartitionedData, network: Network, params: PpmGossipParams,
-                    sim: Simulation, su: _Draws) -> list[Node]:
-    """One :class:`GossipParty` per agent: its rows, its noise stream, its edges' masks, its row of W."""
+                    sim: Simulation, su: _Draws, mixing: RoundMixing) -> list[Node]:
+    """One :class:`GossipParty` per agent: its rows, its noise stream, its edges' masks, its row of W
+    (or its part of every ``W_t`` of a schedule)."""
     ppm, s = params.ppm, data.m
+    rounds = ppm.iterations * params.consensus_steps
     shape = (ppm.iterations, data.d, ppm.p)
     children = su.noise_seq.spawn(s)
     parties: list[Node] = []
@@ -162,7 +168,9 @@ def _gossip_parties(data: PartitionedData, network: Network, params: PpmGossipPa
             i, sim.outbox(i), trace, sim.compute_delay(i),
             block=data.block(i), V0=su.init_V, Z=np.random.default_rng(children[i]).standard_normal(shape),
             masks=masks, role=GossipRole(params=params, agents=s, nu=ppm.noise_multiplier / math.sqrt(s),
-                                         w_self=w_self, w_neighbours=w_row)))
+                                         w_self=w_self, w_neighbours=w_row,
+                                         plan=(tuple(mixing.node_rounds(i, 0, rounds))
+                                               if mixing.scheduled else None))))
     return parties
 
 
@@ -192,7 +200,7 @@ def _star_parties(kind: str, data: PartitionedData, params: PpmParams, sim: Simu
 
 
 def _gossip_result(parties: list[Node], network: Network, params: PpmGossipParams,
-                   seed: object) -> PpmGossipResult:
+                   seed: object, scheduled: bool) -> PpmGossipResult:
     """Stack the agents' traces into a :class:`PpmGossipResult` (the masks from each edge's lower end)."""
     tr = [p.trace for p in parties]
     edges = edge_list(network)
@@ -203,7 +211,9 @@ def _gossip_result(parties: list[Node], network: Network, params: PpmGossipParam
         iterates=np.stack([t.iterates for t in tr], axis=1), states=np.stack([t.states for t in tr], axis=2),
         noise=np.stack([t.noise for t in tr], axis=1), edges=edges, masks=masks, sensitivities=sens,
         noise_std=sens * (params.ppm.noise_multiplier / math.sqrt(len(tr))), params=params,
-        network_name=network.name, seed_entropy=_entropy(seed))
+        network_name=network.name, seed_entropy=_entropy(seed),
+        schedule=(realised_schedule(parties, params.ppm.iterations * params.consensus_steps)
+                  if scheduled else None))
 
 
 def _star_result(kind: str, parties: list[Node], params: PpmParams, seed: object) -> PpmResult:
@@ -242,7 +252,8 @@ def run_ppm_engine(kind: str, data: PartitionedData, network: Network | None,
                    params: PpmParams | PpmGossipParams, seed: int | np.random.SeedSequence, *,
                    conditions: NetworkConditions | Mapping[str, object] | None = None,
                    record_transcript: bool = True, transcript_path: str | Path | None = None,
-                   secagg_mask_std: float = 100.0) -> PpmEngineResult:
+                   secagg_mask_std: float = 100.0,
+                   schedule: MixingSchedule | None = None) -> PpmEngineResult:
     """Simulate ``ppm``, ``ppm-federated`` or ``ppm-gossip`` message by message (module docstring).
 
     Parameters
@@ -263,6 +274,9 @@ def run_ppm_engine(kind: str, data: PartitionedData, network: Network | None,
         Keep every accepted message in ``transcript`` / stream it to a JSON-lines file.
     secagg_mask_std : float
         Scale ``>= 0`` of the secure-aggregation masks of ``ppm-federated`` (docs/engine.md).
+    schedule : MixingSchedule, optional
+        ``ppm-gossip``: time-varying rounds (:func:`~dpgossip.protocols.ppm.gossip.ppm_mixing`); its
+        pairs must be edges of ``network``. The result's ``schedule`` is the one the agents ran.
 
     Returns
     -------
@@ -274,6 +288,12 @@ def run_ppm_engine(kind: str, data: PartitionedData, network: Network | None,
         Wrong kind or parameters, mismatched data and network, conditions naming missing nodes or edges.
     """
     ppm = _check(kind, data, network, params)
+    if schedule is not None and kind != "ppm-gossip":
+        raise ConfigError(f"schedule: kind {kind!r} runs no gossip rounds (a star to a server); only "
+                          "ppm-gossip follows a schedule", field="schedule")
+    mixing = ppm_mixing(network, params, schedule) if kind == "ppm-gossip" else None
+    if mixing is not None:
+        check_schedule_edges(network, schedule)
     mask_std = check_number(secagg_mask_std, "secagg_mask_std", low=0, expected="a finite number >= 0")
     with renamed_fields(condition_fields("conditions")):
         conditions = resolve_conditions(conditions)
@@ -285,11 +305,11 @@ def run_ppm_engine(kind: str, data: PartitionedData, network: Network | None,
     sim = Simulation(net, conditions, np.random.default_rng(child_seed(root, NETWORK_SPAWN_KEY)),
                      record_transcript=record_transcript, transcript_path=transcript_path)
     su = _Draws(root=root, init_V=V0, noise_seq=noise_seq)
-    parties = (_gossip_parties(data, net, params, sim, su) if kind == "ppm-gossip"
+    parties = (_gossip_parties(data, net, params, sim, su, mixing) if kind == "ppm-gossip"
                else _star_parties(kind, data, params, sim, su, mask_std))
     sim.run(parties)
     outcome = sim.outcome(parties, "a ppm protocol")
-    result = (_gossip_result(parties, net, params, seed) if kind == "ppm-gossip"
+    result = (_gossip_result(parties, net, params, seed, schedule is not None) if kind == "ppm-gossip"
               else _star_result(kind, parties, params, seed))
     return PpmEngineResult(kind=kind, result=result, traces=tuple(p.trace for p in parties),
                            server=None if kind == "ppm-gossip" else data.m,

@@ -27,6 +27,8 @@ import numpy as np
 from simpy.events import Event
 
 from dpgossip.engine.node import Node, Outbox
+from dpgossip.protocols.gossip.round_mixing import NodeRound
+from dpgossip.protocols.nodes.scheduled import ScheduledNode
 from dpgossip.protocols.ppm.central import PpmParams, orthonormalise
 from dpgossip.protocols.ppm.gossip import PpmGossipParams
 from dpgossip.protocols.ppm.sensitivity import iterate_sensitivity
@@ -53,6 +55,9 @@ class GossipRole:
     """``W_ii``."""
     w_neighbours: Mapping[int, float]
     """``{j: W_ij}`` for every neighbour ``j``."""
+    plan: tuple[NodeRound, ...] | None = None
+    """Under a schedule, the agent's part of every ``W_t`` (``L c`` rounds, iteration ``l`` reads
+    ``plan[(l - 1) c : l c]``); ``None``: ``W_ii`` and ``W_ij`` every round."""
 
     def to_row(self) -> dict[str, object]:
         """Tidy row (the weights summarised by the degree)."""
@@ -102,11 +107,14 @@ class PartyTrace:
         self.crashed_at: float | None = None
 
 
-class GossipParty(Node):
+class GossipParty(ScheduledNode):
     """Agent ``i`` of ppm-gossip (:mod:`dpgossip.protocols.ppm.gossip`): at iteration ``l``
 
         Y^(i) = X_i^T X_i V_i + Delta_l(V_i) nu Z_i[l] + sum_{j in N(i)} sign(i, j) M_ij^(l)
         S^(k) = W_ii S_i^(k-1) + sum_j W_ij S_j^(k-1),  k = 1..c;    V_i <- QR(s S_i^(c)).
+
+    Under a schedule (``role.plan``) round ``k`` of iteration ``l`` uses the agent's row and column
+    of ``W_t``, ``t = (l - 1) c + (k - 1)`` (:class:`~dpgossip.protocols.nodes.scheduled.ScheduledNode`).
 
     ``Z`` (``(L, d, p)``) and ``masks`` (``{j: sign(i, j) M_ij}``) are the agent's own draws from the
     run's seed (both ends of an edge derive ``M_ij`` from the edge's key).
@@ -121,6 +129,7 @@ class GossipParty(Node):
         self.w_self, self.w_nbr = role.w_self, role.w_neighbours
         self.neighbours = tuple(sorted(self.w_nbr))
         self.params, self.s, self.nu = role.params, role.agents, role.nu
+        self.plan = role.plan
 
     def _share(self, l: int) -> np.ndarray:
         """``sum_j sign(i, j) M_ij^(l)`` in increasing ``j`` (the order of the matrix backend)."""
@@ -141,8 +150,13 @@ class GossipParty(Node):
             S = self.X.T @ (self.X @ V) + tr.noise[l - 1] + self._share(l - 1)
             tr.Y[l - 1] = S
             states = tr.states[l - 1]
-            S = yield from self._mix(S, (0, l), P.consensus_steps, (self.w_self, self.w_nbr),
-                                     states.__setitem__, record_after_compute=True)
+            c = P.consensus_steps
+            if self.plan is None:
+                S = yield from self._mix(S, (0, l), c, (self.w_self, self.w_nbr), states.__setitem__,
+                                         record_after_compute=True)
+            else:
+                S = yield from self._mix_rounds(S, (0, l), self.plan[(l - 1) * c: l * c], (l - 1) * c,
+                                                states.__setitem__, record_after_compute=True)
             V = orthonormalise(self.s * S)
             tr.iterates[l] = V
 

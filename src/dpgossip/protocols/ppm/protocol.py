@@ -15,6 +15,7 @@ from dpgossip.protocols.interface import ProtocolRun
 from dpgossip.protocols.ppm.central import PpmParams, PpmResult, run_ppm, run_ppm_federated
 from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
 from dpgossip.topology.network import Network
+from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["Ppm", "PpmFederated", "PpmGossip"]
 
@@ -60,17 +61,18 @@ class PpmGossip:
     """000's Algorithm 2 on the network: :func:`~dpgossip.protocols.ppm.gossip.run_ppm_gossip`.
 
     Agents end with their own iterates; ``trajectory`` is agent 0's (every agent's final estimate is in
-    ``agent_finals``).
+    ``agent_finals``). ``schedule``: time-varying rounds (``None``: ``W`` every round).
     """
 
     params: PpmGossipParams
+    schedule: MixingSchedule | None = None
     kind: ClassVar[str] = "ppm-gossip"
     side: ClassVar[str] = "right"
 
     def run(self, data: PartitionedData, network: Network,
             seed: int | np.random.SeedSequence) -> ProtocolRun:
         """:func:`run_ppm_gossip` in the common view."""
-        res = run_ppm_gossip(data, network, self.params, seed)
+        res = run_ppm_gossip(data, network, self.params, seed, schedule=self.schedule)
         k = self.params.ppm.k
         return ProtocolRun(kind=self.kind, side=self.side,
                            trajectory=res.iterates[:, 0, :, :k].copy(),

@@ -23,6 +23,11 @@ which covers every single agent's and coalition's view (the messages it receives
 round-1 messages. The iterates ``V_i^(l) = QR(s S_i^(c))`` entering the model are rebuilt from the
 round-``c`` messages (:func:`~dpgossip.protocols.transcript_views.mixed_states`), starting from the public
 ``V^(0)``, and compared with the run's record, as are the recorded ``Delta_l(V_i^(l-1))``.
+
+Under a schedule (the run's ``schedule``, docs/dynamic-gossip.md, section 8) the messages are checked
+against ``e_j^T Phi S^(0)`` of the recorded ``W_t`` and the states are rebuilt forward
+(:func:`~dpgossip.protocols.transcript_views.schedule_residual`,
+:func:`~dpgossip.protocols.transcript_views.schedule_states`).
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from __future__ import annotations
 import numpy as np
 
 from dpgossip.data.partition import PartitionedData
+from dpgossip.protocols.gossip.round_mixing import RoundMixing
 from dpgossip.protocols.ppm.central import PpmResult, orthonormalise
-from dpgossip.protocols.ppm.gossip import PpmGossipResult
+from dpgossip.protocols.ppm.gossip import PpmGossipResult, ppm_mixing
 from dpgossip.protocols.ppm.nodes import PpmEngineResult
 from dpgossip.protocols.ppm.parties import DOWNLOAD, UPLOAD
 from dpgossip.protocols.ppm.sensitivity import iterate_sensitivity
@@ -40,6 +46,8 @@ from dpgossip.protocols.transcript_views import (
     largest_difference,
     messages_of,
     mixed_states,
+    schedule_residual,
+    schedule_states,
 )
 from dpgossip.topology.network import Network
 
@@ -88,6 +96,8 @@ def _signed_masks(res: PpmGossipResult, l: int, m: int) -> np.ndarray:
 def gossip_view_residual(record: PpmEngineResult, data: PartitionedData, network: Network) -> float:
     """ppm-gossip's views rebuilt from the transcript against the release model (module docstring)."""
     res: PpmGossipResult = record.result
+    if res.schedule is not None:
+        return _schedule_view_residual(record, data, ppm_mixing(network, res.params, res.schedule))
     P, c, m = res.params.ppm, res.params.consensus_steps, data.m
     V = res.iterates[0]
     pairs, initial = [], {}
@@ -105,3 +115,27 @@ def gossip_view_residual(record: PpmEngineResult, data: PartitionedData, network
         V = np.stack([orthonormalise(m * S) for S in mixed_states(record.transcript, network, (0, l), c)])
         pairs.append((V, res.iterates[l]))
     return max(largest_difference(pairs), gossip_residual(record.transcript, network, initial, c))
+
+
+def _schedule_view_residual(record: PpmEngineResult, data: PartitionedData, mixing: RoundMixing) -> float:
+    """Under a schedule (module docstring): the messages against ``e_j^T Phi S^(0)`` of the recorded
+    schedule, the sum view from the rebuilt ``S^(0)`` and the iterates from the rebuilt ``S^(c)``;
+    an agent whose state the transcript does not determine keeps the run's iterate (it sent nothing
+    in the phase, so no view holds it) and the sum view of a phase with such an agent is not rebuilt."""
+    res: PpmGossipResult = record.result
+    P, c, m = res.params.ppm, res.params.consensus_steps, data.m
+    V = res.iterates[0]
+    pairs, initial, starts = [], {}, {}
+    for l in range(1, P.iterations + 1):
+        inputs = np.stack([data.block(i).T @ (data.block(i) @ V[i]) for i in range(m)])
+        initial[(0, l)], starts[(0, l)] = inputs + res.noise[l - 1] + _signed_masks(res, l, m), (l - 1) * c
+        states = schedule_states(record.transcript, mixing, (0, l), (l - 1) * c, c)
+        if not np.isnan(states[0]).any():
+            pairs.append((states[0].sum(axis=0), np.sum(inputs + res.noise[l - 1], axis=0)))
+        pairs.append((res.sensitivities[l - 1],
+                      [iterate_sensitivity(V[i], P.adjacency, P.sensitivity) for i in range(m)]))
+        V = np.stack([res.iterates[l, i] if np.isnan(S).any() else orthonormalise(m * S)
+                      for i, S in enumerate(states[-1])])
+        pairs.append((V, res.iterates[l]))
+    return max(largest_difference(pairs),
+               schedule_residual(record.transcript, mixing, initial, starts, c))
