@@ -33,8 +33,10 @@ and the clipped mechanism's Renyi divergence of order ``a`` is at most (one chan
 (``rho = sup ||x - x'||``: 1 for ``bounded``, ``1 + ||x||`` for ``replace-one``). The curves are
 converted by Canonne, Kamath & Steinke (2020), Prop. 12, the conversion of :mod:`.conversions`; the
 truncation mass ``Pr(||u_t|| > R_t)`` is bounded by a Chernoff bound with the exact covariance of ``u_t``
-under ``X`` and a uniform bound on its covariance under every neighbour. Floating-point rounding is
-not part of the certificate.
+under ``X`` and a uniform bound on its covariance under every neighbour. A second curve, with no
+truncation, averages the mean terms over the Gaussian ``u_t`` by a change of measure to a tilted
+run (:mod:`.tilted_mean`, docs/upper-bound.md, Section 8); each row and direction keeps the smaller
+epsilon of the two. Floating-point rounding is not part of the certificate.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ _TRUNCATION_SHARES = (0.02, 0.1, 0.3, 0.6, 0.9)
 """Shares of ``delta`` spent on the truncation mass; each gives a valid bound, the smallest is kept."""
 _AVERAGED = -1
 """The index, among the truncation shares, that marks a row whose bound averages its mean terms over
-``u`` (no truncation, docs/upper-bound.md, Section 8.1)."""
+``u`` (no truncation, docs/upper-bound.md, Section 8)."""
 _ROW_CHUNK = 512
 """Curves converted at once (memory: ``96 x d^2`` doubles per curve and order grid)."""
 
@@ -374,7 +376,7 @@ def _cov_part(rows: _Rows, a: np.ndarray, forward: bool) -> np.ndarray:
 
 def _averaged_curve(rows: _Rows, T: int, alpha: float, forward: bool, d: int):
     """The Renyi bound ``a -> D_a`` of each row with the mean terms averaged over ``u``
-    (:mod:`.tilted_mean`; docs/upper-bound.md, Section 8.1); no truncation."""
+    (:mod:`.tilted_mean`; docs/upper-bound.md, Section 8); no truncation."""
     def renyi(a: np.ndarray) -> np.ndarray:
         mean = averaged_mean_term(a, rows.ell.lower(a, forward), rows.rho[:, None], rows.tilt, alpha,
                                   forward, d)
@@ -506,7 +508,7 @@ def _averaged(model: NoisyPowerIteration, live: list[_TargetFacts], cov: _UCovar
               batch: _Rows, delta: float, forward: bool,
               a_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Epsilon at ``delta`` and order per row of the bound whose mean terms are averaged over ``u``
-    (docs/upper-bound.md, Section 8.1); every row carries its target's run under ``X``."""
+    (docs/upper-bound.md, Section 8); every row carries its target's run under ``X``."""
     owner = np.repeat([tf.target for tf in live], [tf.rows.size for tf in live])
     rows = replace(batch, tilt=cov.tilt(owner, model.sigma_p))
 
@@ -532,7 +534,7 @@ def _convert(rows: _Rows, T: int, alpha: float, forward: bool, delta: float,
 
 def averaged_renyi_bound(model: NoisyPowerIteration, row: int, orders: np.ndarray, *,
                          adjacency: str = "bounded", forward: bool = True) -> np.ndarray:
-    """The Renyi bound with averaged mean terms (docs/upper-bound.md, Section 8.1) of one row: for every
+    """The Renyi bound with averaged mean terms (docs/upper-bound.md, Section 8) of one row: for every
     neighbour that replaces ``row`` and every order ``a`` in ``orders``, ``D_a`` of the all-but-one
     coalition's view (``P`` = law under ``X``, ``Q`` under ``X'``; ``D_a(P || Q)`` when ``forward``, else
     ``D_a(Q || P)``) is at most the returned value (``inf`` where none is proven).
