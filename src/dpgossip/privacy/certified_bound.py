@@ -33,30 +33,38 @@ and the clipped mechanism's Renyi divergence of order ``a`` is at most (one chan
 (``rho = sup ||x - x'||``: 1 for ``bounded``, ``1 + ||x||`` for ``replace-one``). The curves are
 converted by Canonne, Kamath & Steinke (2020), Prop. 12, the conversion of :mod:`.conversions`; the
 truncation mass ``Pr(||u_t|| > R_t)`` is bounded by a Chernoff bound with the exact covariance of ``u_t``
-under ``X`` and a uniform bound on its covariance under every neighbour. Floating-point rounding is
-not part of the certificate.
+under ``X`` and a uniform bound on its covariance under every neighbour. A second curve, with no
+truncation, averages the mean terms over the Gaussian ``u_t`` by a change of measure to a tilted
+run (:mod:`.tilted_mean`, docs/upper-bound.md, Section 8); each row and direction keeps the smaller
+epsilon of the two. Floating-point rounding is not part of the certificate.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.conversions import rdp_to_epsilon_batch
+from dpgossip.privacy.tilted_mean import TiltFacts, averaged_mean_term
 
-__all__ = ["ADJACENCIES", "COVERS", "CertifiedBound", "NoisyPowerIteration", "certified_upper_bounds",
-           "chernoff_radius"]
+__all__ = ["ADJACENCIES", "COVERS", "MEAN_TERMS", "CertifiedBound", "NoisyPowerIteration",
+           "averaged_renyi_bound", "certified_upper_bounds", "chernoff_radius"]
 
 ADJACENCIES = ("bounded", "replace-one")
+MEAN_TERMS = ("best", "truncated", "averaged")
+"""How :func:`certified_upper_bounds` bounds the mean terms (its ``mean_terms``)."""
 COVERS = ("every replacement of every row of the target allowed by the adjacency, for this X; "
           "the all-but-one coalition, hence every observer, coalition without the target and "
           "eavesdropper (joint views); rank 1")
 _TRUNCATION_SHARES = (0.02, 0.1, 0.3, 0.6, 0.9)
 """Shares of ``delta`` spent on the truncation mass; each gives a valid bound, the smallest is kept."""
+_AVERAGED = -1
+"""The index, among the truncation shares, that marks a row whose bound averages its mean terms over
+``u`` (no truncation, docs/upper-bound.md, Section 8)."""
 _ROW_CHUNK = 512
 """Curves converted at once (memory: ``96 x d^2`` doubles per curve and order grid)."""
 
@@ -154,6 +162,10 @@ class CertifiedBound:
     """``Pr_X(||u_t|| > R_t for some t)`` bound spent by the worst row, forward direction."""
     truncation_reverse: float
     """``sup_X' Pr_X'(...)`` bound spent by the worst row, reverse direction."""
+    mean_terms: str = "truncated"
+    """How the worst row's binding direction bounds its mean terms: ``truncated`` (the worst ``u_t`` on
+    a ball, Section 5; ``radii_*`` and ``truncation_*`` say which) or ``averaged`` (over the Gaussian
+    ``u_t``, Section 8.1; no truncation: empty radii and a zero mass)."""
     covers: str = COVERS
     reason: str | None = None
 
@@ -176,6 +188,17 @@ class _UCovariances:
     eigs: np.ndarray        # (m, T, d)
     lam_bar: np.ndarray     # (m, T)
     tau_bar: np.ndarray     # (m, T)
+    c_norm: np.ndarray      # (T, m): ||c_k|| = ||E_j K M^k E_j^T||
+    h_norm: np.ndarray      # (T, m): ||H_k||
+    var: np.ndarray         # (T,): variances of q^(0), p^(1), ..., p^(T-1)
+
+    def tilt(self, targets: np.ndarray, sigma_p: np.ndarray) -> TiltFacts:
+        """What the averaged mean term needs (:mod:`.tilted_mean`) for rows of the given targets (one
+        target per row): ``(T, P, 1)`` arrays."""
+        eigs = np.swapaxes(self.eigs[targets], 0, 1)                   # (T, P, d)
+        return TiltFacts(lam=eigs[..., -1:], top2=eigs[..., -2:].sum(axis=-1, keepdims=True),
+                         c_norm=self.c_norm[:, targets, None], h_norm=self.h_norm[:, targets, None],
+                         var=self.var, inv_var=1.0 / sigma_p ** 2)
 
 
 def _u_covariances(model: NoisyPowerIteration, rho: np.ndarray) -> _UCovariances:
@@ -222,7 +245,8 @@ def _u_covariances(model: NoisyPowerIteration, rho: np.ndarray) -> _UCovariances
     eigs = np.maximum(np.linalg.eigvalsh((cov + np.swapaxes(cov, -1, -2)) / 2), 0.0)
     lam_bar = (np.sqrt(eigs[..., -1]) + big_delta) ** 2
     tau_bar = (np.sqrt(eigs.sum(axis=-1)) + math.sqrt(d) * big_delta) ** 2
-    return _UCovariances(eigs=eigs, lam_bar=lam_bar, tau_bar=tau_bar)
+    return _UCovariances(eigs=eigs, lam_bar=lam_bar, tau_bar=tau_bar, c_norm=c_norm, h_norm=h_norm,
+                         var=var)
 
 
 def chernoff_radius(eigs: np.ndarray, weights: np.ndarray, mass: float) -> np.ndarray:
@@ -287,10 +311,11 @@ _ELL_X0 = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class _EllTable:
-    """``ell(a)`` (the mean term's denominator, docs/upper-bound.md, Section 4) tabulated per row at
-    ``a - 1 = 0`` and ``a - 1 = x0 e^(k step)``, ``k = 0..G-1``. ``ell`` is monotone in ``a``
-    (decreasing forward, increasing reverse), so the value at the nearest grid order on the far side
-    (above ``a`` forward, below it reverse) is a lower bound at ``a``."""
+    """``ell(a)`` (the mean term's denominator, docs/upper-bound.md, Section 5) tabulated per row at
+    ``a - 1 = 0`` and ``a - 1 = x0 e^(k step)``, ``k = 0..G-1``. ``ell`` is non-increasing in ``a`` in
+    both directions (forward ``lambda_min(A - a x x^T)``; reverse ``lambda_min(A + (a-1) x x^T) - (a-1)``,
+    whose first part grows by at most ``||x||^2 <= 1`` per unit of ``a``), so the value at the nearest
+    grid order above ``a`` is a lower bound at ``a``; beyond the last grid order the bound is 0."""
 
     step: np.ndarray      # (P,)
     values: np.ndarray    # (P, G + 1)
@@ -306,17 +331,14 @@ class _EllTable:
         return cls(step=step, values=ell)
 
     def lower(self, a: np.ndarray, forward: bool) -> np.ndarray:
-        """A lower bound on ``ell`` at the orders ``a`` (``(P, k)``)."""
+        """A lower bound on ``ell`` at the orders ``a`` (``(P, k)``); the same rule in both directions
+        (``forward`` is kept for the callers' symmetry)."""
+        del forward
         with np.errstate(all="ignore"):
             pos = (np.log(a - 1.0) - math.log(_ELL_X0)) / self.step[:, None]
-        if forward:
-            k = np.ceil(pos + 1e-9)
-            col = np.where(k < 0, 1, 1 + k)
-            out_of_range = col > _ELL_GRID
-        else:
-            k = np.floor(pos - 1e-9)
-            col = np.where(k < 0, 0, 1 + np.minimum(k, _ELL_GRID - 1))
-            out_of_range = np.zeros(col.shape, dtype=bool)
+        k = np.ceil(pos + 1e-9)
+        col = np.where(k < 0, 1, 1 + k)
+        out_of_range = col > _ELL_GRID
         col = np.clip(np.nan_to_num(col, nan=0.0), 0, _ELL_GRID).astype(int)
         vals = np.take_along_axis(self.values, col, axis=1)
         return np.where(out_of_range, 0.0, vals)
@@ -334,21 +356,39 @@ class _Rows:
     rho: np.ndarray
     mid: np.ndarray
     fin: np.ndarray
+    tilt: TiltFacts | None = None
+    """The run under ``X`` of each row's target, for the averaged mean terms (None: not needed)."""
 
     def part(self, sl: slice) -> _Rows:
         """Rows ``sl``."""
         return _Rows(ell=_EllTable(step=self.ell.step[sl], values=self.ell.values[sl]), h=self.h[sl],
-                     kappa=self.kappa[sl], rho=self.rho[sl], mid=self.mid[sl], fin=self.fin[sl])
+                     kappa=self.kappa[sl], rho=self.rho[sl], mid=self.mid[sl], fin=self.fin[sl],
+                     tilt=None if self.tilt is None else self.tilt.part(sl))
+
+
+def _cov_part(rows: _Rows, a: np.ndarray, forward: bool) -> np.ndarray:
+    """The covariance part of one step, ``f_a(1 + kappa) + f_a(1 - h)`` or its reverse (Section 5)."""
+    h, kap = rows.h[:, None], rows.kappa[:, None]
+    if forward:
+        return _f(a, 1.0 + kap) + _f(a, 1.0 - h)
+    return _f(a, 1.0 / (1.0 + kap)) + _f(a, 1.0 / (1.0 - h))
+
+
+def _averaged_curve(rows: _Rows, T: int, alpha: float, forward: bool, d: int):
+    """The Renyi bound ``a -> D_a`` of each row with the mean terms averaged over ``u``
+    (:mod:`.tilted_mean`; docs/upper-bound.md, Section 8); no truncation."""
+    def renyi(a: np.ndarray) -> np.ndarray:
+        mean = averaged_mean_term(a, rows.ell.lower(a, forward), rows.rho[:, None], rows.tilt, alpha,
+                                  forward, d)
+        out = T * _cov_part(rows, a, forward) + mean
+        return np.where(np.isnan(out), np.inf, out)
+    return renyi
 
 
 def _curve(rows: _Rows, T: int, alpha: float, forward: bool):
     """The Renyi bound ``a -> D_a`` of each row (module docstring; docs/upper-bound.md, Section 4)."""
     def renyi(a: np.ndarray) -> np.ndarray:
-        h, kap = rows.h[:, None], rows.kappa[:, None]
-        if forward:
-            cov = _f(a, 1.0 + kap) + _f(a, 1.0 - h)
-        else:
-            cov = _f(a, 1.0 / (1.0 + kap)) + _f(a, 1.0 / (1.0 - h))
+        cov = _cov_part(rows, a, forward)
         ell = rows.ell.lower(a, forward)
         mid = rows.mid[:, None]
         with np.errstate(all="ignore"):
@@ -412,9 +452,10 @@ def _radii(cov: _UCovariances, j: int, mass: float, forward: bool) -> np.ndarray
 
 
 def _direction(model: NoisyPowerIteration, facts: list[_TargetFacts], cov: _UCovariances,
-               delta: float, rho_of, forward: bool) -> list[tuple]:
+               delta: float, rho_of, forward: bool, mean_terms: str = "best") -> list[tuple]:
     """Per target: ``(epsilon, order, share index, radii per share)`` of each row, each row's epsilon
-    minimised over the truncation shares. Every target's rows are converted in one batch per share."""
+    minimised over the truncation shares and the averaged mean terms (share index ``_AVERAGED``), as
+    ``mean_terms`` allows. Every target's rows are converted in one batch per share."""
     T, s_p = model.T, model.sigma_p
     live = [tf for tf in facts if tf.reason is None]
     eig = {tf.target: np.linalg.eigh(tf.A) for tf in live}
@@ -423,7 +464,8 @@ def _direction(model: NoisyPowerIteration, facts: list[_TargetFacts], cov: _UCov
     sizes = [tf.rows.size for tf in live]
     best = np.full(sum(sizes), np.inf)
     order = np.full(best.size, np.nan)
-    which = np.zeros(best.size, dtype=int)
+    which = np.full(best.size, _AVERAGED if mean_terms == "averaged" else 0, dtype=int)
+    shares = () if mean_terms == "averaged" else _TRUNCATION_SHARES
     if live:
         x = np.concatenate([model.X[tf.rows] for tf in live])
         lam = np.concatenate([np.broadcast_to(eig[tf.target][0], (tf.rows.size, model.d))
@@ -434,7 +476,7 @@ def _direction(model: NoisyPowerIteration, facts: list[_TargetFacts], cov: _UCov
         a_max = (np.where(h > 0, 1.0 / np.where(h > 0, h, 1.0), np.inf) if forward
                  else np.repeat([1.0 + tf.lam_min for tf in live], sizes))
         table = _EllTable.build(lam, xh, np.minimum(a_max, 1e8) - 1.0, forward)
-        for si, share in enumerate(_TRUNCATION_SHARES):
+        for si, share in enumerate(shares):
             R = [radii[tf.target][si] for tf in live]
             mid = np.repeat([float(np.sum(r[:-1] ** 2 / s_p[:-1] ** 2)) for r in R], sizes)
             fin = np.repeat([float(r[-1] ** 2 / s_p[-1] ** 2) for r in R], sizes)
@@ -443,6 +485,13 @@ def _direction(model: NoisyPowerIteration, facts: list[_TargetFacts], cov: _UCov
             take = eps < best
             best, order = np.where(take, eps, best), np.where(take, a, order)
             which = np.where(take, si, which)
+        if mean_terms != "truncated":
+            batch = _Rows(ell=table, h=h, kappa=kappa, rho=rho_of(x), mid=np.zeros(h.size),
+                          fin=np.zeros(h.size))
+            eps, a = _averaged(model, live, cov, batch, delta, forward, a_max)
+            take = eps < best
+            best, order = np.where(take, eps, best), np.where(take, a, order)
+            which = np.where(take, _AVERAGED, which)
     out, start = [], 0
     for tf in facts:
         if tf.reason is not None:
@@ -455,22 +504,83 @@ def _direction(model: NoisyPowerIteration, facts: list[_TargetFacts], cov: _UCov
     return out
 
 
+def _averaged(model: NoisyPowerIteration, live: list[_TargetFacts], cov: _UCovariances,
+              batch: _Rows, delta: float, forward: bool,
+              a_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Epsilon at ``delta`` and order per row of the bound whose mean terms are averaged over ``u``
+    (docs/upper-bound.md, Section 8); every row carries its target's run under ``X``."""
+    owner = np.repeat([tf.target for tf in live], [tf.rows.size for tf in live])
+    rows = replace(batch, tilt=cov.tilt(owner, model.sigma_p))
+
+    def curve(part: _Rows):
+        return _averaged_curve(part, model.T, model.alpha, forward, model.d)
+    return _convert(rows, model.T, model.alpha, forward, delta, a_max, curve)
+
+
 def _convert(rows: _Rows, T: int, alpha: float, forward: bool, delta: float,
-             a_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Epsilon at ``delta`` and the order used, per row, in chunks of ``_ROW_CHUNK`` rows."""
+             a_max: np.ndarray, curve=None) -> tuple[np.ndarray, np.ndarray]:
+    """Epsilon at ``delta`` and the order used, per row, in chunks of ``_ROW_CHUNK`` rows;
+    ``curve(rows)`` (default: the truncated curve, :func:`_curve`) gives a chunk's Renyi bound."""
     eps, orders = [], []
     for s in range(0, rows.h.size, _ROW_CHUNK):
         sl = slice(s, s + _ROW_CHUNK)
         part = rows.part(sl)
-        e, a = rdp_to_epsilon_batch(_curve(part, T, alpha, forward), delta, a_max=a_max[sl],
-                                    with_orders=True)
+        renyi = _curve(part, T, alpha, forward) if curve is None else curve(part)
+        e, a = rdp_to_epsilon_batch(renyi, delta, a_max=a_max[sl], with_orders=True)
         eps.append(e)
         orders.append(a)
     return np.concatenate(eps), np.concatenate(orders)
 
 
+def averaged_renyi_bound(model: NoisyPowerIteration, row: int, orders: np.ndarray, *,
+                         adjacency: str = "bounded", forward: bool = True) -> np.ndarray:
+    """The Renyi bound with averaged mean terms (docs/upper-bound.md, Section 8) of one row: for every
+    neighbour that replaces ``row`` and every order ``a`` in ``orders``, ``D_a`` of the all-but-one
+    coalition's view (``P`` = law under ``X``, ``Q`` under ``X'``; ``D_a(P || Q)`` when ``forward``, else
+    ``D_a(Q || P)``) is at most the returned value (``inf`` where none is proven).
+
+    Parameters
+    ----------
+    model : NoisyPowerIteration
+        The mechanism and the data.
+    row : int
+        Global row index.
+    orders : ndarray
+        Orders ``a > 1``.
+    adjacency : str
+        ``bounded`` or ``replace-one``.
+    forward : bool
+        The direction.
+
+    Returns
+    -------
+    ndarray
+        One value per order.
+    """
+    if adjacency not in ADJACENCIES:
+        raise ConfigError(f"adjacency must be one of {', '.join(ADJACENCIES)}, got {adjacency!r}",
+                          field="adjacency")
+    j = int(np.searchsorted(model.offsets, row, side="right") - 1)
+    tf = _target_facts(model, j)
+    a = np.atleast_1d(np.asarray(orders, dtype=float))[None, :]
+    if tf.reason is not None:
+        return np.full(a.shape[1], np.inf)
+    x = model.X[row:row + 1]
+    rho = np.array([1.0 if adjacency == "bounded" else 1.0 + float(np.linalg.norm(x))])
+    rho_all = np.full(model.m, max(rho[0], 1.0))
+    lam, vec = np.linalg.eigh(tf.A)
+    i = int(np.flatnonzero(tf.rows == row)[0])
+    a_top = float(a.max()) - 1.0
+    table = _EllTable.build(lam[None], x @ vec, np.array([max(a_top, 1e-6) * 2.0]), forward)
+    rows = _Rows(ell=table, h=tf.h[i:i + 1], kappa=np.array([tf.kappa]), rho=rho,
+                 mid=np.zeros(1), fin=np.zeros(1))
+    rows = replace(rows, tilt=_u_covariances(model, rho_all).tilt(np.array([j]), model.sigma_p))
+    return _averaged_curve(rows, model.T, model.alpha, forward, model.d)(a)[0]
+
+
 def certified_upper_bounds(model: NoisyPowerIteration, delta: float, *, adjacency: str = "bounded",
-                           targets: Sequence[int] | None = None) -> dict[int, CertifiedBound]:
+                           targets: Sequence[int] | None = None,
+                           mean_terms: str = "best") -> dict[int, CertifiedBound]:
     """A proven ``epsilon`` at ``delta`` for every target (docs/upper-bound.md).
 
     For target ``j`` and every neighbour ``X'`` of this ``X`` that replaces one row of ``X_j`` (allowed
@@ -489,6 +599,10 @@ def certified_upper_bounds(model: NoisyPowerIteration, delta: float, *, adjacenc
         ``bounded`` (``||x'|| <= 1``, ``||x - x'|| <= 1``) or ``replace-one`` (``||x'|| <= 1``).
     targets : sequence of int, optional
         Default: every agent.
+    mean_terms : str
+        ``best`` (default): per row and direction the smaller of the two bounds below, each valid;
+        ``truncated``: the mean terms at the worst ``u_t`` of truncation balls (Section 5);
+        ``averaged``: averaged over the Gaussian ``u_t`` (Section 8.1).
 
     Returns
     -------
@@ -500,6 +614,9 @@ def certified_upper_bounds(model: NoisyPowerIteration, delta: float, *, adjacenc
                           field="adjacency")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ConfigError(f"delta must be in (0, 1), got {delta!r}", field="delta")
+    if mean_terms not in MEAN_TERMS:
+        raise ConfigError(f"mean_terms must be one of {', '.join(MEAN_TERMS)}, got {mean_terms!r}",
+                          field="mean_terms")
     targets = list(range(model.m)) if targets is None else [int(j) for j in targets]
     for j in targets:
         if not 0 <= j < model.m:
@@ -516,8 +633,8 @@ def certified_upper_bounds(model: NoisyPowerIteration, delta: float, *, adjacenc
                             for i in range(model.m)])
     cov = _u_covariances(model, rho_all)
     facts = [_target_facts(model, j) for j in targets]
-    fwd = _direction(model, facts, cov, delta, rho_of, forward=True)
-    rev = _direction(model, facts, cov, delta, rho_of, forward=False)
+    fwd = _direction(model, facts, cov, delta, rho_of, True, mean_terms)
+    rev = _direction(model, facts, cov, delta, rho_of, False, mean_terms)
     return {tf.target: _assemble(tf, f, r, delta, adjacency) for tf, f, r in zip(facts, fwd, rev,
                                                                                   strict=True)}
 
@@ -535,13 +652,18 @@ def _assemble(tf: _TargetFacts, fwd: tuple, rev: tuple, delta: float,
                               truncation_forward=math.nan, truncation_reverse=math.nan,
                               reason=tf.reason or "the target has no rows")
     i = int(np.argmax(eps_rows))
-    share_f = _TRUNCATION_SHARES[int(fwd[2][i])]
-    share_r = _TRUNCATION_SHARES[int(rev[2][i])]
     eps = max(ef, er)
+
+    def spent(side: tuple) -> tuple[tuple[float, ...], float]:
+        k = int(side[2][i])
+        if k == _AVERAGED:
+            return (), 0.0
+        return tuple(float(v) for v in side[3][k]), _TRUNCATION_SHARES[k] * delta
+    (radii_f, trunc_f), (radii_r, trunc_r) = spent(fwd), spent(rev)
     return CertifiedBound(
         target=tf.target, delta=delta, epsilon=eps, adjacency=adjacency, epsilon_forward=ef,
         epsilon_reverse=er, worst_row=int(tf.rows[i]), order=float(orders[i]),
-        radii_forward=tuple(float(v) for v in fwd[3][int(fwd[2][i])]),
-        radii_reverse=tuple(float(v) for v in rev[3][int(rev[2][i])]),
-        truncation_forward=share_f * delta, truncation_reverse=share_r * delta,
+        radii_forward=radii_f, radii_reverse=radii_r, truncation_forward=trunc_f,
+        truncation_reverse=trunc_r,
+        mean_terms="averaged" if int(which[i]) == _AVERAGED else "truncated",
         reason=None if math.isfinite(eps) else "no Renyi order gives a finite bound")
