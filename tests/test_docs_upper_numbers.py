@@ -5,8 +5,8 @@ D-DP-PM rows) carries its certified upper bound in docs/numbers/. These tests ch
 has one, that each lower estimate (the value of a neighbour a search found: an independent witness)
 lies below it, that the docs print the stored values, and recompute a sample of the bounds with the
 current code: paper-fig3 Wine T = 1, the example at constant noise 1 and the frontier's Wine ring point
-at the smallest noise (fast); paper-fig2 Wine at epsilon = 1 and the frontier's Diabetes ring point
-(``slow``). The Breast Cancer bounds take 10 to 50 s each;
+at the smallest noise (fast); paper-fig2 Wine at epsilon = 1, the frontier's Diabetes ring point and
+the quickstart (``slow``). The Breast Cancer bounds take 10 to 50 s each;
 ``python scripts/upper_numbers.py --check`` recomputes all of them (about 6 min of CPU).
 """
 
@@ -102,6 +102,27 @@ def test_what_upper_bound_md_says_of_the_deltas_is_what_is_stored():
     assert "On every published point of paper-fig2 and paper-fig3 the answer is 1" in text
 
 
+def test_audit_scale_md_quotes_the_stored_bound_of_paper_fig3_wine_t1():
+    (r,) = [r for r in UP.read_csv(UP.NUMBERS / "paper-fig3.csv") if r["dataset"] == "wine"
+            and r["T"] == "1"]
+    text = _flat((ROOT / "docs" / "audit-scale.md").read_text(encoding="utf-8"))
+    assert r["delta_upper_at_5"] == "1"
+    assert (f"proves no delta below 1 at epsilon = 5, and epsilon at most {r['epsilon_upper_at_delta']} "
+            f"at delta = {r['worst_delta_at_5']}") in text
+
+
+def test_the_quickstart_sentences_quote_the_stored_bound():
+    q = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
+    paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
+    assert q["delta"] == 1e-5
+    assert (f"an exact epsilon above 1e6 is printed as inf, and the certified upper bound at delta = "
+            f"1e-5 is {q['epsilon_upper']:.2g})") in paper
+    results = _flat((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
+    assert q["delta_upper"] == 1.0 and q["epsilon"] == 1.0
+    assert ("exact delta 0.9996 at epsilon = 1; a lower estimate, and the certified upper bound "
+            "([upper-bound.md](upper-bound.md)) proves no delta below 1 there") in results
+
+
 def test_the_docs_print_the_stored_upper_bounds():
     paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
     for rows in TABLES.stored().values():
@@ -174,10 +195,12 @@ def _check_frontier(key: tuple[str, str, str]) -> None:
 
 
 @pytest.mark.slow
-def test_the_stored_fig2_and_frontier_diabetes_bounds_are_what_the_code_certifies():
-    """paper-fig2 Wine at epsilon = 1 and the frontier's Diabetes ring point at the smallest noise
-    (about 6 s of CPU)."""
+def test_the_stored_fig2_frontier_diabetes_and_quickstart_bounds_are_what_the_code_certifies():
+    """paper-fig2 Wine at epsilon = 1, the frontier's Diabetes ring point at the smallest noise and the
+    quickstart (about 10 s of CPU)."""
     rows = UP.read_csv(UP.NUMBERS / "paper-fig2-wine.csv")
     assert UP.fig2_row("wine", 0, rows[0]) == {k: rows[0][k] for k in (
         "epsilon_upper_at_paper_delta", "delta_upper_at_epsilon", "upper_reason")}
     _check_frontier(("diabetes", "ring", "0.001"))
+    stored = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
+    assert json.loads(json.dumps(UP.quickstart_upper())) == stored
