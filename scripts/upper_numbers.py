@@ -24,8 +24,10 @@ minutes. It writes:
 * ``docs/numbers/quickstart-upper.json``: the quickstart's bound at delta = 1e-5 and a delta it proves at
   epsilon = 1, where docs/paper.md and docs/results.md quote its audit.
 
-A bound that is infinite says why (``upper_reason``); where no bound is defined (rank ``r > 1``) the
-value is empty and the reason says so. Run it after the scripts that write the lower numbers
+Then it rewrites, in docs/, every table and sentence that prints these numbers (:func:`doc_fragments`:
+each is rendered from the stored files before and after, and the old text replaced by the new). A bound
+that is infinite says why (``upper_reason``); where no bound is defined (rank ``r > 1``) the value is
+empty and the reason says so. Run it after the scripts that write the lower numbers
 (scripts/readme_tables.py, scripts/privacy_example.py, scripts/protocol_frontier.py), which rewrite those
 files without the upper columns. tests/test_docs_upper_numbers.py recomputes a sample and checks that the
 docs print the stored values.
@@ -294,6 +296,56 @@ PARTS: dict[str, tuple[Path, Callable[[], Any]]] = {
 """What the script writes: a name, the file and the function that recomputes its contents."""
 
 
+# --- the docs --------------------------------------------------------------------------------------
+DOCS = ROOT / "docs"
+
+
+def doc_fragments() -> list[tuple[Path, str]]:
+    """Every table and sentence of docs/ that prints a stored upper bound, rendered from the stored files
+    by the functions the tests check the pages with: ``(page, text)``."""
+    import privacy_example as example  # scripts/ is on sys.path when a script runs
+    import protocol_frontier as frontier
+    import readme_tables as tables
+
+    paper, privacy, results = DOCS / "paper.md", DOCS / "privacy.md", DOCS / "results.md"
+    out = [(paper, tables.table(rows)) for rows in tables.stored().values()]
+    fig3 = tables.stored_fig3()
+    out.append((paper, tables.fig3_upper_sentence(fig3)))
+    (w1,) = [r for r in fig3 if r["dataset"] == "wine" and r["T"] == "1"]
+    out.append((DOCS / "audit-scale.md", f"proves no delta below {w1['delta_upper_at_5']} at epsilon = 5, "
+                f"and epsilon at most {w1['epsilon_upper_at_delta']} at delta = {w1['worst_delta_at_5']}"))
+    lower, upper = (json.loads(f.read_text(encoding="utf-8")) for f in (example.OUT, example.UPPER))
+    out.append((privacy, example.stored_table()))
+    out.append((privacy, example.upper_sentence(lower, upper)))
+    (u10,) = [r["epsilon_upper"] for r in upper["rows"] if r["view"] == "observer" and r["scale"] == 10.0]
+    out.append((privacy, f"the certified upper bound at delta = 1e-5 is {u10:.4g} there"))
+    rows = frontier.stored()
+    out += [(DOCS / "protocol-frontier.md", frontier.page(rows)),
+            (results, frontier.table(rows, "ring")), (results, frontier.conclusion(rows, "ring"))]
+    q = json.loads((NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
+    out.append((paper, f"the certified upper bound at delta = 1e-5 is {q['epsilon_upper']:.2g})"))
+    return out
+
+
+def rewrite_docs(before: list[tuple[Path, str]], after: list[tuple[Path, str]]) -> list[str]:
+    """Replace each fragment printed ``before`` the numbers were rewritten by the same fragment
+    ``after`` (whitespace-tolerant: the pages wrap long sentences); the fragments not found are
+    returned (their page must be edited by hand)."""
+    import re
+
+    missing = []
+    for (page, old), (_, new) in zip(before, after, strict=True):
+        text = page.read_text(encoding="utf-8")
+        pattern = re.compile(r"\s+".join(re.escape(w) for w in old.split()))
+        if not pattern.search(text):
+            missing.append(f"{page.name}: {old[:80]}")
+            continue
+        if old != new:
+            m = pattern.search(text)
+            page.write_text(text[:m.start()] + new + text[m.end():], encoding="utf-8")
+    return missing
+
+
 def stored(path: Path) -> Any:
     """A file's stored contents, read as :data:`PARTS` computes them."""
     if path.suffix == ".json":
@@ -308,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="recompute these files only (default: every one)")
     args = ap.parse_args(argv)
     stale = 0
+    before = None if args.check else doc_fragments()
     for name in args.only:
         path, compute = PARTS[name]
         value = compute()
@@ -323,6 +376,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             write_csv(path, value)
         print(f"wrote docs/numbers/{path.name}", flush=True)
+    if before is not None:
+        missing = rewrite_docs(before, doc_fragments())
+        for m in missing:
+            print(f"not found, edit by hand: {m}", file=sys.stderr)
+        print("rewrote the tables and sentences of docs/ that print these numbers")
     return 1 if stale else 0
 
 

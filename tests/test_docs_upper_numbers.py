@@ -204,3 +204,20 @@ def test_the_stored_fig2_frontier_diabetes_and_quickstart_bounds_are_what_the_co
     _check_frontier(("diabetes", "ring", "0.001"))
     stored = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
     assert json.loads(json.dumps(UP.quickstart_upper())) == stored
+
+
+def test_every_printed_fragment_is_found_so_one_command_rewrites_the_docs():
+    """scripts/upper_numbers.py rewrites the pages by replacing each fragment rendered from the old
+    numbers with the new one: each must be found on its page (unchanged here)."""
+    fragments = UP.doc_fragments()
+    assert len(fragments) >= 12
+    assert UP.rewrite_docs(fragments, fragments) == []
+
+
+def test_rewrite_docs_replaces_a_wrapped_fragment(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("before: the bound is\n   66.6 at T = 1, then more.\n", encoding="utf-8")
+    missing = UP.rewrite_docs([(page, "the bound is 66.6 at T = 1"), (page, "not there")],
+                              [(page, "the bound is 12.5 at T = 1"), (page, "still not there")])
+    assert page.read_text(encoding="utf-8") == "before: the bound is 12.5 at T = 1, then more.\n"
+    assert missing == ["page.md: not there"]
