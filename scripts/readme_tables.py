@@ -194,6 +194,23 @@ def fig3_sentences(rows: list[dict[str, str]]) -> tuple[str, str]:
     return deltas, errors
 
 
+FIG2_NAMES = (("paper-fig2-wine", "Wine"), ("paper-fig2-diabetes", "Diabetes"),
+              ("paper-fig2-breast_cancer", "Breast Cancer"))
+
+
+def fig2_upper_sentence(stored_rows: dict[str, list[dict[str, str]]]) -> str:
+    """The sentence of docs/paper.md on the certified side of paper-fig2: the range of the bound's
+    epsilon at the paper's deltas per dataset, and whether it proves any delta below 1."""
+    spans = []
+    for name, label in FIG2_NAMES:
+        ups = sorted(float(r["epsilon_upper_at_paper_delta"]) for r in stored_rows[name])
+        spans.append(f"{ups[0]:.3g} to {ups[-1]:.3g} ({label})")
+    trivial = all(r["delta_upper_at_epsilon"] == "1" for rows in stored_rows.values() for r in rows)
+    return ("The certified upper bound puts the true worst epsilon at the paper's deltas at most "
+            + ", ".join(spans[:-1]) + " and " + spans[-1]
+            + ("; at the budgets' epsilons it proves no delta below 1" if trivial else ""))
+
+
 def fig3_upper_sentence(rows: list[dict[str, str]]) -> str:
     """The sentence on the certified side of paper-fig3 (columns of scripts/upper_numbers.py): the delta
     the bound proves at epsilon = 5, and its epsilon at each printed lower delta, per dataset."""

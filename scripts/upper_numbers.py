@@ -309,6 +309,7 @@ def doc_fragments() -> list[tuple[Path, str]]:
 
     paper, privacy, results = DOCS / "paper.md", DOCS / "privacy.md", DOCS / "results.md"
     out = [(paper, tables.table(rows)) for rows in tables.stored().values()]
+    out.append((paper, tables.fig2_upper_sentence(tables.stored())))
     fig3 = tables.stored_fig3()
     out.append((paper, tables.fig3_upper_sentence(fig3)))
     (w1,) = [r for r in fig3 if r["dataset"] == "wine" and r["T"] == "1"]

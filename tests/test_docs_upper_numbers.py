@@ -128,6 +128,7 @@ def test_the_docs_print_the_stored_upper_bounds():
     for rows in TABLES.stored().values():
         assert _flat(TABLES.table(rows)) in paper
     assert _flat(TABLES.fig3_upper_sentence(TABLES.stored_fig3())) in paper
+    assert _flat(TABLES.fig2_upper_sentence(TABLES.stored())) in paper
     privacy = _flat((ROOT / "docs" / "privacy.md").read_text(encoding="utf-8"))
     assert _flat(EXAMPLE.stored_table()) in privacy
     lower, strong, upper = (json.loads(f.read_text(encoding="utf-8"))
