@@ -15,12 +15,16 @@ epsilon = 5 that a stronger search ranking neighbours by delta found
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 from dpgossip.data import load_dataset
 from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
 from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.topology import make_network
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts, also when imported
+from _numbers import round_up  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "privacy-example.json"
 STRONG = OUT.with_name("privacy-example-strong.json")
@@ -71,7 +75,7 @@ def _upper_text(r: dict | None) -> str:
     if r is None:
         return ""
     eps = float(r["epsilon_upper"])
-    return "inf" if math.isinf(eps) else ("none (rank > 1)" if math.isnan(eps) else f"{eps:.4g}")
+    return "none (rank > 1)" if math.isnan(eps) else round_up(eps, 4)  # never below the bound
 
 
 def table(numbers: dict[str, object], strong: dict | None = None, upper: dict | None = None) -> str:

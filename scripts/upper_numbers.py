@@ -45,6 +45,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts, also when imported
+from _numbers import round_up  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = ROOT / "docs" / "numbers"
 SCENARIOS = ROOT / "scenarios"
@@ -120,13 +123,18 @@ def delta_upper(bound_at: Callable[[float], float], epsilon: float, lowest: floa
 
 
 def fmt(v: float) -> str:
-    """Three significant digits, ``inf``, or empty for NaN (no bound)."""
-    return "" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.3g}")
+    """Three significant digits (as scripts/protocol_frontier.py prints a noise scale)."""
+    return f"{v:.3g}"
+
+
+def upper_fmt(v: float) -> str:
+    """A bound to three significant digits rounded up, ``inf``, or empty for NaN (no bound)."""
+    return "" if math.isnan(v) else round_up(v, 3)
 
 
 def delta_fmt(v: float) -> str:
-    """A delta as printed beside the lower ones: ``1`` (nothing below 1 proven) or 3 digits."""
-    return "1" if v >= 1.0 else f"{v:.3g}"
+    """A proven delta: ``1`` (nothing below 1 proven) or three digits rounded up."""
+    return "1" if v >= 1.0 else round_up(v, 3)
 
 
 def printed_delta(text: str) -> float:
@@ -144,7 +152,7 @@ def fig2_row(dataset: str, index: int, row: dict[str, str]) -> dict[str, str]:
     eps_up, why, j = worst_bound(problem, float(cal["delta"]), nb)
     d_up = delta_upper(bound_function(problem, nb), float(cal["epsilon"]),
                        float(row["delta_at_epsilon"]), screen=bound_function(problem, nb, [j]))
-    return {"epsilon_upper_at_paper_delta": fmt(eps_up), "delta_upper_at_epsilon": delta_fmt(d_up),
+    return {"epsilon_upper_at_paper_delta": upper_fmt(eps_up), "delta_upper_at_epsilon": delta_fmt(d_up),
             "upper_reason": why}
 
 
@@ -167,7 +175,7 @@ def fig3_row(row: dict[str, str]) -> dict[str, str]:
     eps_up, why, j = worst_bound(problem, low, nb)
     d_up = delta_upper(bound_function(problem, nb), FIG3_EPSILON, low,
                        screen=bound_function(problem, nb, [j]))
-    return {"delta_upper_at_5": delta_fmt(d_up), "epsilon_upper_at_delta": fmt(eps_up),
+    return {"delta_upper_at_5": delta_fmt(d_up), "epsilon_upper_at_delta": upper_fmt(eps_up),
             "upper_reason": why}
 
 
@@ -219,7 +227,7 @@ def frontier_row(index: int) -> dict[str, str]:
     cfg, problem = scenario_point("protocol-frontier", index)
     assert cfg["privacy"]["delta"] == FRONTIER_DELTA
     eps_up, why, _ = worst_bound(problem, FRONTIER_DELTA, cfg["privacy"]["neighbours"])
-    return {"audited_upper": fmt(eps_up), "upper_reason": why}
+    return {"audited_upper": upper_fmt(eps_up), "upper_reason": why}
 
 
 # --- the quickstart ---------------------------------------------------------------------------------
@@ -319,12 +327,12 @@ def doc_fragments() -> list[tuple[Path, str]]:
     out.append((privacy, example.stored_table()))
     out.append((privacy, example.upper_sentence(lower, upper)))
     (u10,) = [r["epsilon_upper"] for r in upper["rows"] if r["view"] == "observer" and r["scale"] == 10.0]
-    out.append((privacy, f"the certified upper bound at delta = 1e-5 is {u10:.4g} there"))
+    out.append((privacy, f"the certified upper bound at delta = 1e-5 is {round_up(u10, 4)} there"))
     rows = frontier.stored()
     out += [(DOCS / "protocol-frontier.md", frontier.page(rows)),
             (results, frontier.table(rows, "ring")), (results, frontier.conclusion(rows, "ring"))]
     q = json.loads((NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
-    out.append((paper, f"the certified upper bound at delta = 1e-5 is {q['epsilon_upper']:.2g})"))
+    out.append((paper, f"the certified upper bound at delta = 1e-5 is {round_up(q['epsilon_upper'], 2)})"))
     return out
 
 

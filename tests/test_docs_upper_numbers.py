@@ -42,6 +42,24 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def _round_up(v: float, digits: int) -> str:
+    """The oracle of rounding up: the smallest decimal of ``digits`` significant digits whose double is
+    not below the double ``v`` (:class:`decimal.Decimal` ceiling of the exact binary value, or the
+    decimal one unit below it when that parses to ``v`` itself)."""
+    from decimal import ROUND_CEILING, Context, Decimal
+
+    up = Context(prec=digits, rounding=ROUND_CEILING).plus(Decimal(v))
+    below = up - Decimal(1).scaleb(up.adjusted() - digits + 1)
+    return f"{float(below if float(below) >= v else up):.{digits}g}"
+
+
+def test_printed_bounds_are_rounded_up():
+    for v in (891.387, 1089.72, 999.6, 1.0004e9, 8498401237.7, 1702.87, 66.6, 0.5, 19374.13):
+        for digits in (2, 3, 4):
+            text = UP.round_up(v, digits)
+            assert float(text) >= v and text == _round_up(v, digits), (v, digits, text)
+
+
 def _num(text: str) -> float:
     return UP.printed_delta(text) if text.startswith("1 - ") else float(text)
 
@@ -116,7 +134,7 @@ def test_the_quickstart_sentences_quote_the_stored_bound():
     paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
     assert q["delta"] == 1e-5
     assert (f"an exact epsilon above 1e6 is printed as inf, and the certified upper bound at delta = "
-            f"1e-5 is {q['epsilon_upper']:.2g})") in paper
+            f"1e-5 is {_round_up(q['epsilon_upper'], 2)})") in paper
     results = _flat((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
     assert q["delta_upper"] == 1.0 and q["epsilon"] == 1.0
     assert ("exact delta 0.9996 at epsilon = 1; a lower estimate, and the certified upper bound "
@@ -137,7 +155,7 @@ def test_the_docs_print_the_stored_upper_bounds():
     assert EXAMPLE.upper_sentence(lower, upper) in privacy
     (u10,) = [r["epsilon_upper"] for r in upper["rows"] if r["view"] == "observer"
               and r["scale"] == 10.0]
-    assert f"the certified upper bound at delta = 1e-5 is {u10:.4g} there" in privacy
+    assert f"the certified upper bound at delta = 1e-5 is {_round_up(u10, 4)} there" in privacy
     scale = _flat((ROOT / "docs" / "audit-scale.md").read_text(encoding="utf-8"))
     by_schedule = {(r["schedule"], r["scale"]): r for r in lower["rows"] if r["view"] == "observer"}
     for r in strong["rows"]:  # Section 5 quotes the stored run
