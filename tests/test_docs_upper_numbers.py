@@ -7,7 +7,7 @@ lies below it, that the docs print the stored values, and recompute a sample of 
 current code: paper-fig3 Wine T = 1, the example at constant noise 1 and the frontier's Wine ring point
 at the smallest noise (fast); paper-fig2 Wine at epsilon = 1, the frontier's Diabetes ring point and
 the quickstart (``slow``). The Breast Cancer bounds take 10 to 50 s each;
-``python scripts/upper_numbers.py --check`` recomputes all of them (about 6 min of CPU).
+``python scripts/upper_numbers.py --check`` recomputes all of them (about 7 min of CPU).
 """
 
 from __future__ import annotations
