@@ -97,10 +97,12 @@ def conclusion(rows: list[dict[str, str]]) -> str:
         f"{gos['guaranteed_epsilon']}); but a single "
         f"agent, which receives its neighbours' masked messages and knows its own noise share, learns up "
         f"to {gos_lo['audited_beyond']} at budget {lo} and {gos['audited_beyond']} at {hi}.",
-        f"D-DP-PM has no guarantee; its audited worst pair goes from {dd[0]['audited_epsilon']} "
-        f"(error {dd[0]['error']}, noise scale {dd[0]['noise_scale']}) to {dd[-1]['audited_epsilon']} "
-        f"(error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}): at any error it leaks orders of "
-        f"magnitude more than the power method of 000.",
+        f"D-DP-PM has no guarantee; its audited worst pair found (a lower estimate) goes from "
+        f"{dd[0]['audited_epsilon']} (error {dd[0]['error']}, noise scale {dd[0]['noise_scale']}) to "
+        f"{dd[-1]['audited_epsilon']} (error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}): at "
+        f"any error it leaks orders of magnitude more than the power method of 000. No certified upper "
+        f"bound is printed beside it: the scenario runs rank 2, which the bound does not cover "
+        f"([upper-bound.md](upper-bound.md), Section 8).",
     ])
 
 

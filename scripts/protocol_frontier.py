@@ -35,7 +35,10 @@ NUMBERS = ROOT / "docs" / "numbers" / "protocol-frontier.csv"
 IMAGE = ROOT / "docs" / "img" / "protocol-frontier.png"
 RUN = ROOT / "docs" / "numbers" / "protocol-frontier-run.json"
 COLUMNS = ("dataset", "topology", "series", "budget", "noise_scale", "error", "guaranteed_epsilon",
-           "claimed", "audited_epsilon", "audited_beyond", "audit")
+           "claimed", "audited_epsilon", "audited_beyond", "audit", "audited_upper", "upper_reason")
+"""``audited_upper`` (D-DP-PM's certified upper bound, largest over the targets, at delta = 1e-5) and
+``upper_reason`` (why it is infinite) are written by scripts/upper_numbers.py; this script leaves them
+empty."""
 AUDIT = {"D-DP-PM": "lower estimate", "ddppm-floorfree": "lower estimate",
          "ppm (improved, row-replacement)": "lower estimate", "ppm-federated": "lower estimate",
          "ppm-gossip": "exact", "capepca": "exact", "capepca-gossip": "exact", "LDP": "not audited"}
@@ -44,8 +47,9 @@ ORDER = ("D-DP-PM", "ddppm-floorfree", "ppm (improved, row-replacement)", "ppm-f
          "capepca", "capepca-gossip", "LDP")
 NAMES = {"wine": "Wine", "breast_cancer": "Breast Cancer", "diabetes": "Diabetes"}
 HEADER = ("| data | protocol | budget epsilon (D-DP-PM: noise scale) | error | guaranteed epsilon "
-          "| audited epsilon (what the guarantee covers) | audited beyond its scope | audit |\n"
-          "|---|---|---|---|---|---|---|---|")
+          "| audited epsilon (what the guarantee covers) | audited beyond its scope | audit "
+          "| certified upper bound (D-DP-PM) |\n"
+          "|---|---|---|---|---|---|---|---|---|")
 
 
 def _fmt(v: float, digits: int = 3) -> str:
@@ -80,7 +84,8 @@ def frontier_rows(folder: Path) -> list[dict[str, str]]:
                      "error": _fmt(f.error), "guaranteed_epsilon": _fmt(f.guaranteed_epsilon),
                      "claimed": _fmt(_claimed(res, f.point)) if f.point >= 0 else "",
                      "audited_epsilon": _fmt(f.audited_epsilon),
-                     "audited_beyond": _fmt(f.audited_beyond), "audit": AUDIT[f.series]})
+                     "audited_beyond": _fmt(f.audited_beyond), "audit": AUDIT[f.series],
+                     "audited_upper": "", "upper_reason": ""})
     return rows
 
 
@@ -96,7 +101,7 @@ def _line(data: str, series: str, pts: list[dict[str, str]]) -> str:
         guar += f" (004 claims {_cells(pts, 'claimed')})"
     return (f"| {NAMES.get(data, data)} | {series} | {budget} | {_cells(pts, 'error')} | {guar} "
             f"| {_cells(pts, 'audited_epsilon') or 'not audited'} | {_cells(pts, 'audited_beyond')} "
-            f"| {pts[0]['audit']} |")
+            f"| {pts[0]['audit']} | {_cells(pts, 'audited_upper')} |")
 
 
 def table(rows: list[dict[str, str]], topology: str = "ring") -> str:
@@ -144,6 +149,19 @@ def _dd_floor(rows: list[dict[str, str]], topology: str) -> tuple[str, str, str]
     return ", ".join(parts[:-1]) + " and " + parts[-1], _fmt(errs[0]), _fmt(errs[-1])
 
 
+def _dd_upper(rows: list[dict[str, str]], topology: str) -> str:
+    """D-DP-PM on one graph: per dataset, the smallest certified upper bound over its noise scales
+    (``inf`` with the reason's first clause when it is infinite at every scale)."""
+    dd = [r for r in rows if r["topology"] == topology and r["series"] == "D-DP-PM"]
+    parts = []
+    for d in dict.fromkeys(r["dataset"] for r in dd):
+        low = min((r for r in dd if r["dataset"] == d), key=lambda r: float(r["audited_upper"]))
+        why = low["upper_reason"].split(":")[0]
+        parts.append(f"inf on {NAMES.get(d, d)} ({why})" if low["audited_upper"] == "inf"
+                     else f"{low['audited_upper']} on {NAMES.get(d, d)}")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def conclusion(rows: list[dict[str, str]], topology: str = "ring") -> str:
     """A reading of the table on one graph, every number taken from ``rows``."""
     budgets = [r["budget"] for r in rows if r["series"] == "LDP"]
@@ -172,7 +190,8 @@ def conclusion(rows: list[dict[str, str]], topology: str = "ring") -> str:
         f"{_each(rows, topology, 'ddppm-floorfree', hi, 'error')}.",
         f"D-DP-PM, with no guarantee, leaks to an eavesdropper on every edge far beyond every budget "
         f"here at all four noise scales: its audited epsilon (a lower estimate) is {floors} (error "
-        f"{e_lo} to {e_hi}).",
+        f"{e_lo} to {e_hi}); its certified upper bound (every neighbour, every view without the "
+        f"target; [upper-bound.md](upper-bound.md)) is at its smallest {_dd_upper(rows, topology)}.",
     ])
 
 

@@ -4,6 +4,9 @@
     python scripts/readme_tables.py results/paper-fig2-wine [...]
         # writes docs/numbers/paper-fig2-wine.csv and prints the markdown table
 
+    python scripts/upper_numbers.py                          # then: the certified upper bounds
+        # beside them (the columns epsilon_upper_at_paper_delta and delta_upper_at_epsilon)
+
     python scripts/readme_tables.py --print                  # the tables of the stored numbers
 
     dpgossip run scenarios/pairwise-leakage.toml --workers 2
@@ -16,7 +19,8 @@
     dpgossip run scenarios/paper-fig3.toml
     python scripts/readme_tables.py --fig3 results/paper-fig3
         # writes docs/numbers/paper-fig3.csv (worst delta at epsilon = 5 and mean error per dataset and T)
-        # and prints the README's sentences
+        # and prints the README's sentences; then python scripts/upper_numbers.py adds the certified
+        # upper bounds (delta_upper_at_5, epsilon_upper_at_delta)
 
 tests/test_docs_numbers.py checks that the README prints exactly the tables of docs/numbers/*.csv.
 """
@@ -32,9 +36,14 @@ from statistics import fmean
 NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers"
 COLUMNS = ("epsilon", "paper_delta", "met", "sigma_p", "delta_at_epsilon", "epsilon_at_paper_delta",
            "ddppm_error", "ldp_error", "search")
+UPPER_COLUMNS = ("delta_upper_at_epsilon", "epsilon_upper_at_paper_delta")
+"""Written by scripts/upper_numbers.py: the certified upper bounds beside the lower estimates."""
+TABLE_COLUMNS = ("epsilon", "paper_delta", "met", "sigma_p", "delta_at_epsilon", "delta_upper_at_epsilon",
+                 "epsilon_at_paper_delta", "epsilon_upper_at_paper_delta", "ddppm_error", "ldp_error")
 HEADER = ("| epsilon | paper's delta | met for every neighbour found | sigma_p "
-          "| our delta at epsilon (worst pair) | our epsilon at the paper's delta "
-          "| D-DP-PM error | LDP error |")
+          "| our delta at epsilon (worst pair found: lower estimate) | certified upper bound on delta "
+          "at epsilon | our epsilon at the paper's delta (lower estimate) | certified upper bound on "
+          "epsilon at the paper's delta | D-DP-PM error | LDP error |")
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -65,10 +74,11 @@ def from_results(folder: Path) -> list[dict[str, str]]:
 
 
 def table(rows: list[dict[str, str]]) -> str:
-    """The markdown table."""
-    lines = [HEADER, "|" + "---|" * 8]
+    """The markdown table: each lower estimate next to its certified upper bound (empty until
+    scripts/upper_numbers.py has written them)."""
+    lines = [HEADER, "|" + "---|" * len(TABLE_COLUMNS)]
     for r in rows:
-        lines.append("| " + " | ".join(r[k] for k in COLUMNS[:-1]) + " |")
+        lines.append("| " + " | ".join(r.get(k, "") for k in TABLE_COLUMNS) + " |")
     return "\n".join(lines)
 
 
@@ -184,6 +194,49 @@ def fig3_sentences(rows: list[dict[str, str]]) -> tuple[str, str]:
     return deltas, errors
 
 
+FIG2_NAMES = (("paper-fig2-wine", "Wine"), ("paper-fig2-diabetes", "Diabetes"),
+              ("paper-fig2-breast_cancer", "Breast Cancer"))
+
+
+def fig2_upper_sentence(stored_rows: dict[str, list[dict[str, str]]]) -> str:
+    """The sentence of docs/paper.md on the certified side of paper-fig2: the range of the bound's
+    epsilon at the paper's deltas per dataset, and whether it proves any delta below 1."""
+    spans = []
+    for name, label in FIG2_NAMES:
+        ups = sorted(float(r["epsilon_upper_at_paper_delta"]) for r in stored_rows[name])
+        spans.append(f"{ups[0]:.3g} to {ups[-1]:.3g} ({label})")
+    trivial = all(r["delta_upper_at_epsilon"] == "1" for rows in stored_rows.values() for r in rows)
+    return ("The certified upper bound puts the true worst epsilon at the paper's deltas at most "
+            + ", ".join(spans[:-1]) + " and " + spans[-1]
+            + ("; at the budgets' epsilons it proves no delta below 1" if trivial else ""))
+
+
+def fig3_upper_sentence(rows: list[dict[str, str]]) -> str:
+    """The sentence on the certified side of paper-fig3 (columns of scripts/upper_numbers.py): the delta
+    the bound proves at epsilon = 5, and its epsilon at each printed lower delta, per dataset."""
+    proven = [r for r in rows if r["delta_upper_at_5"] != "1"]
+    if proven:
+        head = "at epsilon = 5 it proves delta at most " + ", ".join(
+            f"{r['delta_upper_at_5']} ({dict(FIG3_DATASETS)[r['dataset']]}, T = {r['T']})"
+            for r in proven)
+        if len(proven) < len(rows):
+            head += f" and no delta below 1 at the other {len(rows) - len(proven)} points"
+    else:
+        head = (f"at epsilon = 5 it proves no delta below 1 at any of the {len(rows)} points (the "
+                "bracket of each delta is [lower estimate, 1])")
+
+    def span(ds: str, name: str) -> str:
+        mine = sorted((r for r in rows if r["dataset"] == ds), key=lambda r: int(r["T"]))
+        return (f"{mine[0]['epsilon_upper_at_delta']} (T = {mine[0]['T']}) to "
+                f"{mine[-1]['epsilon_upper_at_delta']} (T = {mine[-1]['T']}) on {name}")
+
+    spans = [span(ds, name) for ds, name in FIG3_DATASETS if any(r["dataset"] == ds for r in rows)]
+    return ("The certified upper bound ([upper-bound.md](upper-bound.md)) says how far above them the "
+            f"true worst case may lie: {head}; at the printed lower delta it proves epsilon at most "
+            + ", ".join(spans[:-1]) + " and " + spans[-1] + " (where the neighbour found has epsilon "
+            "about 5)")
+
+
 def stored_fig3() -> list[dict[str, str]]:
     """The stored numbers of the paper-fig3 scenario."""
     return _read(NUMBERS / "paper-fig3.csv")
@@ -229,6 +282,7 @@ def main() -> int:
         rows = fig3_rows(args.fig3)
         _write(NUMBERS / "paper-fig3.csv", rows)
         print("\n".join(fig3_sentences(rows)))
+        print("(run python scripts/upper_numbers.py for the certified upper bounds)")
     if args.leakage is not None:
         pairs = leakage_pairs(args.leakage, args.standard)
         rows = leakage_by_hops(pairs)

@@ -10,6 +10,8 @@ number should be the stronger one's (docs/audit-scale.md).
 
     python scripts/stronger_search.py scenarios/paper-fig3.toml --point 0 [--json out.json]
     python scripts/stronger_search.py --example geometric 1 delta   # the docs/privacy.md example
+    python scripts/stronger_search.py --examples    # every schedule of that example, ranked by delta:
+        # writes docs/numbers/privacy-example-strong.json (docs/privacy.md prints its worst deltas)
 
 Slow (minutes to hours): a checking tool, not part of the test suite.
 """
@@ -28,6 +30,9 @@ from dpgossip.scenario import load_scenario, privacy_section
 from dpgossip.scenario.audit_run import plan_audit
 from dpgossip.scenario.problem import build_structure, resolve_problem
 
+EXAMPLES_OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "privacy-example-strong.json"
+EXAMPLE_SCHEDULES = (("geometric", 1.0), ("constant", 0.1), ("constant", 1.0), ("constant", 10.0))
+"""The schedules of the docs/privacy.md example (scripts/privacy_example.py)."""
 STRONG = SearchSettings(name="strong-check", levels=4, rows=4, random=16, steps=6, starts=4, exact=6)
 """The checking search: four levels (each doubling the one before) from 4 rows, 16 random directions
 and 6 ascent steps per start at level 0, 4 starts per view, 6 candidates per view given exact values."""
@@ -102,11 +107,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("scenario", type=Path, nargs="?")
     ap.add_argument("--example", nargs=3, metavar=("SCHEDULE", "SCALE", "RANK_BY"),
                     help="the docs/privacy.md example instead of a scenario, e.g. constant 1 epsilon")
+    ap.add_argument("--examples", action="store_true",
+                    help="every schedule of the docs/privacy.md example, ranked by delta at epsilon = 5; "
+                    "writes docs/numbers/privacy-example-strong.json")
     ap.add_argument("--point", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--published", type=float, default=None,
                     help="compare with this published worst value instead of running the default search")
     args = ap.parse_args(argv)
+    if args.examples:
+        rows = []
+        for schedule, scale in EXAMPLE_SCHEDULES:
+            rows.append(example(schedule, scale, "delta"))
+            print(json.dumps(rows[-1]), flush=True)
+        EXAMPLES_OUT.write_text(json.dumps({
+            "command": "python scripts/stronger_search.py --examples", "search": STRONG.name,
+            "rank_by": "delta", "epsilon": 5.0, "delta": 1e-5, "observer": 0, "target": 1,
+            "rows": rows}, indent=1) + "\n", encoding="utf-8")
+        return
     if args.example:
         got = example(args.example[0], float(args.example[1]), args.example[2])
         print(json.dumps(got, indent=1))

@@ -45,7 +45,7 @@ def test_docs_privacy_prints_the_stored_example():
     numbers = json.loads(example.OUT.read_text(encoding="utf-8"))
     assert numbers["search"] == "standard"
     doc = (ROOT / "docs" / "privacy.md").read_text(encoding="utf-8")
-    assert example.table(numbers) in doc
+    assert example.stored_table() in doc  # with the stronger search's deltas and the upper bounds
     paper = [r for r in numbers["rows"] if r["view"] == "paper"][0]
     flat = " ".join(doc.split())
     assert f"The `paper` view gives {paper['epsilon_exact']:.4g} at constant 1" in flat

@@ -30,7 +30,10 @@ def test_the_whole_protocol_frontier_table_is_what_the_code_computes(tmp_path):
     frontier = _script("protocol_frontier")
     folder = run_scenario(load_scenario(ROOT / "scenarios" / "protocol-frontier.toml"), tmp_path / "run",
                           quiet=True)
-    assert frontier.frontier_rows(folder) == frontier.stored()
+    def lower(rows: list[dict[str, str]]) -> list[dict[str, str]]:  # the bounds: upper_numbers.py
+        return [{k: v for k, v in r.items() if k not in ("audited_upper", "upper_reason")} for r in rows]
+
+    assert lower(frontier.frontier_rows(folder)) == lower(frontier.stored())
 
 
 @pytest.mark.slow

@@ -1,0 +1,397 @@
+"""The certified upper bound beside every published D-DP-PM lower estimate, recomputed in one command.
+
+    python scripts/upper_numbers.py            # recompute every bound, rewrite the upper columns
+    python scripts/upper_numbers.py --check    # recompute; exit 1 when a stored value differs
+
+Every published D-DP-PM number of docs/ is the value of the worst neighbour a search found: a lower
+estimate of the worst case over the neighbours of this ``X``. This script builds each published point's
+model again (the same data, network, schedule, noise and delta) and computes the certified upper bound of
+docs/upper-bound.md (``dpgossip.protocols.ddppm.audit.upper_bounds``: one bound per target, for every
+neighbour of this ``X`` and every view without the target; rank 1). It needs no search, so it reruns in
+minutes. It writes:
+
+* ``docs/numbers/paper-fig2-<dataset>.csv``: ``epsilon_upper_at_paper_delta`` (the largest target bound
+  at the paper's delta) and ``delta_upper_at_epsilon`` (a delta the bound proves at the budget's
+  epsilon, :func:`delta_upper`), at the calibrated ``sigma_p`` of the row (the calibration doubles the
+  scenario's scale 1 until the audited value levels off, so the printed 4 is exact);
+* ``docs/numbers/paper-fig3.csv``: ``delta_upper_at_5`` and ``epsilon_upper_at_delta`` (the bound's
+  epsilon at the printed lower delta, so that both sides are at one delta: the neighbour found has
+  epsilon about 5 there);
+* ``docs/numbers/privacy-example-upper.json``: agent 1's bound for each row of the docs/privacy.md
+  example (its lower numbers stay in ``privacy-example.json``, written by scripts/privacy_example.py);
+* ``docs/numbers/protocol-frontier.csv``: ``audited_upper`` of the D-DP-PM rows (the largest target bound
+  at delta = 1e-5; it covers the eavesdropper the audit takes).
+* ``docs/numbers/quickstart-upper.json``: the quickstart's bound at delta = 1e-5 and a delta it proves at
+  epsilon = 1, where docs/paper.md and docs/results.md quote its audit.
+
+Then it rewrites, in docs/, every table and sentence that prints these numbers (:func:`doc_fragments`:
+each is rendered from the stored files before and after, and the old text replaced by the new). A bound
+that is infinite says why (``upper_reason``); where no bound is defined (rank ``r > 1``) the value is
+empty and the reason says so. Run it after the scripts that write the lower numbers
+(scripts/readme_tables.py, scripts/privacy_example.py, scripts/protocol_frontier.py), which rewrite those
+files without the upper columns. tests/test_docs_upper_numbers.py recomputes a sample and checks that the
+docs print the stored values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts, also when imported
+from _numbers import round_up  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMBERS = ROOT / "docs" / "numbers"
+SCENARIOS = ROOT / "scenarios"
+FIG2 = ("wine", "diabetes", "breast_cancer")
+EXAMPLE_OUT = NUMBERS / "privacy-example-upper.json"
+FIG3_EPSILON = 5.0
+FRONTIER_DELTA = 1e-5
+NEAR_ONE = 1.0 - 1e-9
+"""The largest delta tried when inverting the bound for a delta at a given epsilon."""
+UNDEFINED = "no bound is derived for rank r > 1 or for views conditioned on the observer's noise"
+
+
+# --- the bound of one point --------------------------------------------------------------------
+def scenario_point(name: str, index: int, noise: dict[str, Any] | None = None):
+    """``(config, problem)`` of point ``index`` of ``scenarios/<name>.toml``, its noise replaced by
+    ``noise`` when given (a calibrated scenario: the calibration is not rerun)."""
+    from dpgossip.scenario import load_scenario
+    from dpgossip.scenario.problem import build_structure, resolve_problem
+
+    sc = load_scenario(SCENARIOS / f"{name}.toml")
+    cfg = copy.deepcopy(sc.points()[index].config)
+    if noise is not None:
+        cfg["protocol"]["noise"] = dict(noise)
+    return cfg, resolve_problem(cfg, build_structure(cfg, sc.base))
+
+
+def worst_bound(problem, delta: float, neighbours: str, targets: list[int] | None = None
+                ) -> tuple[float, str, int]:
+    """The largest certified bound on epsilon at ``delta`` over the targets, why it is infinite
+    (``""`` when finite) and its target; ``(nan, UNDEFINED, -1)`` where the audit defines none."""
+    from dpgossip.protocols.ddppm.audit import upper_bounds
+
+    bounds = upper_bounds(problem.data, problem.network, problem.params, delta, neighbours, targets)
+    if not bounds:
+        return math.nan, UNDEFINED, -1
+    worst = max(bounds.values(), key=lambda b: b.epsilon)
+    return worst.epsilon, (worst.reason or "") if math.isinf(worst.epsilon) else "", worst.target
+
+
+def bound_function(problem, neighbours: str, targets: list[int] | None = None
+                   ) -> Callable[[float], float]:
+    """``delta -> `` the largest certified epsilon at ``delta`` over ``targets``."""
+    return lambda d: worst_bound(problem, d, neighbours, targets)[0]
+
+
+def delta_upper(bound_at: Callable[[float], float], epsilon: float, lowest: float,
+                screen: Callable[[float], float] | None = None, steps: int = 40) -> float:
+    """A delta the bound proves at ``epsilon``: ``1`` when ``bound_at(NEAR_ONE) > epsilon`` (nothing
+    below 1 is proven), else the upper end of a bisection on ``ln(1 - delta)`` between ``lowest`` and
+    ``NEAR_ONE``.
+
+    ``bound_at(delta)`` is the certified epsilon at ``delta`` (the largest over the targets): whenever it
+    is ``<= epsilon`` the pair ``(epsilon, delta)`` holds (a larger epsilon only weakens the statement),
+    so every value returned is one at which the bound was computed and found ``<= epsilon``, or the
+    trivial 1. ``screen``, the bound of one of the targets, is tried first: when it exceeds ``epsilon``
+    at ``NEAR_ONE`` so does the largest, and the answer is 1 without the other targets.
+    """
+    if screen is not None and not screen(NEAR_ONE) <= epsilon:
+        return 1.0
+    if not bound_at(NEAR_ONE) <= epsilon:
+        return 1.0
+    hi = NEAR_ONE
+    lo = min(max(lowest, 1e-300), NEAR_ONE)
+    if bound_at(lo) <= epsilon:
+        return lo
+    for _ in range(steps):  # bound_at(lo) > epsilon >= bound_at(hi)
+        mid = 1.0 - math.sqrt((1.0 - lo) * (1.0 - hi))
+        if bound_at(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def fmt(v: float) -> str:
+    """Three significant digits (as scripts/protocol_frontier.py prints a noise scale)."""
+    return f"{v:.3g}"
+
+
+def upper_fmt(v: float) -> str:
+    """A bound to three significant digits rounded up, ``inf``, or empty for NaN (no bound)."""
+    return "" if math.isnan(v) else round_up(v, 3)
+
+
+def delta_fmt(v: float) -> str:
+    """A proven delta: ``1`` (nothing below 1 proven) or three digits rounded up."""
+    return "1" if v >= 1.0 else round_up(v, 3)
+
+
+def printed_delta(text: str) -> float:
+    """The value of a delta as scripts/readme_tables.py prints it (``0.529`` or ``1 - 3.0e-04``)."""
+    return 1.0 - float(text.split("-", 1)[1]) if text.startswith("1 - ") else float(text)
+
+
+# --- paper-fig2 --------------------------------------------------------------------------------
+def fig2_row(dataset: str, index: int, row: dict[str, str]) -> dict[str, str]:
+    """The upper columns of one budget of ``paper-fig2-<dataset>`` (its calibrated ``sigma_p``)."""
+    cfg, problem = scenario_point(f"paper-fig2-{dataset}", index,
+                                  {"schedule": "constant", "scale": float(row["sigma_p"])})
+    cal, nb = cfg["privacy"]["calibrate"], cfg["privacy"]["neighbours"]
+    assert f"{cal['epsilon']:g}" == row["epsilon"] and f"{cal['delta']:g}" == row["paper_delta"]
+    eps_up, why, j = worst_bound(problem, float(cal["delta"]), nb)
+    d_up = delta_upper(bound_function(problem, nb), float(cal["epsilon"]),
+                       float(row["delta_at_epsilon"]), screen=bound_function(problem, nb, [j]))
+    return {"epsilon_upper_at_paper_delta": upper_fmt(eps_up), "delta_upper_at_epsilon": delta_fmt(d_up),
+            "upper_reason": why}
+
+
+# --- paper-fig3 --------------------------------------------------------------------------------
+def fig3_index(dataset: str, T: int) -> int:
+    """The point of scenarios/paper-fig3.toml with this dataset and T."""
+    from dpgossip.scenario import load_scenario
+
+    for p in load_scenario(SCENARIOS / "paper-fig3.toml").points():
+        if p.axes["data.source"] == dataset and int(p.axes["protocol.iterations"]) == T:
+            return p.index
+    raise KeyError((dataset, T))
+
+
+def fig3_row(row: dict[str, str]) -> dict[str, str]:
+    """The upper columns of one (dataset, T) of paper-fig3."""
+    cfg, problem = scenario_point("paper-fig3", fig3_index(row["dataset"], int(row["T"])))
+    nb = cfg["privacy"]["neighbours"]
+    low = printed_delta(row["worst_delta_at_5"])
+    eps_up, why, j = worst_bound(problem, low, nb)
+    d_up = delta_upper(bound_function(problem, nb), FIG3_EPSILON, low,
+                       screen=bound_function(problem, nb, [j]))
+    return {"delta_upper_at_5": delta_fmt(d_up), "epsilon_upper_at_delta": upper_fmt(eps_up),
+            "upper_reason": why}
+
+
+# --- the docs/privacy.md example ----------------------------------------------------------------
+def example_upper() -> dict[str, Any]:
+    """Agent 1's bound for every row of the docs/privacy.md example (scripts/privacy_example.py)."""
+    from dpgossip.data import load_dataset
+    from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+    from dpgossip.topology import make_network
+
+    stored = json.loads((NUMBERS / "privacy-example.json").read_text(encoding="utf-8"))
+    net = make_network(stored["topology"])
+    data = load_dataset(stored["dataset"], agents=4)
+    target, delta, epsilon = stored["target"], stored["delta"], stored["epsilon"]
+    rows = []
+    for r in stored["rows"]:
+        params = resolve_params(data, net, iterations=stored["T"], consensus_steps=stored["c"],
+                                noise=NoiseSchedule(kind=r["schedule"], scale=r["scale"]))
+        problem = _Problem(data, net, params)
+        eps_up, why, _ = worst_bound(problem, delta, "bounded", [target])
+        d_up = delta_upper(bound_function(problem, "bounded", [target]), epsilon,
+                           r["delta_exact_at_5"])
+        rows.append({"view": r["view"], "schedule": r["schedule"], "scale": r["scale"],
+                     "epsilon_upper": eps_up, "delta_upper_at_5": d_up, "upper_reason": why})
+    return {"target": target, "delta": delta, "epsilon": epsilon, "rows": rows}
+
+
+class _Problem:
+    """The three parts of a problem :func:`worst_bound` reads."""
+
+    def __init__(self, data, network, params) -> None:
+        self.data, self.network, self.params = data, network, params
+
+
+# --- the protocol frontier's D-DP-PM rows -------------------------------------------------------
+def frontier_points() -> Iterator[tuple[str, str, str, int]]:
+    """``(dataset, topology, noise scale as printed, point index)`` of every D-DP-PM point of
+    scenarios/protocol-frontier.toml."""
+    from dpgossip.scenario import load_scenario
+
+    for p in load_scenario(SCENARIOS / "protocol-frontier.toml").points():
+        if p.config["protocol"]["kind"] == "ddppm":
+            yield (p.axes["data.source"], p.axes["network.topology"],
+                   fmt(float(p.config["protocol"]["noise"]["scale"])), p.index)
+
+
+def frontier_row(index: int) -> dict[str, str]:
+    """The upper columns of one D-DP-PM point of the frontier (eavesdropper, every target)."""
+    cfg, problem = scenario_point("protocol-frontier", index)
+    assert cfg["privacy"]["delta"] == FRONTIER_DELTA
+    eps_up, why, _ = worst_bound(problem, FRONTIER_DELTA, cfg["privacy"]["neighbours"])
+    return {"audited_upper": upper_fmt(eps_up), "upper_reason": why}
+
+
+# --- the quickstart ---------------------------------------------------------------------------------
+QUICKSTART_DELTA, QUICKSTART_EPSILON = 1e-5, 1.0
+"""The delta and epsilon at which docs/paper.md and docs/results.md quote the quickstart's audit."""
+
+
+def quickstart_upper() -> dict[str, Any]:
+    """The quickstart's certified bound (every target) at the delta and epsilon its audit is quoted at."""
+    _, problem = scenario_point("quickstart", 0)
+    eps_up, why, j = worst_bound(problem, QUICKSTART_DELTA, "bounded")
+    d_up = delta_upper(bound_function(problem, "bounded"), QUICKSTART_EPSILON, 0.0,
+                       screen=bound_function(problem, "bounded", [j]))
+    return {"delta": QUICKSTART_DELTA, "epsilon_upper": eps_up, "upper_reason": why,
+            "epsilon": QUICKSTART_EPSILON, "delta_upper": d_up}
+
+
+# --- files ---------------------------------------------------------------------------------------
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write_csv(path: Path, rows: list[dict[str, str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def fig2_table(dataset: str) -> list[dict[str, str]]:
+    """``paper-fig2-<dataset>.csv`` with its upper columns recomputed."""
+    rows = []
+    for i, r in enumerate(read_csv(NUMBERS / f"paper-fig2-{dataset}.csv")):
+        _say(f"paper-fig2-{dataset}: epsilon = {r['epsilon']}")
+        rows.append({**r, **fig2_row(dataset, i, r)})
+    return rows
+
+
+def fig3_table() -> list[dict[str, str]]:
+    """``paper-fig3.csv`` with its upper columns recomputed."""
+    rows = []
+    for r in read_csv(NUMBERS / "paper-fig3.csv"):
+        _say(f"paper-fig3: {r['dataset']}, T = {r['T']}")
+        rows.append({**r, **fig3_row(r)})
+    return rows
+
+
+def frontier_table() -> list[dict[str, str]]:
+    """``protocol-frontier.csv`` with the upper columns of its D-DP-PM rows recomputed (empty for the
+    other series)."""
+    index = {k[:3]: k[3] for k in frontier_points()}
+    rows = []
+    for r in read_csv(NUMBERS / "protocol-frontier.csv"):
+        up = {"audited_upper": "", "upper_reason": ""}
+        if r["series"] == "D-DP-PM":
+            _say(f"protocol-frontier: {r['dataset']}, {r['topology']}, scale {r['noise_scale']}")
+            up = frontier_row(index[(r["dataset"], r["topology"], r["noise_scale"])])
+        rows.append({**r, **up})
+    return rows
+
+
+PARTS: dict[str, tuple[Path, Callable[[], Any]]] = {
+    "example": (EXAMPLE_OUT, lambda: json.loads(json.dumps(example_upper()))),
+    **{f"fig2-{ds}": (NUMBERS / f"paper-fig2-{ds}.csv", lambda ds=ds: fig2_table(ds)) for ds in FIG2},
+    "fig3": (NUMBERS / "paper-fig3.csv", fig3_table),
+    "frontier": (NUMBERS / "protocol-frontier.csv", frontier_table),
+    "quickstart": (NUMBERS / "quickstart-upper.json", lambda: json.loads(json.dumps(quickstart_upper()))),
+}
+"""What the script writes: a name, the file and the function that recomputes its contents."""
+
+
+# --- the docs --------------------------------------------------------------------------------------
+DOCS = ROOT / "docs"
+
+
+def doc_fragments() -> list[tuple[Path, str]]:
+    """Every table and sentence of docs/ that prints a stored upper bound, rendered from the stored files
+    by the functions the tests check the pages with: ``(page, text)``."""
+    import privacy_example as example  # scripts/ is on sys.path when a script runs
+    import protocol_frontier as frontier
+    import readme_tables as tables
+
+    paper, privacy, results = DOCS / "paper.md", DOCS / "privacy.md", DOCS / "results.md"
+    out = [(paper, tables.table(rows)) for rows in tables.stored().values()]
+    out.append((paper, tables.fig2_upper_sentence(tables.stored())))
+    fig3 = tables.stored_fig3()
+    out.append((paper, tables.fig3_upper_sentence(fig3)))
+    (w1,) = [r for r in fig3 if r["dataset"] == "wine" and r["T"] == "1"]
+    out.append((DOCS / "audit-scale.md", f"proves no delta below {w1['delta_upper_at_5']} at epsilon = 5, "
+                f"and epsilon at most {w1['epsilon_upper_at_delta']} at delta = {w1['worst_delta_at_5']}"))
+    lower, upper = (json.loads(f.read_text(encoding="utf-8")) for f in (example.OUT, example.UPPER))
+    out.append((privacy, example.stored_table()))
+    out.append((privacy, example.upper_sentence(lower, upper)))
+    (u10,) = [r["epsilon_upper"] for r in upper["rows"] if r["view"] == "observer" and r["scale"] == 10.0]
+    out.append((privacy, f"the certified upper bound at delta = 1e-5 is {round_up(u10, 4)} there"))
+    rows = frontier.stored()
+    out += [(DOCS / "protocol-frontier.md", frontier.page(rows)),
+            (results, frontier.table(rows, "ring")), (results, frontier.conclusion(rows, "ring"))]
+    q = json.loads((NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
+    out.append((paper, f"the certified upper bound at delta = 1e-5 is {round_up(q['epsilon_upper'], 2)})"))
+    return out
+
+
+def rewrite_docs(before: list[tuple[Path, str]], after: list[tuple[Path, str]]) -> list[str]:
+    """Replace each fragment printed ``before`` the numbers were rewritten by the same fragment
+    ``after`` (whitespace-tolerant: the pages wrap long sentences); the fragments not found are
+    returned (their page must be edited by hand)."""
+    import re
+
+    missing = []
+    for (page, old), (_, new) in zip(before, after, strict=True):
+        text = page.read_text(encoding="utf-8")
+        pattern = re.compile(r"\s+".join(re.escape(w) for w in old.split()))
+        if not pattern.search(text):
+            missing.append(f"{page.name}: {old[:80]}")
+            continue
+        if old != new:
+            m = pattern.search(text)
+            page.write_text(text[:m.start()] + new + text[m.end():], encoding="utf-8")
+    return missing
+
+
+def stored(path: Path) -> Any:
+    """A file's stored contents, read as :data:`PARTS` computes them."""
+    if path.suffix == ".json":
+        return json.loads(path.read_text(encoding="utf-8"))
+    return read_csv(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the stored numbers")
+    ap.add_argument("--only", nargs="+", choices=list(PARTS), default=list(PARTS),
+                    help="recompute these files only (default: every one)")
+    args = ap.parse_args(argv)
+    stale = 0
+    before = None if args.check else doc_fragments()
+    for name in args.only:
+        path, compute = PARTS[name]
+        value = compute()
+        if args.check:
+            if stored(path) != value:
+                stale += 1
+                print(f"docs/numbers/{path.name} is stale: rerun without --check", file=sys.stderr)
+            else:
+                print(f"docs/numbers/{path.name} matches the code")
+            continue
+        if path.suffix == ".json":
+            path.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+        else:
+            write_csv(path, value)
+        print(f"wrote docs/numbers/{path.name}", flush=True)
+    if before is not None:
+        missing = rewrite_docs(before, doc_fragments())
+        for m in missing:
+            print(f"not found, edit by hand: {m}", file=sys.stderr)
+        print("rewrote the tables and sentences of docs/ that print these numbers")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

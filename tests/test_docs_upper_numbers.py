@@ -1,0 +1,242 @@
+"""The certified upper bounds printed beside D-DP-PM's lower estimates (scripts/upper_numbers.py).
+
+Every published D-DP-PM point (paper-fig2 x 3, paper-fig3, the docs/privacy.md example, the frontier's
+D-DP-PM rows) carries its certified upper bound in docs/numbers/. These tests check that every point
+has one, that each lower estimate (the value of a neighbour a search found: an independent witness)
+lies below it, that the docs print the stored values, and recompute a sample of the bounds with the
+current code: paper-fig3 Wine T = 1, the example at constant noise 1 and the frontier's Wine ring point
+at the smallest noise (fast); paper-fig2 Wine at epsilon = 1, the frontier's Diabetes ring point and
+the quickstart (``slow``). The Breast Cancer bounds take 10 to 50 s each;
+``python scripts/upper_numbers.py --check`` recomputes all of them (about 7 min of CPU).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    if str(ROOT / "scripts") not in sys.path:  # the scripts import each other as when they run
+        sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+UP = _script("upper_numbers")
+TABLES = _script("readme_tables")
+EXAMPLE = _script("privacy_example")
+FRONTIER = _script("protocol_frontier")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _round_up(v: float, digits: int) -> str:
+    """The oracle of rounding up: the smallest decimal of ``digits`` significant digits whose double is
+    not below the double ``v`` (:class:`decimal.Decimal` ceiling of the exact binary value, or the
+    decimal one unit below it when that parses to ``v`` itself)."""
+    from decimal import ROUND_CEILING, Context, Decimal
+
+    up = Context(prec=digits, rounding=ROUND_CEILING).plus(Decimal(v))
+    below = up - Decimal(1).scaleb(up.adjusted() - digits + 1)
+    return f"{float(below if float(below) >= v else up):.{digits}g}"
+
+
+def test_printed_bounds_are_rounded_up():
+    for v in (891.387, 1089.72, 999.6, 1.0004e9, 8498401237.7, 1702.87, 66.6, 0.5, 19374.13):
+        for digits in (2, 3, 4):
+            text = UP.round_up(v, digits)
+            assert float(text) >= v and text == _round_up(v, digits), (v, digits, text)
+
+
+def _num(text: str) -> float:
+    return UP.printed_delta(text) if text.startswith("1 - ") else float(text)
+
+
+def test_every_published_fig2_point_is_bracketed():
+    for ds in UP.FIG2:
+        rows = UP.read_csv(UP.NUMBERS / f"paper-fig2-{ds}.csv")
+        assert len(rows) == 7
+        for r in rows:
+            assert all(r[k] for k in TABLES.UPPER_COLUMNS), (ds, r)
+            assert float(r["epsilon_at_paper_delta"]) <= float(r["epsilon_upper_at_paper_delta"])
+            assert float(r["delta_at_epsilon"]) <= float(r["delta_upper_at_epsilon"]) <= 1.0
+
+
+def test_every_published_fig3_point_is_bracketed():
+    rows = UP.read_csv(UP.NUMBERS / "paper-fig3.csv")
+    assert len(rows) == 24
+    for r in rows:
+        assert _num(r["worst_delta_at_5"]) <= float(r["delta_upper_at_5"]) <= 1.0, r
+        # at the printed lower delta the neighbour found has epsilon about 5; the bound is above it
+        assert float(r["epsilon_upper_at_delta"]) >= UP.FIG3_EPSILON, r
+
+
+def test_every_frontier_ddppm_row_is_bracketed_and_only_those_carry_a_bound():
+    for r in UP.read_csv(UP.NUMBERS / "protocol-frontier.csv"):
+        if r["series"] != "D-DP-PM":
+            assert r["audited_upper"] == "" and r["upper_reason"] == ""
+            continue
+        assert float(r["audited_epsilon"]) <= float(r["audited_upper"]), r
+        assert (r["audited_upper"] == "inf") == bool(r["upper_reason"]), r
+
+
+def test_the_example_is_bracketed_row_by_row():
+    lower = json.loads(EXAMPLE.OUT.read_text(encoding="utf-8"))
+    upper = json.loads(EXAMPLE.UPPER.read_text(encoding="utf-8"))
+    strong = json.loads(EXAMPLE.STRONG.read_text(encoding="utf-8"))
+    assert upper["target"] == lower["target"] and upper["delta"] == lower["delta"]
+    assert len(upper["rows"]) == len(lower["rows"])
+    for lo, up in zip(lower["rows"], upper["rows"], strict=True):
+        assert (lo["view"], lo["schedule"], lo["scale"]) == (up["view"], up["schedule"], up["scale"])
+        assert lo["epsilon_exact"] <= up["epsilon_upper"]
+        assert lo["delta_exact_at_5"] <= up["delta_upper_at_5"] <= 1.0
+    assert strong["command"] == "python scripts/stronger_search.py --examples"
+    ups = {(r["schedule"], r["scale"]): r for r in upper["rows"] if r["view"] == "observer"}
+    for r in strong["rows"]:  # the stronger search's neighbours lie below the bound too
+        assert r["delta_exact_at_5"] <= ups[(r["schedule"], r["scale"])]["delta_upper_at_5"]
+        assert r["epsilon_exact"] <= ups[(r["schedule"], r["scale"])]["epsilon_upper"]
+
+
+def test_what_upper_bound_md_says_of_the_deltas_is_what_is_stored():
+    """docs/upper-bound.md, Section 10: at every published point of paper-fig2 and paper-fig3 the
+    bound proves no delta below 1."""
+    fig2 = [r["delta_upper_at_epsilon"] for ds in UP.FIG2
+            for r in UP.read_csv(UP.NUMBERS / f"paper-fig2-{ds}.csv")]
+    fig3 = [r["delta_upper_at_5"] for r in UP.read_csv(UP.NUMBERS / "paper-fig3.csv")]
+    assert set(fig2) == set(fig3) == {"1"}
+    text = _flat((ROOT / "docs" / "upper-bound.md").read_text(encoding="utf-8"))
+    assert "On every published point of paper-fig2 and paper-fig3 the answer is 1" in text
+
+
+def test_audit_scale_md_quotes_the_stored_bound_of_paper_fig3_wine_t1():
+    (r,) = [r for r in UP.read_csv(UP.NUMBERS / "paper-fig3.csv") if r["dataset"] == "wine"
+            and r["T"] == "1"]
+    text = _flat((ROOT / "docs" / "audit-scale.md").read_text(encoding="utf-8"))
+    assert r["delta_upper_at_5"] == "1"
+    assert (f"proves no delta below 1 at epsilon = 5, and epsilon at most {r['epsilon_upper_at_delta']} "
+            f"at delta = {r['worst_delta_at_5']}") in text
+
+
+def test_the_quickstart_sentences_quote_the_stored_bound():
+    q = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
+    paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
+    assert q["delta"] == 1e-5
+    assert (f"an exact epsilon above 1e6 is printed as inf, and the certified upper bound at delta = "
+            f"1e-5 is {_round_up(q['epsilon_upper'], 2)})") in paper
+    results = _flat((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
+    assert q["delta_upper"] == 1.0 and q["epsilon"] == 1.0
+    assert ("exact delta 0.9996 at epsilon = 1; a lower estimate, and the certified upper bound "
+            "([upper-bound.md](upper-bound.md)) proves no delta below 1 there") in results
+
+
+def test_the_docs_print_the_stored_upper_bounds():
+    paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
+    for rows in TABLES.stored().values():
+        assert _flat(TABLES.table(rows)) in paper
+    assert _flat(TABLES.fig3_upper_sentence(TABLES.stored_fig3())) in paper
+    assert _flat(TABLES.fig2_upper_sentence(TABLES.stored())) in paper
+    privacy = _flat((ROOT / "docs" / "privacy.md").read_text(encoding="utf-8"))
+    assert _flat(EXAMPLE.stored_table()) in privacy
+    lower, strong, upper = (json.loads(f.read_text(encoding="utf-8"))
+                            for f in (EXAMPLE.OUT, EXAMPLE.STRONG, EXAMPLE.UPPER))
+    assert EXAMPLE.strong_sentence(lower, strong) in privacy
+    assert EXAMPLE.upper_sentence(lower, upper) in privacy
+    (u10,) = [r["epsilon_upper"] for r in upper["rows"] if r["view"] == "observer"
+              and r["scale"] == 10.0]
+    assert f"the certified upper bound at delta = 1e-5 is {_round_up(u10, 4)} there" in privacy
+    scale = _flat((ROOT / "docs" / "audit-scale.md").read_text(encoding="utf-8"))
+    by_schedule = {(r["schedule"], r["scale"]): r for r in lower["rows"] if r["view"] == "observer"}
+    for r in strong["rows"]:  # Section 5 quotes the stored run
+        base = by_schedule[(r["schedule"], r["scale"])]["delta_exact_at_5"]
+        assert f"{r['delta_exact_at_5']:.5f}" in scale
+        if r["schedule"] == "constant":
+            rel = 100 * (r["delta_exact_at_5"] - base) / base
+            assert f"{r['scale']:g}: row {r['row']}, {r['delta_exact_at_5']:.5f}" in scale
+            assert f"{rel:+.2f} %" in scale
+    assert _flat(FRONTIER.page(FRONTIER.stored())) in _flat(
+        (ROOT / "docs" / "protocol-frontier.md").read_text(encoding="utf-8"))
+
+
+def test_delta_upper_inverts_a_closed_form_curve():
+    """``bound(delta) = ln(1 / delta)``: the delta proven at epsilon is ``e^-epsilon`` exactly."""
+    def bound(d: float) -> float:
+        return math.log(1.0 / d)
+
+    got = UP.delta_upper(bound, 2.0, 1e-9)
+    assert bound(got) <= 2.0 and got == pytest.approx(math.exp(-2.0), rel=1e-6)
+    assert UP.delta_upper(bound, 2.0, 0.5) == 0.5  # already proven at the lowest delta given
+    assert UP.delta_upper(lambda d: 30.0 + bound(d), 5.0, 0.5) == 1.0  # nothing below 1 proven
+    # the screen (one target's bound) above epsilon decides without the full bound
+    assert UP.delta_upper(lambda d: 0.0, 5.0, 0.5, screen=lambda d: 6.0) == 1.0
+
+
+def test_the_stored_fig3_example_and_frontier_bounds_are_what_the_code_certifies():
+    """A sample, about 1.5 s of CPU: paper-fig3 Wine T = 1, the example at constant noise 1 and the
+    frontier's Wine ring point at the smallest noise."""
+    from dpgossip.data import load_dataset
+    from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+    from dpgossip.topology import make_network
+
+    (r3,) = [r for r in UP.read_csv(UP.NUMBERS / "paper-fig3.csv")
+             if r["dataset"] == "wine" and r["T"] == "1"]
+    assert UP.fig3_row(r3) == {k: r3[k] for k in ("delta_upper_at_5", "epsilon_upper_at_delta",
+                                                  "upper_reason")}
+    upper = json.loads(EXAMPLE.UPPER.read_text(encoding="utf-8"))
+    (row,) = [r for r in upper["rows"] if r["view"] == "observer" and r["schedule"] == "constant"
+              and r["scale"] == 1.0]
+    net = make_network("paper-ring4")
+    data = load_dataset("wine", agents=4)
+    params = resolve_params(data, net, iterations=5, consensus_steps=5,
+                            noise=NoiseSchedule(kind="constant", scale=1.0))
+    eps, why, _ = UP.worst_bound(UP._Problem(data, net, params), upper["delta"], "bounded",
+                                 [upper["target"]])
+    assert (eps, why) == (row["epsilon_upper"], row["upper_reason"])
+    _check_frontier(("wine", "ring", "0.001"))
+
+
+def _check_frontier(key: tuple[str, str, str]) -> None:
+    stored = {(r["dataset"], r["topology"], r["noise_scale"]): r
+              for r in UP.read_csv(UP.NUMBERS / "protocol-frontier.csv") if r["series"] == "D-DP-PM"}
+    points = {k[:3]: k[3] for k in UP.frontier_points()}
+    assert UP.frontier_row(points[key]) == {k: stored[key][k] for k in ("audited_upper", "upper_reason")}
+
+
+@pytest.mark.slow
+def test_the_stored_fig2_frontier_diabetes_and_quickstart_bounds_are_what_the_code_certifies():
+    """paper-fig2 Wine at epsilon = 1, the frontier's Diabetes ring point at the smallest noise and the
+    quickstart (about 10 s of CPU)."""
+    rows = UP.read_csv(UP.NUMBERS / "paper-fig2-wine.csv")
+    assert UP.fig2_row("wine", 0, rows[0]) == {k: rows[0][k] for k in (
+        "epsilon_upper_at_paper_delta", "delta_upper_at_epsilon", "upper_reason")}
+    _check_frontier(("diabetes", "ring", "0.001"))
+    stored = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
+    assert json.loads(json.dumps(UP.quickstart_upper())) == stored
+
+
+def test_every_printed_fragment_is_found_so_one_command_rewrites_the_docs():
+    """scripts/upper_numbers.py rewrites the pages by replacing each fragment rendered from the old
+    numbers with the new one: each must be found on its page (unchanged here)."""
+    fragments = UP.doc_fragments()
+    assert len(fragments) >= 12
+    assert UP.rewrite_docs(fragments, fragments) == []
+
+
+def test_rewrite_docs_replaces_a_wrapped_fragment(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("before: the bound is\n   66.6 at T = 1, then more.\n", encoding="utf-8")
+    missing = UP.rewrite_docs([(page, "the bound is 66.6 at T = 1"), (page, "not there")],
+                              [(page, "the bound is 12.5 at T = 1"), (page, "still not there")])
+    assert page.read_text(encoding="utf-8") == "before: the bound is 12.5 at T = 1, then more.\n"
+    assert missing == ["page.md: not there"]
