@@ -174,10 +174,13 @@ class JointWhitening:
     ``M`` given ``w_k``. Only ``L_u`` is a dense factorisation (``K_m = K - n_k`` instead of ``K``), and the
     products with ``F_k`` and ``F_k^T`` are one forward / adjoint of the view operator.
 
-    Whitening: ``a_k = w_k / std_k``, ``a_m = L_u^{-1} (M - F_k w_k)``.
+    Whitening: ``a_k = w_k / std_k``, ``a_m = L_u^{-1} (M - F_k w_k)``. ``covariance``: the
+    conditional covariance ``F_u diag(std_u^2) F_u^T`` when the caller has it already (a reduced
+    view's, :mod:`~dpgossip.protocols.ddppm.reduced`); by default it is computed from ``op``.
     """
 
-    def __init__(self, op: ViewOperator, *, max_condition: float = 1e10) -> None:
+    def __init__(self, op: ViewOperator, *, max_condition: float = 1e10,
+                 covariance: np.ndarray | None = None) -> None:
         self.op = op
         self.known = op.known
         self.std_k = op.std[self.known]
@@ -186,8 +189,10 @@ class JointWhitening:
         std_u[self.known] = 0.0
         self.op_u = ViewOperator(op.X, op.offsets, op.W,
                                  T=op.T, c=op.c, alpha=op.alpha, latent_std=std_u, B=op.B,
-                                 final_rows=op.final_rows, known=np.zeros(0, dtype=int))
-        self.white_u = WhitenedCovariance(self.op_u.covariance(), factor=self._factor,
+                                 final_rows=op.final_rows, known=np.zeros(0, dtype=int),
+                                 final_bases=op.final_bases)
+        S_u = self.op_u.covariance() if covariance is None else covariance
+        self.white_u = WhitenedCovariance(S_u, factor=self._factor,
                                           max_condition=max_condition)
         self.rank = self.white_u.rank + self.known.size
         self.K = op.K
