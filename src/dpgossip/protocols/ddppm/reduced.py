@@ -40,6 +40,7 @@ target's block by ``U_j`` (its raw rows are ``U_j R_j nu_j``), ``N`` the final n
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable, Mapping
 
 import numpy as np
@@ -98,6 +99,8 @@ class ReducedAuditor:
         self._observer: dict[Hashable, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._target: int | None = None
         self._views: dict[Hashable, tuple[ViewOperator, JointWhitening]] = {}
+        self._full: TargetLastOperator | None = None
+        self._order = np.arange(self.m)
 
     def reseed(self, entropy: object) -> None:
         """Restart the row-space finder's random stream (as :meth:`ComponentAuditor.reseed`)."""
@@ -165,7 +168,8 @@ class ReducedAuditor:
     # ------------------------------------------------------------------ views of a pair
     def pair_covariance(self, k: Hashable, j: int) -> np.ndarray:
         """The conditional covariance (given the observer's noise) of the reduced view of observer
-        ``k`` against target ``j`` (module docstring), in the coordinates of :meth:`pair_operator`."""
+        ``k`` against target ``j`` (module docstring), in the coordinates of :meth:`pair_operator`:
+        the messages, then the final rows of the reduced data in agent order (the observer's left out)."""
         SMM, SMZ, Go = self._observer_moments(k)
         o, d = self.views[k].agents[0], self.d
         red = np.array([a for a in range(self.m) if a not in (o, j)], dtype=int)
@@ -181,41 +185,124 @@ class ReducedAuditor:
         S = np.block([[SMM, SMY], [SMY.T, np.block([[P_rr, P_rj], [P_rj.T, P_jj]])]])
         return (S + S.T) / 2
 
-    def pair_operator(self, k: Hashable, j: int, X: np.ndarray | None = None) -> ViewOperator:
-        """The reduced view map of observer ``k`` against target ``j`` on data ``X`` (default the
-        audited data): messages, ``U_a^T q_a^(T)`` of every other agent, the target's raw rows, the
-        observer's known noise."""
-        spec, m, s = self.specs[k], self.m, self.n // self.m
-        o = self.views[k].agents[0]
-        red = np.array([a for a in range(m) if a not in (o, j)], dtype=int)
-        rows = red[:, None] * s + np.arange(s)
-        op = ViewOperator(self.X, self.data.offsets, self.full0.W, T=self.T, c=self.full0.c,
-                          alpha=self.full0.alpha, latent_std=self.std, B=spec.B,
-                          final_rows=np.arange(j * s, (j + 1) * s), known=spec.known,
-                          final_bases=(rows, self.U[red]))
-        return op if X is None else op.with_data(X)
+    def reduced_data(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """The reduced data of target ``j`` with the target moved last (:class:`TargetLastOperator`):
+        ``R_a`` (``d x d``, ``X_a = U_a R_a``) of every other agent in order, then ``X_j``; and the
+        agents' order (``order[i]`` is the original agent at position ``i``)."""
+        s = self.n // self.m
+        order = np.array([a for a in range(self.m) if a != j] + [j])
+        Xr = np.concatenate([self.R[order[:-1]].reshape(-1, self.d), self.X[j * s:(j + 1) * s]])
+        return Xr, order
+
+    def pair_operator(self, k: Hashable, j: int) -> ViewOperator:
+        """The reduced view map of observer ``k`` against target ``j``: the observer view of the
+        protocol on the reduced data (:meth:`reduced_data`): messages, every other agent's
+        ``U_a^T q_a^(T)``, the target's raw final rows, the observer's known noise ``U_o^T w_o``
+        (all its iterations; ``w_o^(T)`` enters nothing else and changes no divergence)."""
+        full = self._target_view(j)
+        pos = int(np.flatnonzero(self._order == self.views[k].agents[0])[0])
+        n, d = full.n, self.d
+        mine = np.arange(pos * d, (pos + 1) * d)
+        known = np.concatenate([t * n + mine for t in range(self.T + 1)])
+        return full.viewing(self.specs[k].B[:, self._order], np.setdiff1d(np.arange(n), mine), known)
+
+    def _target_view(self, j: int) -> TargetLastOperator:
+        """The full view of target ``j``'s reduced data; a new target drops the previous one's views."""
+        if self._target != j:
+            Xr, order = self.reduced_data(j)
+            n = Xr.shape[0]
+            W = self.full0.W[np.ix_(order, order)]
+            full = TargetLastOperator(Xr, np.concatenate([np.arange(self.m) * self.d, [n]]), W,
+                                      T=self.T, c=self.full0.c, alpha=self.full0.alpha,
+                                      latent_std=np.repeat(self.std[::self.n], n),
+                                      B=np.eye(self.m), final_rows=np.arange(n),
+                                      known=np.zeros(0, dtype=int))
+            self._target, self._views, self._full, self._order = j, {}, full, order
+        return self._full
 
     def _view(self, k: Hashable, j: int) -> tuple[ViewOperator, JointWhitening]:
-        if self._target != j:  # a new target: drop the previous target's views
-            self._target, self._views = j, {}
+        self._target_view(j)
         if k not in self._views:
             op = self.pair_operator(k, j)
-            self._views[k] = (op, JointWhitening(op, covariance=self.pair_covariance(k, j)))
+            self._views[k] = (op, JointWhitening(op, covariance=self.pair_covariance(k, j),
+                                                 dense_known=True))
         return self._views[k]
 
     def pairs(self, nb: Neighbour, keys: list[Hashable]) -> dict[Hashable, GaussianPair]:
         """:class:`GaussianPair` of every view in ``keys`` (reduced against the neighbour's target)
-        for the neighbour ``nb`` (P under ``X``)."""
-        X1 = nb.apply(self.X)
-        j = int(nb.row) // (self.n // self.m)
-        C = difference_rowspace(self.full0, self.full0.with_data(X1), rng=self.rng)
+        for the neighbour ``nb`` (P under ``X``). The trajectories of the change's row space are
+        computed once on the full view and read out by every view."""
+        s = self.n // self.m
+        j = int(nb.row) // s
+        full = self._target_view(j)
+        X1 = full.X.copy()
+        X1[full.n - s + int(nb.row) - j * s] = nb.x_new
+        full1 = full.with_data(X1)
+        C = difference_rowspace(full, full1, rng=self.rng)
+        Z0, Z1 = full.forward(C), full1.forward(C)
         out = {}
         for k in keys:
             op0, white = self._view(k, j)
-            pen = pencil_eigenvalues(white, op0, op0.with_data(X1), C)
+            pen = pencil_eigenvalues(white, op0, None, C,
+                                     forwards=(op0.read_out(Z0, C), op0.read_out(Z1, C)))
             if not pen.support_ok:
                 out[k] = GaussianPair.from_mismatch(
                     SupportMismatch("cov1 outside cov0", pen.outside_direction, pen.outside))
             else:
                 out[k] = GaussianPair.from_whitened(pen.lam, np.zeros(pen.lam.size))
+        return out
+
+
+class TargetLastOperator(ViewOperator):
+    """A :class:`ViewOperator` on reduced data: ``m - 1`` agents of ``d`` rows, then the target's
+    block; ``D^T q`` and ``D y`` by one batched product for the first ``m - 1`` and one for the
+    target."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self._split()
+
+    def _split(self) -> None:
+        m, d = self.m, self.d
+        self._n0 = (m - 1) * d
+        self._S3 = np.ascontiguousarray(self.X[:self._n0].reshape(m - 1, d, d))
+        self._S3T = np.ascontiguousarray(self._S3.transpose(0, 2, 1))
+        self._XjT = np.ascontiguousarray(self.X[self._n0:].T)
+
+    def with_data(self, X: np.ndarray) -> TargetLastOperator:
+        out = super().with_data(X)
+        out._split()
+        return out
+
+    def viewing(self, B: np.ndarray, final_rows: np.ndarray, known: np.ndarray) -> TargetLastOperator:
+        """The same data and dynamics seen through another view (basis ``B``, final rows, known
+        latent coordinates)."""
+        out = copy.copy(self)
+        out.B = np.asarray(B, dtype=float).reshape(-1, self.m)
+        out.r = out.B.shape[0]
+        out.final_rows, out.known = np.asarray(final_rows, dtype=int), np.asarray(known, dtype=int)
+        out.nf = int(out.final_rows.size)
+        out.K = self.T * out.r * self.d + out.nf + out.known.size
+        return out
+
+    def read_out(self, Z: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """``G g`` of this view from ``Z``, the full view's ``G_full g`` on the same data (every
+        ``z^(t)`` and every final row): the messages ``(B (x) I_d) z^(t)``, the final rows and the
+        known coordinates ``std[known] g[known]``."""
+        b, md, T = Z.shape[1], self.m * self.d, self.T
+        z = Z[:T * md].reshape(T, self.m, self.d * b)
+        msgs = np.matmul(self.B, z).reshape(T * self.r * self.d, b)
+        return np.vstack([msgs, Z[T * md:][self.final_rows],
+                          g[self.known] * self.std[self.known][:, None]])
+
+    def _Dt(self, q: np.ndarray) -> np.ndarray:
+        out = np.empty((self.m, self.d, q.shape[1]))
+        np.matmul(self._S3T, q[:self._n0].reshape(self.m - 1, self.d, q.shape[1]), out=out[:-1])
+        np.matmul(self._XjT, q[self._n0:], out=out[-1])
+        return out
+
+    def _D(self, y: np.ndarray) -> np.ndarray:
+        out = np.empty((self.n, y.shape[2]))
+        out[:self._n0] = np.matmul(self._S3, y[:-1]).reshape(self._n0, y.shape[2])
+        np.matmul(self.X[self._n0:], y[-1], out=out[self._n0:])
         return out
