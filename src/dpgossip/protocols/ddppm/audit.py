@@ -57,6 +57,7 @@ from dpgossip.protocols.checks import check_data, check_network
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
+from dpgossip.protocols.ddppm.reduced import ReducedAuditor, reducible
 from dpgossip.protocols.ddppm.release import ReleaseModel, build_release_model
 from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.protocols.ddppm.search import (
@@ -673,6 +674,7 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
         raise ConfigError(f"audit workers must be an integer >= 1, got {workers!r}")
     warm = options.warm or {}
+    reduced = settings is not None and settings.reduced
     targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
                                                        options.targets, options.observers)
     note = None
@@ -690,7 +692,7 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                         views={k: views[k] for k in my_keys}, warm=tuple(warm.get(j, ())))
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
-    problem = (data, network, params, run, views, seed)
+    problem = (data, network, params, run, views, seed, reduced)
     searches = _AMBIENT_SEARCHES.get() if len(tasks) > 1 else None
     if searches is None and workers > 1 and len(tasks) > 1:
         searches = partial(_search_in_processes, min(int(workers), len(tasks)))
@@ -702,7 +704,7 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                     options.on_target_results(task.target, done)
                 _report_target(options, task.target, n_done, len(tasks))
     else:
-        auditor = RunAuditor(data, network, params, views, seed=seed, run=run)
+        auditor = _search_auditor((data, network, params, run, views, seed, reduced))
         for n_done, task in enumerate(tasks, 1):
             stage = (None if options.on_stage is None else
                      lambda text, j=task.target: options.on_stage(int(j), text))
@@ -780,9 +782,8 @@ def search_target_cached(token: str, problem: tuple, keys: dict, hops: dict, job
         state = _CACHED.get(token)
         if state is None:
             _CACHED.clear()
-            data, network, params, run, views, seed = problem
-            state = _CACHED[token] = (data, network, params, run,
-                                      RunAuditor(data, network, params, views, seed=seed, run=run))
+            data, network, params, run = problem[:4]
+            state = _CACHED[token] = (data, network, params, run, _search_auditor(problem))
         data, network, params, run, auditor = state
         return _search_target(data, network, params, run, keys, hops, job, spec, auditor=auditor)
 
@@ -798,10 +799,19 @@ def _start_worker(problem: tuple) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    data, network, params, run, views, seed = problem
+    data, network, params, run = problem[:4]
     with blas_threads(1):
-        _WORKER_STATE["problem"] = (data, network, params, run,
-                                    RunAuditor(data, network, params, views, seed=seed, run=run))
+        _WORKER_STATE["problem"] = (data, network, params, run, _search_auditor(problem))
+
+
+def _search_auditor(problem: tuple) -> RunAuditor | ReducedAuditor:
+    """The auditor of a search's views: ``problem = (data, network, params, run, views, seed,
+    reduced)``; with ``reduced`` and where it applies (:func:`reducible`) the reduced observer views
+    (the same divergences), else one factorisation per view (:class:`RunAuditor`)."""
+    data, network, params, run, views, seed, reduced = problem
+    if reduced and reducible(data, params, views):
+        return ReducedAuditor(data, network, params, views, seed=seed)
+    return RunAuditor(data, network, params, views, seed=seed, run=run)
 
 
 def _search_in_worker(keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec
@@ -876,7 +886,7 @@ class _TargetJob:
 
 def _search_target(data: PartitionedData, network: Network, params: ProtocolParams,
                    run: RunResult | None, keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec,
-                   *, auditor: RunAuditor | None = None,
+                   *, auditor: RunAuditor | ReducedAuditor | None = None,
                    on_stage: Callable[[str], None] | None = None) -> dict[tuple[int, int], PairResult]:
     """The search of one target (all its observers' views) and its pairs' results; in a worker
     process (``auditor=None``) the auditor of the target's views is built here. ``on_stage`` hears of
@@ -884,7 +894,8 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
     j, settings, methods = job.target, spec.settings, spec.methods
     with blas_threads(1):
         if auditor is None:
-            auditor = RunAuditor(data, network, params, job.views, seed=spec.seed, run=run)
+            auditor = _search_auditor((data, network, params, run, job.views, spec.seed,
+                                       spec.settings is not None and spec.settings.reduced))
         auditor.reseed([spec.seed, j])
         specs = auditor.auditors[0].specs
         subviews = ({k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in job.keys}

@@ -130,8 +130,9 @@ class LowRankPencil:
     outside ``range(S_0)``, a direction along which ``X'`` gives variance that ``X`` does not."""
 
 
-def pencil_eigenvalues(white: WhitenedCovariance, view0: ViewOperator, view1: ViewOperator,
-                       C: np.ndarray, *, support_tol: float = 1e-7) -> LowRankPencil:
+def pencil_eigenvalues(white: WhitenedCovariance, view0: ViewOperator, view1: ViewOperator | None,
+                       C: np.ndarray, *, support_tol: float = 1e-7,
+                       forwards: tuple[np.ndarray, np.ndarray] | None = None) -> LowRankPencil:
     """Generalised eigenvalues of the pencil ``(S_1, S_0)`` from ``G_1 = G_0 + U C^T`` (module docstring).
 
     With ``Wh`` the whitening map of ``S_0`` and ``Q`` an orthonormal basis of ``Wh [G_0 C, G_1 C]`` (the
@@ -142,12 +143,12 @@ def pencil_eigenvalues(white: WhitenedCovariance, view0: ViewOperator, view1: Vi
 
     because ``G_1 (I - C C^T) = G_0 (I - C C^T)``. Taking singular values of ``H`` instead of eigenvalues of
     ``I + (low-rank)`` keeps small eigenvalues accurate in relative terms (no cancellation against 1).
+    ``forwards``: ``(G_0 C, G_1 C)`` when the caller has them (then ``view1`` is not used).
     """
     p = C.shape[1]
     if p == 0:
         return LowRankPencil(lam=np.zeros(0), rank=white.rank, outside=0.0, support_ok=True)
-    A0 = view0.forward(C)
-    A1 = view1.forward(C)
+    A0, A1 = forwards if forwards is not None else (view0.forward(C), view1.forward(C))
     Yw, rel = white.whiten(np.hstack([A0, A1]))
     outside = float(rel.max())
     Q, _ = np.linalg.qr(Yw)
@@ -174,10 +175,16 @@ class JointWhitening:
     ``M`` given ``w_k``. Only ``L_u`` is a dense factorisation (``K_m = K - n_k`` instead of ``K``), and the
     products with ``F_k`` and ``F_k^T`` are one forward / adjoint of the view operator.
 
-    Whitening: ``a_k = w_k / std_k``, ``a_m = L_u^{-1} (M - F_k w_k)``.
+    Whitening: ``a_k = w_k / std_k``, ``a_m = L_u^{-1} (M - F_k w_k)``. ``covariance``: the
+    conditional covariance ``F_u diag(std_u^2) F_u^T`` when the caller has it already (a reduced
+    view's, :mod:`~dpgossip.protocols.ddppm.reduced`); by default it is computed from ``op``.
+    ``dense_known``: ``F_k`` is formed once as a ``K_m x n_k`` matrix (one forward of ``n_k`` columns)
+    instead of a forward and an adjoint of the operator per whitening (small views with few known
+    coordinates).
     """
 
-    def __init__(self, op: ViewOperator, *, max_condition: float = 1e10) -> None:
+    def __init__(self, op: ViewOperator, *, max_condition: float = 1e10,
+                 covariance: np.ndarray | None = None, dense_known: bool = False) -> None:
         self.op = op
         self.known = op.known
         self.std_k = op.std[self.known]
@@ -186,13 +193,18 @@ class JointWhitening:
         std_u[self.known] = 0.0
         self.op_u = ViewOperator(op.X, op.offsets, op.W,
                                  T=op.T, c=op.c, alpha=op.alpha, latent_std=std_u, B=op.B,
-                                 final_rows=op.final_rows, known=np.zeros(0, dtype=int))
-        self.white_u = WhitenedCovariance(self.op_u.covariance(), factor=self._factor,
+                                 final_rows=op.final_rows, known=np.zeros(0, dtype=int),
+                                 final_bases=op.final_bases)
+        S_u = self.op_u.covariance() if covariance is None else covariance
+        self.white_u = WhitenedCovariance(S_u, factor=self._factor,
                                           max_condition=max_condition)
         self.rank = self.white_u.rank + self.known.size
         self.K = op.K
         self.method = self.white_u.method
         self.condition = self.white_u.condition
+        self.Fk: np.ndarray | None = None
+        if dense_known and self.known.size:  # F_k diag(std_k) / std_k as a matrix: one forward
+            self.Fk = self._Fk(np.diag(self.std_k))
 
     def _factor(self) -> np.ndarray:
         """``G_u^T`` (``N x K_m``), built only for the QR fallback of an ill-conditioned ``S_u``, in
@@ -206,11 +218,15 @@ class JointWhitening:
         return out
 
     def _Fk(self, wk: np.ndarray) -> np.ndarray:
+        if self.Fk is not None:
+            return self.Fk @ (wk / self.std_k[:, None])
         g = np.zeros((self.op.N, wk.shape[1]))
         g[self.known] = wk / self.std_k[:, None]
         return self.op.forward(g)[: self.Km]
 
     def _FkT(self, vm: np.ndarray) -> np.ndarray:
+        if self.Fk is not None:
+            return (self.Fk.T @ vm) / self.std_k[:, None]
         v = np.zeros((self.K, vm.shape[1]))
         v[: self.Km] = vm
         return self.op.adjoint(v)[self.known] / self.std_k[:, None]

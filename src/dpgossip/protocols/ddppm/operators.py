@@ -16,6 +16,8 @@ of vectors, ``O(T (n d + m^2 d) b)`` for ``b`` vectors.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 __all__ = ["ViewOperator", "view_operator"]
@@ -42,11 +44,16 @@ class ViewOperator:
         Indices of ``q^(T)`` in the view.
     known
         Indices of ``w`` the adversary knows.
+    final_bases
+        Optional reduction of final rows (:mod:`~dpgossip.protocols.ddppm.reduced`): ``(rows, U)`` with
+        ``rows`` (``b x s``) row indices of ``q^(T)`` and ``U`` (``b x s x k``) orthonormal columns; the
+        view then holds ``U_i^T q^(T)[rows_i]`` for each block ``i`` before the raw ``final_rows``.
     """
 
     def __init__(self, X: np.ndarray, offsets: np.ndarray, W: np.ndarray, *, T: int, c: int,
                  alpha: float, latent_std: np.ndarray, B: np.ndarray, final_rows: np.ndarray,
-                 known: np.ndarray) -> None:
+                 known: np.ndarray,
+                 final_bases: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.X = np.asarray(X, dtype=float)
         self.n, self.d = self.X.shape
         self.offsets = np.asarray(offsets)
@@ -66,8 +73,26 @@ class ViewOperator:
         self.final_rows = np.asarray(final_rows, dtype=int)
         self.known = np.asarray(known, dtype=int)
         self.r = self.B.shape[0]
-        self.K = T * self.r * self.d + self.final_rows.size + self.known.size
+        if final_bases is None:
+            final_bases = (np.zeros((0, 0), dtype=int), np.zeros((0, 0, 0)))
+        self.final_bases = (np.asarray(final_bases[0], dtype=int),
+                            np.asarray(final_bases[1], dtype=float))
+        self.nf = int(self.final_bases[1].shape[0] * self.final_bases[1].shape[2]
+                      + self.final_rows.size)
+        """Final coordinates: the reduced blocks' ``U_i^T q`` and the raw ``final_rows``."""
+        self.K = T * self.r * self.d + self.nf + self.known.size
         self.N = self.n * (T + 1)
+
+    def with_data(self, X: np.ndarray) -> ViewOperator:
+        """The same view map on other data ``X`` of the same shape (a neighbour's), without
+        recomputing what does not depend on the data (``m W^c``)."""
+        out = copy.copy(self)
+        out.X = np.asarray(X, dtype=float)
+        out._XT = [np.ascontiguousarray(out.X[a:e].T) for a, e in self._blocks]
+        if self._rows:
+            out._X3 = np.ascontiguousarray(out.X.reshape(self.m, self._rows, self.d))
+            out._X3T = np.ascontiguousarray(out._X3.transpose(0, 2, 1))
+        return out
 
     # --- building blocks -------------------------------------------------------------------------
     def _Dt(self, q: np.ndarray) -> np.ndarray:
@@ -111,11 +136,30 @@ class ViewOperator:
                 out[pos:pos + step] = (self.B @ z.reshape(self.m, -1)).reshape(step, b)
                 pos += step
             q = self.apply_P(q) + w[t * n:(t + 1) * n]
-        nf = self.final_rows.size
-        out[pos:pos + nf] = q[self.final_rows]
+        nf = self.nf
+        out[pos:pos + nf] = self._final(q)
         pos += nf
         out[pos:] = w[self.known]
         return out
+
+    def _final(self, q: np.ndarray) -> np.ndarray:
+        """The final coordinates of ``q^(T)`` (``n x b``): ``U_i^T q[rows_i]`` for every reduced
+        block, then ``q[final_rows]``."""
+        rows, U = self.final_bases
+        if not U.shape[0]:
+            return q[self.final_rows]
+        red = np.matmul(U.transpose(0, 2, 1), q[rows]).reshape(-1, q.shape[1])
+        return np.vstack([red, q[self.final_rows]])
+
+    def _final_adjoint(self, f: np.ndarray) -> np.ndarray:
+        """The adjoint of :meth:`_final`: ``f`` (final coordinates x b) scattered to ``n x b``."""
+        R = np.zeros((self.n, f.shape[1]))
+        rows, U = self.final_bases
+        nr = U.shape[0] * U.shape[2]
+        if nr:
+            R[rows] = np.matmul(U, f[:nr].reshape(U.shape[0], U.shape[2], f.shape[1]))
+        R[self.final_rows] = f[nr:]
+        return R
 
     def adjoint(self, v: np.ndarray) -> np.ndarray:
         """``G^T v`` for ``v`` of shape ``(K, b)``; returns ``(N, b)``."""
@@ -123,10 +167,9 @@ class ViewOperator:
         b = v.shape[1]
         n, T, d = self.n, self.T, self.d
         step = self.r * d
-        nf = self.final_rows.size
+        nf = self.nf
         msgs = v[:T * step].reshape(T, self.r, d, b) if self.r else None
-        R = np.zeros((n, b))
-        R[self.final_rows] = v[T * step:T * step + nf]
+        R = self._final_adjoint(v[T * step:T * step + nf])
         out = np.empty((self.N, b))
         out[T * n:] = R
         for s in range(T - 1, -1, -1):
@@ -154,10 +197,9 @@ class ViewOperator:
         C = self.z_covariances()
         T, d, n = self.T, self.d, self.n
         Kw = np.kron(self.alpha * self.mWc, np.eye(d))
-        fin = self.final_rows
         step = self.r * d
         M = [self._Bk(C[(t, T)] @ Kw) for t in range(1, T + 1)] if self.r else []
-        cross = [self._Dmat(Mt.T)[fin].T for Mt in M]  # S_MY[t] = (B_k Phi_t) D_Y^T
+        cross = [self._final(self._Dmat(Mt.T)).T for Mt in M]  # S_MY[t] = (B_k Phi_t) D_Y^T
         Phi = Kw @ C[(T, T)] @ Kw
         S = np.zeros((self.K, self.K))
         for t in range(1, T + 1):
@@ -167,17 +209,30 @@ class ViewOperator:
                     S[(t - 1) * step:t * step, (u - 1) * step:u * step] = blk
                     S[(u - 1) * step:u * step, (t - 1) * step:t * step] = blk.T
         pos = T * step
-        nf = fin.size
+        nf = self.nf
         for t in range(self.r and T):
             S[t * step:(t + 1) * step, pos:pos + nf] = cross[t]
             S[pos:pos + nf, t * step:(t + 1) * step] = cross[t].T
-        S[pos:pos + nf, pos:pos + nf] = self._Dmat(self._Dmat(Phi.T).T[:, fin])[fin]
-        S[pos + np.arange(nf), pos + np.arange(nf)] += self.std[T * n + fin] ** 2
+        S[pos:pos + nf, pos:pos + nf] = self._final(self._Dmat(self._final(self._Dmat(Phi.T)).T))
+        S[pos:pos + nf, pos:pos + nf] += self._final_noise(self.std[T * n:(T + 1) * n] ** 2)
         if self.known.size:
             self._known_covariance(S, pos + nf)
         return (S + S.T) / 2
 
     # --- helpers of covariance() -----------------------------------------------------------------
+    def _final_noise(self, var: np.ndarray) -> np.ndarray:
+        """The covariance of the final coordinates of a noise vector of variances ``var`` (``n``):
+        ``U_i^T diag(var[rows_i]) U_i`` on each reduced block, ``diag(var[final_rows])`` on the raw rows."""
+        rows, U = self.final_bases
+        out = np.zeros((self.nf, self.nf))
+        k = U.shape[2] if U.shape[0] else 0
+        for i in range(U.shape[0]):
+            out[i * k:(i + 1) * k, i * k:(i + 1) * k] = U[i].T @ (var[rows[i], None] * U[i])
+        nr = U.shape[0] * k
+        out[nr + np.arange(self.final_rows.size), nr + np.arange(self.final_rows.size)] = \
+            var[self.final_rows]
+        return out
+
     def _Bk(self, Z: np.ndarray) -> np.ndarray:
         """``(B (x) I_d) Z`` for ``Z`` of shape ``(m d, k)``."""
         k = Z.shape[1]
@@ -236,4 +291,5 @@ def view_operator(X: np.ndarray, offsets: np.ndarray, W: np.ndarray, *, T: int, 
                   alpha: float, latent_std: np.ndarray, spec) -> ViewOperator:
     """The :class:`ViewOperator` of a :class:`~dpgossip.protocols.ddppm.views.ViewSpec` on data ``X``."""
     return ViewOperator(X, offsets, W, T=T, c=c, alpha=alpha, latent_std=latent_std, B=spec.B,
-                        final_rows=spec.final_rows, known=spec.known)
+                        final_rows=spec.final_rows, known=spec.known,
+                        final_bases=getattr(spec, "final_bases", None))

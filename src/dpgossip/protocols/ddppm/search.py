@@ -60,10 +60,12 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
            "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate", "surrogate_gradient"]
 
-SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2}
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2, "fast": 2}
 """Number of effort levels of each named search; each level doubles the effort of the one before.
 ``shared`` is ``standard`` run on a few lead views per target only, its neighbours then shared with
-the other views (:meth:`TargetSearch.adopt`)."""
+the other views (:meth:`TargetSearch.adopt`). ``fast`` is ``shared`` on observer views reduced to a
+sufficient statistic of the final rows (:mod:`~dpgossip.protocols.ddppm.reduced`; the same divergences,
+so the same course up to rounding), built and dropped one target at a time."""
 
 DEFAULT_SEARCH = "standard"
 """The search every audit and calibration uses unless told otherwise: two levels, so that the evidence
@@ -93,6 +95,10 @@ class SearchSettings:
     shared: bool = False
     """Search the lead views of a target only and give their neighbours to the other views
     (:meth:`TargetSearch.adopt`); ``False``: every view is searched."""
+    reduced: bool = False
+    """Evaluate neighbours on observer views reduced to a sufficient statistic of the final rows
+    (:class:`~dpgossip.protocols.ddppm.reduced.ReducedAuditor`), where it applies (rank 1, observer
+    views, equal blocks); the same divergences, far fewer coordinates."""
 
     def __post_init__(self) -> None:
         """Every effort is a positive integer (``random`` and ``steps`` may be 0): a search with no
@@ -121,7 +127,8 @@ class SearchSettings:
                               f"{CANDIDATE_SEARCH} or an integer number of levels >= 1, got "
                               f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}",
                               field="search")
-        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)], shared=search == "shared")
+        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)],
+                   shared=search in ("shared", "fast"), reduced=search == "fast")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,144 @@
+"""The reduced observer views (``search = "fast"``): every other agent's final rows replaced by
+``U_a^T Y_a``, i.e. the observer view of the protocol on the reduced data.
+
+Oracles: the dense release model of the *unreduced* view (explicit covariances of every latent
+coordinate, no low-rank update, no reduction): the reduction must not change any divergence; the
+covariance of the reduced view built by brute force from its operator's columns (``G_u G_u^T``); the
+per-agent loop of the base view operator (the target-last batched products); the ``shared`` search
+(the ``fast`` search follows its course: the same values to rounding).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpgossip.data.partition import PartitionedData
+from dpgossip.privacy.neighbours import Neighbour, project
+from dpgossip.protocols.ddppm.audit import (
+    AuditOptions,
+    RunAuditor,
+    _search_auditor,
+    audit_pairs,
+    component_model,
+    view_pair,
+)
+from dpgossip.protocols.ddppm.operators import ViewOperator
+from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.reduced import ReducedAuditor, reducible
+from dpgossip.protocols.ddppm.search import SearchSettings
+from dpgossip.protocols.ddppm.views import make_view
+from dpgossip.topology import make_network
+
+DELTA = 1e-5
+
+
+def _ring(m: int = 6, rows: int = 5, d: int = 2, T: int = 2, c: int = 1, seed: int = 4):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m * rows, d)) * np.linspace(1.0, 0.6, d)
+    X /= np.max(np.linalg.norm(X, axis=1))
+    data = PartitionedData(X=X, sizes=(rows,) * m)
+    net = make_network("ring", agents=m)
+    params = resolve_params(data, net, iterations=T, consensus_steps=c,
+                            noise=NoiseSchedule(kind="constant", scale=1.0))
+    return data, net, params
+
+
+def _views(m: int) -> dict:
+    return {("observer", o): make_view("observer", m=m, agents=(o,)) for o in range(m)}
+
+
+def _neighbours(data: PartitionedData, j: int, count: int, seed: int) -> list[Neighbour]:
+    rng = np.random.default_rng(seed)
+    rows = data.offsets[j] + rng.integers(0, data.offsets[j + 1] - data.offsets[j], count)
+    out = []
+    for r in rows:
+        x = data.X[r]
+        out.append(Neighbour(row=int(r), x_new=project(x, x + rng.standard_normal(x.size),
+                                                       "bounded")))
+    return out
+
+
+@pytest.mark.parametrize("T, c", [(2, 1), (3, 2)])
+def test_reduction_changes_no_divergence_against_the_dense_unreduced_view(T, c):
+    """The reduced view's nontrivial eigenvalues and RDP epsilon equal those of the unreduced view by
+    dense matrices, for near and far observers and two targets, to 1e-9 (the exact conversion is a
+    function of the eigenvalues alone)."""
+    data, net, params = _ring(T=T, c=c)
+    m = data.m
+    red = ReducedAuditor(data, net, params, _views(m), seed=1)
+    model0 = component_model(data, net, params)
+    for j in (0, 3):
+        for nb in _neighbours(data, j, 1, seed=10 + j):
+            model1 = component_model(data, net, params, X=nb.apply(data.X))
+            keys = [("observer", o) for o in range(m) if o != j]
+            got = red.pairs(nb, keys)
+            for key in keys:
+                dense = view_pair(model0, model1, make_view("observer", m=m, agents=key[1:]), net)
+                lam_d = np.sort(dense.eigenvalues[np.abs(dense.eigenvalues - 1) > 1e-9])
+                lam_r = np.sort(got[key].eigenvalues[np.abs(got[key].eigenvalues - 1) > 1e-9])
+                assert lam_r.size == lam_d.size
+                np.testing.assert_allclose(lam_r, lam_d, rtol=1e-9, atol=1e-12)
+                assert got[key].epsilon(DELTA, "rdp") == pytest.approx(
+                    dense.epsilon(DELTA, "rdp"), rel=1e-9)
+
+
+def test_pair_covariance_equals_the_brute_force_covariance_of_the_reduced_view():
+    """The moments path (the run's ``z`` covariances less the observer's own noise) equals
+    ``G_u G_u^T`` of the reduced view's operator, its columns taken one unit vector at a time."""
+    data, net, params = _ring(T=3, c=2)
+    red = ReducedAuditor(data, net, params, _views(data.m))
+    for o, j in ((1, 0), (4, 0), (0, 2)):
+        key = ("observer", o)
+        op = red.pair_operator(key, j)
+        std_u = op.std.copy()
+        std_u[op.known] = 0.0
+        G = op.forward(np.diag(std_u > 0).astype(float))[: op.K - op.known.size]
+        S = red.pair_covariance(key, j)
+        assert S.shape == (G.shape[0],) * 2
+        np.testing.assert_allclose(S, G @ G.T, rtol=0, atol=1e-12 * np.abs(S).max())
+
+
+def test_target_last_products_equal_the_per_agent_loop():
+    """``D^T q``, ``D y``, the forward and the adjoint of the target-last operator equal the base
+    operator's (a loop over agents) on the same reduced data, and the adjoint is the transpose."""
+    data, net, params = _ring(T=2, c=1)
+    red = ReducedAuditor(data, net, params, _views(data.m))
+    op = red.pair_operator(("observer", 2), 4)
+    base = ViewOperator(op.X, op.offsets, op.W, T=op.T, c=op.c, alpha=op.alpha, latent_std=op.std,
+                        B=op.B, final_rows=op.final_rows, known=op.known)
+    rng = np.random.default_rng(0)
+    g, v = rng.standard_normal((op.N, 3)), rng.standard_normal((op.K, 3))
+    np.testing.assert_allclose(op.forward(g), base.forward(g), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(op.adjoint(v), base.adjoint(v), rtol=1e-13, atol=1e-14)
+    assert np.sum(op.forward(g) * v) == pytest.approx(np.sum(g * op.adjoint(v)), rel=1e-12)
+
+
+def test_fast_search_follows_the_shared_search():
+    """``search = "fast"`` reports, pair by pair, the shared search's values (the same divergences,
+    so the same course up to rounding: within 1e-9 relative) and the same rows."""
+    data, net, params = _ring(m=5, rows=4, T=2, c=1)
+    kw = dict(delta=DELTA, epsilons=(1.0,), methods=("rdp",), seed=3,
+              options=AuditOptions(targets=[0], upper_bound=False))
+    quick = dict(name="quick", levels=1, shared=True)
+    shared = audit_pairs(data, net, params, search=SearchSettings(**quick), **kw)
+    fast = audit_pairs(data, net, params, search=SearchSettings(**quick, reduced=True), **kw)
+    assert set(fast.results) == set(shared.results)
+    for key, res in shared.results.items():
+        assert fast.results[key].epsilon["rdp"] == pytest.approx(res.epsilon["rdp"], rel=1e-9)
+        assert fast.results[key].neighbour.row == res.neighbour.row
+
+
+def test_fast_preset_and_where_the_reduction_applies():
+    s = SearchSettings.of("fast")
+    assert s.shared and s.reduced and s.levels == SearchSettings.of("shared").levels
+    assert not SearchSettings.of("shared").reduced
+    data, net, params = _ring()
+    views = _views(data.m)
+    assert isinstance(_search_auditor((data, net, params, None, views, 0, True)), ReducedAuditor)
+    assert isinstance(_search_auditor((data, net, params, None, views, 0, False)), RunAuditor)
+    uneven = PartitionedData(X=data.X, sizes=(4, 6) + (5,) * (data.m - 2))
+    assert not reducible(uneven, params, views)
+    assert isinstance(_search_auditor((uneven, net, params, None, views, 0, True)), RunAuditor)
+    too_few = _ring(rows=2, d=2)
+    assert not reducible(too_few[0], too_few[2], views)
