@@ -102,7 +102,7 @@ def conclusion(rows: list[dict[str, str]]) -> str:
         f"{dd[-1]['audited_epsilon']} (error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}): at "
         f"any error it leaks orders of magnitude more than the power method of 000. No certified upper "
         f"bound is printed beside it: the scenario runs rank 2, which the bound does not cover "
-        f"([upper-bound.md](upper-bound.md), Section 8).",
+        f"([upper-bound.md](upper-bound.md), Section 9).",
     ])
 
 

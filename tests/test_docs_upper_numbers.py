@@ -110,7 +110,7 @@ def test_the_example_is_bracketed_row_by_row():
 
 
 def test_what_upper_bound_md_says_of_the_deltas_is_what_is_stored():
-    """docs/upper-bound.md, Section 10: at every published point of paper-fig2 and paper-fig3 the
+    """docs/upper-bound.md, Section 11: at every published point of paper-fig2 and paper-fig3 the
     bound proves no delta below 1."""
     fig2 = [r["delta_upper_at_epsilon"] for ds in UP.FIG2
             for r in UP.read_csv(UP.NUMBERS / f"paper-fig2-{ds}.csv")]

@@ -186,4 +186,4 @@ def test_search_key_selects_the_optimising_search():
     assert validate(scenario(search="quick"))["privacy"]["search"] == "quick"
     assert validate(scenario(search=2))["privacy"]["search"] == 2
     with pytest.raises(ConfigError, match="privacy.search must be one of quick, standard, thorough"):
-        validate(scenario(search="fast"))
+        validate(scenario(search="fastest"))
