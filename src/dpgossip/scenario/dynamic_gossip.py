@@ -43,7 +43,7 @@ from dpgossip.scenario.dynamic_gossip_tables import (
 )
 from dpgossip.scenario.outdir import check_out_dir
 from dpgossip.scenario.staging import foreign, staged_folder
-from dpgossip.scenario.store import json_safe, read_json, write_csv, write_json
+from dpgossip.scenario.store import json_safe, read_json, read_keyed, write_csv, write_json
 
 __all__ = ["run_dynamic_gossip", "mode_record", "mode_file", "TABLES", "FORMAT"]
 
@@ -82,14 +82,6 @@ def mode_record(config: DynamicGossipConfig, setting: Setting, index: int, mode:
         "consensus_messages": message_rows(mode.label, traces, config.points),
         "leakage": distance_rows(mode.label, traces, setting.pairs, settings),
         "pairs": pair_rows(mode.label, traces, setting.pairs, settings)}}
-
-
-def _stored(path: Path, key: str) -> dict[str, Any] | None:
-    try:
-        record = read_json(path)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("key") == key else None
 
 
 def run_dynamic_gossip(config: DynamicGossipConfig, out: str | Path | None = None, *,
@@ -144,7 +136,7 @@ def _write_results(config: DynamicGossipConfig, out_dir: Path, setting: Setting,
 def _run_mode(config: DynamicGossipConfig, out_dir: Path, i: int, mode: Mode, setting: Setting,
               quiet: bool) -> dict[str, Any]:
     path, key = mode_file(out_dir, i, mode), _key(config, i, mode)
-    stored = _stored(path, key)
+    stored = read_keyed(path, key)
     n = len(config.modes)
     if stored is not None:
         if not quiet:

@@ -16,13 +16,13 @@ Every error is a :class:`~dpgossip.errors.ConfigError` naming the path
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number, reject_unknown_keys
+from dpgossip.scenario.section_files import file_has_section, load_section_file
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.churn import SESSION_KINDS, SessionLength
 from dpgossip.topology.mixing import MIXING_RULES
@@ -53,23 +53,13 @@ def is_dynamic_gossip(raw: Mapping[str, Any]) -> bool:
 def is_dynamic_gossip_file(path: str | Path) -> bool:
     """Whether ``path`` is a readable TOML file with a ``[dynamic_gossip]`` table (``False`` for anything
     else: the ordinary scenario loader then reports what is wrong with it)."""
-    try:
-        return is_dynamic_gossip(tomllib.loads(Path(path).read_text(encoding="utf-8-sig")))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
+    return file_has_section(path, SECTION)
 
 
 def load_dynamic_gossip(path: str | Path) -> DynamicGossipConfig:
     """Read and validate a dynamic-gossip scenario file; errors name the file and the TOML path."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the scenario: {exc}") from None
-    try:
-        return parse_dynamic_gossip(raw, base_dir=path.parent)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}", field=exc.field) from None
+    return load_section_file(path, lambda raw: parse_dynamic_gossip(raw, base_dir=path.parent))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

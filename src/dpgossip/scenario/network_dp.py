@@ -52,7 +52,7 @@ from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.scenario.network_dp_config import MIXING_TIME, GraphCase, NetworkDpConfig
 from dpgossip.scenario.outdir import check_out_dir
 from dpgossip.scenario.staging import foreign, staged_folder
-from dpgossip.scenario.store import json_safe, read_json, write_csv, write_json
+from dpgossip.scenario.store import json_safe, read_json, read_keyed, write_csv, write_json
 from dpgossip.topology import make_network
 from dpgossip.topology.network import Network
 from dpgossip.topology.published import mfdl_erdos_renyi
@@ -247,14 +247,6 @@ def _key(config: NetworkDpConfig, case: GraphCase) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _stored(path: Path, key: str) -> dict[str, Any] | None:
-    try:
-        record = read_json(path)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("key") == key else None
-
-
 def run_network_dp(config: NetworkDpConfig, out: str | Path | None = None, *, quiet: bool = False,
                    force: bool = False) -> Path:
     """Audit every graph of a network-DP scenario and write its results folder (module docstring).
@@ -308,7 +300,7 @@ def _write_results(config: NetworkDpConfig, out_dir: Path, prepared: list[Prepar
 def _run_graph(config: NetworkDpConfig, out_dir: Path, i: int, case: GraphCase,
                quiet: bool, prepared: PreparedCase) -> dict[str, Any]:
     path, key = graph_file(out_dir, i, case), _key(config, case)
-    stored = _stored(path, key)
+    stored = read_keyed(path, key)
     if stored is not None:
         if not quiet:
             print(f"[{i + 1}/{len(config.graphs)}] {case.label}: stored, skipped", file=sys.stderr)

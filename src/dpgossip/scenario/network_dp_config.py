@@ -12,7 +12,6 @@ and what is allowed.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from dpgossip.errors import ConfigError, check_choice, check_int, check_number, 
 from dpgossip.protocols.gossip.kinds import default_inputs, draws_edge_secrets
 from dpgossip.protocols.gossip.linear import INPUTS
 from dpgossip.protocols.registry import kinds
+from dpgossip.scenario.section_files import file_has_section, load_section_file
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.mixing import MIXING_RULES
 
@@ -59,23 +59,13 @@ def is_network_dp(raw: Mapping[str, Any]) -> bool:
 def is_network_dp_file(path: str | Path) -> bool:
     """Whether ``path`` is a readable TOML file with a ``[network_dp]`` table (``False`` for anything
     else: the ordinary scenario loader then reports what is wrong with it)."""
-    try:
-        return is_network_dp(tomllib.loads(Path(path).read_text(encoding="utf-8-sig")))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
+    return file_has_section(path, SECTION)
 
 
 def load_network_dp(path: str | Path) -> NetworkDpConfig:
     """Read and validate a network-DP scenario file; errors name the file and the TOML path."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the scenario: {exc}") from None
-    try:
-        return parse_network_dp(raw)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}", field=exc.field) from None
+    return load_section_file(path, parse_network_dp)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

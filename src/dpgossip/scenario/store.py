@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["atomic_write_text", "write_csv", "write_json", "read_csv", "file_mode", "json_safe",
-           "read_json", "NON_FINITE"]
+           "read_json", "read_keyed", "NON_FINITE"]
 
 NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 """How :func:`json_safe` writes non-finite numbers (JSON has none): as these strings."""
@@ -122,6 +122,16 @@ def read_json(path: Path) -> Any:
 
     with open(path, encoding="utf-8") as fh:
         return restore(json.load(fh))
+
+
+def read_keyed(path: Path, key: str) -> dict[str, Any] | None:
+    """The JSON record at ``path`` if it can be read and its ``key`` is ``key`` (a stored part of a run
+    to resume from), else ``None`` (absent, damaged or of another configuration: computed again)."""
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("key") == key else None
 
 
 def _json_default(o: Any) -> Any:
