@@ -190,26 +190,13 @@ def test_audit_interrupted_after_one_target_resumes_to_the_same_bits(tmp_path, m
     (key,) = [t.key for t in plan_audit(sc, tmp_path / "whole").tasks]
     assert not (tmp_path / "whole" / "points" / f"{key}.targets").exists()
 
-    real_save = TargetStore.save
-
-    def save_then_stop(self, target, results):
-        real_save(self, target, results)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(TargetStore, "save", save_then_stop)
+    real_save = _stop_after_one_target(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         audit(sc, tmp_path / "cut")
     stored = staging_path(tmp_path / "cut") / "points" / f"{key}.targets"
     assert sorted(p.name for p in stored.iterdir()) == ["000000.json"]
     monkeypatch.setattr(TargetStore, "save", real_save)
-    searched = []
-    real_config = privacy_section.audit_config
-
-    def spy(config, problem, **kwargs):
-        searched.append(kwargs.get("targets"))
-        return real_config(config, problem, **kwargs)
-
-    monkeypatch.setattr(privacy_section, "audit_config", spy)
+    searched = _spy_on_targets(monkeypatch)
     run = audit(sc, tmp_path / "cut")
     assert searched == [[1, 2, 3]] and run.computed == 1
     assert read_bytes(tmp_path / "cut", *tables) == read_bytes(tmp_path / "whole", *tables)
@@ -232,6 +219,24 @@ def test_run_interrupted_inside_the_pair_audit_resumes_from_its_finished_targets
     run_scenario(sc, tmp_path / "whole", quiet=True)
     assert not list((tmp_path / "whole" / "points").glob("*.targets"))
 
+    real_save = _stop_after_one_target(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(sc, tmp_path / "cut", quiet=True)
+    (stored,) = (staging_path(tmp_path / "cut") / "points").glob("*.targets")
+    assert sorted(p.name for p in stored.iterdir()) == ["000000.json"]
+    monkeypatch.setattr(TargetStore, "save", real_save)
+    searched = _spy_on_targets(monkeypatch)
+    run_scenario(sc, tmp_path / "cut", quiet=True)
+    assert searched == [[1, 2, 3]]
+    assert read_bytes(tmp_path / "cut", "leakage.csv") == read_bytes(tmp_path / "whole", "leakage.csv")
+    assert not list((tmp_path / "cut" / "points").glob("*.targets"))
+
+
+def _stop_after_one_target(monkeypatch):
+    """Make ``TargetStore.save`` raise KeyboardInterrupt once it has stored a target; returns the real
+    ``save``."""
+    from dpgossip.scenario.pair_targets import TargetStore
+
     real_save = TargetStore.save
 
     def save_then_stop(self, target, results):
@@ -239,11 +244,11 @@ def test_run_interrupted_inside_the_pair_audit_resumes_from_its_finished_targets
         raise KeyboardInterrupt
 
     monkeypatch.setattr(TargetStore, "save", save_then_stop)
-    with pytest.raises(KeyboardInterrupt):
-        run_scenario(sc, tmp_path / "cut", quiet=True)
-    (stored,) = (staging_path(tmp_path / "cut") / "points").glob("*.targets")
-    assert sorted(p.name for p in stored.iterdir()) == ["000000.json"]
-    monkeypatch.setattr(TargetStore, "save", real_save)
+    return real_save
+
+
+def _spy_on_targets(monkeypatch):
+    """Record the ``targets`` of every ``audit_config`` call (the list returned fills as it runs)."""
     searched = []
     real_config = privacy_section.audit_config
 
@@ -252,7 +257,4 @@ def test_run_interrupted_inside_the_pair_audit_resumes_from_its_finished_targets
         return real_config(config, problem, **kwargs)
 
     monkeypatch.setattr(privacy_section, "audit_config", spy)
-    run_scenario(sc, tmp_path / "cut", quiet=True)
-    assert searched == [[1, 2, 3]]
-    assert read_bytes(tmp_path / "cut", "leakage.csv") == read_bytes(tmp_path / "whole", "leakage.csv")
-    assert not list((tmp_path / "cut" / "points").glob("*.targets"))
+    return searched
