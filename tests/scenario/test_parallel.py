@@ -84,28 +84,3 @@ def test_inline_run_builds_each_structure_once(tmp_path, inline, monkeypatch):
     run_scenario(sweep(), tmp_path / "again", quiet=True)
     assert len(calls) == 2 + 6
     assert read_bytes(tmp_path / "again", *TABLES) == read_bytes(inline, *TABLES)
-
-
-def test_dask_cluster_spreads_one_points_pair_audit_over_its_workers(tmp_path):
-    """A sweep of one audited point on a 2-worker cluster: its targets are searched by tasks on the
-    cluster (each worker factorises the views once), and ``leakage.csv`` is the same bits as a run on
-    one process."""
-    distributed = pytest.importorskip("distributed")
-    sc = small(protocol={"consensus_steps": 1, "iterations": 1}, repeats=1,
-               privacy={"audit": True, "search": 1, "methods": ["rdp"], "epsilon": [50.0]})
-    run_scenario(sc, tmp_path / "one", quiet=True)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        run_scenario(sc, tmp_path / "dask", quiet=True, scheduler=cluster.scheduler_address)
-        with distributed.Client(cluster.scheduler_address) as client:
-            ran = {name for names in client.run(_task_names).values() for name in names}
-    m = int(sc.config["network"]["agents"])
-    assert sum(name.startswith("search_target_cached") for name in ran) == m
-    assert read_bytes(tmp_path / "dask", "leakage.csv", "runs.csv") == read_bytes(
-        tmp_path / "one", "leakage.csv", "runs.csv")
-
-
-def _task_names(dask_worker):
-    """The keys of the tasks a worker knew (its transition log)."""
-    return sorted({str(key[0] if isinstance(key, tuple) else key) for key, *_ in dask_worker.state.log
-                   if isinstance(key, (str, tuple))})

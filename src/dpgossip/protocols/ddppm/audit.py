@@ -26,13 +26,10 @@ the exact and Chernoff values are those of the product of the conditional compon
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -72,8 +69,7 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 from dpgossip.protocols.ddppm.views import View, make_view, view_factor
 from dpgossip.topology.network import Network
 
-__all__ = ["AuditOptions", "PairAudit", "audit_processes", "audit_searches", "search_target_cached",
-           "PairResult", "RunAuditor", "audit_pairs",
+__all__ = ["AuditOptions", "PairAudit", "audit_processes", "PairResult", "RunAuditor", "audit_pairs",
            "audit_neighbours",
            "result_pair",
            "view_pair",
@@ -692,12 +688,10 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                         views={k: views[k] for k in my_keys}, warm=tuple(warm.get(j, ())))
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
-    problem = (data, network, params, run, views, seed, reduced)
-    searches = _AMBIENT_SEARCHES.get() if len(tasks) > 1 else None
-    if searches is None and workers > 1 and len(tasks) > 1:
-        searches = partial(_search_in_processes, min(int(workers), len(tasks)))
-    if searches is not None:
-        with closing(searches(problem, keys, hops, tasks, common)) as found:
+    if workers > 1 and len(tasks) > 1:
+        with closing(_search_in_processes(min(int(workers), len(tasks)),
+                                          (data, network, params, run, views, seed, reduced),
+                                          keys, hops, tasks, common)) as found:
             for n_done, (task, done) in enumerate(zip(tasks, found, strict=False), 1):
                 results.update(done)
                 if options.on_target_results is not None:
@@ -746,46 +740,6 @@ def audit_processes(count: int) -> Iterator[None]:
         yield
     finally:
         _AMBIENT_PROCESSES.reset(token)
-
-
-TargetSearches = Callable[[tuple, dict, dict, list, Any], Iterator[dict[tuple[int, int], PairResult]]]
-"""``searches(problem, keys, hops, jobs, spec)``: each job's results in job order, computed elsewhere
-(other processes, a cluster) with :func:`search_target_cached` or the process pool's workers."""
-
-_AMBIENT_SEARCHES: ContextVar[TargetSearches | None] = ContextVar("dpgossip_audit_searches", default=None)
-
-
-@contextmanager
-def audit_searches(searches: TargetSearches | None) -> Iterator[None]:
-    """Within the block, an audit of several targets hands its targets' searches to ``searches``
-    (e.g. the tasks of a Dask cluster: :mod:`dpgossip.scenario.dask_targets`) instead of searching
-    them here or on :func:`audit_processes`. Speed only: each target reseeds its streams and every
-    view is factorised on one BLAS thread, so the result is the same bits."""
-    token = _AMBIENT_SEARCHES.set(searches)
-    try:
-        yield
-    finally:
-        _AMBIENT_SEARCHES.reset(token)
-
-
-_CACHED: dict[str, tuple] = {}
-_CACHED_LOCK = threading.Lock()
-
-
-def search_target_cached(token: str, problem: tuple, keys: dict, hops: dict, job: Any, spec: Any
-                         ) -> dict[tuple[int, int], PairResult]:
-    """One target's search on a worker that may serve several targets of one audit (a Dask worker):
-    the auditor of every view is built on the first call with a new ``token`` and reused by the later
-    ones (the previous audit's is dropped). Searches in one process run one at a time on one BLAS
-    thread, as in the parent, so the bits do not depend on where a target ran."""
-    with _CACHED_LOCK, blas_threads(1):
-        state = _CACHED.get(token)
-        if state is None:
-            _CACHED.clear()
-            data, network, params, run = problem[:4]
-            state = _CACHED[token] = (data, network, params, run, _search_auditor(problem))
-        data, network, params, run, auditor = state
-        return _search_target(data, network, params, run, keys, hops, job, spec, auditor=auditor)
 
 
 _WORKER_STATE: dict[str, tuple] = {}
