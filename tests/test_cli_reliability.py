@@ -457,7 +457,7 @@ def test_audit_and_calibrate_messages_name_flags(tmp_path, capsys):
     assert error_line(capsys, ["audit", s, "--view", "everyone", "--out", tmp_path / "a"]).startswith(
         "--view: 'everyone' is not allowed")
     assert error_line(capsys, ["audit", s, "--search", "fastest", "--out", tmp_path / "a"]).startswith(
-        "--search must be one of quick, standard, thorough, shared, fast, candidates or an integer number of "
+        "--search must be one of quick, standard, thorough, shared, fast, network, candidates or an integer number of "
         "levels")
     assert error_line(capsys, ["calibrate", s, "--epsilon", "-1", "--delta", "1e-5"]) == \
         "--epsilon must be a finite number > 0, got -1"

@@ -261,15 +261,21 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
     c = hi - _GOLDEN * (hi - lo)
     d = lo + _GOLDEN * (hi - lo)
     fc, fd = g(np.stack([c, d], axis=1)).T
-    while np.any(hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))):
+    # a bracket stops where it is narrow enough, whatever the others do: each curve's result is the
+    # same bits alone or in any batch
+    active = hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))
+    while np.any(active):
         left = fc < fd  # the minimum is in [lo, d]
-        hi, lo = np.where(left, d, hi), np.where(left, lo, c)
-        c_new = np.where(left, hi - _GOLDEN * (hi - lo), d)
-        d_new = np.where(left, c, lo + _GOLDEN * (hi - lo))
+        hi_n, lo_n = np.where(left, d, hi), np.where(left, lo, c)
+        c_new = np.where(left, hi_n - _GOLDEN * (hi_n - lo_n), d)
+        d_new = np.where(left, c, lo_n + _GOLDEN * (hi_n - lo_n))
         fresh = np.where(left, c_new, d_new)
         f_fresh = g(fresh[:, None])[:, 0]
-        fc, fd = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
-        c, d = c_new, d_new
+        fc_n, fd_n = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
+        hi, lo = np.where(active, hi_n, hi), np.where(active, lo_n, lo)
+        c, d = np.where(active, c_new, c), np.where(active, d_new, d)
+        fc, fd = np.where(active, fc_n, fc), np.where(active, fd_n, fd)
+        active = active & (hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u)))
     u_ref = np.where(fc < fd, c, d)
     f_ref = np.minimum(fc, fd)
     take = f_ref < best

@@ -15,7 +15,7 @@ from dpgossip.topology import make_network
 from tests.scenario.helpers import scenario_error, toml_scenario
 
 FILE = r"(?:^|\.toml: )"  # a load-time message starts with the scenario file
-SEARCH = (r"search must be one of quick, standard, thorough, shared, fast, candidates or an integer "
+SEARCH = (r"search must be one of quick, standard, thorough, shared, fast, network, candidates or an integer "
           r"number of levels >= 1, got 'thoruogh' \(did you mean 'thorough'\?\)")
 
 

@@ -42,7 +42,7 @@ from dpgossip.privacy.certified_bound import (
     NoisyPowerIteration,
     certified_upper_bounds,
 )
-from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.privacy.gaussian_pair import GaussianPair, rdp_deltas
 from dpgossip.privacy.neighbours import (
     NEIGHBOUR_KINDS,
     Neighbour,
@@ -54,6 +54,7 @@ from dpgossip.protocols.checks import check_data, check_network
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
+from dpgossip.protocols.ddppm.observer_batch import ObserverBatchAuditor
 from dpgossip.protocols.ddppm.reduced import ReducedAuditor, reducible
 from dpgossip.protocols.ddppm.release import ReleaseModel, build_release_model
 from dpgossip.protocols.ddppm.result import RunResult
@@ -764,7 +765,7 @@ def _search_auditor(problem: tuple) -> RunAuditor | ReducedAuditor:
     (the same divergences), else one factorisation per view (:class:`RunAuditor`)."""
     data, network, params, run, views, seed, reduced = problem
     if reduced and reducible(data, params, views):
-        return ReducedAuditor(data, network, params, views, seed=seed)
+        return ObserverBatchAuditor(data, network, params, views, seed=seed)
     return RunAuditor(data, network, params, views, seed=seed, run=run)
 
 
@@ -838,6 +839,13 @@ class _TargetJob:
     warm: tuple[Neighbour, ...]
 
 
+def _rdp_deltas_at(pairs: list[GaussianPair], epsilons: Sequence[float]
+                   ) -> dict[float, np.ndarray]:
+    """The RDP delta of every pair at every epsilon, one vectorised conversion per epsilon (the same
+    bits as ``pair.delta(e, "rdp")``)."""
+    return {e: rdp_deltas(pairs, e) for e in epsilons}
+
+
 def _search_target(data: PartitionedData, network: Network, params: ProtocolParams,
                    run: RunResult | None, keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec,
                    *, auditor: RunAuditor | ReducedAuditor | None = None,
@@ -877,26 +885,30 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
             others = [k for k in job.keys if k not in by_key]
             if others:
                 rest = search_of(others)
-                rest.adopt(ts.found(settings.starts), settings,
-                           leads=" ".join(str(o) for o, _ in lead_pairs))
+                adopt = rest.adopt_batched if settings.batched else rest.adopt
+                adopt(ts.found(settings.starts), settings,
+                      leads=" ".join(str(o) for o, _ in lead_pairs))
                 by_key.update(dict.fromkeys(others, rest))
         else:
             ts.run(settings, on_stage)
         out: dict[tuple[int, int], PairResult] = {}
-        for o, jj in job.pairs:
+        done = [(o, jj) for o, jj in job.pairs if by_key[keys[(o, jj)]].best[keys[(o, jj)]].pair
+                is not None]  # a pair without a neighbour only when checking no neighbours
+        rdp_at = _rdp_deltas_at([by_key[keys[oj]].best[keys[oj]].pair for oj in done],
+                                spec.epsilons) if "rdp" in methods else {}
+        for i, (o, jj) in enumerate(done):
             k = keys[(o, jj)]
             ts = by_key[k]
             best = ts.best[k]
-            if best.neighbour is None or best.pair is None:  # only when checking no neighbours
-                continue
             pair = best.pair
             if spec.rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
                 eps = {meth: math.nan for meth in methods}
             else:
                 eps = {meth: (best.value if meth == method
                               else float(pair.epsilon(spec.delta, method=meth))) for meth in methods}
-            dl = {meth: [float(pair.delta(e, method=meth, resolution=spec.resolution))
-                         for e in spec.epsilons] for meth in methods}
+            dl = {meth: ([float(rdp_at[e][i]) for e in spec.epsilons] if meth == "rdp" else
+                         [float(pair.delta(e, method=meth, resolution=spec.resolution))
+                          for e in spec.epsilons]) for meth in methods}
             out[(o, jj)] = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
                                       neighbour=best.neighbour, epsilon=eps, delta=dl,
                                       **_renyi2(pair),

@@ -53,14 +53,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpgossip.errors import ConfigError, check_int, did_you_mean
-from dpgossip.privacy.gaussian_pair import GaussianPair
+from dpgossip.privacy.gaussian_pair import GaussianPair, rdp_deltas, rdp_epsilons
 from dpgossip.privacy.neighbours import Neighbour, max_step, project
 from dpgossip.protocols.ddppm.subview import FirstMessageView
 
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
            "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate", "surrogate_gradient"]
 
-SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2, "fast": 2}
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2, "fast": 2, "network": 1}
 """Number of effort levels of each named search; each level doubles the effort of the one before.
 ``shared`` is ``standard`` run on a few lead views per target only, its neighbours then shared with
 the other views (:meth:`TargetSearch.adopt`). ``fast`` is ``shared`` on observer views reduced to a
@@ -99,6 +99,10 @@ class SearchSettings:
     """Evaluate neighbours on observer views reduced to a sufficient statistic of the final rows
     (:class:`~dpgossip.protocols.ddppm.reduced.ReducedAuditor`), where it applies (rank 1, observer
     views, equal blocks); the same divergences, far fewer coordinates."""
+    batched: bool = False
+    """With ``shared``: the other views get the leads' neighbours without per-view work
+    (:meth:`TargetSearch.adopt_batched`: one evaluation of every view per neighbour, the RDP
+    conversions of all of them at once, no polish)."""
 
     def __post_init__(self) -> None:
         """Every effort is a positive integer (``random`` and ``steps`` may be 0): a search with no
@@ -128,7 +132,8 @@ class SearchSettings:
                               f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}",
                               field="search")
         return cls(name=str(search), levels=SEARCH_PRESETS[str(search)],
-                   shared=search in ("shared", "fast"), reduced=search == "fast")
+                   shared=search in ("shared", "fast", "network"),
+                   reduced=search in ("fast", "network"), batched=search == "network")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -705,7 +710,8 @@ class TargetSearch:
                 sy = sur(y)
                 g = np.array([(sur(y + h * e) - sy) / h for e in np.eye(x.size)])
             else:
-                g = np.array([(f(y + h * e)[0] - fy) / h for e in np.eye(x.size)])
+                g = (self._values_at(nb.row, [y + h * e for e in np.eye(x.size)], k, eps0)
+                     - fy) / h
             ng = float(np.linalg.norm(g))
             if not np.isfinite(ng) or ng == 0:
                 break
@@ -724,6 +730,15 @@ class TargetSearch:
         if moved:
             self._offer(k, Neighbour(row=nb.row, x_new=y, label=nb.label.split("+")[0] + "+polish"),
                         pair_y)
+
+    def _values_at(self, row: int, points: list[np.ndarray], k: Hashable, eps0: float) -> np.ndarray:
+        """The asked delta at ``eps0`` of view ``k`` for the replacements ``points`` of ``row``; with
+        the RDP conversion all in one vectorised conversion (the same bits as one by one)."""
+        self.evals += len(points)
+        pairs = [self.evaluate_pairs(Neighbour(row=row, x_new=y), [k])[k] for y in points]
+        if self.method == "rdp":
+            return rdp_deltas(pairs, eps0)
+        return np.array([p.delta(eps0, self.method, resolution=self.resolution) for p in pairs])
 
     def _record(self, level: int, stage: str) -> None:
         now = time.perf_counter() - self.t0
@@ -835,6 +850,75 @@ class TargetSearch:
             self.level_values[k].append(self.best[k].value)
         self._record(level, "polish")
         self._warm(level)
+
+    def adopt_batched(self, found: Sequence[Neighbour], settings: SearchSettings, leads: str) -> None:
+        """The network search's stage for views that are not searched themselves (:meth:`adopt` without
+        per-view work): each neighbour ``found`` by the leads is evaluated on every view at once; with
+        the RDP conversion the asked quantity of every (view, neighbour) is solved in one vectorised
+        conversion and each view keeps its best (otherwise each view's ``exact`` best by surrogate get
+        exact values one by one); a view's own first-message best (closed form) is evaluated on it only
+        where its first-message bound is above the best found. No polish. Every value is still that of
+        an actual neighbour on that view (a lower estimate); ``leads`` names the lead views."""
+        self.leads = leads
+        self._first_message_bounds(sorted({nb.row for nb in found}))
+        table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]] = {k: [] for k in self.keys}
+        for nb in found:
+            self.evals += 1
+            for k, pair in self.evaluate_pairs(nb, self.keys).items():
+                table[k].append((nb, pair))
+                self.pool[k].append((self._sur(pair), nb))
+        self._record(0, "shared")
+        self.covered = len({nb.row for nb in found})
+        level = settings.levels - 1
+        if self.method == "rdp":
+            self._batched_values(table)
+        else:
+            for k in self.keys:
+                for _, nb in self._top(k, settings.exact):
+                    pair = next(p for n, p in table[k] if n is nb)
+                    self._offer(k, nb, pair)
+        for k, nb in self.bound_nb.items():
+            if not self.bound[k] <= self.best[k].value:
+                self.evals += 1
+                self._offer(k, nb, self.evaluate_pairs(nb, [k])[k])
+        self._record(level, "exact")
+        for k in self.keys:
+            self.level_values[k].append(self.best[k].value)
+        self._warm(level)
+
+    def _first_message_bounds(self, rows: Sequence[int]) -> None:
+        """Every view's first-message bound over ``rows`` and its neighbour (closed form, as
+        :meth:`screen`)."""
+        rng_sub = np.random.default_rng([self.seed, self.target, 7])
+        U_rand = rng_sub.standard_normal((_SUB_RANDOM, self.X.shape[1]))
+        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
+        for k, sv in self.subviews.items():
+            if not sv.available:
+                continue
+            best: tuple[float, Neighbour | None] = (-math.inf, None)
+            for got in self._subview_bests(sv, rows, U_rand, analytic=True).values():
+                if got[0] > best[0]:
+                    best = got
+            if best[1] is not None:
+                self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
+                self.bound_nb[k] = best[1]
+
+    def _batched_values(self, table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]]) -> None:
+        """The asked RDP quantity of every (view, neighbour) of ``table`` in one conversion; each view
+        keeps its largest (the first of equal ones, in the order found)."""
+        flat = [(k, nb, pair) for k in self.keys for nb, pair in table[k]]
+        pairs = [t[2] for t in flat]
+        values = (rdp_epsilons(pairs, self.delta) if self.epsilon is None
+                  else rdp_deltas(pairs, self.epsilon))
+        for (k, nb, pair), value in zip(flat, values):
+            tag = (nb.row, np.round(nb.x_new, 12).tobytes())
+            self.exact_done[k].add(tag)
+            best = self.best[k]
+            if best.neighbour is None or value > best.value:
+                best.value, best.neighbour, best.pair = float(value), nb, pair
+            old = self.row_exact[k].get(nb.row)
+            if old is None or value > old[0]:
+                self.row_exact[k][nb.row] = (float(value), nb, pair)
 
     def run(self, settings: SearchSettings, on_stage: Callable[[str], None] | None = None) -> None:
         """All stages at every level of ``settings``; ``on_stage`` hears of each (progress only)."""
