@@ -60,7 +60,7 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
            "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate", "surrogate_gradient"]
 
-SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2, "fast": 2, "network": 1}
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2, "fast": 2, "network": 2}
 """Number of effort levels of each named search; each level doubles the effort of the one before.
 ``shared`` is ``standard`` run on a few lead views per target only, its neighbours then shared with
 the other views (:meth:`TargetSearch.adopt`). ``fast`` is ``shared`` on observer views reduced to a
@@ -279,6 +279,20 @@ def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
     if lam.size == 0:
         return 0.0
     return float(surrogate(lam[None, :], False, delta=delta)[0])
+
+
+def _pair_surrogates(pairs: list[GaussianPair], delta: float) -> np.ndarray:
+    """:func:`_pair_surrogate` of every pair, those with as many eigenvalues in one call each."""
+    out = np.zeros(len(pairs))
+    groups: dict[int, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        if pair.support_mismatch is not None:
+            out[i] = math.inf
+        elif pair.eigenvalues.size:
+            groups.setdefault(pair.eigenvalues.size, []).append(i)
+    for idx in groups.values():
+        out[idx] = surrogate(np.stack([pairs[i].eigenvalues for i in idx]), False, delta=delta)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -864,14 +878,15 @@ class TargetSearch:
         table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]] = {k: [] for k in self.keys}
         for nb in found:
             self.evals += 1
-            for k, pair in self.evaluate_pairs(nb, self.keys).items():
+            got = self.evaluate_pairs(nb, self.keys)
+            for (k, pair), s in zip(got.items(), _pair_surrogates(list(got.values()), self.delta)):
                 table[k].append((nb, pair))
-                self.pool[k].append((self._sur(pair), nb))
+                self.pool[k].append((float(s), nb))
         self._record(0, "shared")
         self.covered = len({nb.row for nb in found})
         level = settings.levels - 1
         if self.method == "rdp":
-            self._batched_values(table)
+            self._batched_values(table, settings.exact)
         else:
             for k in self.keys:
                 for _, nb in self._top(k, settings.exact):
@@ -903,16 +918,31 @@ class TargetSearch:
                 self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
                 self.bound_nb[k] = best[1]
 
-    def _batched_values(self, table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]]) -> None:
-        """The asked RDP quantity of every (view, neighbour) of ``table`` in one conversion; each view
-        keeps its largest (the first of equal ones, in the order found)."""
-        flat = [(k, nb, pair) for k in self.keys for nb, pair in table[k]]
+    def _batched_values(self, table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]],
+                        exact: int) -> None:
+        """The asked RDP quantity, in one vectorised conversion per round, of each view's ``exact``
+        best candidates by surrogate and then, in epsilon mode, of every other candidate whose
+        surrogate (the same conversion on a grid of orders, so not below it) is above the view's best
+        value so far; in delta mode of every candidate. Each view keeps its largest value (the first of
+        equal ones, in the order found)."""
+        score = {k: {id(nb): s for s, nb in self.pool[k]} for k in self.keys}
+        ranked = {k: sorted(table[k], key=lambda t: -score[k][id(t[0])]) for k in self.keys}
+        first = {k: (ranked[k][:exact] if self.epsilon is None else ranked[k]) for k in self.keys}
+        self._convert_and_keep(first)
+        if self.epsilon is None:
+            rest = {k: [t for t in ranked[k][exact:]
+                        if not score[k][id(t[0])] <= self.best[k].value] for k in self.keys}
+            self._convert_and_keep(rest)
+
+    def _convert_and_keep(self, todo: dict[Hashable, list[tuple[Neighbour, GaussianPair]]]) -> None:
+        flat = [(k, nb, pair) for k in self.keys for nb, pair in todo.get(k, ())]
+        if not flat:
+            return
         pairs = [t[2] for t in flat]
         values = (rdp_epsilons(pairs, self.delta) if self.epsilon is None
                   else rdp_deltas(pairs, self.epsilon))
         for (k, nb, pair), value in zip(flat, values):
-            tag = (nb.row, np.round(nb.x_new, 12).tobytes())
-            self.exact_done[k].add(tag)
+            self.exact_done[k].add((nb.row, np.round(nb.x_new, 12).tobytes()))
             best = self.best[k]
             if best.neighbour is None or value > best.value:
                 best.value, best.neighbour, best.pair = float(value), nb, pair

@@ -56,15 +56,19 @@ class FirstMessageView:
         self.available = False
         if B.shape[0] == 0:
             return
+        if not np.any(B[:, target]):
+            return  # no first message of the target (checked first: the loop below is the cost)
         r = B.shape[0]
         S = np.zeros((r * d, r * d))
         for i in range(m):
             rows = range(int(offsets[i]), int(offsets[i + 1]))
-            nk = sum(1 for k in rows if k in known_q0)
+            nk = sum(1 for k in rows if k in known_q0) if known_q0 else 0
             if nk == len(rows):
                 continue  # a known constant
             if nk:
                 return  # partially known randomness: not a view built here
+            if not np.any(B[:, i]):
+                continue  # adds a zero block
             Xi = X[offsets[i]:offsets[i + 1]]
             S += np.kron(np.outer(B[:, i], B[:, i]), Xi.T @ Xi)
         if all(int(k) in known_q0 for k in range(int(offsets[target]), int(offsets[target + 1]))):
