@@ -7,7 +7,9 @@ neighbours, delta = 1e-5, the RDP conversion (as the shipped scenario), one BLAS
 Each pair's certified upper bound over its lower estimate (``gap_upper_lower``): median and worst pair.
 
 For each size and search (``standard``: every view searched; ``shared``: the lead views searched, their
-neighbours given to the others; ``fast``: ``shared`` on the reduced observer views), ``--targets K``
+neighbours given to the others; ``fast``: ``shared`` on the reduced observer views, all evaluated from one
+factorisation per audit; ``network``: ``fast`` whose other views get the leads' neighbours without
+per-view work), ``--targets K``
 audits the first K targets (every observer of each; ``--targets 0``: all of them) on ``--workers``
 processes and prints wall and CPU seconds (the child's and its worker processes'), seconds per
 (observer, target) pair, the all-pairs time extrapolated linearly in the number of targets (printed as an
@@ -18,6 +20,8 @@ one's and of every pair's epsilon.
     python benchmarks/bench_pair_audit.py --agents 16 --targets 1 --searches standard shared
     python benchmarks/bench_pair_audit.py --agents 64 --targets 2 --searches shared fast
     python benchmarks/bench_pair_audit.py --agents 64 --targets 0 --searches fast --workers 2
+    python benchmarks/bench_pair_audit.py --agents 16 64 --targets 2 --searches fast network
+    python benchmarks/bench_pair_audit.py --agents 64 --targets 0 --searches network --workers 2
 """
 
 from __future__ import annotations

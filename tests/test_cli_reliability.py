@@ -457,8 +457,8 @@ def test_audit_and_calibrate_messages_name_flags(tmp_path, capsys):
     assert error_line(capsys, ["audit", s, "--view", "everyone", "--out", tmp_path / "a"]).startswith(
         "--view: 'everyone' is not allowed")
     assert error_line(capsys, ["audit", s, "--search", "fastest", "--out", tmp_path / "a"]).startswith(
-        "--search must be one of quick, standard, thorough, shared, fast, network, candidates or an integer number of "
-        "levels")
+        "--search must be one of quick, standard, thorough, shared, fast, network, candidates or an "
+        "integer number of levels")
     assert error_line(capsys, ["calibrate", s, "--epsilon", "-1", "--delta", "1e-5"]) == \
         "--epsilon must be a finite number > 0, got -1"
     assert error_line(capsys, ["calibrate", s, "--epsilon", "1", "--delta", "1e-5", "--method",

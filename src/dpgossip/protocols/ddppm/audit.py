@@ -53,8 +53,8 @@ from dpgossip.privacy.neighbours import (
 from dpgossip.protocols.checks import check_data, check_network
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
 from dpgossip.protocols.ddppm.matrix import run_matrix
-from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.protocols.ddppm.observer_batch import ObserverBatchAuditor
+from dpgossip.protocols.ddppm.params import ProtocolParams, check_params
 from dpgossip.protocols.ddppm.reduced import ReducedAuditor, reducible
 from dpgossip.protocols.ddppm.release import ReleaseModel, build_release_model
 from dpgossip.protocols.ddppm.result import RunResult

@@ -179,7 +179,6 @@ class ObserverBatchAuditor(ReducedAuditor):
         the nontrivial generalised eigenvalues ``1 + eig(J Q)`` of each view (module docstring)."""
         if not keys:
             return {}
-        m, d, T = self.m, self.d, self.T
         s = self.rows_per_agent
         j = int(nb.row) // s
         full = self._target_view(j)
@@ -238,7 +237,7 @@ class ObserverBatchAuditor(ReducedAuditor):
                common: dict[str, np.ndarray]) -> tuple[np.ndarray, list]:
         """``Q`` of every view (stacked) and, per view, ``None`` or ``(outside, direction)`` when a
         column of ``r`` leaves the range of ``Sigma_o``."""
-        m, d, T = self.m, self.d, self.T
+        d, T = self.d, self.T
         b = V.shape[1]
         n_red = self._full.n
         Q = np.empty((len(keys), b, b))

@@ -879,7 +879,8 @@ class TargetSearch:
         for nb in found:
             self.evals += 1
             got = self.evaluate_pairs(nb, self.keys)
-            for (k, pair), s in zip(got.items(), _pair_surrogates(list(got.values()), self.delta)):
+            for (k, pair), s in zip(got.items(), _pair_surrogates(list(got.values()), self.delta),
+                                    strict=True):
                 table[k].append((nb, pair))
                 self.pool[k].append((float(s), nb))
         self._record(0, "shared")
@@ -941,7 +942,7 @@ class TargetSearch:
         pairs = [t[2] for t in flat]
         values = (rdp_epsilons(pairs, self.delta) if self.epsilon is None
                   else rdp_deltas(pairs, self.epsilon))
-        for (k, nb, pair), value in zip(flat, values):
+        for (k, nb, pair), value in zip(flat, values, strict=True):
             self.exact_done[k].add((nb.row, np.round(nb.x_new, 12).tobytes()))
             best = self.best[k]
             if best.neighbour is None or value > best.value:
