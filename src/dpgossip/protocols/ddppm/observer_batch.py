@@ -60,7 +60,11 @@ import scipy.linalg as sla
 from dpgossip.data.partition import PartitionedData
 from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.neighbours import Neighbour
-from dpgossip.protocols.ddppm.lowrank import WhitenedCovariance, difference_rowspace
+from dpgossip.protocols.ddppm.lowrank import (
+    WhitenedCovariance,
+    difference_rowspace,
+    pencil_eigenvalues,
+)
 from dpgossip.protocols.ddppm.params import ProtocolParams
 from dpgossip.protocols.ddppm.reduced import ReducedAuditor
 from dpgossip.protocols.ddppm.views import View
@@ -193,13 +197,28 @@ class ObserverBatchAuditor(ReducedAuditor):
         common = self._neighbour_terms(V, j, [self._observer_base(k) for k in keys])
         Q, bad = self._grams(keys, V, C, j, common)
         lam = self._eigenvalues(Q, p)
+        out = {k: GaussianPair.from_whitened(lam[i], np.zeros(lam.shape[1]))
+               for i, k in enumerate(keys) if not bad[i]}
+        odd = [k for i, k in enumerate(keys) if bad[i]]
+        if odd:  # supports seem to differ: the per-pair factorisation decides (and names the direction)
+            out.update(self._pairs_one_by_one(nb, odd, C, full, full1))
+        return {k: out[k] for k in keys}
+
+    def _pairs_one_by_one(self, nb: Neighbour, keys: list[Hashable], C: np.ndarray, full, full1
+                          ) -> dict[Hashable, GaussianPair]:
+        """:meth:`ReducedAuditor.pairs` of ``keys`` on the same row space ``C`` (one factorisation per
+        view): where a change leaves the range of a Schur complement, whose pivoted factorisation
+        decides only up to its tolerance."""
+        Z0, Z1 = full.forward(C), full1.forward(C)
+        j = int(nb.row) // self.rows_per_agent
         out = {}
-        for i, k in enumerate(keys):
-            if bad[i] is not None:
-                out[k] = GaussianPair.from_mismatch(SupportMismatch("cov1 outside cov0", bad[i][1],
-                                                                    bad[i][0]))
-            else:
-                out[k] = GaussianPair.from_whitened(lam[i], np.zeros(lam.shape[1]))
+        for k in keys:
+            op0, white = self._view(k, j)
+            pen = pencil_eigenvalues(white, op0, None, C,
+                                     forwards=(op0.read_out(Z0, C), op0.read_out(Z1, C)))
+            out[k] = (GaussianPair.from_mismatch(SupportMismatch(
+                "cov1 outside cov0", pen.outside_direction, pen.outside)) if not pen.support_ok
+                else GaussianPair.from_whitened(pen.lam, np.zeros(pen.lam.size)))
         return out
 
     def _neighbour_terms(self, V: np.ndarray, j: int, bases: list[_ObserverBase]
@@ -234,9 +253,9 @@ class ObserverBatchAuditor(ReducedAuditor):
                 "CKPV": CKPV, "KAPV": KAPV}
 
     def _grams(self, keys: list[Hashable], V: np.ndarray, C: np.ndarray, j: int,
-               common: dict[str, np.ndarray]) -> tuple[np.ndarray, list]:
-        """``Q`` of every view (stacked) and, per view, ``None`` or ``(outside, direction)`` when a
-        column of ``r`` leaves the range of ``Sigma_o``."""
+               common: dict[str, np.ndarray]) -> tuple[np.ndarray, list[bool]]:
+        """``Q`` of every view (stacked) and, per view, whether a column of ``r`` leaves the range of
+        ``Sigma_o`` (relative component above :data:`SUPPORT_TOL`)."""
         d, T = self.d, self.T
         b = V.shape[1]
         n_red = self._full.n
@@ -259,11 +278,7 @@ class ObserverBatchAuditor(ReducedAuditor):
             r = np.vstack([msgs - sef, known - np.vstack(kap)]) + base.Ho.T @ corr
             a, rel = base.schur.whiten(r)
             Q[i] = common["gram"] - PVo.T @ corr + a.T @ a
-            if rel.size and rel.max() > SUPPORT_TOL:
-                col = r[:, int(np.argmax(rel))]
-                bad.append((float(rel.max()), col / np.linalg.norm(col)))
-            else:
-                bad.append(None)
+            bad.append(bool(rel.size) and float(rel.max()) > SUPPORT_TOL)
         return Q, bad
 
     @staticmethod
