@@ -888,6 +888,7 @@ class TargetSearch:
         level = settings.levels - 1
         if self.method == "rdp":
             self._batched_values(table, settings.exact)
+            self._joint_polish(max(1, settings.steps // 2))
         else:
             for k in self.keys:
                 for _, nb in self._top(k, settings.exact):
@@ -934,6 +935,60 @@ class TargetSearch:
             rest = {k: [t for t in ranked[k][exact:]
                         if not score[k][id(t[0])] <= self.best[k].value] for k in self.keys}
             self._convert_and_keep(rest)
+
+    def _joint_polish(self, steps: int) -> None:
+        """A projected ascent, evaluated on every view at once, from the neighbour that is the best of
+        the most views: the direction of the mean surrogate of those views (forward differences, not
+        reported: a difference step may leave the neighbour set), each accepted step a neighbour of
+        every view; a view takes it where its asked quantity beats its best (the conversion only where
+        the surrogate says it can)."""
+        votes: dict[int, list] = {}
+        for k in self.keys:
+            nb = self.best[k].neighbour
+            if nb is not None and math.isfinite(self.best[k].value):
+                votes.setdefault(id(nb), [0, nb, []])
+                votes[id(nb)][0] += 1
+                votes[id(nb)][2].append(self.keys.index(k))
+        if not votes:
+            return
+        _, nb, idx = max(votes.values(), key=lambda t: t[0])
+        x, kinds = self.X[nb.row], self.kind
+
+        def surrogates(y: np.ndarray, keep: bool) -> tuple[float, dict]:
+            self.evals += 1
+            cand = Neighbour(row=nb.row, x_new=y, label=nb.label.split("+")[0] + "+joint")
+            got = self.evaluate_pairs(cand, self.keys)
+            sur = _pair_surrogates(list(got.values()), self.delta)
+            if keep:
+                for (k, pair), s in zip(got.items(), sur, strict=True):
+                    self.pool[k].append((float(s), cand))
+                    fresh[k].append((cand, pair))
+            return float(np.mean(sur[idx])), got
+
+        fresh: dict[Hashable, list[tuple[Neighbour, GaussianPair]]] = {k: [] for k in self.keys}
+        y = nb.x_new.copy()
+        fy, _ = surrogates(y, keep=False)
+        h, step = 1e-5, 0.05
+        for _ in range(steps):
+            if not math.isfinite(fy):
+                break
+            g = np.array([(surrogates(y + h * e, keep=False)[0] - fy) / h for e in np.eye(x.size)])
+            ng = float(np.linalg.norm(g))
+            if not np.isfinite(ng) or ng == 0:
+                break
+            while step >= 1e-5:
+                z = project(x, y + step * g / ng, kinds)
+                fz, _ = surrogates(z, keep=True)
+                if fz > fy:
+                    y, fy, step = z, fz, step * 1.5
+                    break
+                step /= 4
+            else:
+                break
+        score = {k: {id(c): s for s, c in self.pool[k]} for k in self.keys}
+        self._convert_and_keep({k: [t for t in fresh[k] if self.epsilon is not None
+                                    or not score[k][id(t[0])] <= self.best[k].value]
+                                for k in self.keys})
 
     def _convert_and_keep(self, todo: dict[Hashable, list[tuple[Neighbour, GaussianPair]]]) -> None:
         flat = [(k, nb, pair) for k in self.keys for nb, pair in todo.get(k, ())]
