@@ -62,7 +62,6 @@ from dpgossip.privacy.gaussian_pair import GaussianPair, SupportMismatch
 from dpgossip.privacy.neighbours import Neighbour
 from dpgossip.protocols.ddppm.lowrank import (
     WhitenedCovariance,
-    difference_rowspace,
     pencil_eigenvalues,
 )
 from dpgossip.protocols.ddppm.params import ProtocolParams
@@ -186,10 +185,11 @@ class ObserverBatchAuditor(ReducedAuditor):
         s = self.rows_per_agent
         j = int(nb.row) // s
         full = self._target_view(j)
+        rho = full.n - s + int(nb.row) - j * s
         X1 = full.X.copy()
-        X1[full.n - s + int(nb.row) - j * s] = nb.x_new
+        X1[rho] = nb.x_new
         full1 = full.with_data(X1)
-        C = difference_rowspace(full, full1, rng=self.rng)
+        C = self._change_rowspace(full, rho, nb.x_new)
         p = C.shape[1]
         if p == 0:
             return {k: GaussianPair.from_whitened(np.ones(1), np.zeros(1)) for k in keys}
@@ -220,6 +220,46 @@ class ObserverBatchAuditor(ReducedAuditor):
                 "cov1 outside cov0", pen.outside_direction, pen.outside)) if not pen.support_ok
                 else GaussianPair.from_whitened(pen.lam, np.zeros(pen.lam.size)))
         return out
+
+    def _change_rowspace(self, full, rho: int, x_new: np.ndarray, *, tol: float = 1e-10
+                         ) -> np.ndarray:
+        r"""Orthonormal ``C`` spanning the row space of ``G_1 - G_0`` of the target's full reduced view
+        (``rho``: the changed row, ``x -> x_new``), in closed form instead of by random range finding.
+
+        With ``delta = x_new - x``, ``D' = D + e_rho (E_j delta)^T`` and ``K_a = alpha (m W^c (x) I_d)``,
+        the two runs differ by
+
+        .. math::
+
+            \Delta z^{(t)} = D'^T \Delta q^{(t-1)} + E_j \delta\, q^{(t-1)}_\rho, \qquad
+            \Delta q^{(t)} = D' K_a \Delta z^{(t)} + e_\rho\, \delta^T (K_a z^{(t)})_j,
+
+        so the difference is a linear function of the ``2 T`` scalars ``q^(t-1)_rho = x^T (K_a
+        z^(t-1))_j + w_(t-1, rho)`` (``w_(0, rho)`` for ``t = 1``) and ``delta^T (K_a z^(t))_j``
+        (``t = 1..T``), each a linear functional of the latent ``g``; their gradients are one adjoint of
+        the view map with ``2 T - 1`` columns (the ``z^(t)`` slots of the full view). ``C``: their left
+        singular vectors above ``tol`` times the largest.
+        """
+        T, m, d, n = self.T, self.m, self.d, full.n
+        md = m * d
+        row = full.mWc[m - 1] * full.alpha  # the target is last
+        u_b = np.kron(row, x_new - full.X[rho])
+        u_a = np.kron(row, full.X[rho])
+        V = np.zeros((full.K, 2 * T - 1))
+        for t in range(1, T + 1):
+            V[(t - 1) * md:t * md, t - 1] = u_b
+            if t < T:
+                V[(t - 1) * md:t * md, T + t - 1] = u_a
+        L = np.empty((full.N, 2 * T))
+        L[:, :2 * T - 1] = full.adjoint(V)
+        L[:, 2 * T - 1] = 0.0
+        L[rho, 2 * T - 1] = 1.0  # q^(0)_rho = std_0 g[rho]
+        for t in range(1, T):  # q^(t)_rho also holds w_(t, rho) = std_t g[t n + rho]
+            L[t * n + rho, T + t - 1] += full.std[t * n + rho]
+        U, sv, _ = np.linalg.svd(L, full_matrices=False)
+        if sv.size == 0 or sv[0] == 0:
+            return np.zeros((full.N, 0))
+        return U[:, :int(np.sum(sv > tol * sv[0]))]
 
     def _neighbour_terms(self, V: np.ndarray, j: int, bases: list[_ObserverBase]
                          ) -> dict[str, np.ndarray]:
