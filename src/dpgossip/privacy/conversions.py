@@ -239,13 +239,15 @@ def _order_ranges(a_max: np.ndarray, max_order: float) -> tuple[np.ndarray, np.n
 
 
 def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndarray,
-                    x_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    x_hi: np.ndarray, *, independent: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_minimise` for ``P`` objectives at once: ``objective(x)`` maps a ``(P, k)`` array of points
     to their ``(P, k)`` values (row ``i`` is objective ``i``).
 
     The same ``_GRID``-point grid in ``u = ln x`` brackets each minimum; instead of scipy's scalar
     bounded Brent, a golden-section search shrinks every bracket at once to ``_BATCH_UTOL`` in ``u``.
     Returns the minimum values (``inf`` where none is finite) and the minimising ``x``.
+    ``independent``: each bracket stops as soon as it is narrow enough, so each objective's result is
+    the same bits alone or in any batch (otherwise every bracket shrinks until the widest is narrow).
     """
     def g(u: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
@@ -261,9 +263,9 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
     c = hi - _GOLDEN * (hi - lo)
     d = lo + _GOLDEN * (hi - lo)
     fc, fd = g(np.stack([c, d], axis=1)).T
-    # a bracket stops where it is narrow enough, whatever the others do: each curve's result is the
-    # same bits alone or in any batch
     active = hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))
+    if not independent:
+        active = np.full(active.shape, bool(np.any(active)))
     while np.any(active):
         left = fc < fd  # the minimum is in [lo, d]
         hi_n, lo_n = np.where(left, d, hi), np.where(left, lo, c)
@@ -275,7 +277,8 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
         hi, lo = np.where(active, hi_n, hi), np.where(active, lo_n, lo)
         c, d = np.where(active, c_new, c), np.where(active, d_new, d)
         fc, fd = np.where(active, fc_n, fc), np.where(active, fd_n, fd)
-        active = active & (hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u)))
+        wide = hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))
+        active = active & wide if independent else np.full(active.shape, bool(np.any(wide)))
     u_ref = np.where(fc < fd, c, d)
     f_ref = np.minimum(fc, fd)
     take = f_ref < best
@@ -285,8 +288,8 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
 
 def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float, *,
                          a_max: np.ndarray | float = math.inf, count: int | None = None,
-                         max_order: float = 1e8,
-                         with_orders: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+                         max_order: float = 1e8, with_orders: bool = False,
+                         independent: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """:func:`rdp_to_epsilon` for ``P`` RDP curves at once, all orders vectorised.
 
     ``renyi(a)`` maps a ``(P, k)`` array of orders to ``D_a`` of curve ``i`` in row ``i`` (``inf``
@@ -309,7 +312,7 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
     def eps_at(x: np.ndarray) -> np.ndarray:
         return renyi(1.0 + x) + np.log(x) - np.log1p(x) - (log_d + np.log1p(x)) / x
 
-    value, x = _minimise_batch(eps_at, x_lo, x_hi)
+    value, x = _minimise_batch(eps_at, x_lo, x_hi, independent=independent)
     if with_orders:
         return np.maximum(0.0, value), 1.0 + x
     return np.maximum(0.0, value)
@@ -317,7 +320,7 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
 
 def rdp_to_delta_batch(renyi: Callable[[np.ndarray], np.ndarray], epsilon: float, *,
                        a_max: np.ndarray | float = math.inf, count: int | None = None,
-                       max_order: float = 1e8) -> np.ndarray:
+                       max_order: float = 1e8, independent: bool = False) -> np.ndarray:
     """:func:`rdp_to_delta` for ``P`` RDP curves at once (arguments as :func:`rdp_to_epsilon_batch`):
 
         delta = min(1, inf_{1 < a < a_max} exp((a - 1)(D_a - epsilon)) / a * (1 - 1/a)^(a - 1)).
@@ -331,5 +334,5 @@ def rdp_to_delta_batch(renyi: Callable[[np.ndarray], np.ndarray], epsilon: float
     def log_delta(x: np.ndarray) -> np.ndarray:
         return x * (renyi(1.0 + x) - eps) + x * (np.log(x) - np.log1p(x)) - np.log1p(x)
 
-    value, _ = _minimise_batch(log_delta, x_lo, x_hi)
+    value, _ = _minimise_batch(log_delta, x_lo, x_hi, independent=independent)
     return np.minimum(1.0, np.exp(np.minimum(value, 0.0)))

@@ -54,11 +54,12 @@ def whitened_rdp_epsilons(pairs: Sequence[WhitenedPair], delta: float) -> np.nda
     """The RDP epsilon at ``delta`` of each whitened pair (one direction each), all at once: what
     :func:`~dpgossip.privacy.conversions.rdp_to_epsilon` gives with ``renyi = pair.renyi`` and
     ``a_max = pair.a_max``, to about ``1e-11`` relative (never larger by more than rounding: the
-    vectorised refinement stops later than the scalar one, at a slightly lower point of the curve)."""
+    vectorised refinement stops later than the scalar one, at a slightly lower point of the curve).
+    Each curve's refinement stops on its own: its value is the same bits alone or in any batch."""
     if not pairs:
         return np.zeros(0)
     c = RenyiCurves(pairs)
-    return rdp_to_epsilon_batch(c, delta, a_max=c.a_max)
+    return rdp_to_epsilon_batch(c, delta, a_max=c.a_max, independent=True)
 
 
 def whitened_rdp_deltas(pairs: Sequence[WhitenedPair], epsilon: float) -> np.ndarray:
@@ -67,4 +68,4 @@ def whitened_rdp_deltas(pairs: Sequence[WhitenedPair], epsilon: float) -> np.nda
     if not pairs:
         return np.zeros(0)
     c = RenyiCurves(pairs)
-    return rdp_to_delta_batch(c, epsilon, a_max=c.a_max)
+    return rdp_to_delta_batch(c, epsilon, a_max=c.a_max, independent=True)
