@@ -25,11 +25,13 @@ the exact and Chernoff values are those of the product of the conditional compon
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import networkx as nx
 import numpy as np
@@ -77,6 +79,7 @@ __all__ = ["AuditOptions", "PairAudit", "audit_processes", "PairResult", "RunAud
            "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
+_T = TypeVar("_T")
 UPPER_MAX_COORDS = 8192
 """Largest ``m d`` for which audits attach the certified upper bound (:func:`upper_bounds`)."""
 
@@ -742,6 +745,20 @@ def audit_processes(count: int) -> Iterator[None]:
         _AMBIENT_PROCESSES.reset(token)
 
 
+def received_copy(obj: _T) -> _T:
+    """A deep copy of ``obj`` (a problem or a target's job sent to a worker) whose arrays are new,
+    aligned allocations of this process.
+
+    A worker may receive arrays that are views into a message buffer at any byte offset (a Dask
+    worker deserialises them in place, where the frame happened to put them). For an unaligned
+    array numpy computes some products without BLAS (``X_i^T X_i`` among them) and sums in another
+    order; the last bits change, the search's course with them, and the result would depend on how
+    a message was laid out (docs/audit-scale.md, Section 6). Copied, the arrays are used as those of
+    the process that built the problem, so a target gives the same bits wherever it is searched.
+    """
+    return copy.deepcopy(obj)
+
+
 _WORKER_STATE: dict[str, tuple] = {}
 """In a worker process of :func:`_search_in_processes`: the problem and the auditor of every view,
 built once by :func:`_start_worker` for all the targets the process searches."""
@@ -753,6 +770,7 @@ def _start_worker(problem: tuple) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    problem = received_copy(problem)
     data, network, params, run = problem[:4]
     with blas_threads(1):
         _WORKER_STATE["problem"] = (data, network, params, run, _search_auditor(problem))
@@ -772,7 +790,7 @@ def _search_in_worker(keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec
                       ) -> dict[tuple[int, int], PairResult]:
     """One target's search in a worker process, on the process's auditor."""
     data, network, params, run, auditor = _WORKER_STATE["problem"]
-    return _search_target(data, network, params, run, keys, hops, job, spec, auditor=auditor)
+    return _search_target(data, network, params, run, keys, hops, received_copy(job), spec, auditor=auditor)
 
 
 def _search_in_processes(count: int, problem: tuple, keys: dict, hops: dict,
