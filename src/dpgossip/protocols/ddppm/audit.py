@@ -27,16 +27,18 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
 
-from dpgossip._threads import blas_threads
+from dpgossip._threads import blas_threads, single_blas_thread
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number, renamed_fields
 from dpgossip.privacy.certified_bound import (
@@ -71,7 +73,9 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 from dpgossip.protocols.ddppm.views import View, make_view, view_factor
 from dpgossip.topology.network import Network
 
-__all__ = ["AuditOptions", "PairAudit", "audit_processes", "PairResult", "RunAuditor", "audit_pairs",
+__all__ = ["AuditOptions", "PairAudit", "audit_processes", "audit_searches", "search_target_cached",
+           "received_copy",
+           "PairResult", "RunAuditor", "audit_pairs",
            "audit_neighbours",
            "result_pair",
            "view_pair",
@@ -691,10 +695,12 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                         views={k: views[k] for k in my_keys}, warm=tuple(warm.get(j, ())))
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
-    if workers > 1 and len(tasks) > 1:
-        with closing(_search_in_processes(min(int(workers), len(tasks)),
-                                          (data, network, params, run, views, seed, reduced),
-                                          keys, hops, tasks, common)) as found:
+    problem = (data, network, params, run, views, seed, reduced)
+    searches = _AMBIENT_SEARCHES.get() if len(tasks) > 1 else None
+    if searches is None and workers > 1 and len(tasks) > 1:
+        searches = partial(_search_in_processes, min(int(workers), len(tasks)))
+    if searches is not None:
+        with closing(searches(problem, keys, hops, tasks, common)) as found:
             for n_done, (task, done) in enumerate(zip(tasks, found, strict=False), 1):
                 results.update(done)
                 if options.on_target_results is not None:
@@ -757,6 +763,51 @@ def received_copy(obj: _T) -> _T:
     the process that built the problem, so a target gives the same bits wherever it is searched.
     """
     return copy.deepcopy(obj)
+
+
+TargetSearches = Callable[[tuple, dict, dict, list, Any], Iterator[dict[tuple[int, int], PairResult]]]
+"""``searches(problem, keys, hops, jobs, spec)``: each job's results in job order, computed elsewhere
+(other processes, a cluster) with :func:`search_target_cached` or the process pool's workers."""
+
+_AMBIENT_SEARCHES: ContextVar[TargetSearches | None] = ContextVar("dpgossip_audit_searches", default=None)
+
+
+@contextmanager
+def audit_searches(searches: TargetSearches | None) -> Iterator[None]:
+    """Within the block, an audit of several targets hands its targets' searches to ``searches``
+    (e.g. the tasks of a Dask cluster: :mod:`dpgossip.scenario.dask_targets`) instead of searching
+    them here or on :func:`audit_processes`. Speed only: each target reseeds its streams and every
+    view is factorised on one BLAS thread, so the result is the same bits."""
+    token = _AMBIENT_SEARCHES.set(searches)
+    try:
+        yield
+    finally:
+        _AMBIENT_SEARCHES.reset(token)
+
+
+_CACHED: dict[str, tuple] = {}
+_CACHED_LOCK = threading.Lock()
+
+
+def search_target_cached(token: str, problem: tuple, keys: dict, hops: dict, job: Any, spec: Any
+                         ) -> dict[tuple[int, int], PairResult]:
+    """One target's search on a worker that may serve several targets of one audit (a Dask worker):
+    the auditor of every view is built on the first call with a new ``token`` and reused by the later
+    ones (the previous audit's is dropped). The problem and the job are realigned copies
+    (:func:`received_copy`: a Dask worker deserialises arrays in place, at any offset) and searches in
+    one process run one at a time with every BLAS library on one thread
+    (:func:`~dpgossip._threads.single_blas_thread`, as a point does), so the bits do not depend on
+    where, after which targets or in which order a target ran."""
+    with _CACHED_LOCK, single_blas_thread():
+        state = _CACHED.get(token)
+        if state is None:
+            _CACHED.clear()
+            problem = received_copy(problem)
+            data, network, params, run = problem[:4]
+            state = _CACHED[token] = (data, network, params, run, _search_auditor(problem))
+        data, network, params, run, auditor = state
+        return _search_target(data, network, params, run, keys, hops, received_copy(job), spec,
+                              auditor=auditor)
 
 
 _WORKER_STATE: dict[str, tuple] = {}
