@@ -650,7 +650,9 @@ def _add_run(sub: Any) -> None:
         "--scheduler",
         default=None,
         metavar="ADDRESS",
-        help='run the points on a Dask cluster, e.g. tcp://host:8786 (pip install "dpgossip[dask]")',
+        help='run the points on a Dask cluster, e.g. tcp://host:8786 (pip install "dpgossip[dask]"); '
+        "a sweep with fewer points than the cluster has threads spreads its pair audits' targets "
+        "over it",
     )
     r.add_argument(
         "--scheduler-timeout",

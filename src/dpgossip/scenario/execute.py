@@ -202,6 +202,16 @@ def run_chunk(tasks: Sequence[PointTask]) -> ChunkOutcome:
     return ChunkOutcome(results=tuple(done))
 
 
+def run_chunk_spreading_targets(tasks: Sequence[PointTask]) -> ChunkOutcome:
+    """:func:`run_chunk` in a Dask task, each point's pair audit spreading its targets over the cluster
+    (:func:`~dpgossip.scenario.dask_targets.dask_target_searches`; top-level, so Dask can send it)."""
+    from dpgossip.protocols.ddppm.audit import audit_searches
+    from dpgossip.scenario.dask_targets import dask_target_searches
+
+    with audit_searches(dask_target_searches):
+        return run_chunk(tasks)
+
+
 def _unpack(outcome: ChunkOutcome) -> Iterator[PointResult]:
     """The chunk's results, then its error raised (its worker traceback as the cause)."""
     yield from outcome.results
@@ -565,14 +575,16 @@ def run_dask(tasks: Iterable[PointTask], client: Any) -> Iterator[PointResult]:
             return
         from distributed import as_completed
 
+        # fewer points than threads: each point's pair audit spreads its targets over the cluster
+        run = run_chunk_spreading_targets if len(plan) < plan.lanes else run_chunk
         futures: list[Any] = []
         queue = as_completed(loop=client.loop)
         try:
-            _dask_refill(client, plan, futures, queue)
+            _dask_refill(client, plan, futures, queue, run)
             for fut in queue:
                 outcome = fut.result()
                 plan.observe(outcome.results)
-                _dask_refill(client, plan, futures, queue)
+                _dask_refill(client, plan, futures, queue, run)
                 yield from _unpack(outcome)
         except BaseException:
             client.cancel(futures)
@@ -581,8 +593,8 @@ def run_dask(tasks: Iterable[PointTask], client: Any) -> Iterator[PointResult]:
         client.close()
 
 
-def _dask_refill(client: Any, plan: _Plan, futures: list[Any], queue: Any) -> None:
+def _dask_refill(client: Any, plan: _Plan, futures: list[Any], queue: Any, run: Any = run_chunk) -> None:
     while plan and queue.count() < 2 * plan.lanes:
-        fut = client.submit(run_chunk, plan.chunk(), pure=False)
+        fut = client.submit(run, plan.chunk(), pure=False)
         futures.append(fut)
         queue.add(fut)

@@ -25,16 +25,20 @@ the exact and Chernoff values are those of the product of the conditional compon
 
 from __future__ import annotations
 
+import copy
 import math
+import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
 
-from dpgossip._threads import blas_threads
+from dpgossip._threads import blas_threads, single_blas_thread
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number, renamed_fields
 from dpgossip.privacy.certified_bound import (
@@ -70,7 +74,9 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 from dpgossip.protocols.ddppm.views import View, make_view, view_factor
 from dpgossip.topology.network import Network
 
-__all__ = ["AuditOptions", "PairAudit", "audit_processes", "PairResult", "RunAuditor", "audit_pairs",
+__all__ = ["AuditOptions", "PairAudit", "audit_processes", "audit_searches", "search_target_cached",
+           "received_copy",
+           "PairResult", "RunAuditor", "audit_pairs",
            "audit_neighbours",
            "result_pair",
            "view_pair",
@@ -78,6 +84,7 @@ __all__ = ["AuditOptions", "PairAudit", "audit_processes", "PairResult", "RunAud
            "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
+_T = TypeVar("_T")
 UPPER_MAX_COORDS = 8192
 """Largest ``m d`` for which audits attach the certified upper bound (:func:`upper_bounds`)."""
 
@@ -689,10 +696,12 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                         views={k: views[k] for k in my_keys}, warm=tuple(warm.get(j, ())))
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
-    if workers > 1 and len(tasks) > 1:
-        with closing(_search_in_processes(min(int(workers), len(tasks)),
-                                          (data, network, params, run, views, seed, reduced),
-                                          keys, hops, tasks, common)) as found:
+    problem = (data, network, params, run, views, seed, reduced)
+    searches = _AMBIENT_SEARCHES.get() if len(tasks) > 1 else None
+    if searches is None and workers > 1 and len(tasks) > 1:
+        searches = partial(_search_in_processes, min(int(workers), len(tasks)))
+    if searches is not None:
+        with closing(searches(problem, keys, hops, tasks, common)) as found:
             for n_done, (task, done) in enumerate(zip(tasks, found, strict=False), 1):
                 results.update(done)
                 if options.on_target_results is not None:
@@ -743,6 +752,65 @@ def audit_processes(count: int) -> Iterator[None]:
         _AMBIENT_PROCESSES.reset(token)
 
 
+def received_copy(obj: _T) -> _T:
+    """A deep copy of ``obj`` (a problem or a target's job sent to a worker) whose arrays are new,
+    aligned allocations of this process.
+
+    A worker may receive arrays that are views into a message buffer at any byte offset (a Dask
+    worker deserialises them in place, where the frame happened to put them). For an unaligned
+    array numpy computes some products without BLAS (``X_i^T X_i`` among them) and sums in another
+    order; the last bits change, the search's course with them, and the result would depend on how
+    a message was laid out (docs/audit-scale.md, Section 6). Copied, the arrays are used as those of
+    the process that built the problem, so a target gives the same bits wherever it is searched.
+    """
+    return copy.deepcopy(obj)
+
+
+TargetSearches = Callable[[tuple, dict, dict, list, Any], Iterator[dict[tuple[int, int], PairResult]]]
+"""``searches(problem, keys, hops, jobs, spec)``: each job's results in job order, computed elsewhere
+(other processes, a cluster) with :func:`search_target_cached` or the process pool's workers."""
+
+_AMBIENT_SEARCHES: ContextVar[TargetSearches | None] = ContextVar("dpgossip_audit_searches", default=None)
+
+
+@contextmanager
+def audit_searches(searches: TargetSearches | None) -> Iterator[None]:
+    """Within the block, an audit of several targets hands its targets' searches to ``searches``
+    (e.g. the tasks of a Dask cluster: :mod:`dpgossip.scenario.dask_targets`) instead of searching
+    them here or on :func:`audit_processes`. Speed only: each target reseeds its streams and every
+    view is factorised on one BLAS thread, so the result is the same bits."""
+    token = _AMBIENT_SEARCHES.set(searches)
+    try:
+        yield
+    finally:
+        _AMBIENT_SEARCHES.reset(token)
+
+
+_CACHED: dict[str, tuple] = {}
+_CACHED_LOCK = threading.Lock()
+
+
+def search_target_cached(token: str, problem: tuple, keys: dict, hops: dict, job: Any, spec: Any
+                         ) -> dict[tuple[int, int], PairResult]:
+    """One target's search on a worker that may serve several targets of one audit (a Dask worker):
+    the auditor of every view is built on the first call with a new ``token`` and reused by the later
+    ones (the previous audit's is dropped). The problem and the job are realigned copies
+    (:func:`received_copy`: a Dask worker deserialises arrays in place, at any offset) and searches in
+    one process run one at a time with every BLAS library on one thread
+    (:func:`~dpgossip._threads.single_blas_thread`, as a point does), so the bits do not depend on
+    where, after which targets or in which order a target ran."""
+    with _CACHED_LOCK, single_blas_thread():
+        state = _CACHED.get(token)
+        if state is None:
+            _CACHED.clear()
+            problem = received_copy(problem)
+            data, network, params, run = problem[:4]
+            state = _CACHED[token] = (data, network, params, run, _search_auditor(problem))
+        data, network, params, run, auditor = state
+        return _search_target(data, network, params, run, keys, hops, received_copy(job), spec,
+                              auditor=auditor)
+
+
 _WORKER_STATE: dict[str, tuple] = {}
 """In a worker process of :func:`_search_in_processes`: the problem and the auditor of every view,
 built once by :func:`_start_worker` for all the targets the process searches."""
@@ -754,6 +822,7 @@ def _start_worker(problem: tuple) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    problem = received_copy(problem)
     data, network, params, run = problem[:4]
     with blas_threads(1):
         _WORKER_STATE["problem"] = (data, network, params, run, _search_auditor(problem))
@@ -773,7 +842,7 @@ def _search_in_worker(keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec
                       ) -> dict[tuple[int, int], PairResult]:
     """One target's search in a worker process, on the process's auditor."""
     data, network, params, run, auditor = _WORKER_STATE["problem"]
-    return _search_target(data, network, params, run, keys, hops, job, spec, auditor=auditor)
+    return _search_target(data, network, params, run, keys, hops, received_copy(job), spec, auditor=auditor)
 
 
 def _search_in_processes(count: int, problem: tuple, keys: dict, hops: dict,
