@@ -44,6 +44,8 @@ A neighbour changes the view's latent factor on the row space ``C`` of the chang
 allowed; a component of ``r`` outside its range means the supports differ). ``eig(J Q)`` is computed
 as ``eig(R J R^T)`` for ``Q = R^T R``, symmetric.
 
+The row space of the change is found in closed form (:meth:`ObserverBatchAuditor._change_rowspace`).
+
 Cost: ``O((m d)^3 T)`` once per audit, ``O((m d)^2 |E_o|)`` once per observer, and per neighbour
 ``O(T (m d)^2 p)`` for all observers together plus ``O(|E_o|^2 p)`` per observer; no matrix of the
 size of a view is factorised per pair.
@@ -96,8 +98,9 @@ class _ObserverBase:
 class ObserverBatchAuditor(ReducedAuditor):
     """:class:`ReducedAuditor` whose :meth:`pairs` evaluates every requested observer view of a
     neighbour from one factorisation per audit and one Schur complement per observer (module
-    docstring). The same divergences, to rounding; the same random stream for the row space of a
-    change, so a search on it follows the same course."""
+    docstring). The same divergences, to rounding. The row space of a change is found in closed form
+    (:meth:`_change_rowspace`), so no random stream is used and the values of a neighbour do not depend
+    on what was evaluated before it."""
 
     def __init__(self, data: PartitionedData, network: Network, params: ProtocolParams,
                  views: Mapping[Hashable, View], *, seed: int = 0) -> None:
