@@ -239,7 +239,7 @@ def test_target_and_level_progress_say_the_eta():
     assert lines == ["level 2: noise scale 0.5 (search:quick): auditing every pair",
                      "level 2: noise scale 0.5 (search:quick): 1/4 targets, 3.0 s, ETA 9.0 s",
                      "level 2: noise scale 0.5 (search:quick): worst delta at epsilon 1 = 2e-05 "
-                     "(misses 1e-05; 12.0 s, 22.0 s in all)"]
+                     "(lower estimate; misses 1e-05; 12.0 s, 22.0 s in all)"]
 
 
 def test_calibrate_says_every_candidate_noise_scale(tmp_path, capsys):
