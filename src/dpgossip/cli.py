@@ -484,14 +484,14 @@ def _calibrate_kind(args: argparse.Namespace, plan: Any) -> int:
     print(f"# in [{cal.section}], in place of its epsilon or noise_multiplier:")
     print(cal.to_toml())
     print(f"# calibration: {cal.calibration}; rounded up to 6 significant digits")
-    print(f"# guarantee at that multiplier: epsilon = {_num(cal.guaranteed_epsilon)} at delta = "
+    print(f"# guarantee at that multiplier: epsilon = {_upper(cal.guaranteed_epsilon)} at delta = "
           f"{cal.delta:g} ({cal.accountant})")
     if args.out:
         write_calibration(args.out, plan, cal)
         print(f"# written to {args.out}")
     if not cal.met:
         print(f"dpgossip: the target epsilon = {cal.epsilon:g} is not met: the guarantee is "
-              f"{cal.guaranteed_epsilon:g}", file=sys.stderr)
+              f"{format_upper(cal.guaranteed_epsilon, 6)}", file=sys.stderr)
         return 1
     return 0
 

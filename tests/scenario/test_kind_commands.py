@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import tomllib
 from pathlib import Path
 
@@ -112,6 +113,8 @@ def test_calibrate_capepca_prints_the_cape_line_it_reads(tmp_path, capsys):
     # the printed multiplier, read back as the scenario would, meets the target (tightly: rounded up)
     g = cape_guarantee((45, 45, 44, 44), CapeParams(k=1, noise_multiplier=nm), 1e-5).epsilon_aggregator
     assert 2.0 * (1 - 1e-5) <= g <= 2.0
+    (printed,) = re.findall(r"# guarantee at that multiplier: epsilon = (\S+) at delta", out)
+    assert float(printed) >= g  # the guarantee printed rounded up, never below
     record = json.loads((tmp_path / "c.json").read_text())
     assert record["noise_multiplier"] == nm and record["met"] is True and record["kind"] == "capepca"
 
