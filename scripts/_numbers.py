@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from dpgossip.rounding import format_upper
 
 
 def store_or_check(description: str, compute: Callable[[], dict], out: Path,
@@ -36,11 +37,5 @@ def store_or_check(description: str, compute: Callable[[], dict], out: Path,
 
 def round_up(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits, rounded **up** (``inf`` as ``inf``): an upper bound
-    printed rounded is still an upper bound. Positive finite values only are rounded."""
-    if math.isinf(value):
-        return "inf"
-    text = f"{value:.{digits}g}"
-    if not value > 0 or float(text) >= value:
-        return text
-    step = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
-    return f"{(math.floor(value / step) + 1) * step:.{digits}g}"
+    printed rounded is still an upper bound (:func:`dpgossip.rounding.format_upper`)."""
+    return format_upper(value, digits)

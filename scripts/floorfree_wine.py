@@ -27,6 +27,7 @@ from dpgossip.protocols.ddppm.floorfree import FloorFreeParams, run_floorfree
 from dpgossip.protocols.ddppm.floorfree_audit import audit_floorfree
 from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee
 from dpgossip.protocols.metrics import sin_angle
+from dpgossip.rounding import format_upper
 from dpgossip.topology import make_network
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "floorfree-wine.json"
@@ -71,7 +72,8 @@ def compute() -> dict[str, object]:
 
 
 def table(numbers: dict[str, object]) -> str:
-    """The markdown table of docs/floorfree.md."""
+    """The markdown table of docs/floorfree.md: the audit (a lower estimate) to nearest, the certified
+    upper end and the guarantees (upper bounds) rounded up."""
     lines = ["| noise multiplier s | audited epsilon (worst pair) | certified upper end | guarantee (GDP) "
              "| guarantee (PLD) | guarantee (RDP) | error sin(u_1, q^(T)) | error sin(v_1, u^(T)) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -80,8 +82,9 @@ def table(numbers: dict[str, object]) -> str:
             lines.append(f"| 0 (no noise) | inf | inf | inf | inf | inf | {r['error_q']:.3f} | "
                          f"{r['error_u']:.3f} |")
             continue
-        lines.append(f"| {r['noise_multiplier']:g} | {r['audit']:.4g} | {r['audit_upper']:.4g} | "
-                     f"{r['guarantee_gdp']:.4g} | {r['guarantee_pld']:.4g} | {r['guarantee_rdp']:.4g} | "
+        up = [format_upper(r[k], 4) for k in ("audit_upper", "guarantee_gdp", "guarantee_pld",
+                                              "guarantee_rdp")]  # bounds: rounded up
+        lines.append(f"| {r['noise_multiplier']:g} | {r['audit']:.4g} | {' | '.join(up)} | "
                      f"{r['error_q']:.3f} | {r['error_u']:.3f} |")
     return "\n".join(lines)
 

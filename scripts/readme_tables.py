@@ -33,6 +33,8 @@ import sys
 from pathlib import Path
 from statistics import fmean
 
+from dpgossip.rounding import format_upper
+
 NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers"
 COLUMNS = ("epsilon", "paper_delta", "met", "sigma_p", "delta_at_epsilon", "epsilon_at_paper_delta",
            "ddppm_error", "ldp_error", "search")
@@ -99,8 +101,9 @@ def leakage_pairs(folder: Path, standard: Path | None = None) -> list[dict[str, 
 
 
 def leakage_by_hops(pairs: list[dict[str, str]]) -> list[dict[str, str]]:
-    """By hop distance: the pairs' epsilon (mean, min, max), their certified upper bounds (min, max)
-    and the largest ratio upper / lower."""
+    """By hop distance: the pairs' epsilon (mean, min, max: lower estimates, to nearest), their certified
+    upper bounds (min, max) and the largest ratio upper / lower, these three rounded up (an upper bound
+    printed is never below the bound; the ratio is printed as "at most")."""
     groups: dict[int, list[dict[str, str]]] = {}
     for r in pairs:
         groups.setdefault(int(r["hops"]), []).append(r)
@@ -109,9 +112,9 @@ def leakage_by_hops(pairs: list[dict[str, str]]) -> list[dict[str, str]]:
         v = [float(r["epsilon"]) for r in rs]
         up = [float(r["epsilon_upper"]) for r in rs]
         out.append({"hops": str(h), "pairs": str(len(v)), "mean": f"{fmean(v):.3g}",
-                    "min": f"{min(v):.3g}", "max": f"{max(v):.3g}", "upper_min": f"{min(up):.3g}",
-                    "upper_max": f"{max(up):.3g}",
-                    "gap_max": f"{max(u / e for u, e in zip(up, v, strict=True)):.3g}"})
+                    "min": f"{min(v):.3g}", "max": f"{max(v):.3g}", "upper_min": format_upper(min(up), 3),
+                    "upper_max": format_upper(max(up), 3),
+                    "gap_max": format_upper(max(u / e for u, e in zip(up, v, strict=True)), 3)})
     return out
 
 
@@ -131,12 +134,13 @@ def leakage_sentence(rows: list[dict[str, str]], reach: int) -> str:
 
 
 def upper_sentence(rows: list[dict[str, str]]) -> str:
-    """The sentence on the certified side of the pairwise-leakage scenario."""
+    """The sentence on the certified side of the pairwise-leakage scenario (the bounds and the ratio as
+    :func:`leakage_by_hops` rounded them up)."""
     low = min(float(r["upper_min"]) for r in rows)
     high = max(float(r["upper_max"]) for r in rows)
     gap = max(float(r["gap_max"]) for r in rows)
-    return (f"the certified upper bound of every pair lies between {low:.3g} and {high:.3g} "
-            f"(upper / lower at most {gap:.3g})")
+    return (f"the certified upper bounds of the pairs range from {format_upper(low, 3)} to "
+            f"{format_upper(high, 3)} (rounded up; upper / lower at most {format_upper(gap, 3)})")
 
 
 def search_comparison(pairs: list[dict[str, str]]) -> dict[str, float]:
@@ -204,7 +208,7 @@ def fig2_upper_sentence(stored_rows: dict[str, list[dict[str, str]]]) -> str:
     spans = []
     for name, label in FIG2_NAMES:
         ups = sorted(float(r["epsilon_upper_at_paper_delta"]) for r in stored_rows[name])
-        spans.append(f"{ups[0]:.3g} to {ups[-1]:.3g} ({label})")
+        spans.append(f"{format_upper(ups[0], 3)} to {format_upper(ups[-1], 3)} ({label})")
     trivial = all(r["delta_upper_at_epsilon"] == "1" for rows in stored_rows.values() for r in rows)
     return ("The certified upper bound puts the true worst epsilon at the paper's deltas at most "
             + ", ".join(spans[:-1]) + " and " + spans[-1]

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -230,10 +231,14 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     out = tmp_path / "audit"
     assert main(["audit", str(write(tmp_path, TINY_PRIVATE)), "--out", str(out), "--search",
                  "standard"]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "standard worst-case search" in printed
     assert "per-instance audit" in printed and "not a worst case over all datasets" in printed
     assert "view 'observer'" in printed and "worst pair: observer" in printed
+    assert "epsilon at delta 1e-05, lower estimate (the worst neighbour found): rdp " in printed
+    assert "rdp epsilon at delta 1e-05 by hop distance (worst / mean, lower estimates): 1: " in printed
+    assert "of that neighbour: " in printed and "(a lower estimate; " in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     assert len(pairs) == 12 and {r["method"] for r in pairs} == {"rdp"}
     assert {"observer", "target", "hops", "epsilon", "delta_at_eps_50", "row", "point"} <= set(pairs[0])
@@ -244,6 +249,15 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     w = worst["points"][0]
     assert "per-instance" in worst["audit"] and w["view"] == "observer"
     assert w["epsilon"]["rdp"] == max(float(r["epsilon"]) for r in pairs)
+    # the searched worst case printed as a lower estimate, the certified bound beside it, never below
+    # the bound stored in worst.json at full precision
+    (progress,) = [line for line in captured.err.splitlines() if "worst epsilon (rdp)" in line]
+    said = re.search(r"worst epsilon \(rdp\) (\S+) \(lower estimate; certified upper bound (\S+)\)",
+                     progress)
+    assert said and float(said[1]) == pytest.approx(w["epsilon"]["rdp"], rel=1e-3)
+    assert float(said[2]) >= w["epsilon_upper_max"] > 0
+    at_most = re.search(r"(\S+) for target \d+, at most (\S+) over all targets", printed)
+    assert float(at_most[1]) >= w["epsilon_upper"] and float(at_most[2]) >= w["epsilon_upper_max"]
     assert len(w["replacement"]) == 2 and set(w["delta_at_epsilon"]["rdp"]) == {"50", "200"}
     # without "exact" in methods, the worst neighbour still gets its exact value (<= the RDP bound)
     assert 0 < w["exact_for_worst_neighbour"]["epsilon"] <= w["epsilon"]["rdp"]
@@ -278,8 +292,8 @@ def test_audit_ranked_by_delta_prints_and_writes_deltas_not_nan(tmp_path, capsys
     assert main(["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots"]) == 0
     printed = capsys.readouterr().out
     assert "nan" not in printed
-    assert "delta at epsilon 2: exact " in printed
-    assert "exact delta at epsilon 2 by hop distance (worst / mean): 1: " in printed
+    assert "delta at epsilon 2, lower estimate (the worst neighbour found): exact " in printed
+    assert "exact delta at epsilon 2 by hop distance (worst / mean, lower estimates): 1: " in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     worst = json.loads((out / "worst.json").read_text())["points"][0]
     top = max(float(r["delta_at_eps_2"]) for r in pairs)

@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_averaged_gain_printed_in_upper_bound_md():
     from dpgossip.privacy.certified_bound import NoisyPowerIteration, certified_upper_bounds
+    from dpgossip.rounding import format_upper
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.problem import build_structure, resolve_problem
 
@@ -32,9 +33,12 @@ def test_the_averaged_gain_printed_in_upper_bound_md():
     stored = list(csv.DictReader((ROOT / "docs" / "numbers" / "pairwise-leakage.csv").open()))
     near = max(float(r["gap_max"]) for r in stored if int(r["hops"]) <= 3)
     every = max(float(r["gap_max"]) for r in stored)
+    def up(v: float) -> str:
+        return format_upper(v, 4)
+
     for text in (f"upper / lower is now at most {near:.3g} within `c = 3` hops and at most {every:.3g} over",
                  f"is {min(ratio):.2f} to {max(ratio):.2f} of the truncated one",
-                 f"target 0: {best[0].epsilon:.2f} against {old[0].epsilon:.2f}",
-                 f"target {top}, the largest: {best[top].epsilon:.2f} against {old[top].epsilon:.2f}",
+                 f"target 0: {up(best[0].epsilon)} against {up(old[0].epsilon)}",  # bounds: rounded up
+                 f"target {top}, the largest: {up(best[top].epsilon)} against {up(old[top].epsilon)}",
                  f"at orders {np.min(orders):.2f} to {np.max(orders):.2f}"):
         assert text in doc, text

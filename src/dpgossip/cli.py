@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpgossip.errors import ConfigError, renamed_error
+from dpgossip.rounding import format_upper
 
 if TYPE_CHECKING:
     from dpgossip.protocols.ddppm.calibrate import Calibration
@@ -240,13 +241,18 @@ def _num(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.4g}"
 
 
+def _upper(x: float) -> str:
+    """An upper bound to four digits, rounded up (never printed below the bound)."""
+    return format_upper(x, 4)
+
+
 def _print_kind_point(point: KindAuditPoint) -> None:
     """What ``audit`` prints of a point of a kind with its own accountant and auditor."""
     c, size = point.columns, point.size
     head = f"point {point.index}" + (f" ({point.label})" if point.label else "")
     print(f"{head}: {point.kind}, {size['agents']} agents, n = {size['rows']}, d = "
           f"{size['columns']}, T = {size['iterations']}")
-    print(f"  guaranteed epsilon {_num(float(c['guaranteed_epsilon']))} at delta "
+    print(f"  guaranteed epsilon {_upper(float(c['guaranteed_epsilon']))} at delta "
           f"{float(c['guarantee_delta']):g} ({c['guarantee_accountant']}; adjacency {c['adjacency']})")
     if "audited_epsilon" in c:
         view = c.get("audit_view") or c.get("audit_neighbours", "")
@@ -286,19 +292,21 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
     who = (f"worst pair: observer {w.observer} -> target {w.target} ({w.hops} hop"
            f"{'s' if w.hops != 1 else ''})" if point.per_observer
            else f"worst target: {w.target} (view {w.view}: no single observer)")
-    print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}: {values}")
+    print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}, lower estimate (the worst "
+          f"neighbour found): {values}")
     if w.epsilon_upper is not None and w.epsilon_upper_max is not None:
         print(f"  certified upper bound on epsilon at delta {w.delta:g} (every neighbour, every "
-              f"observer): {_num(w.epsilon_upper)} for target {w.target}, at most "
-              f"{_num(w.epsilon_upper_max)} over all targets")
+              f"observer): {_upper(w.epsilon_upper)} for target {w.target}, at most "
+              f"{_upper(w.epsilon_upper_max)} over all targets")
     if w.exact is not None:
         exact = (w.exact.delta_at_epsilon[f"{point.rank_epsilon:g}"] if point.rank_by == "delta"
                  else w.exact.epsilon)
-        print(f"  exact {point.quantity.split()[0]} of that neighbour: {_num(exact)} (the "
-              f"{point.method} value above is an upper bound)")
+        print(f"  exact {point.quantity.split()[0]} of that neighbour: {_num(exact)} (a lower "
+              f"estimate; the {point.method} value above is an upper bound of this neighbour's)")
     if point.by_hops:
         hops = "; ".join(f"{h.hops}: {_num(h.worst)} / {_num(h.mean)}" for h in point.by_hops)
-        print(f"  {point.method} {point.quantity} by hop distance (worst / mean): {hops}", flush=True)
+        print(f"  {point.method} {point.quantity} by hop distance (worst / mean, lower estimates): "
+              f"{hops}", flush=True)
 
 
 def _no_network_dp(args: argparse.Namespace) -> None:
@@ -378,7 +386,7 @@ def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
     status = cal.meaning if cal.met else f"DOES NOT MEET the target: {cal.meaning}"
     if cal.bound == "certified upper bound":
         print(f"# achieved ({cal.bound}, the largest over the targets): epsilon <= "
-              f"{_num(cal.epsilon)} at delta = {delta:g}: {status}")
+              f"{_upper(cal.epsilon)} at delta = {delta:g}: {status}")
     else:
         check = (f"re-audit with {cal.check_candidates} candidates per target"
                  if cal.search == "candidates" else f"{cal.search} search at this scale")
@@ -476,14 +484,14 @@ def _calibrate_kind(args: argparse.Namespace, plan: Any) -> int:
     print(f"# in [{cal.section}], in place of its epsilon or noise_multiplier:")
     print(cal.to_toml())
     print(f"# calibration: {cal.calibration}; rounded up to 6 significant digits")
-    print(f"# guarantee at that multiplier: epsilon = {_num(cal.guaranteed_epsilon)} at delta = "
+    print(f"# guarantee at that multiplier: epsilon = {_upper(cal.guaranteed_epsilon)} at delta = "
           f"{cal.delta:g} ({cal.accountant})")
     if args.out:
         write_calibration(args.out, plan, cal)
         print(f"# written to {args.out}")
     if not cal.met:
         print(f"dpgossip: the target epsilon = {cal.epsilon:g} is not met: the guarantee is "
-              f"{cal.guaranteed_epsilon:g}", file=sys.stderr)
+              f"{format_upper(cal.guaranteed_epsilon, 6)}", file=sys.stderr)
         return 1
     return 0
 

@@ -144,6 +144,7 @@ def test_progress_names_each_step_and_the_eta(tmp_path):
     assert any(line.startswith("[1/3] point 0 (c=1): target 3 done (4/4 targets, ") for line in lines)
     assert any(line.startswith("[1/3] c=1: worst epsilon (rdp) ") and "ETA" in line for line in lines)
     assert lines[-1].startswith("[3/3] c=3: worst epsilon (rdp) ")
+    assert all("(lower estimate" in line for line in lines if "worst epsilon" in line)
     err = io.StringIO()
     run_audit(plan_audit(tiny(), tmp_path), stream=err)
     assert err.getvalue() == f"resuming: 3 of 3 points already finished in {tmp_path / 'points'}\n"

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpgossip.rounding import format_upper
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.audit_point import (
     OBSERVER_VIEWS,
@@ -310,8 +311,12 @@ def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint | KindAuditP
 
 
 def audit_summary(point: AuditPoint | KindAuditPoint) -> str:
-    """What the progress line says of a finished point."""
+    """What the progress line says of a finished point: a pair audit's worst pair found, labelled a
+    lower estimate, with the certified upper bound over all targets (rounded up) when computed."""
     if isinstance(point, KindAuditPoint):
         return point.summary()
     what = point.quantity if point.rank_by == "delta" else "epsilon"
-    return f"worst {what} ({point.method}) {point.worst_value:.4g}"
+    upper = point.worst.epsilon_upper_max
+    bound = ("" if upper is None or point.rank_by == "delta"
+             else f"; certified upper bound {format_upper(upper, 4)}")
+    return f"worst {what} ({point.method}) {point.worst_value:.4g} (lower estimate{bound})"

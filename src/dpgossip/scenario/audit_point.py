@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from dpgossip.rounding import format_upper
 from dpgossip.scenario.assemble import axis_column
 from dpgossip.scenario.progress import axes_label
 from dpgossip.scenario.results import read_point_json, write_point_json
@@ -356,8 +357,8 @@ class KindAuditPoint:
         """What the progress line says of the point."""
         audited = self.columns.get("audited_epsilon")
         tail = "" if audited is None else f", audited {float(audited):.4g}"
-        return (f"{self.kind}: guaranteed epsilon {float(self.columns['guaranteed_epsilon']):.4g}"
-                f"{tail}")
+        guaranteed = format_upper(float(self.columns["guaranteed_epsilon"]), 4)  # a bound: rounded up
+        return f"{self.kind}: guaranteed epsilon {guaranteed}{tail}"
 
     def table_row(self) -> dict[str, Any]:
         """The point's row of ``guarantees.csv``."""

@@ -130,7 +130,8 @@ def audit_by_target(data: PartitionedData, network: Network, params: ProtocolPar
                      else r["epsilon"]) for r in rows if r["method"] == meth)
         now = time.perf_counter()
         progress.update(TargetDone(index=j, seconds=now - clock[0], worst=worst, axes={"target": j}),
-                        f"worst {meth} {'delta' if s.rank_by == 'delta' else 'epsilon'} {worst:.4g}")
+                        f"worst {meth} {'delta' if s.rank_by == 'delta' else 'epsilon'} {worst:.4g} "
+                        "(lower estimate)")
         clock[0] = now
 
     try:

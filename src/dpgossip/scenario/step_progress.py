@@ -102,7 +102,7 @@ class LevelProgress:
         if event.worst_delta is not None:
             meets = "meets" if event.worst_delta <= self.delta else "misses"
             self._plain(f"{head}: worst delta at epsilon {self.epsilon:g} = {event.worst_delta:.4g} "
-                        f"({meets} {self.delta:g}; {now - self.start:.1f} s, "
+                        f"(lower estimate; {meets} {self.delta:g}; {now - self.start:.1f} s, "
                         f"{now - self.t0:.1f} s in all)")
             return
         if event.stage:

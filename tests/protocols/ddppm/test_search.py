@@ -216,3 +216,37 @@ def test_the_same_result_on_any_number_of_processes():
         assert r.evidence.level_values == s.evidence.level_values
     with pytest.raises(ConfigError, match="workers must be an integer >= 1"):
         audit_pairs(data, net, params, options=replace(opts, workers=0), **kw)
+
+
+def test_an_ascent_onto_an_infinite_divergence_neighbour_keeps_it_and_takes_no_nan_gradient():
+    """Synthetic 8 x 2 data on a 4-ring, c = 1, search level 1, seed 1: the first-message ascent of
+    target 2 steps onto a neighbour of infinite value (an eigenvalue 0 of the sub-view). The search keeps
+    it as the best and takes no finite difference from it (``inf - inf``: a RuntimeWarning before); the
+    two pairs it reports infinite are infinite by the exact hockey-stick of the full view too (another
+    computation)."""
+    import math
+    import warnings
+
+    from dpgossip.scenario import Scenario
+    from dpgossip.scenario.problem import build_structure, resolve_problem
+    from dpgossip.scenario.schema import validate
+
+    raw = {"name": "tiny", "seed": 1,
+           "data": {"source": "synthetic", "standardize": False,
+                    "synthetic": {"n": 8, "d": 2, "spectrum": [1.0, 0.8]}},
+           "network": {"topology": "ring", "agents": 4},
+           "protocol": {"iterations": 2, "consensus_steps": 1,
+                        "noise": {"schedule": "constant", "scale": 1.0}}}
+    sc = Scenario(validate(raw), None, raw)
+    point = sc.points()[0]
+    pb = resolve_problem(point.config, build_structure(point.config, sc.base))
+    kw = dict(delta=1e-5, epsilons=(50.0,), search=1, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        audit = audit_pairs(pb.data, pb.network, pb.params, methods=("rdp",),
+                            options=AuditOptions(targets=[2]), **kw)
+    infinite = {k for k, r in audit.results.items() if math.isinf(r.epsilon["rdp"])}
+    assert infinite == {(1, 2), (3, 2)}  # the target's two ring neighbours see its first message
+    exact = audit_pairs(pb.data, pb.network, pb.params, methods=("exact",),  # the finite pair's
+                        options=AuditOptions(targets=[2], observers=[1, 3]), **kw)  # exact is slow
+    assert all(math.isinf(r.epsilon["exact"]) for r in exact.results.values())

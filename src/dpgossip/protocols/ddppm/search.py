@@ -488,6 +488,8 @@ class TargetSearch:
             fz = float(self._sub_values(sv, x, z[None, :])[0])
             if fz > fy:
                 y, fy, step = z, fz, step * 1.5
+                if math.isinf(fy):  # an infinite-divergence neighbour: the best, no gradient from it
+                    break
             else:
                 step /= 4
                 if step < 1e-6:
@@ -532,6 +534,8 @@ class TargetSearch:
                 st = state[r]
                 if float(fzr[0]) > st[1]:
                     st[0], st[1], st[2] = z, float(fzr[0]), st[2] * 1.5
+                    if math.isinf(st[1]):  # an infinite-divergence neighbour: kept as the best, and
+                        continue           # no finite difference from it (inf - inf)
                 else:
                     st[2] /= 4
                     if st[2] < 1e-6:

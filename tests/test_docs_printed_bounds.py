@@ -1,0 +1,77 @@
+"""Every upper bound the docs print from a number stored at full precision is printed at or above it
+(rounded up by :func:`dpgossip.rounding.format_upper`): the pairwise-leakage bounds by hop distance and
+their sentence (docs/results.md, docs/privacy.md), the certified column of docs/privacy.md's example,
+and docs/floorfree.md's certified upper end and guarantees. The printed text is parsed back and
+compared with the stored values; other tests check that the docs print exactly these tables."""
+
+import importlib.util
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMBERS = ROOT / "docs" / "numbers"
+
+
+def _script(name: str):
+    if str(ROOT / "scripts") not in sys.path:  # the scripts import each other as when they run
+        sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def test_pairwise_leakage_bounds_by_hop_are_printed_at_or_above_every_pairs_bound():
+    tables = _script("readme_tables")
+    pairs = tables.stored_leakage_pairs()
+    ratio = {(p["observer"], p["target"]): float(p["epsilon_upper"]) / float(p["epsilon"]) for p in pairs}
+    rows = tables.stored_leakage()
+    for row in rows:
+        mine = [p for p in pairs if p["hops"] == row["hops"]]
+        up = [float(p["epsilon_upper"]) for p in mine]
+        assert float(row["upper_min"]) >= min(up) and float(row["upper_max"]) >= max(up), row
+        assert float(row["gap_max"]) >= max(ratio[(p["observer"], p["target"])] for p in mine), row
+    sentence = tables.upper_sentence(rows)
+    (said,) = re.findall(r"from (\S+) to (\S+) \(rounded up; upper / lower at most (\S+)\)", sentence)
+    low, high, gap = map(float, said)
+    bounds = [float(p["epsilon_upper"]) for p in pairs]
+    assert low >= min(bounds) and high >= max(bounds) and gap >= max(ratio.values())
+
+
+def test_the_privacy_example_prints_its_certified_bounds_at_or_above_the_stored_ones():
+    example = _script("privacy_example")
+    numbers = json.loads(example.OUT.read_text(encoding="utf-8"))
+    upper = json.loads(example.UPPER.read_text(encoding="utf-8"))
+    bound = {(r["schedule"], float(r["scale"])): r["epsilon_upper"] for r in upper["rows"]
+             if r["view"] == "observer"}
+    lines = example.stored_table().splitlines()
+    header = _cells(lines[0])
+    col = header.index("certified upper bound on epsilon at delta = 1e-5")
+    observer = [r for r in numbers["rows"] if r["view"] == "observer"]
+    assert len(lines) - 2 == len(observer) == len(bound)
+    for r, line in zip(observer, lines[2:], strict=True):
+        printed, stored = _cells(line)[col], bound[(r["schedule"], float(r["scale"]))]
+        assert math.isnan(stored) or float(printed) >= stored, (printed, stored)
+
+
+def test_floorfree_prints_its_certified_end_and_guarantees_at_or_above_the_stored_ones():
+    wine = _script("floorfree_wine")
+    numbers = json.loads((NUMBERS / "floorfree-wine.json").read_text(encoding="utf-8"))
+    lines = wine.table(numbers).splitlines()
+    keys = {2: "audit_upper", 3: "guarantee_gdp", 4: "guarantee_pld", 5: "guarantee_rdp"}
+    checked = 0
+    for r, line in zip(numbers["rows"], lines[2:], strict=True):
+        if r["noise_multiplier"] == 0:
+            continue
+        cells = _cells(line)
+        for i, key in keys.items():
+            assert float(cells[i]) >= r[key], (r["noise_multiplier"], key, cells[i], r[key])
+            checked += 1
+    assert checked == 4 * (len(numbers["rows"]) - 1)
