@@ -73,6 +73,10 @@ from dpgossip.topology.network import Network
 
 __all__ = ["ObserverBatchAuditor"]
 
+FEW_VIEWS = 4
+"""Up to this many views per neighbour, ``V^T P V`` by a triangular solve and ``S_{E F_0} P V`` from
+each view's stored ``P S_{F_0 E}``; beyond, the products shared by all views."""
+
 SUPPORT_TOL = 1e-7
 """A column of ``r`` whose relative component outside the range of ``Sigma_o`` exceeds this means the
 supports of the two laws differ (as :func:`~dpgossip.protocols.ddppm.lowrank.pencil_eigenvalues`)."""
@@ -91,6 +95,8 @@ class _ObserverBase:
     """``P_oo^{-1}`` (``d x d``)."""
     Ho: np.ndarray
     """``(P S_{F_0 E})_o`` (``d x |E|``)."""
+    Hm: np.ndarray
+    """``H = P S_{F_0 E}`` (``m d x |E|``): ``S_{E F_0} P V = H^T V`` for a few views."""
     schur: WhitenedCovariance
     """Factor of ``Sigma_o``."""
 
@@ -117,6 +123,7 @@ class ObserverBatchAuditor(ReducedAuditor):
         var_T = self.var_T[:, 0]
         S = self.Psi + np.diag(np.repeat(var_T, d))
         cf = sla.cho_factor((S + S.T) / 2, lower=True, check_finite=False)
+        self.Lf = np.tril(cf[0])
         P = sla.cho_solve(cf, np.eye(md), check_finite=False)
         self.P = (P + P.T) / 2
         powers = [np.eye(md)]
@@ -151,7 +158,7 @@ class ObserverBatchAuditor(ReducedAuditor):
         Ho = H_m[ob]
         Poo_inv = np.linalg.inv(self.P[ob, ob])
         schur = SEE - SEF_m @ H_m + Ho.T @ Poo_inv @ Ho
-        base = _ObserverBase(agent=o, Bk=Bk, idx=idx, Poo_inv=Poo_inv, Ho=Ho,
+        base = _ObserverBase(agent=o, Bk=Bk, idx=idx, Poo_inv=Poo_inv, Ho=Ho, Hm=H_m,
                              schur=WhitenedCovariance((schur + schur.T) / 2))
         self._bases[k] = base
         return base
@@ -266,9 +273,9 @@ class ObserverBatchAuditor(ReducedAuditor):
 
     def _neighbour_terms(self, V: np.ndarray, j: int, bases: list[_ObserverBase]
                          ) -> dict[str, np.ndarray]:
-        """Per neighbour, shared by the views ``bases``: the trajectories in agent order, ``V_F0``,
-        ``P V_F0``, ``V_F0^T P V_F0 + V_perp^T V_perp / s_T^2`` and the rows the views read of
-        ``C_(t,T) K_r P V_F0`` and ``K_A[s]^T P V_F0`` (all rows when many views ask)."""
+        """Per neighbour, shared by the views ``bases``: the trajectories in agent order, ``V_F0``, the
+        rows of ``P V_F0`` the views read, ``V_F0^T P V_F0 + V_perp^T V_perp / s_T^2`` and, for more
+        than :data:`FEW_VIEWS` views, ``C_(t,T) K_r P V_F0`` and ``K_A[s]^T P V_F0``."""
         m, d, T = self.m, self.d, self.T
         md, b = m * d, V.shape[1]
         pos_of = np.argsort(self._order)
@@ -282,18 +289,21 @@ class ObserverBatchAuditor(ReducedAuditor):
         VF[j] = Uj.T @ Vj
         perp = Vj - Uj @ VF[j]
         VF = VF.reshape(md, b)
-        PV = self.P @ VF
-        gram = VF.T @ PV + perp.T @ perp / self.var_T[j, 0]
-        rows = np.unique(np.concatenate([base.idx for base in bases]))
+        out = {"z": z.reshape(T, md, b), "VF": VF}
         own = np.concatenate([np.arange(base.agent * d, (base.agent + 1) * d) for base in bases])
-        if rows.size + own.size < md // 2:  # few views: only the rows they read
-            CKPV, KAPV = np.zeros((T, md, b)), np.zeros((T, md, b))
-            CKPV[:, rows] = np.matmul(self.CKs[:, rows], PV)
-            KAPV[:, own] = np.matmul(self.KAT[:, own], PV)
+        if len(bases) <= FEW_VIEWS:  # V^T P V by one triangular solve; the rows of P V they read
+            W = sla.solve_triangular(self.Lf, VF, lower=True, check_finite=False)
+            gram = W.T @ W
+            PV = np.zeros((md, b))
+            PV[own] = self.P[own] @ VF
+            out["few"] = True
         else:
-            CKPV, KAPV = np.matmul(self.CKs, PV), np.matmul(self.KAT, PV)
-        return {"z": z.reshape(T, md, b), "PV": PV, "gram": (gram + gram.T) / 2,
-                "CKPV": CKPV, "KAPV": KAPV}
+            PV = self.P @ VF
+            gram = VF.T @ PV
+            out["CKPV"], out["KAPV"] = np.matmul(self.CKs, PV), np.matmul(self.KAT, PV)
+        gram = gram + perp.T @ perp / self.var_T[j, 0]
+        out.update(PV=PV, gram=(gram + gram.T) / 2)
+        return out
 
     def _grams(self, keys: list[Hashable], V: np.ndarray, C: np.ndarray, j: int,
                common: dict[str, np.ndarray]) -> tuple[np.ndarray, list[bool]]:
@@ -312,13 +322,17 @@ class ObserverBatchAuditor(ReducedAuditor):
             corr = base.Poo_inv @ PVo
             rd = base.Bk.shape[0]
             msgs = np.matmul(base.Bk, common["z"][:, base.idx]).reshape(T * rd, b)
-            sef = np.matmul(base.Bk, common["CKPV"][:, base.idx]).reshape(T * rd, b)
             pos = int(np.flatnonzero(self._order == o)[0])
             kn = [self.latent_std[sb] * C[sb * n_red + pos * d:sb * n_red + (pos + 1) * d]
                   for sb in range(T)]
             known = np.hstack([np.vstack(kn)] * 2)
-            kap = [self.latent_std[sb] ** 2 * self.R[o] @ common["KAPV"][sb][ob] for sb in range(T)]
-            r = np.vstack([msgs - sef, known - np.vstack(kap)]) + base.Ho.T @ corr
+            if common.get("few"):  # S_EF0 P V = H^T V
+                r = np.vstack([msgs, known]) - base.Hm.T @ common["VF"] + base.Ho.T @ corr
+            else:
+                sef = np.matmul(base.Bk, common["CKPV"][:, base.idx]).reshape(T * rd, b)
+                kap = [self.latent_std[sb] ** 2 * self.R[o] @ common["KAPV"][sb][ob]
+                       for sb in range(T)]
+                r = np.vstack([msgs - sef, known - np.vstack(kap)]) + base.Ho.T @ corr
             a, rel = base.schur.whiten(r)
             Q[i] = common["gram"] - PVo.T @ corr + a.T @ a
             bad.append(bool(rel.size) and float(rel.max()) > SUPPORT_TOL)
