@@ -52,6 +52,8 @@ class FirstMessageView:
         B = np.asarray(spec.B, dtype=float)
         known = np.asarray(spec.known)
         known_q0 = set(int(k) for k in known[known < n])
+        known_mask = np.zeros(n, dtype=bool)
+        known_mask[known[known < n]] = True
         m = len(offsets) - 1
         self.available = False
         if B.shape[0] == 0:
@@ -62,7 +64,7 @@ class FirstMessageView:
         S = np.zeros((r * d, r * d))
         for i in range(m):
             rows = range(int(offsets[i]), int(offsets[i + 1]))
-            nk = sum(1 for k in rows if k in known_q0) if known_q0 else 0
+            nk = int(np.count_nonzero(known_mask[offsets[i]:offsets[i + 1]]))
             if nk == len(rows):
                 continue  # a known constant
             if nk:
