@@ -102,7 +102,7 @@ class SearchSettings:
     batched: bool = False
     """With ``shared``: the other views get the leads' neighbours without per-view work
     (:meth:`TargetSearch.adopt_batched`: one evaluation of every view per neighbour, the RDP
-    conversions of all of them at once, no polish)."""
+    conversions of all of them at once, one polish shared by all views)."""
 
     def __post_init__(self) -> None:
         """Every effort is a positive integer (``random`` and ``steps`` may be 0): a search with no
@@ -873,10 +873,12 @@ class TargetSearch:
         """The network search's stage for views that are not searched themselves (:meth:`adopt` without
         per-view work): each neighbour ``found`` by the leads is evaluated on every view at once; with
         the RDP conversion the asked quantity of every (view, neighbour) is solved in one vectorised
-        conversion and each view keeps its best (otherwise each view's ``exact`` best by surrogate get
-        exact values one by one); a view's own first-message best (closed form) is evaluated on it only
-        where its first-message bound is above the best found. No polish. Every value is still that of
-        an actual neighbour on that view (a lower estimate); ``leads`` names the lead views."""
+        conversion and each view keeps its best, then one polish is shared by all views
+        (:meth:`_joint_polish`); otherwise each view's ``exact`` best by surrogate get exact values one
+        by one. A view's own first-message best (closed form, over the rows of ``found``) is evaluated on
+        it only where its first-message bound is above the best found. No view is polished on its own.
+        Every value is still that of an actual neighbour on that view (a lower estimate); ``leads``
+        names the lead views."""
         self.leads = leads
         self._first_message_bounds(sorted({nb.row for nb in found}))
         table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]] = {k: [] for k in self.keys}
