@@ -93,10 +93,9 @@ class _ObserverBase:
     """Their coordinates in ``z`` (original agent order)."""
     Poo_inv: np.ndarray
     """``P_oo^{-1}`` (``d x d``)."""
-    Ho: np.ndarray
-    """``(P S_{F_0 E})_o`` (``d x |E|``)."""
     Hm: np.ndarray
-    """``H = P S_{F_0 E}`` (``m d x |E|``): ``S_{E F_0} P V = H^T V`` for a few views."""
+    """``H = P S_{F_0 E}`` (``m d x |E|``): ``S_{E F_0} P V = H^T V`` for a few views; its rows of
+    the observer's block are ``H_o``."""
     schur: WhitenedCovariance
     """Factor of ``Sigma_o``."""
 
@@ -158,7 +157,7 @@ class ObserverBatchAuditor(ReducedAuditor):
         Ho = H_m[ob]
         Poo_inv = np.linalg.inv(self.P[ob, ob])
         schur = SEE - SEF_m @ H_m + Ho.T @ Poo_inv @ Ho
-        base = _ObserverBase(agent=o, Bk=Bk, idx=idx, Poo_inv=Poo_inv, Ho=Ho, Hm=H_m,
+        base = _ObserverBase(agent=o, Bk=Bk, idx=idx, Poo_inv=Poo_inv, Hm=H_m,
                              schur=WhitenedCovariance((schur + schur.T) / 2))
         self._bases[k] = base
         return base
@@ -211,16 +210,14 @@ class ObserverBatchAuditor(ReducedAuditor):
                for i, k in enumerate(keys) if not bad[i]}
         odd = [k for i, k in enumerate(keys) if bad[i]]
         if odd:  # supports seem to differ: the per-pair factorisation decides (and names the direction)
-            out.update(self._pairs_one_by_one(nb, odd, C, full, full1))
+            out.update(self._pairs_one_by_one(j, odd, C, V[:, :p], V[:, p:]))
         return {k: out[k] for k in keys}
 
-    def _pairs_one_by_one(self, nb: Neighbour, keys: list[Hashable], C: np.ndarray, full, full1
-                          ) -> dict[Hashable, GaussianPair]:
+    def _pairs_one_by_one(self, j: int, keys: list[Hashable], C: np.ndarray, Z0: np.ndarray,
+                          Z1: np.ndarray) -> dict[Hashable, GaussianPair]:
         """:meth:`ReducedAuditor.pairs` of ``keys`` on the same row space ``C`` (one factorisation per
         view): where a change leaves the range of a Schur complement, whose pivoted factorisation
-        decides only up to its tolerance."""
-        Z0, Z1 = full.forward(C), full1.forward(C)
-        j = int(nb.row) // self.rows_per_agent
+        decides only up to its tolerance. ``Z0``, ``Z1``: the full view's ``G_0 C`` and ``G_1 C``."""
         out = {}
         for k in keys:
             op0, white = self._view(k, j)
@@ -289,7 +286,7 @@ class ObserverBatchAuditor(ReducedAuditor):
         VF[j] = Uj.T @ Vj
         perp = Vj - Uj @ VF[j]
         VF = VF.reshape(md, b)
-        out = {"z": z.reshape(T, md, b), "VF": VF}
+        out = {"z": z.reshape(T, md, b), "VF": VF, "pos_of": pos_of}
         own = np.concatenate([np.arange(base.agent * d, (base.agent + 1) * d) for base in bases])
         if len(bases) <= FEW_VIEWS:  # V^T P V by one triangular solve; the rows of P V they read
             W = sla.solve_triangular(self.Lf, VF, lower=True, check_finite=False)
@@ -318,21 +315,21 @@ class ObserverBatchAuditor(ReducedAuditor):
             base = self._observer_base(k)
             o = base.agent
             ob = slice(o * d, (o + 1) * d)
-            PVo = common["PV"][ob]
+            PVo, Ho = common["PV"][ob], base.Hm[ob]
             corr = base.Poo_inv @ PVo
             rd = base.Bk.shape[0]
             msgs = np.matmul(base.Bk, common["z"][:, base.idx]).reshape(T * rd, b)
-            pos = int(np.flatnonzero(self._order == o)[0])
+            pos = int(common["pos_of"][o])
             kn = [self.latent_std[sb] * C[sb * n_red + pos * d:sb * n_red + (pos + 1) * d]
                   for sb in range(T)]
             known = np.hstack([np.vstack(kn)] * 2)
             if common.get("few"):  # S_EF0 P V = H^T V
-                r = np.vstack([msgs, known]) - base.Hm.T @ common["VF"] + base.Ho.T @ corr
+                r = np.vstack([msgs, known]) - base.Hm.T @ common["VF"] + Ho.T @ corr
             else:
                 sef = np.matmul(base.Bk, common["CKPV"][:, base.idx]).reshape(T * rd, b)
                 kap = [self.latent_std[sb] ** 2 * self.R[o] @ common["KAPV"][sb][ob]
                        for sb in range(T)]
-                r = np.vstack([msgs - sef, known - np.vstack(kap)]) + base.Ho.T @ corr
+                r = np.vstack([msgs - sef, known - np.vstack(kap)]) + Ho.T @ corr
             a, rel = base.schur.whiten(r)
             Q[i] = common["gram"] - PVo.T @ corr + a.T @ a
             bad.append(bool(rel.size) and float(rel.max()) > SUPPORT_TOL)
