@@ -273,16 +273,12 @@ def surrogate_gradient(lam: np.ndarray, *, delta: float) -> np.ndarray:
 
 
 def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
-    if pair.support_mismatch is not None:
-        return math.inf
-    lam = pair.eigenvalues
-    if lam.size == 0:
-        return 0.0
-    return float(surrogate(lam[None, :], False, delta=delta)[0])
+    return float(_pair_surrogates([pair], delta)[0])
 
 
 def _pair_surrogates(pairs: list[GaussianPair], delta: float) -> np.ndarray:
-    """:func:`_pair_surrogate` of every pair, those with as many eigenvalues in one call each."""
+    """The surrogate of every pair (``inf`` for a support mismatch, 0 without eigenvalues), those with
+    as many eigenvalues in one call each (a row's value does not depend on the others)."""
     out = np.zeros(len(pairs))
     groups: dict[int, list[int]] = {}
     for i, pair in enumerate(pairs):
@@ -820,19 +816,7 @@ class TargetSearch:
         surrogate. Every value is still that of an actual neighbour on that view (a lower estimate);
         ``leads`` names the lead views in the evidence."""
         self.leads = leads
-        rng_sub = np.random.default_rng([self.seed, self.target, 7])
-        U_rand = rng_sub.standard_normal((_SUB_RANDOM, self.X.shape[1]))
-        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
-        for k, sv in self.subviews.items():  # the first-message bound of every view
-            if not sv.available:
-                continue
-            best: tuple[float, Neighbour | None] = (-math.inf, None)
-            for got in self._subview_bests(sv, self.rows, U_rand, analytic=True).values():
-                if got[0] > best[0]:
-                    best = got
-            if best[1] is not None:
-                self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
-                self.bound_nb[k] = best[1]
+        self._first_message_bounds(self.rows)
         pairs: dict[tuple[Hashable, int, bytes], GaussianPair] = {}
         # the leads' neighbours on every view at once; each view's own first-message best on it alone
         todo = [(nb, self.keys) for nb in found] + [(nb, [k]) for k, nb in self.bound_nb.items()]
