@@ -30,25 +30,30 @@ with ``F_0`` every agent's reduced final block (``F`` is ``F_0`` without the obs
     V_F^T S_F^{-1} V_F = V^T P V - (P V)_o^T P_{oo}^{-1} (P V)_o,
     \qquad S_F^{-1} V_F = \bigl[P V - P_{:,o} P_{oo}^{-1} (P V)_o\bigr]_{-o}.
 
-A neighbour changes the view's latent factor on the row space ``C`` of the change (``p`` columns), so
-``S_1 = S_0 - V_0 V_0^T + V_1 V_1^T`` with ``V_i = G_i C``, and the generalised eigenvalues of
-``(S_1, S_0)`` other than one are ``1 + eig(J Q)``, ``J = diag(-I_p, I_p)``, where
+A neighbour changes the view by a low-rank update ``S_1 = S_0 + V M V^T`` (``V = [Gamma, Psi]``, ``4 T``
+columns, the channel form of :mod:`~dpgossip.protocols.ddppm.row_channels`), and the generalised
+eigenvalues of ``(S_1, S_0)`` other than one are ``1 + eig(M Q)``, where
 
 .. math::
 
     Q = V^T S_0^{-1} V = \frac{V_\perp^T V_\perp}{s_T^2} + V_F^T S_F^{-1} V_F + r^T \Sigma_o^{-1} r,
     \qquad r = V_E - S_{EF} S_F^{-1} V_F,
 
-``V = [V_0, V_1]`` and ``Sigma_o = S_EE - S_EF S_F^{-1} S_FE`` the Schur complement of ``E_o`` given ``F``
-(factorised once per observer, by pivoted Cholesky: exact linear dependencies between messages are
-allowed; a component of ``r`` outside its range means the supports differ). ``eig(J Q)`` is computed
-as ``eig(R J R^T)`` for ``Q = R^T R``, symmetric.
+and ``Sigma_o = S_EE - S_EF S_F^{-1} S_FE`` the Schur complement of ``E_o`` given ``F`` (factorised once
+per observer, by pivoted Cholesky: exact linear dependencies between messages are allowed; a component
+of ``r`` outside its range means the supports differ). ``eig(M Q)`` is computed as ``eig(R M R^T)``
+for ``Q = R^T R``, symmetric.
 
-The row space of the change is found in closed form (:meth:`ObserverBatchAuditor._change_rowspace`).
+Every ``V`` of a target is ``B_j A`` for the target's basis ``B_j`` (``2 T d + s`` columns) and a small
+``A`` per neighbour, so ``Q = A^T (B_j^T S_0^{-1} B_j) A``: the views' Grams of the basis are computed once
+per target (the formulas above with ``V = B_j``), and a neighbour costs ``O(|views| (T d + s)^2 T)``
+and nothing of the size of a view. Where a basis column seems to leave a Schur complement's range, the
+view of each neighbour is decided by the per-pair factorisation of Section 7 on the row space of the
+change (:meth:`ObserverBatchAuditor._change_rowspace`, closed form).
 
-Cost: ``O((m d)^3 T)`` once per audit, ``O((m d)^2 |E_o|)`` once per observer, and per neighbour
-``O(T (m d)^2 p)`` for all observers together plus ``O(|E_o|^2 p)`` per observer; no matrix of the
-size of a view is factorised per pair.
+Cost: ``O((m d)^3 T)`` once per audit, ``O((m d)^2 |E_o|)`` once per observer, ``O(T (m d)^2 (T d +
+s))`` plus ``O(|E_o|^2 (T d + s))`` per observer once per target; no matrix of the size of a view is
+factorised per pair.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from dpgossip.protocols.ddppm.lowrank import (
 )
 from dpgossip.protocols.ddppm.params import ProtocolParams
 from dpgossip.protocols.ddppm.reduced import ReducedAuditor
+from dpgossip.protocols.ddppm.row_channels import TargetChannels
 from dpgossip.protocols.ddppm.views import View
 from dpgossip.topology.network import Network
 
@@ -98,6 +104,28 @@ class _ObserverBase:
     the observer's block are ``H_o``."""
     schur: WhitenedCovariance
     """Factor of ``Sigma_o``."""
+    cols: np.ndarray
+    """The agents whose ``z`` the messages combine."""
+    Bc: np.ndarray
+    """``B`` on those agents (``r x |cols|``; ``Bk = Bc (x) I_d``)."""
+    Wh: np.ndarray | None
+    """The whitening matrix of a full-rank ``Sigma_o`` (``schur.whiten(r)[0] = Wh r``); else None."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ObserverStack:
+    """The views of one shape of messages, their :class:`_ObserverBase` quantities stacked (first axis:
+    view)."""
+
+    keys: list
+    agents: np.ndarray
+    cols: np.ndarray
+    Bc: np.ndarray
+    Poo_inv: np.ndarray
+    HoT: np.ndarray
+    """``H_o^T`` (``|E| x d``)."""
+    Ro: np.ndarray
+    Wh: np.ndarray
 
 
 class ObserverBatchAuditor(ReducedAuditor):
@@ -112,6 +140,9 @@ class ObserverBatchAuditor(ReducedAuditor):
         super().__init__(data, network, params, views, seed=seed)
         self._base_moments()
         self._bases: dict[Hashable, _ObserverBase] = {}
+        self._channels: tuple[object, TargetChannels] | None = None
+        self._stacked: tuple[list[Hashable], list[_ObserverStack]] | None = None
+        self._gram_of: dict[Hashable, tuple[np.ndarray, bool]] = {}
 
     # ------------------------------------------------------------------ once per audit
     def _base_moments(self) -> None:
@@ -157,8 +188,10 @@ class ObserverBatchAuditor(ReducedAuditor):
         Ho = H_m[ob]
         Poo_inv = np.linalg.inv(self.P[ob, ob])
         schur = SEE - SEF_m @ H_m + Ho.T @ Poo_inv @ Ho
-        base = _ObserverBase(agent=o, Bk=Bk, idx=idx, Poo_inv=Poo_inv, Hm=H_m,
-                             schur=WhitenedCovariance((schur + schur.T) / 2))
+        white = WhitenedCovariance((schur + schur.T) / 2)
+        base = _ObserverBase(agent=o, Bk=Bk, idx=idx, Poo_inv=Poo_inv, Hm=H_m, schur=white,
+                             cols=cols, Bc=np.ascontiguousarray(B[:, cols]),
+                             Wh=(white.whiten(np.eye(white.K))[0] if white.rank == white.K else None))
         self._bases[k] = base
         return base
 
@@ -193,25 +226,47 @@ class ObserverBatchAuditor(ReducedAuditor):
             return {}
         s = self.rows_per_agent
         j = int(nb.row) // s
-        full = self._target_view(j)
-        rho = full.n - s + int(nb.row) - j * s
-        X1 = full.X.copy()
-        X1[rho] = nb.x_new
-        full1 = full.with_data(X1)
-        C = self._change_rowspace(full, rho, nb.x_new)
-        p = C.shape[1]
-        if p == 0:
-            return {k: GaussianPair.from_whitened(np.ones(1), np.zeros(1)) for k in keys}
-        V = np.hstack([full.forward(C), full1.forward(C)])
-        common = self._neighbour_terms(V, j, [self._observer_base(k) for k in keys])
-        Q, bad = self._grams(keys, V, C, j, common)
-        lam = self._eigenvalues(Q, p)
+        up = self._target_channels(j).update(int(nb.row) - j * s, nb.x_new)
+        G, bad = self._basis_grams(j, keys)
+        A = up.coef
+        Q = np.matmul(np.matmul(A.T, G), A)
+        lam = self._eigenvalues(Q, up.middle)
         out = {k: GaussianPair.from_whitened(lam[i], np.zeros(lam.shape[1]))
                for i, k in enumerate(keys) if not bad[i]}
         odd = [k for i, k in enumerate(keys) if bad[i]]
         if odd:  # supports seem to differ: the per-pair factorisation decides (and names the direction)
-            out.update(self._pairs_one_by_one(j, odd, C, V[:, :p], V[:, p:]))
+            full = self._target_view(j)
+            rho = full.n - s + int(nb.row) - j * s
+            X1 = full.X.copy()
+            X1[rho] = nb.x_new
+            C = self._change_rowspace(full, rho, nb.x_new)
+            if C.shape[1] == 0:
+                out.update({k: GaussianPair.from_whitened(np.ones(1), np.zeros(1)) for k in odd})
+            else:
+                out.update(self._pairs_one_by_one(j, odd, C, full.forward(C),
+                                                  full.with_data(X1).forward(C)))
         return {k: out[k] for k in keys}
+
+    def _target_channels(self, j: int) -> TargetChannels:
+        """The channel form's per-target quantities (:mod:`~dpgossip.protocols.ddppm.row_channels`),
+        built again when the target changes (with them, the views' Grams of the basis)."""
+        full = self._target_view(j)
+        if self._channels is None or self._channels[0] is not full:
+            self._channels = (full, TargetChannels(full))
+            self._gram_of = {}
+        return self._channels[1]
+
+    def _basis_grams(self, j: int, keys: list[Hashable]) -> tuple[np.ndarray, list[bool]]:
+        """``B_j^T S_0^{-1} B_j`` of the views ``keys`` (the target's basis,
+        :attr:`TargetChannels.basis`; a neighbour's ``Q`` is ``A^T`` this ``A``) and, per view, whether
+        a basis column leaves the range of ``Sigma_o``; computed once per target and view."""
+        channels = self._target_channels(j)
+        todo = [k for k in keys if k not in self._gram_of]
+        if todo:
+            common = self._neighbour_terms(channels.basis, j, [self._observer_base(k) for k in todo])
+            G, bad = self._grams(todo, channels.basis, channels.basis_latent, j, common)
+            self._gram_of.update({k: (G[i], bad[i]) for i, k in enumerate(todo)})
+        return (np.stack([self._gram_of[k][0] for k in keys]), [self._gram_of[k][1] for k in keys])
 
     def _pairs_one_by_one(self, j: int, keys: list[Hashable], C: np.ndarray, Z0: np.ndarray,
                           Z1: np.ndarray) -> dict[Hashable, GaussianPair]:
@@ -245,7 +300,8 @@ class ObserverBatchAuditor(ReducedAuditor):
         z^(t-1))_j + w_(t-1, rho)`` (``w_(0, rho)`` for ``t = 1``) and ``delta^T (K_a z^(t))_j``
         (``t = 1..T``), each a linear functional of the latent ``g``; their gradients are one adjoint of
         the view map with ``2 T - 1`` columns (the ``z^(t)`` slots of the full view). ``C``: their left
-        singular vectors above ``tol`` times the largest.
+        singular vectors above ``tol`` times the largest (from a thin QR ``L = Q_f R_f`` and the SVD of
+        the ``2 T x 2 T`` factor ``R_f = U_r Sigma V^T``: ``C = Q_f U_r``).
         """
         T, m, d, n = self.T, self.m, self.d, full.n
         md = m * d
@@ -263,10 +319,11 @@ class ObserverBatchAuditor(ReducedAuditor):
         L[rho, 2 * T - 1] = 1.0  # q^(0)_rho = std_0 g[rho]
         for t in range(1, T):  # q^(t)_rho also holds w_(t, rho) = std_t g[t n + rho]
             L[t * n + rho, T + t - 1] += full.std[t * n + rho]
-        U, sv, _ = np.linalg.svd(L, full_matrices=False)
+        Qf, Rf = np.linalg.qr(L)  # L = Q_f R_f: the singular values of R_f are L's, at 2 T columns' cost
+        Ur, sv, _ = np.linalg.svd(Rf)
         if sv.size == 0 or sv[0] == 0:
             return np.zeros((full.N, 0))
-        return U[:, :int(np.sum(sv > tol * sv[0]))]
+        return Qf @ Ur[:, :int(np.sum(sv > tol * sv[0]))]
 
     def _neighbour_terms(self, V: np.ndarray, j: int, bases: list[_ObserverBase]
                          ) -> dict[str, np.ndarray]:
@@ -302,16 +359,21 @@ class ObserverBatchAuditor(ReducedAuditor):
         out.update(PV=PV, gram=(gram + gram.T) / 2)
         return out
 
-    def _grams(self, keys: list[Hashable], V: np.ndarray, C: np.ndarray, j: int,
+    def _grams(self, keys: list[Hashable], V: np.ndarray, latent: np.ndarray, j: int,
                common: dict[str, np.ndarray]) -> tuple[np.ndarray, list[bool]]:
         """``Q`` of every view (stacked) and, per view, whether a column of ``r`` leaves the range of
-        ``Sigma_o`` (relative component above :data:`SUPPORT_TOL`)."""
+        ``Sigma_o`` (relative component above :data:`SUPPORT_TOL`). ``latent``: ``Cov(g, V)``, whose
+        rows at the observer's known noise (times its scale) are ``V``'s known coordinates."""
         d, T = self.d, self.T
         b = V.shape[1]
         n_red = self._full.n
         Q = np.empty((len(keys), b, b))
-        bad: list = []
-        for i, k in enumerate(keys):
+        bad: list = [False] * len(keys)
+        alone = list(range(len(keys)))
+        if not common.get("few"):
+            alone = self._grams_stacked(keys, latent, common, Q)
+        for i in alone:
+            k = keys[i]
             base = self._observer_base(k)
             o = base.agent
             ob = slice(o * d, (o + 1) * d)
@@ -320,9 +382,8 @@ class ObserverBatchAuditor(ReducedAuditor):
             rd = base.Bk.shape[0]
             msgs = np.matmul(base.Bk, common["z"][:, base.idx]).reshape(T * rd, b)
             pos = int(common["pos_of"][o])
-            kn = [self.latent_std[sb] * C[sb * n_red + pos * d:sb * n_red + (pos + 1) * d]
-                  for sb in range(T)]
-            known = np.hstack([np.vstack(kn)] * 2)
+            known = np.vstack([self.latent_std[sb] * latent[sb * n_red + pos * d:sb * n_red + (pos + 1) * d]
+                               for sb in range(T)])
             if common.get("few"):  # S_EF0 P V = H^T V
                 r = np.vstack([msgs, known]) - base.Hm.T @ common["VF"] + Ho.T @ corr
             else:
@@ -332,15 +393,77 @@ class ObserverBatchAuditor(ReducedAuditor):
                 r = np.vstack([msgs - sef, known - np.vstack(kap)]) + Ho.T @ corr
             a, rel = base.schur.whiten(r)
             Q[i] = common["gram"] - PVo.T @ corr + a.T @ a
-            bad.append(bool(rel.size) and float(rel.max()) > SUPPORT_TOL)
+            bad[i] = bool(rel.size) and float(rel.max()) > SUPPORT_TOL
         return Q, bad
 
+    def _grams_stacked(self, keys: list[Hashable], latent: np.ndarray, common: dict[str, np.ndarray],
+                       Q: np.ndarray) -> list[int]:
+        """:meth:`_grams` of the views in ``keys`` whose messages have the same shape and whose
+        ``Sigma_o`` is of full rank (every ``r`` then lies in its range), all at once by batched
+        products (``a = W_o r`` with ``W_o`` the whitening matrix); fills their rows of ``Q`` and
+        returns the positions of the others."""
+        d, T, m = self.d, self.T, self.m
+        b = Q.shape[1]
+        n_red = self._full.n
+        std, std2 = self.latent_std[:T], self.latent_std[:T] ** 2
+        z4 = common["z"].reshape(T, m, d, b)
+        ck4 = common["CKPV"].reshape(T, m, d, b)
+        ka4 = common["KAPV"].reshape(T, m, d, b)
+        PV3 = common["PV"].reshape(m, d, b)
+        lat = latent[:T * n_red].reshape(T, n_red, b)
+        pos_of = common["pos_of"]
+        at = {k: i for i, k in enumerate(keys)}
+        done: set[int] = set()
+        for group in self._stacks(keys):
+            idx = np.array([at[k] for k in group.keys])
+            o = group.agents
+            PVo = PV3[o]  # (V, d, b)
+            corr = np.matmul(group.Poo_inv, PVo)
+            msgs = np.einsum("vrc,tvcdb->vtrdb", group.Bc, z4[:, group.cols] - ck4[:, group.cols])
+            rows = (pos_of[o] * d)[:, None] + np.arange(d)[None, :]  # (V, d)
+            known = std[None, :, None, None] * lat[:, rows].transpose(1, 0, 2, 3)
+            kap = np.einsum("t,vij,tvjb->vtib", std2, group.Ro, ka4[:, o])
+            V = o.size
+            r = np.concatenate([msgs.reshape(V, -1, b), (known - kap).reshape(V, -1, b)], axis=1)
+            r += np.matmul(group.HoT, corr)
+            a = np.matmul(group.Wh, r)
+            Q[idx] = (common["gram"][None] - np.matmul(PVo.transpose(0, 2, 1), corr)
+                      + np.matmul(a.transpose(0, 2, 1), a))
+            done.update(idx.tolist())
+        return [i for i in range(len(keys)) if i not in done]
+
+    def _stacks(self, keys: list[Hashable]) -> list[_ObserverStack]:
+        """The views of ``keys`` with a full-rank ``Sigma_o``, grouped by the shape of their messages,
+        each group's per-view quantities stacked (:class:`_ObserverStack`); the last request's are
+        kept (one target's views are asked for again and again)."""
+        if self._stacked is not None and self._stacked[0] == keys:
+            return self._stacked[1]
+        groups: dict[tuple[int, int, int], list[tuple[Hashable, _ObserverBase]]] = {}
+        for k in keys:
+            base = self._observer_base(k)
+            if base.schur.rank == base.schur.K:
+                groups.setdefault((base.Bc.shape[0], base.Bc.shape[1], base.schur.K), []).append(
+                    (k, base))
+        out = []
+        for members in groups.values():
+            bases = [base for _, base in members]
+            agents = np.array([base.agent for base in bases])
+            ob = (agents * self.d)[:, None] + np.arange(self.d)[None, :]
+            out.append(_ObserverStack(
+                keys=[k for k, _ in members], agents=agents,
+                cols=np.stack([base.cols for base in bases]), Bc=np.stack([base.Bc for base in bases]),
+                Poo_inv=np.stack([base.Poo_inv for base in bases]),
+                HoT=np.stack([base.Hm[ob[i]].T for i, base in enumerate(bases)]),
+                Ro=self.R[agents], Wh=np.stack([base.Wh for base in bases])))
+        self._stacked = (list(keys), out)
+        return out
+
     @staticmethod
-    def _eigenvalues(Q: np.ndarray, p: int) -> np.ndarray:
-        """``1 + eig(R J R^T)`` for ``Q = R^T R`` (stacked), ``J = diag(-I_p, I_p)``; clipped at 0."""
+    def _eigenvalues(Q: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """``1 + eig(R M R^T)`` for ``Q = R^T R`` (stacked) and the update's middle matrix ``M``
+        (``S_1 - S_0 = V M V^T``); clipped at 0."""
         Q = (Q + Q.transpose(0, 2, 1)) / 2
         w, U = np.linalg.eigh(Q)
         R = np.sqrt(np.clip(w, 0.0, None))[:, :, None] * U.transpose(0, 2, 1)
-        J = np.concatenate([-np.ones(p), np.ones(Q.shape[1] - p)])
-        M = np.matmul(R * J[None, None, :], R.transpose(0, 2, 1))
-        return np.clip(1.0 + np.linalg.eigvalsh((M + M.transpose(0, 2, 1)) / 2), 0.0, None)
+        A = np.matmul(np.matmul(R, M), R.transpose(0, 2, 1))
+        return np.clip(1.0 + np.linalg.eigvalsh((A + A.transpose(0, 2, 1)) / 2), 0.0, None)

@@ -73,6 +73,8 @@ class ViewOperator:
         self.final_rows = np.asarray(final_rows, dtype=int)
         self.known = np.asarray(known, dtype=int)
         self.r = self.B.shape[0]
+        self._B_eye = self.r == self.m and np.array_equal(self.B, np.eye(self.m))
+        """Every agent's ``z`` is a message (the full view): ``B z`` is a copy, not a product."""
         if final_bases is None:
             final_bases = (np.zeros((0, 0), dtype=int), np.zeros((0, 0, 0)))
         self.final_bases = (np.asarray(final_bases[0], dtype=int),
@@ -123,9 +125,13 @@ class ViewOperator:
     def forward(self, g: np.ndarray) -> np.ndarray:
         """``G g`` for standardised latent vectors ``g`` of shape ``(N, b)``; returns ``(K, b)``."""
         g = np.asarray(g, dtype=float).reshape(self.N, -1)
-        b = g.shape[1]
+        return self.forward_noise(g * self.std[:, None])
+
+    def forward_noise(self, w: np.ndarray) -> np.ndarray:
+        """The view of the noise ``w = std * g`` itself (shape ``(N, b)``): :meth:`forward` without the
+        scaling, so that coordinates of zero scale can be driven too (an injected impulse)."""
+        b = w.shape[1]
         n, T = self.n, self.T
-        w = g * self.std[:, None]
         out = np.empty((self.K, b))
         q = w[:n]
         pos = 0
@@ -133,7 +139,8 @@ class ViewOperator:
         for t in range(1, T + 1):
             if self.r:
                 z = self._Dt(q)
-                out[pos:pos + step] = (self.B @ z.reshape(self.m, -1)).reshape(step, b)
+                out[pos:pos + step] = (z if self._B_eye else
+                                       self.B @ z.reshape(self.m, -1)).reshape(step, b)
                 pos += step
             q = self.apply_P(q) + w[t * n:(t + 1) * n]
         nf = self.nf
@@ -175,7 +182,8 @@ class ViewOperator:
         for s in range(T - 1, -1, -1):
             R = self.apply_P(R)
             if msgs is not None:
-                y = (self.B.T @ msgs[s].reshape(self.r, -1)).reshape(self.m, d, b)
+                y = (msgs[s] if self._B_eye else
+                     (self.B.T @ msgs[s].reshape(self.r, -1)).reshape(self.m, d, b))
                 R = R + self._D(y)
             out[s * n:(s + 1) * n] = R
         out[self.known] += v[T * step + nf:]

@@ -285,6 +285,7 @@ class TargetLastOperator(ViewOperator):
         out = copy.copy(self)
         out.B = np.asarray(B, dtype=float).reshape(-1, self.m)
         out.r = out.B.shape[0]
+        out._B_eye = out.r == self.m and np.array_equal(out.B, np.eye(self.m))
         out.final_rows, out.known = np.asarray(final_rows, dtype=int), np.asarray(known, dtype=int)
         out.nf = int(out.final_rows.size)
         out.K = self.T * out.r * self.d + out.nf + out.known.size
@@ -304,8 +305,13 @@ class TargetLastOperator(ViewOperator):
         """``P q`` (:meth:`ViewOperator.apply_P`), with a sparse ``m W^c`` where it is sparse."""
         if self._mWc_sparse is None:
             return super().apply_P(q)
-        z = self._Dt(q)
-        zh = (self._mWc_sparse @ z.reshape(self.m, -1)).reshape(z.shape)
+        return self.mix_out(self._Dt(q))
+
+    def mix_out(self, z: np.ndarray) -> np.ndarray:
+        """``alpha D (m W^c (x) I_d) z`` for ``z`` of shape ``(m, d, b)``: the rows ``q`` the mixed
+        ``z`` gives, before noise."""
+        mix = self.mWc if self._mWc_sparse is None else self._mWc_sparse
+        zh = (mix @ z.reshape(self.m, -1)).reshape(z.shape)
         return self.alpha * self._D(zh)
 
     def _Dt(self, q: np.ndarray) -> np.ndarray:
