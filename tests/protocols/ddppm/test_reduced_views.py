@@ -23,6 +23,7 @@ from dpgossip.protocols.ddppm.audit import (
     component_model,
     view_pair,
 )
+from dpgossip.protocols.ddppm.observer_batch import ObserverBatchAuditor
 from dpgossip.protocols.ddppm.operators import ViewOperator
 from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.protocols.ddppm.reduced import ReducedAuditor, reducible
@@ -114,12 +115,18 @@ def test_target_last_products_equal_the_per_agent_loop():
     assert np.sum(op.forward(g) * v) == pytest.approx(np.sum(g * op.adjoint(v)), rel=1e-12)
 
 
-def test_fast_search_follows_the_shared_search():
+@pytest.mark.parametrize("sizes", [None, (3, 6, 4, 5, 3)])
+def test_fast_search_follows_the_shared_search(sizes):
     """``search = "fast"`` reports, pair by pair, the shared search's values (the same divergences,
-    so the same course up to rounding: within 1e-9 relative) and the same rows."""
+    so the same course up to rounding: within 1e-9 relative) and the same rows, with equal blocks and
+    with blocks of 3 to 6 rows (two targets)."""
     data, net, params = _ring(m=5, rows=4, T=2, c=1)
+    if sizes is not None:
+        data = PartitionedData(X=np.vstack([data.X, data.X[:1] * 0.5]), sizes=sizes)
+        params = resolve_params(data, net, iterations=2, consensus_steps=1,
+                                noise=NoiseSchedule(kind="constant", scale=1.0))
     kw = dict(delta=DELTA, epsilons=(1.0,), methods=("rdp",), seed=3,
-              options=AuditOptions(targets=[0], upper_bound=False))
+              options=AuditOptions(targets=[0, 1], upper_bound=False))
     quick = dict(name="quick", levels=1, shared=True)
     shared = audit_pairs(data, net, params, search=SearchSettings(**quick), **kw)
     fast = audit_pairs(data, net, params, search=SearchSettings(**quick, reduced=True), **kw)
@@ -138,7 +145,39 @@ def test_fast_preset_and_where_the_reduction_applies():
     assert isinstance(_search_auditor((data, net, params, None, views, 0, True)), ReducedAuditor)
     assert isinstance(_search_auditor((data, net, params, None, views, 0, False)), RunAuditor)
     uneven = PartitionedData(X=data.X, sizes=(4, 6) + (5,) * (data.m - 2))
-    assert not reducible(uneven, params, views)
-    assert isinstance(_search_auditor((uneven, net, params, None, views, 0, True)), RunAuditor)
+    assert reducible(uneven, params, views)
+    assert isinstance(_search_auditor((uneven, net, params, None, views, 0, True)), ReducedAuditor)
+    one_short = PartitionedData(X=data.X, sizes=(2, 8) + (5,) * (data.m - 2))  # d = 2 rows: not more
+    assert not reducible(one_short, params, views)
+    assert isinstance(_search_auditor((one_short, net, params, None, views, 0, True)), RunAuditor)
     too_few = _ring(rows=2, d=2)
     assert not reducible(too_few[0], too_few[2], views)
+
+
+@pytest.mark.parametrize("auditor", [ReducedAuditor, ObserverBatchAuditor])
+def test_blocks_of_unequal_sizes_against_the_dense_unreduced_view(auditor):
+    """Agents holding 3 to 7 rows (d = 2): every observer view of a target with the fewest, the most
+    and a middle number of rows, per-pair factorisation and batched auditor alike, against the dense
+    release model of the unreduced view, to 1e-9."""
+    sizes = (3, 7, 4, 6, 5, 3, 4)
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((sum(sizes), 2)) * np.array([1.0, 0.7])
+    X /= np.max(np.linalg.norm(X, axis=1))
+    data = PartitionedData(X=X, sizes=sizes)
+    m = len(sizes)
+    net = make_network("ring", agents=m)
+    params = resolve_params(data, net, iterations=3, consensus_steps=1,
+                            noise=NoiseSchedule(kind="geometric", scale=1.0))
+    aud = auditor(data, net, params, _views(m), seed=1)
+    model0 = component_model(data, net, params)
+    for j in (0, 1, 4):
+        for nb in _neighbours(data, j, 2, seed=30 + j):
+            model1 = component_model(data, net, params, X=nb.apply(data.X))
+            keys = [("observer", o) for o in range(m) if o != j]
+            got = aud.pairs(nb, keys)
+            for key in keys:
+                dense = view_pair(model0, model1, make_view("observer", m=m, agents=key[1:]), net)
+                lam_d = np.sort(dense.eigenvalues[np.abs(dense.eigenvalues - 1) > 1e-9])
+                lam_r = np.sort(got[key].eigenvalues[np.abs(got[key].eigenvalues - 1) > 1e-9])
+                assert lam_r.size == lam_d.size
+                np.testing.assert_allclose(lam_r, lam_d, rtol=1e-9, atol=1e-12)

@@ -148,10 +148,8 @@ class ObserverBatchAuditor(ReducedAuditor):
     def _base_moments(self) -> None:
         m, d, T = self.m, self.d, self.T
         md = m * d
-        s = self.n // m
         self.latent_std = self.std[::self.n][:T + 1]
-        var_T = self.var_T[:, 0]
-        S = self.Psi + np.diag(np.repeat(var_T, d))
+        S = self.Psi + np.diag(np.repeat(self.var_final, d))
         cf = sla.cho_factor((S + S.T) / 2, lower=True, check_finite=False)
         self.Lf = np.tril(cf[0])
         P = sla.cho_solve(cf, np.eye(md), check_finite=False)
@@ -166,7 +164,6 @@ class ObserverBatchAuditor(ReducedAuditor):
         self.PKA = [self.P @ self.KA[sb] for sb in range(T)]
         self.CKs = np.stack([self.CK[t] for t in range(1, T + 1)])
         self.KAT = np.stack([k.T for k in self.KA])
-        self.rows_per_agent = s
 
     def _observer_base(self, k: Hashable) -> _ObserverBase:
         if k in self._bases:
@@ -224,9 +221,9 @@ class ObserverBatchAuditor(ReducedAuditor):
         the nontrivial generalised eigenvalues ``1 + eig(J Q)`` of each view (module docstring)."""
         if not keys:
             return {}
-        s = self.rows_per_agent
-        j = int(nb.row) // s
-        up = self._target_channels(j).update(int(nb.row) - j * s, nb.x_new)
+        j = self.owner(nb.row)
+        local = int(nb.row) - int(self.offsets[j])
+        up = self._target_channels(j).update(local, nb.x_new)
         G, bad = self._basis_grams(j, keys)
         A = up.coef
         Q = np.matmul(np.matmul(A.T, G), A)
@@ -236,7 +233,7 @@ class ObserverBatchAuditor(ReducedAuditor):
         odd = [k for i, k in enumerate(keys) if bad[i]]
         if odd:  # supports seem to differ: the per-pair factorisation decides (and names the direction)
             full = self._target_view(j)
-            rho = full.n - s + int(nb.row) - j * s
+            rho = full._n0 + local
             X1 = full.X.copy()
             X1[rho] = nb.x_new
             C = self._change_rowspace(full, rho, nb.x_new)
@@ -355,7 +352,7 @@ class ObserverBatchAuditor(ReducedAuditor):
             PV = self.P @ VF
             gram = VF.T @ PV
             out["CKPV"], out["KAPV"] = np.matmul(self.CKs, PV), np.matmul(self.KAT, PV)
-        gram = gram + perp.T @ perp / self.var_T[j, 0]
+        gram = gram + perp.T @ perp / self.var_final[j]
         out.update(PV=PV, gram=(gram + gram.T) / 2)
         return out
 

@@ -59,11 +59,11 @@ __all__ = ["ReducedAuditor", "reducible"]
 
 
 def reducible(data: PartitionedData, params: ProtocolParams, views: Mapping[Hashable, View]) -> bool:
-    """Whether :class:`ReducedAuditor` applies: rank 1, observer views only, every agent with the same
-    number of rows, more than ``d``, and a final noise constant over the rows."""
+    """Whether :class:`ReducedAuditor` applies: rank 1, observer views only and every agent with more
+    than ``d`` rows (blocks of any sizes; the noise of an iteration is the same for every row)."""
     sizes = np.diff(np.asarray(data.offsets))
     return (int(params.rank) == 1 and all(v.kind == "observer" for v in views.values())
-            and bool(sizes.size) and bool((sizes == sizes[0]).all()) and int(sizes[0]) > data.d)
+            and bool(sizes.size) and int(sizes.min()) > data.d)
 
 
 class ReducedAuditor:
@@ -79,11 +79,12 @@ class ReducedAuditor:
     def __init__(self, data: PartitionedData, network: Network, params: ProtocolParams,
                  views: Mapping[Hashable, View], *, seed: int = 0) -> None:
         if not reducible(data, params, views):
-            raise ValueError("ReducedAuditor: rank 1, observer views and equal blocks of more "
-                             "than d rows only (reducible)")
+            raise ValueError("ReducedAuditor: rank 1, observer views and blocks of more than d "
+                             "rows only (reducible)")
         self.data, self.X = data, np.asarray(data.X, dtype=float)
         T, n, m, d = params.iterations, data.n, data.m, data.d
         self.T, self.n, self.m, self.d = T, n, m, d
+        self.offsets = np.asarray(data.offsets, dtype=int)
         self.std = np.concatenate([np.full(n, params.sigma_q)]
                                   + [np.full(n, s) for s in params.sigma_p[0]])
         self.views = dict(views)
@@ -112,12 +113,12 @@ class ReducedAuditor:
         """What every pair shares: the ``z`` covariances, ``A``, the QR of every block, ``Psi = R K_W
         C_(T,T) K_W^T R^T``, ``C_(t,T) K_W^T R^T`` and the final noise of every reduced block."""
         m, d, T, n = self.m, self.d, self.T, self.n
-        s = n // m
         op = self.full0
         self.C = op.z_covariances()
         self.A = op._A()
-        Xb = self.X.reshape(m, s, d)
-        self.U, self.R = np.linalg.qr(Xb)  # (m, s, d), (m, d, d)
+        blocks = [np.linalg.qr(self.X[self.rows_of(a)]) for a in range(m)]  # X_a = U_a R_a
+        self.U = [U for U, _ in blocks]
+        self.R = np.stack([R for _, R in blocks])  # (m, d, d)
         Rbd = np.zeros((m * d, m * d))
         for a in range(m):
             Rbd[a * d:(a + 1) * d, a * d:(a + 1) * d] = self.R[a]
@@ -126,9 +127,20 @@ class ReducedAuditor:
         Psi = self.Kr.T @ self.C[(T, T)] @ self.Kr
         self.Psi = (Psi + Psi.T) / 2
         self.CK = {t: self.C[(t, T)] @ self.Kr for t in range(1, T + 1)}
-        var = (self.std[T * n:(T + 1) * n] ** 2).reshape(m, s)
-        self.var_T = var
-        self.noise = np.einsum("asi,as,asj->aij", self.U, var, self.U)
+        var = self.std[T * n:(T + 1) * n] ** 2
+        self.var_T = [var[self.rows_of(a)] for a in range(m)]
+        """The final noise's variance on each agent's rows."""
+        self.var_final = np.array([v[0] for v in self.var_T])
+        """... one number per agent (the noise of an iteration is the same for every row)."""
+        self.noise = np.stack([U.T @ (v[:, None] * U) for U, v in zip(self.U, self.var_T, strict=True)])
+
+    def rows_of(self, a: int) -> slice:
+        """Agent ``a``'s rows of the data."""
+        return slice(int(self.offsets[a]), int(self.offsets[a + 1]))
+
+    def owner(self, row: int) -> int:
+        """The agent holding data row ``row``."""
+        return int(np.searchsorted(self.offsets, int(row), side="right")) - 1
 
     def _observer_moments(self, k: Hashable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(S_MM, S_MZ, G_o)`` of view ``k``'s observer: the messages' covariance, their covariance
@@ -138,13 +150,13 @@ class ReducedAuditor:
             return self._observer[k]
         spec, (m, d, T, n) = self.specs[k], (self.m, self.d, self.T, self.n)
         o = self.views[k].agents[0]
-        s = n // m
-        Xo = self.X[o * s:(o + 1) * s]
+        rows = self.rows_of(o)
+        Xo = self.X[rows]
         known = np.zeros(n * (T + 1), dtype=bool)
         known[spec.known] = True
         F = {t: np.zeros((m * d, T * d)) for t in range(1, T + 1)}
         for sb in range(T):
-            lat = slice(sb * n + o * s, sb * n + (o + 1) * s)
+            lat = slice(sb * n + rows.start, sb * n + rows.stop)
             v = np.where(known[lat], self.std[lat] ** 2, 0.0)
             w, V = np.linalg.eigh(Xo.T @ (v[:, None] * Xo))
             Y = np.zeros((m * d, d))
@@ -190,9 +202,8 @@ class ReducedAuditor:
         """The reduced data of target ``j`` with the target moved last (:class:`TargetLastOperator`):
         ``R_a`` (``d x d``, ``X_a = U_a R_a``) of every other agent in order, then ``X_j``; and the
         agents' order (``order[i]`` is the original agent at position ``i``)."""
-        s = self.n // self.m
         order = np.array([a for a in range(self.m) if a != j] + [j])
-        Xr = np.concatenate([self.R[order[:-1]].reshape(-1, self.d), self.X[j * s:(j + 1) * s]])
+        Xr = np.concatenate([self.R[order[:-1]].reshape(-1, self.d), self.X[self.rows_of(j)]])
         return Xr, order
 
     def pair_operator(self, k: Hashable, j: int) -> ViewOperator:
@@ -233,11 +244,10 @@ class ReducedAuditor:
         """:class:`GaussianPair` of every view in ``keys`` (reduced against the neighbour's target)
         for the neighbour ``nb`` (P under ``X``). The trajectories of the change's row space are
         computed once on the full view and read out by every view."""
-        s = self.n // self.m
-        j = int(nb.row) // s
+        j = self.owner(nb.row)
         full = self._target_view(j)
         X1 = full.X.copy()
-        X1[full.n - s + int(nb.row) - j * s] = nb.x_new
+        X1[full._n0 + int(nb.row) - int(self.offsets[j])] = nb.x_new
         full1 = full.with_data(X1)
         C = difference_rowspace(full, full1, rng=self.rng)
         Z0, Z1 = full.forward(C), full1.forward(C)

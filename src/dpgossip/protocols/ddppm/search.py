@@ -98,7 +98,7 @@ class SearchSettings:
     reduced: bool = False
     """Evaluate neighbours on observer views reduced to a sufficient statistic of the final rows
     (:class:`~dpgossip.protocols.ddppm.reduced.ReducedAuditor`), where it applies (rank 1, observer
-    views, equal blocks); the same divergences, far fewer coordinates."""
+    views, more than ``d`` rows per agent); the same divergences, far fewer coordinates."""
     batched: bool = False
     """With ``shared``: the other views get the leads' neighbours without per-view work
     (:meth:`TargetSearch.adopt_batched`: one evaluation of every view per neighbour, the RDP
