@@ -33,9 +33,12 @@ from dpgossip.scenario.problem import build_structure, resolve_problem
 EXAMPLES_OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "privacy-example-strong.json"
 EXAMPLE_SCHEDULES = (("geometric", 1.0), ("constant", 0.1), ("constant", 1.0), ("constant", 10.0))
 """The schedules of the docs/privacy.md example (scripts/privacy_example.py)."""
-STRONG = SearchSettings(name="strong-check", levels=4, rows=4, random=16, steps=6, starts=4, exact=6)
+STRONG = SearchSettings(name="strong-check", levels=4, rows=4, random=16, steps=6, starts=4, exact=6,
+                        reduced=True)
 """The checking search: four levels (each doubling the one before) from 4 rows, 16 random directions
-and 6 ascent steps per start at level 0, 4 starts per view, 6 candidates per view given exact values."""
+and 6 ascent steps per start at level 0, 4 starts per view, 6 candidates per view given exact values;
+every view searched on its own. Where they apply (rank 1, observer views, more than ``d`` rows per
+agent) the views are evaluated reduced (the same divergences, docs/audit-scale.md Sections 7 to 9)."""
 
 
 def point_problem(path: Path, index: int):
@@ -49,14 +52,15 @@ def point_problem(path: Path, index: int):
     return cfg, resolve_problem(cfg, structure), dict(task.axes)
 
 
-def audit(cfg: dict, problem, search) -> tuple[dict[str, object], float]:
+def audit(cfg: dict, problem, search, workers: int = 1) -> tuple[dict[str, object], float]:
     """Every pair with ``search``; the worst pair's numbers (ranked as the scenario ranks) and seconds."""
     priv = cfg["privacy"]
     t0 = time.perf_counter()
     res = audit_pairs(problem.data, problem.network, problem.params, delta=priv["delta"],
                       epsilons=list(priv["epsilon"]), view=priv["view"],
                       neighbours=priv["neighbours"], search=search, seed=cfg["seed"],
-                      methods=priv["methods"], options=AuditOptions(rank_by=priv["rank_by"]))
+                      methods=priv["methods"], options=AuditOptions(rank_by=priv["rank_by"],
+                                                                    workers=workers))
     sec = time.perf_counter() - t0
     by = "delta" if priv["rank_by"] == "delta" else "epsilon"
     meth = priv["methods"][0]
@@ -112,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
                     "writes docs/numbers/privacy-example-strong.json")
     ap.add_argument("--point", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--workers", type=int, default=1, help="processes for the targets (default 1)")
     ap.add_argument("--published", type=float, default=None,
                     help="compare with this published worst value instead of running the default search")
     args = ap.parse_args(argv)
@@ -136,8 +141,8 @@ def main(argv: list[str] | None = None) -> None:
         base, t_base = {"quantity": "published", "value": args.published, "observer": "?",
                         "target": "?", "row": "?", "label": "published"}, 0.0
     else:
-        base, t_base = audit(cfg, problem, cfg["privacy"]["search"])
-    strong, t_strong = audit(cfg, problem, STRONG)
+        base, t_base = audit(cfg, problem, cfg["privacy"]["search"], args.workers)
+    strong, t_strong = audit(cfg, problem, STRONG, args.workers)
     rel = (strong["value"] - base["value"]) / abs(base["value"]) if base["value"] else float("nan")
     print(f"{args.scenario.name} point {args.point} {axes}: {base['quantity']}")
     print(f"  {cfg['privacy']['search']:>12}: {base['value']:.6g} (pair {base['observer']},"

@@ -66,14 +66,20 @@ def test_reduction_changes_no_divergence_against_the_dense_unreduced_view(T, c):
     dense matrices, for near and far observers and two targets, to 1e-9 (the exact conversion is a
     function of the eigenvalues alone)."""
     data, net, params = _ring(T=T, c=c)
+    red = ReducedAuditor(data, net, params, _views(data.m), seed=1)
+    _assert_every_view_is_the_dense_one(red, data, net, params, targets=(0, 3), count=1, seed=10)
+
+
+def _assert_every_view_is_the_dense_one(aud, data, net, params, *, targets, count, seed):
+    """Every observer view of ``count`` neighbours of each target: nontrivial eigenvalues and RDP
+    epsilon of ``aud.pairs`` against the dense release model of the unreduced view, to 1e-9."""
     m = data.m
-    red = ReducedAuditor(data, net, params, _views(m), seed=1)
     model0 = component_model(data, net, params)
-    for j in (0, 3):
-        for nb in _neighbours(data, j, 1, seed=10 + j):
+    for j in targets:
+        for nb in _neighbours(data, j, count, seed=seed + j):
             model1 = component_model(data, net, params, X=nb.apply(data.X))
             keys = [("observer", o) for o in range(m) if o != j]
-            got = red.pairs(nb, keys)
+            got = aud.pairs(nb, keys)
             for key in keys:
                 dense = view_pair(model0, model1, make_view("observer", m=m, agents=key[1:]), net)
                 lam_d = np.sort(dense.eigenvalues[np.abs(dense.eigenvalues - 1) > 1e-9])
@@ -169,15 +175,4 @@ def test_blocks_of_unequal_sizes_against_the_dense_unreduced_view(auditor):
     params = resolve_params(data, net, iterations=3, consensus_steps=1,
                             noise=NoiseSchedule(kind="geometric", scale=1.0))
     aud = auditor(data, net, params, _views(m), seed=1)
-    model0 = component_model(data, net, params)
-    for j in (0, 1, 4):
-        for nb in _neighbours(data, j, 2, seed=30 + j):
-            model1 = component_model(data, net, params, X=nb.apply(data.X))
-            keys = [("observer", o) for o in range(m) if o != j]
-            got = aud.pairs(nb, keys)
-            for key in keys:
-                dense = view_pair(model0, model1, make_view("observer", m=m, agents=key[1:]), net)
-                lam_d = np.sort(dense.eigenvalues[np.abs(dense.eigenvalues - 1) > 1e-9])
-                lam_r = np.sort(got[key].eigenvalues[np.abs(got[key].eigenvalues - 1) > 1e-9])
-                assert lam_r.size == lam_d.size
-                np.testing.assert_allclose(lam_r, lam_d, rtol=1e-9, atol=1e-12)
+    _assert_every_view_is_the_dense_one(aud, data, net, params, targets=(0, 1, 4), count=2, seed=30)

@@ -1,6 +1,6 @@
 r"""Every observer's reduced view of one candidate neighbour at once, from one factorisation per audit.
 
-docs/audit-scale.md, Section 8. Take the reduced observer view of :mod:`~dpgossip.protocols.ddppm.reduced`
+docs/audit-scale.md, Sections 8 and 9. Take the reduced observer view of :mod:`~dpgossip.protocols.ddppm.reduced`
 and rotate the target's raw final rows into ``[U_j^T Y_j ; U_j^{\perp T} Y_j]``. Under the audited data
 ``X`` the second part is the target's final noise alone (``(I - U_j U_j^T) X_j = 0``), independent of
 everything else, of covariance ``s_T^2 I``. What remains is, for every target,
@@ -80,8 +80,8 @@ from dpgossip.topology.network import Network
 __all__ = ["ObserverBatchAuditor"]
 
 FEW_VIEWS = 4
-"""Up to this many views per neighbour, ``V^T P V`` by a triangular solve and ``S_{E F_0} P V`` from
-each view's stored ``P S_{F_0 E}``; beyond, the products shared by all views."""
+"""Up to this many views at once, ``V^T P V`` by a triangular solve and ``S_{E F_0} P V`` from each
+view's stored ``P S_{F_0 E}``; beyond, the products shared by all views and the views stacked."""
 
 SUPPORT_TOL = 1e-7
 """A column of ``r`` whose relative component outside the range of ``Sigma_o`` exceeds this means the
@@ -324,9 +324,10 @@ class ObserverBatchAuditor(ReducedAuditor):
 
     def _neighbour_terms(self, V: np.ndarray, j: int, bases: list[_ObserverBase]
                          ) -> dict[str, np.ndarray]:
-        """Per neighbour, shared by the views ``bases``: the trajectories in agent order, ``V_F0``, the
-        rows of ``P V_F0`` the views read, ``V_F0^T P V_F0 + V_perp^T V_perp / s_T^2`` and, for more
-        than :data:`FEW_VIEWS` views, ``C_(t,T) K_r P V_F0`` and ``K_A[s]^T P V_F0``."""
+        """For view vectors ``V`` of target ``j`` (its basis), shared by the views ``bases``: the
+        trajectories in agent order, ``V_F0``, the rows of ``P V_F0`` the views read,
+        ``V_F0^T P V_F0 + V_perp^T V_perp / s_T^2`` and, for more than :data:`FEW_VIEWS` views,
+        ``C_(t,T) K_r P V_F0`` and ``K_A[s]^T P V_F0``."""
         m, d, T = self.m, self.d, self.T
         md, b = m * d, V.shape[1]
         pos_of = np.argsort(self._order)
