@@ -9,6 +9,8 @@ relative difference. Where the stronger search beats a published number by more 
 number should be the stronger one's (docs/audit-scale.md).
 
     python scripts/stronger_search.py scenarios/paper-fig3.toml --point 0 [--json out.json]
+    python scripts/stronger_search.py scenarios/paper-fig3.toml --all --json out.jsonl   # every point,
+        # the checking search only, one JSON line per point appended (a rerun skips the points done)
     python scripts/stronger_search.py --example geometric 1 delta   # the docs/privacy.md example
     python scripts/stronger_search.py --examples    # every schedule of that example, ranked by delta:
         # writes docs/numbers/privacy-example-strong.json (docs/privacy.md prints its worst deltas)
@@ -60,7 +62,8 @@ def audit(cfg: dict, problem, search, workers: int = 1) -> tuple[dict[str, objec
                       epsilons=list(priv["epsilon"]), view=priv["view"],
                       neighbours=priv["neighbours"], search=search, seed=cfg["seed"],
                       methods=priv["methods"], options=AuditOptions(rank_by=priv["rank_by"],
-                                                                    workers=workers))
+                                                                    workers=workers,
+                                                                    upper_bound=False))
     sec = time.perf_counter() - t0
     by = "delta" if priv["rank_by"] == "delta" else "epsilon"
     meth = priv["methods"][0]
@@ -106,6 +109,30 @@ def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
             "label": r.neighbour.label, "seconds": time.perf_counter() - t0}
 
 
+def every_point(path: Path, out: Path | None, workers: int) -> None:
+    """:data:`STRONG` on every audited point of a scenario, one JSON line per point appended to ``out``
+    as it finishes (points already in ``out`` are skipped, so an interrupted run resumes)."""
+    sc = load_scenario(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        count = len(plan_audit(sc, out=Path(tmp) / "plan", force=True).tasks)
+    done = set()
+    if out is not None and out.exists():
+        done = {json.loads(line)["point"] for line in out.read_text(encoding="utf-8").splitlines()
+                if line.strip()}
+    for index in range(count):
+        if index in done:
+            continue
+        cfg, problem, axes = point_problem(path, index)
+        strong, sec = audit(cfg, problem, STRONG, workers)
+        strong.pop("pairs")
+        line = json.dumps({"point": index, "axes": axes, "strong": strong, "seconds": sec},
+                          default=str)
+        print(line, flush=True)
+        if out is not None:
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario", type=Path, nargs="?")
@@ -115,6 +142,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="every schedule of the docs/privacy.md example, ranked by delta at epsilon = 5; "
                     "writes docs/numbers/privacy-example-strong.json")
     ap.add_argument("--point", type=int, default=0)
+    ap.add_argument("--all", action="store_true",
+                    help="every point, the checking search only; --json is a JSON-lines file, appended")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--workers", type=int, default=1, help="processes for the targets (default 1)")
     ap.add_argument("--published", type=float, default=None,
@@ -135,6 +164,9 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(got, indent=1))
         if args.json:
             args.json.write_text(json.dumps(got, indent=1))
+        return
+    if args.all:
+        every_point(args.scenario, args.json, args.workers)
         return
     cfg, problem, axes = point_problem(args.scenario, args.point)
     if args.published is not None:  # compare with the published worst value, no default search

@@ -348,7 +348,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if len(plan.pair_tasks) < len(plan.tasks):
         print("other kinds: their own accountant (guaranteed_epsilon) and auditor (audited_epsilon) "
               "on repeat 0, as dpgossip run reports them", flush=True)
-    run = run_audit(plan, on_point=_print_audit_point, quiet=args.quiet, workers=args.workers)
+    run = run_audit(plan, on_point=_print_audit_point, quiet=args.quiet, workers=args.workers,
+                    scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout)
     files = list(run.files)
     if not args.no_plots:
         files.extend(_plots(lambda: make_audit_report(run.out)))
@@ -712,6 +713,11 @@ def _add_audit(sub: Any) -> None:
     a.add_argument("--workers", type=int, default=1, metavar="N",
                    help="processes that search a point's targets (default 1; 0: one per CPU); "
                    "the results are the same bits for any N")
+    a.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help='search each point\'s targets as tasks of a Dask cluster, e.g. '
+                   'tcp://host:8786 (pip install "dpgossip[dask]"); the same bits as one process')
+    a.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up when the Dask scheduler does not answer within this time (default 10)")
     a.add_argument("-q", "--quiet", action="store_true",
                    help="no progress on stderr (the results are still printed)")
     a.add_argument("--force", action="store_true",

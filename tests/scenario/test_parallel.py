@@ -175,3 +175,30 @@ def test_dask_targets_handed_out_in_any_order_give_the_bits_of_one_process(clust
     assert list(spread.results) == list(one.results)
     assert bits(spread.results) == bits(one.results)
     assert bits(spread.upper) == bits(one.upper)
+
+
+def test_dask_cluster_searches_an_audits_targets(tmp_path, cluster):
+    """``dpgossip audit --scheduler`` (:func:`run_audit` with ``scheduler``): every target of the point
+    is a task on the cluster, and the audit's tables are the same bytes as on one process; with
+    ``workers`` too it is refused."""
+    import distributed
+
+    from dpgossip.scenario.audit_run import plan_audit, run_audit
+
+    sc = small(**SPREAD)
+    with distributed.Client(cluster.scheduler_address) as client:
+        before = sum(name.startswith("search_target_cached")
+                     for names in client.run(_task_names).values() for name in names)
+    one = run_audit(plan_audit(sc, tmp_path / "one", force=True), quiet=True)
+    dask = run_audit(plan_audit(sc, tmp_path / "dask", force=True), quiet=True,
+                     scheduler=cluster.scheduler_address)
+    with distributed.Client(cluster.scheduler_address) as client:
+        after = sum(name.startswith("search_target_cached")
+                    for names in client.run(_task_names).values() for name in names)
+    assert after - before >= 4  # every target a task
+    names = sorted(f.name for f in one.files if f.suffix in (".csv", ".json"))
+    assert names and names == sorted(f.name for f in dask.files if f.suffix in (".csv", ".json"))
+    assert read_bytes(tmp_path / "dask", *names) == read_bytes(tmp_path / "one", *names)
+    with pytest.raises(ConfigError, match="cannot be combined"):
+        run_audit(plan_audit(sc, tmp_path / "both", force=True), quiet=True, workers=2,
+                  scheduler=cluster.scheduler_address)

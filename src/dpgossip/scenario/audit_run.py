@@ -24,12 +24,13 @@ per-point audits below it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from dpgossip.errors import ConfigError
-from dpgossip.protocols.ddppm.audit import audit_processes
+from dpgossip.protocols.ddppm.audit import audit_processes, audit_searches
 from dpgossip.scenario.audit_command import (
     AuditPlan,
     AuditRun,
@@ -45,8 +46,10 @@ from dpgossip.scenario.audit_point import (
     read_kind_point,
     write_audit_point,
 )
-from dpgossip.scenario.execute import resolve_workers
+from dpgossip.scenario.dask_targets import client_target_searches
+from dpgossip.scenario.execute import DASK_TIMEOUT, connect_dask, resolve_workers
 from dpgossip.scenario.kind_commands import commands_for
+from dpgossip.scenario.options import check_scheduler
 from dpgossip.scenario.outdir import check_out_dir
 from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.preflight import check_points
@@ -109,7 +112,8 @@ def plan_audit(scenario: Any, out: str | Path | None = None, *,
 
 
 def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None = None,
-              quiet: bool = False, stream: IO[str] | None = None, workers: int = 1) -> AuditRun:
+              quiet: bool = False, stream: IO[str] | None = None, workers: int = 1,
+              scheduler: str | None = None, scheduler_timeout: float = DASK_TIMEOUT) -> AuditRun:
     """Audit every point of ``plan`` (resuming from stored points) and write the folder's tables.
 
     Every point's settings are checked on its network and data first
@@ -133,6 +137,10 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
         Processes that search each point's targets
         (:func:`~dpgossip.protocols.ddppm.audit.audit_processes`; 0: one per CPU). The results are
         the same bits for any count.
+    scheduler, scheduler_timeout
+        Address of a Dask scheduler (``tcp://host:8786``): each point's targets are searched as tasks
+        of that cluster instead (:func:`~dpgossip.scenario.dask_targets.client_target_searches`; the
+        same bits), with ``workers`` left at 1; and the seconds to wait for it.
 
     Returns
     -------
@@ -146,9 +154,18 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
     KeyboardInterrupt
         Propagated; every point finished before it is stored.
     """
+    scheduler, scheduler_timeout = check_scheduler(scheduler, scheduler_timeout)
+    if scheduler is not None and workers != 1:
+        raise ConfigError("--workers and --scheduler cannot be combined; the Dask cluster has its own")
     check_points(plan.tasks, plan.base)
-    with staged_folder(plan.out, flag="--out") as stage, \
-            audit_processes(resolve_workers(workers)):
+    with ExitStack() as stack:
+        if scheduler is None:
+            stack.enter_context(audit_processes(resolve_workers(workers)))
+        else:
+            client = connect_dask(scheduler, scheduler_timeout)
+            stack.callback(client.close)
+            stack.enter_context(audit_searches(client_target_searches(client)))
+        stage = stack.enter_context(staged_folder(plan.out, flag="--out"))
         run = _run_audit(replace(plan, out=stage.work), on_point, quiet, stream, plan.out)
         stage.commit(stale_audit_files(plan.out, plan.scenario))
     return replace(run, out=plan.out,

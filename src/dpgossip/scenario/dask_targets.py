@@ -1,5 +1,7 @@
 """A pair audit's targets on a Dask cluster: how ``dpgossip run --scheduler`` spreads the targets of a
-sweep with fewer points than the cluster has threads, as ``--workers N`` does on local processes.
+sweep with fewer points than the cluster has threads, as ``--workers N`` does on local processes, and
+how ``dpgossip audit --scheduler`` spreads every point's targets (:func:`client_target_searches`, from
+the client itself).
 
 A point runs in a Dask task (:func:`~dpgossip.scenario.execute.run_chunk_spreading_targets`); its
 pair audit hands its targets' searches to :func:`dask_target_searches`, which, from inside that task
@@ -21,7 +23,7 @@ from typing import Any
 
 from dpgossip.protocols.ddppm.audit import PairResult, search_target_cached
 
-__all__ = ["dask_target_searches"]
+__all__ = ["client_target_searches", "dask_target_searches"]
 
 
 def dask_target_searches(problem: tuple, keys: dict, hops: dict, jobs: list, spec: Any, *,
@@ -33,17 +35,36 @@ def dask_target_searches(problem: tuple, keys: dict, hops: dict, jobs: list, spe
     it, the results must not change)."""
     from distributed import worker_client
 
+    with worker_client() as client:
+        yield from _on_cluster(client, problem, keys, hops, jobs, spec, order)
+
+
+def client_target_searches(client: Any) -> Any:
+    """The searches of an audit's targets as tasks of ``client``'s cluster (a ``distributed.Client``
+    of the process that runs the audit), for :func:`~dpgossip.protocols.ddppm.audit.audit_searches`:
+    the same bits as one process (module docstring)."""
+
+    def searches(problem: tuple, keys: dict, hops: dict, jobs: list, spec: Any
+                 ) -> Iterator[dict[tuple[int, int], PairResult]]:
+        return _on_cluster(client, problem, keys, hops, jobs, spec, None)
+
+    return searches
+
+
+def _on_cluster(client: Any, problem: tuple, keys: dict, hops: dict, jobs: list, spec: Any,
+                order: Sequence[int] | None) -> Iterator[dict[tuple[int, int], PairResult]]:
+    """Send the problem once to every worker, submit one task per job in ``order`` and yield the
+    results in job order; the jobs not finished are cancelled when the caller stops early."""
     order = list(range(len(jobs))) if order is None else [int(i) for i in order]
     if sorted(order) != list(range(len(jobs))):
         raise ValueError(f"order must be a permutation of 0..{len(jobs) - 1}, got {order!r}")
     token = uuid.uuid4().hex  # this audit's auditors on the workers
-    with worker_client() as client:
-        shared = client.scatter(problem, broadcast=True, hash=False)
-        submitted = {i: client.submit(search_target_cached, token, shared, keys, hops, jobs[i], spec,
-                                      pure=False) for i in order}
-        futures = [submitted[i] for i in range(len(jobs))]
-        try:
-            for fut in futures:
-                yield fut.result()
-        finally:
-            client.cancel([f for f in futures if not f.done()])
+    shared = client.scatter(problem, broadcast=True, hash=False)
+    submitted = {i: client.submit(search_target_cached, token, shared, keys, hops, jobs[i], spec,
+                                  pure=False) for i in order}
+    futures = [submitted[i] for i in range(len(jobs))]
+    try:
+        for fut in futures:
+            yield fut.result()
+    finally:
+        client.cancel([f for f in futures if not f.done()])

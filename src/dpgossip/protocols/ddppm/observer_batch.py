@@ -1,9 +1,10 @@
 r"""Every observer's reduced view of one candidate neighbour at once, from one factorisation per audit.
 
-docs/audit-scale.md, Sections 8 and 9. Take the reduced observer view of :mod:`~dpgossip.protocols.ddppm.reduced`
-and rotate the target's raw final rows into ``[U_j^T Y_j ; U_j^{\perp T} Y_j]``. Under the audited data
-``X`` the second part is the target's final noise alone (``(I - U_j U_j^T) X_j = 0``), independent of
-everything else, of covariance ``s_T^2 I``. What remains is, for every target,
+docs/audit-scale.md, Sections 8 and 9. Take the reduced observer view of
+:mod:`~dpgossip.protocols.ddppm.reduced` and rotate the target's raw final rows into ``[U_j^T Y_j ;
+U_j^{\perp T} Y_j]``. Under the audited data ``X`` the second part is the target's final noise alone
+(``(I - U_j U_j^T) X_j = 0``), independent of everything else, of covariance ``s_T^2 I``. What remains
+is, for every target,
 
 .. math::
 
