@@ -1,4 +1,5 @@
-"""Every test file the docs and the README name exists (a renamed or moved test leaves no dangling citation)."""
+"""Every test file the docs and the README name exists (a moved or renamed test leaves no dangling
+citation)."""
 
 import re
 from pathlib import Path

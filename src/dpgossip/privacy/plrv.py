@@ -875,6 +875,12 @@ def _saddle_integral(law: QuadraticFormLaw, x: float) -> tuple[float, float]:
         log_c = float(np.sum(-0.25 * np.log1p(4.0 * a_t * a_t * y * y))) - 0.5 * s2 * y * y
         return math.exp(log_c) * norm / y
 
+    # |integrand| <= 1 (|M(u) e^{-ux}| <= M(kappa) e^{-kappa x}, |u (u + 1)| >= norm), so the running total
+    # is at most hi_y: when the bound on the rest at the last hi_y tried is above 1e-12 hi_y, no hi_y can
+    # pass the test below (the bound decreases in y) and the quadratures would only end in giving up
+    last_y = scale * 2.0 ** math.ceil(math.log2(1e7) + 1e-12)
+    if rest_bound(last_y) >= 1e-12 * last_y:
+        return math.nan, math.inf
     total, err = 0.0, 0.0
     lo_y, hi_y = 0.0, scale
     with warnings.catch_warnings():
