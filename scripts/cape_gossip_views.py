@@ -22,6 +22,7 @@ from dpgossip.protocols.cape.gossip import CapeGossipParams
 from dpgossip.protocols.cape.gossip_audit import audit_cape_gossip
 from dpgossip.protocols.cape.guarantee import calibrate_cape_noise, cape_guarantee
 from dpgossip.protocols.cape.star import CapeParams
+from dpgossip.rounding import format_upper
 from dpgossip.topology import make_network
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "cape-gossip-views.json"
@@ -63,8 +64,8 @@ def table(numbers: dict[str, object]) -> str:
     for r in numbers["rows"]:  # type: ignore[union-attr]
         name = "paper ring (4)" if r["topology"] == "paper-ring4" else f"ring ({r['sites']})"
         lines.append(f"| {name} | {r['c']} | {r['neighbour']:.3g} | {r['coalition']:.3g} | "
-                     f"{r['edge']:.3g} | {r['all_edges']:.3g} | {r['cape_site']:.3g} | "
-                     f"{r['cape_aggregator']:.3g} |")
+                     f"{r['edge']:.3g} | {r['all_edges']:.3g} | {format_upper(r['cape_site'], 3)} | "
+                     f"{format_upper(r['cape_aggregator'], 3)} |")  # guarantees: rounded up
     return "\n".join(lines)
 
 

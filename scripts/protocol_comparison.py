@@ -19,6 +19,8 @@ import csv
 import math
 from pathlib import Path
 
+from dpgossip.rounding import format_upper
+
 NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "protocol-comparison.csv"
 COLUMNS = ("series", "budget", "noise_scale", "error", "guaranteed_epsilon", "audited_epsilon",
            "audited_beyond")
@@ -32,6 +34,13 @@ def _fmt(v: float, digits: int = 3) -> str:
     if math.isinf(v):
         return "inf"
     return f"{v:.{digits}g}"
+
+
+def _fmt_upper(v: float, digits: int = 3) -> str:
+    """A guarantee (an upper bound on epsilon) to ``digits`` significant digits rounded **up**, so that
+    the printed number reads back at or above the computed one (:func:`dpgossip.rounding.format_upper`);
+    empty for NaN (no guarantee)."""
+    return "" if math.isnan(v) else format_upper(v, digits)
 
 
 def comparison_rows(folder: Path) -> list[dict[str, str]]:
@@ -49,7 +58,7 @@ def comparison_rows(folder: Path) -> list[dict[str, str]]:
                      "budget": "" if f.series == "D-DP-PM" else _fmt(float(budget)),
                      "noise_scale": _fmt(float(noise.get("scale", math.nan)))
                      if f.series == "D-DP-PM" else "",
-                     "error": _fmt(f.error), "guaranteed_epsilon": _fmt(f.guaranteed_epsilon),
+                     "error": _fmt(f.error), "guaranteed_epsilon": _fmt_upper(f.guaranteed_epsilon),
                      "audited_epsilon": _fmt(f.audited_epsilon),
                      "audited_beyond": _fmt(f.audited_beyond)})
     return rows

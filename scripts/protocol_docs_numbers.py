@@ -13,6 +13,7 @@ import argparse
 import math
 import re
 import sys
+from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
@@ -39,6 +40,12 @@ def _up(x: float) -> str:
     return f"{m}e{e}"
 
 
+def _ceil(x: float, places: int) -> str:
+    """A guarantee (an upper bound on epsilon, or an exact one) with ``places`` decimals rounded **up**:
+    the printed number reads back at or above ``x`` (:class:`decimal.Decimal` holds a double exactly)."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING))
+
+
 # --------------------------------------------------------------------------------------------- ppm.md
 
 def ppm_table() -> str:
@@ -58,8 +65,9 @@ def ppm_table() -> str:
         paper = paper_noise_multiplier(eps, delta, L)
         g = composition_guarantee([sigma] * L, delta)
         lines.append(f"| {eps:g} | {_e(delta)} | {L} | {sigma:.4f} | {paper:.4f} | {g.rho:.5f} "
-                     f"| {g.epsilon_zcdp:.9f} | {g.epsilon_rdp:.6f} ({g.rdp_order:g}) | {g.epsilon_pld:.6f} "
-                     f"| {g.epsilon_gdp:.6f} | {zcdp_to_epsilon(zcdp_rho([paper] * L), delta):.6f} |")
+                     f"| {_ceil(g.epsilon_zcdp, 9)} | {_ceil(g.epsilon_rdp, 6)} ({g.rdp_order:g}) "
+                     f"| {_ceil(g.epsilon_pld, 6)} | {_ceil(g.epsilon_gdp, 6)} "
+                     f"| {_ceil(zcdp_to_epsilon(zcdp_rho([paper] * L), delta), 6)} |")
     return "\n".join(lines)
 
 
@@ -99,7 +107,7 @@ def ppm_paper_limit() -> str:
             f"({paper_epsilon_limit(1e-4):.2f} at `delta = 1e-4`), not when `eps <= 4 ln(1/delta)`, the "
             f"condition stated as `delta <= exp(-eps/4)`. Between the two thresholds the paper's noise does "
             f"not give the claimed guarantee. At `eps = 4 ln(1/delta) = {eps:.1f}`, for example, it gives "
-            f"`eps' = {reached:.1f}` (tested).")
+            f"`eps' = {_ceil(reached, 1)}` (tested).")
 
 
 def ppm_search() -> str:
@@ -181,8 +189,9 @@ def cape_table() -> str:
         sizes = (CAPE_ROWS_PER_SITE,) * S
         paper = cape_guarantee(sizes, params, CAPE_DELTA, adjacency="paper")
         row = cape_guarantee(sizes, params, CAPE_DELTA)
-        lines.append(f"| {eps:g} | {S} | {paper.epsilon_site:.4f} | {paper.epsilon_aggregator:.4f} "
-                     f"| {row.epsilon_site:.4f} | {row.epsilon_aggregator:.4f} |")
+        lines.append(f"| {eps:g} | {S} | {_ceil(paper.epsilon_site, 4)} "
+                     f"| {_ceil(paper.epsilon_aggregator, 4)} | {_ceil(row.epsilon_site, 4)} "
+                     f"| {_ceil(row.epsilon_aggregator, 4)} |")
     return "\n".join(lines)
 
 
@@ -243,14 +252,14 @@ def cape_nominal() -> str:
         first = cape_nominal_sites(eps)
         if first is None:
             below.append(f"at `eps = {eps:g}` it stays below `{eps:g}` for every `S` (it tends to "
-                         f"`{cape_nominal_limit(eps):.4f}` as `S` grows)")
+                         f"`{_ceil(cape_nominal_limit(eps), 4)}` as `S` grows)")
         else:
             above.append(f"`eps = {eps:g}` from `S = {first}`")
     eps, S = CAPE_ROWS[-1]
     last = cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA, adjacency="paper")
     return (f"At 004's own sensitivity that slack absorbs the joint factor only for few sites: "
             f"{'; '.join(below)}; but it exceeds the nominal epsilon at {' and at '.join(above)} on "
-            f"({last.epsilon_aggregator:.4f} against {eps:g} at `S = {S}` in the table).")
+            f"({_ceil(last.epsilon_aggregator, 4)} against {eps:g} at `S = {S}` in the table).")
 
 
 def cape_texts() -> list[str]:

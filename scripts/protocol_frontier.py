@@ -29,6 +29,8 @@ import shutil
 import tomllib
 from pathlib import Path
 
+from dpgossip.rounding import format_upper
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "protocol-frontier.toml"
 NUMBERS = ROOT / "docs" / "numbers" / "protocol-frontier.csv"
@@ -60,6 +62,13 @@ def _fmt(v: float, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
+def _fmt_upper(v: float, digits: int = 3) -> str:
+    """A guarantee (an upper bound on epsilon) to ``digits`` significant digits rounded **up**, so that
+    the printed number reads back at or above the computed one (:func:`dpgossip.rounding.format_upper`);
+    empty for NaN (no guarantee)."""
+    return "" if math.isnan(v) else format_upper(v, digits)
+
+
 def _claimed(res, point: int) -> float:
     vals = [float(r["claimed_epsilon"]) for r in res.runs
             if int(r["point"]) == point and r.get("claimed_epsilon") is not None]
@@ -81,7 +90,7 @@ def frontier_rows(folder: Path) -> list[dict[str, str]]:
         rows.append({"dataset": f.dataset, "topology": f.topology, "series": f.series,
                      "budget": "" if dd else _fmt(float(budget)),
                      "noise_scale": _fmt(float(noise.get("scale", math.nan))) if dd else "",
-                     "error": _fmt(f.error), "guaranteed_epsilon": _fmt(f.guaranteed_epsilon),
+                     "error": _fmt(f.error), "guaranteed_epsilon": _fmt_upper(f.guaranteed_epsilon),
                      "claimed": _fmt(_claimed(res, f.point)) if f.point >= 0 else "",
                      "audited_epsilon": _fmt(f.audited_epsilon),
                      "audited_beyond": _fmt(f.audited_beyond), "audit": AUDIT[f.series],

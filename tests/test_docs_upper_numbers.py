@@ -133,11 +133,11 @@ def test_the_quickstart_sentences_quote_the_stored_bound():
     q = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
     paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
     assert q["delta"] == 1e-5
-    assert (f"an exact epsilon above 1e6 is printed as inf, and the certified upper bound at delta = "
+    assert (f"are lower estimates, and the certified upper bound at delta = "
             f"1e-5 is {_round_up(q['epsilon_upper'], 2)})") in paper
     results = _flat((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
     assert q["delta_upper"] == 1.0 and q["epsilon"] == 1.0
-    assert ("exact delta 0.9996 at epsilon = 1; a lower estimate, and the certified upper bound "
+    assert ("exact delta 0.9999993 at epsilon = 1; a lower estimate, and the certified upper bound "
             "([upper-bound.md](upper-bound.md)) proves no delta below 1 there") in results
 
 

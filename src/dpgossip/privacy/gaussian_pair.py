@@ -37,6 +37,7 @@ __all__ = ["GaussianPair", "SupportMismatch", "rdp_epsilons", "rdp_deltas"]
 import math
 import numbers
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -61,7 +62,8 @@ METHODS: tuple[str, ...] = ("exact", "rdp", "chernoff")
 """The conversions from a pair's divergences to (epsilon, delta)."""
 _METHODS = METHODS
 _DIRECTIONS = ("PQ", "QP")
-_EPS_MAX = 1e6  # epsilon(delta) returns inf beyond this
+_EPS_MAX = 1e6  # above this, epsilon(delta) brackets from the RDP epsilon instead of doubling from 1
+_MAX_DOUBLINGS = 64  # epsilon(delta) is inf when delta stays above the target 2^64 times the RDP value
 _ACCURACY_WARN = 1e-8  # warn when an exact value's error estimate exceeds this
 _MACH = float(np.finfo(float).eps)
 
@@ -609,7 +611,8 @@ class GaussianPair:
         ``"rdp"`` in closed form per order (:func:`conversions.rdp_to_epsilon_batch`, max over
         directions); otherwise by :func:`scipy.optimize.brentq` on ``log delta(eps)``
         (non-increasing; to ``1e-10`` relative), bracketed above by the RDP epsilon for the exact
-        method.  ``inf`` when the supports differ or epsilon exceeds ``1e6``.
+        method.  ``inf`` when the supports differ (or, never for valid data, when no epsilon up to
+        ``2^64`` times the RDP epsilon meets ``delta``).
         """
         meth = _check_method(method)
         target = _check_delta(delta)
@@ -626,23 +629,48 @@ class GaussianPair:
 
         if excess(0.0) <= 0:
             return 0.0
-        # exact <= rdp and the Chernoff PDP bound is >= the exact delta: both bracket from above
-        hi = self.epsilon(target, "rdp") if meth == "exact" else 1.0
+        lo, hi = self._epsilon_bracket(excess, meth, target)
+        if not math.isfinite(hi):
+            return math.inf
+        return float(optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-10))
+
+    def _epsilon_bracket(self, excess: Callable[[float], float], meth: Method,
+                         target: float) -> tuple[float, float]:
+        """``(lo, hi)`` with ``excess(lo) > 0 >= excess(hi)`` (``excess(0) > 0`` is known), or
+        ``(lo, inf)`` when no finite ``hi`` was found.
+
+        The RDP epsilon ``e_R`` of the pair bounds the exact one from above (every RDP conversion is a
+        valid (epsilon, delta) statement, and the hockey-stick divergence is the tight one), and the
+        Chernoff PDP bound, an upper bound of the exact delta, is near ``delta`` at ``e_R``. Below
+        ``_EPS_MAX`` the bracket is the RDP epsilon (exact method) or doubling from 1 (Chernoff); above
+        it, where a value of the order of ``e_R`` is expected, the search starts from ``e_R`` and doubles
+        at most ``_MAX_DOUBLINGS`` times (numerical slack only: the exact value is at most ``e_R``).
+        """
+        rdp = self.epsilon(target, "rdp") if meth == "exact" else math.nan  # nan: not computed yet
+        hi = rdp if meth == "exact" else 1.0
+        lo = 0.0
         if hi > _EPS_MAX:
-            # one evaluation decides whether epsilon is beyond the cap (then inf, as documented)
             if excess(_EPS_MAX) > 0:
-                return math.inf
-            hi = _EPS_MAX
+                lo = _EPS_MAX  # the root lies in (_EPS_MAX, e_R]
+            else:
+                hi = _EPS_MAX
         if not math.isfinite(hi) or hi <= 0:
             hi = 1.0
+        doublings = 0
         while excess(hi) > 0:
-            hi *= 2.0
-            if hi > _EPS_MAX:
-                return math.inf
-        lo = 0.0
-        if hi > 1.0 and excess(hi / 2.0) > 0:
+            if lo > 0 or 2.0 * hi > _EPS_MAX:  # beyond _EPS_MAX: from e_R on, lo tracked explicitly
+                if math.isnan(rdp):
+                    rdp = self.epsilon(target, "rdp")
+                lo = hi
+                hi = max(2.0 * hi, rdp) if math.isfinite(rdp) else 2.0 * hi
+                doublings += 1
+                if doublings > _MAX_DOUBLINGS:
+                    return lo, math.inf
+            else:
+                hi *= 2.0
+        if lo == 0.0 and hi > 1.0 and excess(hi / 2.0) > 0:
             lo = hi / 2.0
-        return float(optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-10))
+        return lo, hi
 
     # ----------------------------------------------------------------- paper option
     def paper_projection(self, r: int) -> GaussianPair:

@@ -226,8 +226,8 @@ class PairAudit:
     def upper_columns(self, target: int, lower: float) -> dict[str, object]:
         """The certified side of a pair of ``target`` whose lower estimate is ``lower``:
         ``epsilon_upper``, ``upper_reason`` and ``gap_upper_lower`` (``upper / lower``; NaN where the
-        lower value is infinite or not solved: the exact conversion's cap, epsilon beyond 1e6, no
-        privacy, or ``rank_by = "delta"``); ``{}`` when no bound was computed."""
+        lower value is infinite or not solved: no privacy (mutually singular laws), or
+        ``rank_by = "delta"``); ``{}`` when no bound was computed."""
         up = self.upper.get(target)
         if up is None:
             return {}

@@ -1,0 +1,70 @@
+"""Guarantees printed by scripts/protocol_*.py read back at or above the values computed, and less than one
+unit of their last printed digit above (rounded up, not to nearest). The values are recomputed here by the
+accountants and guarantees themselves, not taken from the scripts."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rounded_up(text: str, value: float) -> bool:
+    """``text`` reads back at or above ``value`` and less than one unit of its last digit above it."""
+    places = len(text.split(".")[1]) if "." in text else 0
+    return float(text) >= value and float(text) - 10.0 ** -places < value
+
+
+def test_ppm_table_prints_every_accountant_epsilon_rounded_up():
+    from dpgossip.privacy.accountant import (
+        calibrate_zcdp_noise,
+        composition_guarantee,
+        paper_noise_multiplier,
+        zcdp_rho,
+        zcdp_to_epsilon,
+    )
+
+    numbers = _script("protocol_docs_numbers")
+    lines = numbers.ppm_table().splitlines()[2:]
+    for (eps, delta, L), line in zip(numbers.PPM_ROWS, lines, strict=True):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        g = composition_guarantee([calibrate_zcdp_noise(eps, delta, L)] * L, delta)
+        paper = zcdp_to_epsilon(zcdp_rho([paper_noise_multiplier(eps, delta, L)] * L), delta)
+        printed = [cells[6], cells[7].split()[0], cells[8], cells[9], cells[10]]
+        for text, value in zip(printed, (g.epsilon_zcdp, g.epsilon_rdp, g.epsilon_pld, g.epsilon_gdp,
+                                         paper), strict=True):
+            assert _rounded_up(text, value), (eps, text, value)
+
+
+def test_cape_table_prints_every_exact_epsilon_rounded_up():
+    from dpgossip.protocols.cape.guarantee import cape_guarantee
+    from dpgossip.protocols.cape.star import CapeParams
+
+    numbers = _script("protocol_docs_numbers")
+    lines = numbers.cape_table().splitlines()[2:]
+    for (eps, S), line in zip(numbers.CAPE_ROWS, lines, strict=True):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        params = CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / 1e-5)) / eps,
+                            sensitivity="paper")
+        paper = cape_guarantee((100,) * S, params, 1e-5, adjacency="paper")
+        row = cape_guarantee((100,) * S, params, 1e-5)
+        for text, value in zip(cells[2:], (paper.epsilon_site, paper.epsilon_aggregator, row.epsilon_site,
+                                           row.epsilon_aggregator), strict=True):
+            assert _rounded_up(text, value), (eps, S, text, value)
+
+
+def test_frontier_and_comparison_round_a_guarantee_up():
+    for name in ("protocol_frontier", "protocol_comparison"):
+        fmt = _script(name)._fmt_upper
+        assert fmt(0.74163701) == "0.742" and fmt(0.742) == "0.742" and fmt(8.5600001) == "8.57"
+        assert fmt(math.nan) == "" and fmt(math.inf) == "inf"
