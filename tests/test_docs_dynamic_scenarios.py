@@ -9,7 +9,6 @@ stored number (``python -m pytest -m slow tests/test_docs_dynamic_scenarios.py``
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,19 +16,12 @@ import pytest
 from dpgossip.scenario.dynamic_gossip import mode_record
 from dpgossip.scenario.dynamic_gossip_config import load_dynamic_gossip
 from dpgossip.scenario.dynamic_gossip_runs import build_setting
+from tests.repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("dynamic_scenarios_numbers",
-                                                  ROOT / "scripts" / "dynamic_scenarios_numbers.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-NUMBERS = _script()
+NUMBERS = load_script("dynamic_scenarios_numbers")
 STORED = NUMBERS.read_numbers()
 PAGE = (ROOT / "docs" / "dynamic-scenarios.md").read_text(encoding="utf-8")
 

@@ -2,21 +2,12 @@
 unit of their last printed digit above (rounded up, not to nearest). The values are recomputed here by the
 accountants and guarantees themselves, not taken from the scripts."""
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
+from tests.repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _script(name: str):
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _rounded_up(text: str, value: float) -> bool:
@@ -34,7 +25,7 @@ def test_ppm_table_prints_every_accountant_epsilon_rounded_up():
         zcdp_to_epsilon,
     )
 
-    numbers = _script("protocol_docs_numbers")
+    numbers = load_script("protocol_docs_numbers")
     lines = numbers.ppm_table().splitlines()[2:]
     for (eps, delta, L), line in zip(numbers.PPM_ROWS, lines, strict=True):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -50,7 +41,7 @@ def test_cape_table_prints_every_exact_epsilon_rounded_up():
     from dpgossip.protocols.cape.guarantee import cape_guarantee
     from dpgossip.protocols.cape.star import CapeParams
 
-    numbers = _script("protocol_docs_numbers")
+    numbers = load_script("protocol_docs_numbers")
     lines = numbers.cape_table().splitlines()[2:]
     for (eps, S), line in zip(numbers.CAPE_ROWS, lines, strict=True):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -65,6 +56,6 @@ def test_cape_table_prints_every_exact_epsilon_rounded_up():
 
 def test_frontier_and_comparison_round_a_guarantee_up():
     for name in ("protocol_frontier", "protocol_comparison"):
-        fmt = _script(name)._fmt_upper
+        fmt = load_script(name)._fmt_upper
         assert fmt(0.74163701) == "0.742" and fmt(0.742) == "0.742" and fmt(8.5600001) == "8.57"
         assert fmt(math.nan) == "" and fmt(math.inf) == "inf"

@@ -12,7 +12,6 @@ bounds).  The slow test reruns the whole scenario and compares every row (minute
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -32,19 +31,12 @@ from dpgossip.protocols.gossip.bounds import (
 from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.scenario.network_dp import build_network, choose_observers
 from dpgossip.scenario.network_dp_config import load_network_dp
+from tests.repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("network_dp_numbers",
-                                                  ROOT / "scripts" / "network_dp_numbers.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-NUMBERS = _script()
+NUMBERS = load_script("network_dp_numbers")
 ROWS = NUMBERS.read_numbers()
 CONFIG = load_network_dp(ROOT / "scenarios" / "network-dp-gossip.toml")
 

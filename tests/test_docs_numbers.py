@@ -6,24 +6,18 @@ tables differ from them. The slow test recomputes the docs example with the curr
 (``python -m pytest -m slow tests/test_docs_numbers.py``; about two minutes).
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_readme_prints_the_stored_paper_fig2_tables():
-    tables = _script("readme_tables")
+    tables = load_script("readme_tables")
     stored = tables.stored()
     assert set(stored) == {"paper-fig2-wine", "paper-fig2-diabetes", "paper-fig2-breast_cancer"}
     readme = (ROOT / "docs" / "paper.md").read_text(encoding="utf-8")
@@ -41,7 +35,7 @@ def test_readme_prints_the_stored_paper_fig2_tables():
 
 
 def test_docs_privacy_prints_the_stored_example():
-    example = _script("privacy_example")
+    example = load_script("privacy_example")
     numbers = json.loads(example.OUT.read_text(encoding="utf-8"))
     assert numbers["search"] == "standard"
     doc = (ROOT / "docs" / "privacy.md").read_text(encoding="utf-8")
@@ -64,13 +58,13 @@ def test_docs_privacy_prints_the_stored_example():
 
 @pytest.mark.slow
 def test_the_docs_example_is_what_the_code_computes():
-    example = _script("privacy_example")
+    example = load_script("privacy_example")
     stored = json.loads(example.OUT.read_text(encoding="utf-8"))
     assert json.loads(json.dumps(example.compute())) == stored
 
 
 def test_readme_and_docs_print_the_stored_pairwise_leakage():
-    tables = _script("readme_tables")
+    tables = load_script("readme_tables")
     rows = tables.stored_leakage()
     pairs = tables.stored_leakage_pairs()
     assert rows == tables.leakage_by_hops(pairs)  # the table by hops summarises the stored pairs
@@ -110,7 +104,7 @@ def test_the_stored_upper_bounds_are_what_the_code_certifies():
     bounds = upper_bounds(problem.data, problem.network, problem.params,
                           point.config["privacy"]["delta"], point.config["privacy"]["neighbours"])
     stored = {int(p["target"]): float(p["epsilon_upper"])
-              for p in _script("readme_tables").stored_leakage_pairs()}
+              for p in load_script("readme_tables").stored_leakage_pairs()}
     assert stored == {j: b.epsilon for j, b in bounds.items()}
 
 
@@ -127,7 +121,7 @@ def test_the_stored_pairwise_leakage_of_one_target_is_what_the_shared_search_fin
     problem = resolve_problem(point.config, build_structure(point.config, sc.base))
     audit = audit_config(point.config, problem, targets=[0])
     stored = {(int(p["observer"]), int(p["target"])): float(p["epsilon"])
-              for p in _script("readme_tables").stored_leakage_pairs() if p["target"] == "0"}
+              for p in load_script("readme_tables").stored_leakage_pairs() if p["target"] == "0"}
     assert stored == {k: r.epsilon["rdp"] for k, r in audit.results.items()}
 
 
@@ -178,7 +172,7 @@ def test_the_results_page_prints_the_quickstart_delta_sentence():
 def test_readme_prints_the_stored_paper_fig3_numbers():
     import tomllib
 
-    tables = _script("readme_tables")
+    tables = load_script("readme_tables")
     rows = tables.stored_fig3()
     scenario = tomllib.loads((ROOT / "scenarios" / "paper-fig3.toml").read_text(encoding="utf-8"))
     ts = scenario["protocol"]["iterations"]
@@ -194,7 +188,7 @@ def test_readme_prints_the_stored_paper_fig3_numbers():
 
 
 def test_readme_sentence_on_breast_cancer_epsilons_matches_the_table():
-    rows = {r["epsilon"]: r for r in _script("readme_tables").stored()["paper-fig2-breast_cancer"]}
+    rows = {r["epsilon"]: r for r in load_script("readme_tables").stored()["paper-fig2-breast_cancer"]}
     at_2e4, at_1e4 = rows["10"], rows["40"]
     assert (at_2e4["paper_delta"], at_1e4["paper_delta"]) == ("0.0002", "0.0001")
     readme = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
@@ -211,7 +205,7 @@ def _comparison_scenario() -> dict:
 
 
 def test_readme_prints_the_stored_protocol_comparison():
-    comparison = _script("protocol_comparison")
+    comparison = load_script("protocol_comparison")
     rows = comparison.stored()
     sc = _comparison_scenario()
     budgets = [f"{e:.3g}" for e in sc["ppm"]["epsilon"]]
@@ -251,7 +245,7 @@ def test_the_stored_ppm_row_is_what_the_code_computes():
     from dpgossip.protocols.ppm.central import PpmParams, run_ppm
     from dpgossip.protocols.ppm.guarantee import realised_guarantee
 
-    comparison = _script("protocol_comparison")
+    comparison = load_script("protocol_comparison")
     sc = _comparison_scenario()
     (row,) = [r for r in comparison.stored()
               if r["series"] == "ppm (improved, row-replacement)" and r["budget"] == "5"]
@@ -293,7 +287,7 @@ def test_the_stronger_checks_pairs_of_one_target_are_what_it_finds():
     (about two minutes)."""
     from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
 
-    check = _script("stronger_search")
+    check = load_script("stronger_search")
     cfg, problem, _ = check.point_problem(ROOT / "scenarios" / "pairwise-leakage.toml", 0)
     priv = cfg["privacy"]
     res = audit_pairs(problem.data, problem.network, problem.params, delta=priv["delta"],
@@ -301,5 +295,5 @@ def test_the_stronger_checks_pairs_of_one_target_are_what_it_finds():
                       search=check.STRONG, seed=cfg["seed"], methods=priv["methods"],
                       options=AuditOptions(rank_by=priv["rank_by"], targets=[11], upper_bound=False))
     stored = {(int(p["observer"]), int(p["target"])): float(p["epsilon_strong"])
-              for p in _script("readme_tables").stored_leakage_pairs() if p["target"] == "11"}
+              for p in load_script("readme_tables").stored_leakage_pairs() if p["target"] == "11"}
     assert stored == {k: r.epsilon["rdp"] for k, r in res.results.items()}

@@ -5,27 +5,20 @@ recomputed."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SERIES = {"D-DP-PM", "ddppm-floorfree", "ppm (improved, row-replacement)", "ppm-federated",
           "ppm-gossip", "capepca", "capepca-gossip", "LDP"}
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("protocol_frontier",
-                                                  ROOT / "scripts" / "protocol_frontier.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FRONTIER = _script()
+FRONTIER = load_script("protocol_frontier")
 
 
 def _flat(text: str) -> str:

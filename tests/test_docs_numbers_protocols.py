@@ -5,23 +5,16 @@ project's code; these tests recompute them and fail when a page prints something
 normalised, as in tests/test_docs_numbers.py). About ten seconds, the 2,048-node hypercube included.
 """
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("protocol_docs_numbers",
-                                                  ROOT / "scripts" / "protocol_docs_numbers.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-NUMBERS = _script()
+NUMBERS = load_script("protocol_docs_numbers")
 
 
 def _flat(text: str) -> str:

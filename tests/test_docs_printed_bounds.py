@@ -4,24 +4,15 @@ their sentence (docs/results.md, docs/privacy.md), the certified column of docs/
 and docs/floorfree.md's certified upper end and guarantees. The printed text is parsed back and
 compared with the stored values; other tests check that the docs print exactly these tables."""
 
-import importlib.util
 import json
 import math
 import re
-import sys
 from pathlib import Path
+
+from tests.repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = ROOT / "docs" / "numbers"
-
-
-def _script(name: str):
-    if str(ROOT / "scripts") not in sys.path:  # the scripts import each other as when they run
-        sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _cells(line: str) -> list[str]:
@@ -29,7 +20,7 @@ def _cells(line: str) -> list[str]:
 
 
 def test_pairwise_leakage_bounds_by_hop_are_printed_at_or_above_every_pairs_bound():
-    tables = _script("readme_tables")
+    tables = load_script("readme_tables")
     pairs = tables.stored_leakage_pairs()
     ratio = {(p["observer"], p["target"]): float(p["epsilon_upper"]) / tables.published_lower(p)
              for p in pairs}
@@ -47,7 +38,7 @@ def test_pairwise_leakage_bounds_by_hop_are_printed_at_or_above_every_pairs_boun
 
 
 def test_the_privacy_example_prints_its_certified_bounds_at_or_above_the_stored_ones():
-    example = _script("privacy_example")
+    example = load_script("privacy_example")
     numbers = json.loads(example.OUT.read_text(encoding="utf-8"))
     upper = json.loads(example.UPPER.read_text(encoding="utf-8"))
     bound = {(r["schedule"], float(r["scale"])): r["epsilon_upper"] for r in upper["rows"]
@@ -63,7 +54,7 @@ def test_the_privacy_example_prints_its_certified_bounds_at_or_above_the_stored_
 
 
 def test_floorfree_prints_its_certified_end_and_guarantees_at_or_above_the_stored_ones():
-    wine = _script("floorfree_wine")
+    wine = load_script("floorfree_wine")
     numbers = json.loads((NUMBERS / "floorfree-wine.json").read_text(encoding="utf-8"))
     lines = wine.table(numbers).splitlines()
     keys = {2: "audit_upper", 3: "guarantee_gdp", 4: "guarantee_pld", 5: "guarantee_rdp"}

@@ -7,23 +7,16 @@ scenarios" (the consensus-sweep row of the table, and the
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("scenario_readings",
-                                                  ROOT / "scripts" / "scenario_readings.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-READINGS = _script()
+READINGS = load_script("scenario_readings")
 README = " ".join(((ROOT / "README.md").read_text(encoding="utf-8") + " "
                    + (ROOT / "docs" / "results.md").read_text(encoding="utf-8")).split())
 

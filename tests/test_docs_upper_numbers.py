@@ -12,30 +12,21 @@ the quickstart (``slow``). The Breast Cancer bounds take 10 to 50 s each;
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script(name: str):
-    if str(ROOT / "scripts") not in sys.path:  # the scripts import each other as when they run
-        sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-UP = _script("upper_numbers")
-TABLES = _script("readme_tables")
-EXAMPLE = _script("privacy_example")
-FRONTIER = _script("protocol_frontier")
+UP = load_script("upper_numbers")
+TABLES = load_script("readme_tables")
+EXAMPLE = load_script("privacy_example")
+FRONTIER = load_script("protocol_frontier")
 
 
 def _flat(text: str) -> str:

@@ -8,26 +8,19 @@ compute, protocol-comparison about 9, one process)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from dpgossip.scenario import load_scenario, run_scenario
+from tests.repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.slow
 def test_the_whole_protocol_frontier_table_is_what_the_code_computes(tmp_path):
-    frontier = _script("protocol_frontier")
+    frontier = load_script("protocol_frontier")
     folder = run_scenario(load_scenario(ROOT / "scenarios" / "protocol-frontier.toml"), tmp_path / "run",
                           quiet=True)
     def lower(rows: list[dict[str, str]]) -> list[dict[str, str]]:  # the bounds: upper_numbers.py
@@ -38,7 +31,7 @@ def test_the_whole_protocol_frontier_table_is_what_the_code_computes(tmp_path):
 
 @pytest.mark.slow
 def test_the_whole_protocol_comparison_table_is_what_the_code_computes(tmp_path):
-    comparison = _script("protocol_comparison")
+    comparison = load_script("protocol_comparison")
     folder = run_scenario(load_scenario(ROOT / "scenarios" / "protocol-comparison.toml"), tmp_path / "run",
                           quiet=True)
     assert comparison.comparison_rows(folder) == comparison.stored()

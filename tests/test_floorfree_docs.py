@@ -2,21 +2,15 @@
 in those numbers (recompute: ``python scripts/floorfree_wine.py --check``,
 ``python scripts/cape_gossip_views.py --check``)."""
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 
+from tests.repo_scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _stored(name: str) -> dict:
@@ -26,7 +20,7 @@ def _stored(name: str) -> dict:
 def test_floorfree_page_prints_the_stored_wine_table_and_its_reading_holds():
     numbers = _stored("floorfree-wine")
     page = (ROOT / "docs" / "floorfree.md").read_text(encoding="utf-8")
-    assert _script("floorfree_wine").table(numbers) in page
+    assert load_script("floorfree_wine").table(numbers) in page
     rows = {r["noise_multiplier"]: r for r in numbers["rows"]}
     below = [s for s, r in rows.items() if s > 0 and r["audit"] < 1]
     assert min(below) == 7.0 and rows[5.0]["audit"] >= 1                    # "between s = 5 and s = 7"
@@ -46,7 +40,7 @@ def test_floorfree_page_prints_the_stored_wine_table_and_its_reading_holds():
 def test_cape_gossip_page_prints_the_stored_table_and_its_reading_holds():
     numbers = _stored("cape-gossip-views")
     page = (ROOT / "docs" / "cape-gossip.md").read_text(encoding="utf-8")
-    assert _script("cape_gossip_views").table(numbers) in page
+    assert load_script("cape_gossip_views").table(numbers) in page
     rows = {(r["sites"], r["c"]): r for r in numbers["rows"]}
     for (S, c), r in rows.items():
         if c == 1:                                          # a neighbour with one round = the aggregator
@@ -60,14 +54,14 @@ def test_cape_gossip_page_prints_the_stored_table_and_its_reading_holds():
 
 
 def test_cape_gossip_numbers_are_what_the_code_computes():
-    views = _script("cape_gossip_views")                     # seconds: closed forms per view
+    views = load_script("cape_gossip_views")                     # seconds: closed forms per view
     _assert_close(json.loads(json.dumps(views.compute())), _stored("cape-gossip-views"))
 
 
 @pytest.mark.slow
 def test_floorfree_wine_numbers_are_what_the_code_computes():
     """About four minutes: the whole Wine table, audits and errors, recomputed."""
-    wine = _script("floorfree_wine")
+    wine = load_script("floorfree_wine")
     _assert_close(json.loads(json.dumps(wine.compute())), _stored("floorfree-wine"))
 
 
@@ -126,7 +120,7 @@ def test_floorfree_wine_row_at_seven_recomputed_but_its_audit():
     from dpgossip.protocols.ddppm.floorfree_guarantee import floorfree_guarantee
     from dpgossip.topology import make_network
 
-    wine = _script("floorfree_wine")
+    wine = load_script("floorfree_wine")
     numbers = _stored("floorfree-wine")
     data = load_dataset("wine", agents=4)
     assert float(np.linalg.svd(data.X, compute_uv=False)[0] ** 2) == pytest.approx(
