@@ -142,7 +142,6 @@ class ObserverBatchAuditor(ReducedAuditor):
         self._base_moments()
         self._bases: dict[Hashable, _ObserverBase] = {}
         self._channels: tuple[object, TargetChannels] | None = None
-        self._stacked: tuple[list[Hashable], list[_ObserverStack]] | None = None
         self._gram_of: dict[Hashable, tuple[np.ndarray, bool]] = {}
 
     # ------------------------------------------------------------------ once per audit
@@ -433,10 +432,7 @@ class ObserverBatchAuditor(ReducedAuditor):
 
     def _stacks(self, keys: list[Hashable]) -> list[_ObserverStack]:
         """The views of ``keys`` with a full-rank ``Sigma_o``, grouped by the shape of their messages,
-        each group's per-view quantities stacked (:class:`_ObserverStack`); the last request's are
-        kept (one target's views are asked for again and again)."""
-        if self._stacked is not None and self._stacked[0] == keys:
-            return self._stacked[1]
+        each group's per-view quantities stacked (:class:`_ObserverStack`)."""
         groups: dict[tuple[int, int, int], list[tuple[Hashable, _ObserverBase]]] = {}
         for k in keys:
             base = self._observer_base(k)
@@ -454,7 +450,6 @@ class ObserverBatchAuditor(ReducedAuditor):
                 Poo_inv=np.stack([base.Poo_inv for base in bases]),
                 HoT=np.stack([base.Hm[ob[i]].T for i, base in enumerate(bases)]),
                 Ro=self.R[agents], Wh=np.stack([base.Wh for base in bases])))
-        self._stacked = (list(keys), out)
         return out
 
     @staticmethod

@@ -125,13 +125,9 @@ class ViewOperator:
     def forward(self, g: np.ndarray) -> np.ndarray:
         """``G g`` for standardised latent vectors ``g`` of shape ``(N, b)``; returns ``(K, b)``."""
         g = np.asarray(g, dtype=float).reshape(self.N, -1)
-        return self.forward_noise(g * self.std[:, None])
-
-    def forward_noise(self, w: np.ndarray) -> np.ndarray:
-        """The view of the noise ``w = std * g`` itself (shape ``(N, b)``): :meth:`forward` without the
-        scaling, so that coordinates of zero scale can be driven too (an injected impulse)."""
-        b = w.shape[1]
+        b = g.shape[1]
         n, T = self.n, self.T
+        w = g * self.std[:, None]
         out = np.empty((self.K, b))
         q = w[:n]
         pos = 0
