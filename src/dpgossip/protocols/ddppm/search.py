@@ -272,6 +272,25 @@ def surrogate_gradient(lam: np.ndarray, *, delta: float) -> np.ndarray:
     return grad
 
 
+def _ascent_step(x: np.ndarray, y: np.ndarray, g: np.ndarray, fy: float, step: float, floor: float,
+                 kind: str, value: Callable[[np.ndarray], float]
+                 ) -> tuple[np.ndarray, float, float] | None:
+    """One projected ascent step from the replacement ``y`` of row ``x`` along the gradient ``g``:
+    ``z = project(y + step g / ||g||)``, the step divided by 4 until ``value(z) > fy``; returns
+    ``(z, value(z), 1.5 step)``, or None when ``g`` is zero or not finite or the step falls below
+    ``floor``."""
+    ng = float(np.linalg.norm(g))
+    if not np.isfinite(ng) or ng == 0:
+        return None
+    while step >= floor:
+        z = project(x, y + step * g / ng, kind)
+        fz = value(z)
+        if fz > fy:
+            return z, fz, step * 1.5
+        step /= 4
+    return None
+
+
 def _pair_surrogate(pair: GaussianPair, delta: float) -> float:
     return float(_pair_surrogates([pair], delta)[0])
 
@@ -605,6 +624,11 @@ class TargetSearch:
         x = self.X[nb.row]
         y = nb.x_new.copy()
         h, step = 1e-5, 0.2
+        label = nb.label.split("+")[0] + "+ascent"
+
+        def value(z: np.ndarray) -> float:
+            return self._add(Neighbour(row=nb.row, x_new=z, label=label), [k])[k]
+
         for _ in range(steps):
             g = np.empty(x.size)
             for i in range(x.size):
@@ -612,19 +636,10 @@ class TargetSearch:
                 e[i] += h
                 self.evals += 1
                 g[i] = (self._sur(self.evaluate_pairs(Neighbour(row=nb.row, x_new=e), [k])[k]) - s) / h
-            ng = float(np.linalg.norm(g))
-            if not np.isfinite(ng) or ng == 0:
+            moved = _ascent_step(x, y, g, s, step, 1e-4, self.kind, value)
+            if moved is None:
                 return
-            while step >= 1e-4:
-                z = project(x, y + step * g / ng, self.kind)
-                cand = Neighbour(row=nb.row, x_new=z, label=nb.label.split("+")[0] + "+ascent")
-                sz = self._add(cand, [k])[k]
-                if sz > s:
-                    y, s, step = z, sz, step * 1.5
-                    break
-                step /= 4
-            else:
-                return
+            y, s, step = moved
 
     def _top(self, k: Hashable, count: int) -> list[tuple[float, Neighbour]]:
         """The ``count`` best distinct candidates of view ``k`` by surrogate (ties: first found)."""
@@ -963,18 +978,10 @@ class TargetSearch:
             if not math.isfinite(fy):
                 break
             g = np.array([(surrogates(y + h * e, keep=False)[0] - fy) / h for e in np.eye(x.size)])
-            ng = float(np.linalg.norm(g))
-            if not np.isfinite(ng) or ng == 0:
+            moved = _ascent_step(x, y, g, fy, step, 1e-5, kinds, lambda z: surrogates(z, keep=True)[0])
+            if moved is None:
                 break
-            while step >= 1e-5:
-                z = project(x, y + step * g / ng, kinds)
-                fz, _ = surrogates(z, keep=True)
-                if fz > fy:
-                    y, fy, step = z, fz, step * 1.5
-                    break
-                step /= 4
-            else:
-                break
+            y, fy, step = moved
         score = {k: {id(c): s for s, c in self.pool[k]} for k in self.keys}
         self._convert_and_keep({k: [t for t in fresh[k] if self.epsilon is not None
                                     or not score[k][id(t[0])] <= self.best[k].value]
