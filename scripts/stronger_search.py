@@ -43,12 +43,18 @@ every view searched on its own. Where they apply (rank 1, observer views, more t
 agent) the views are evaluated reduced (the same divergences, docs/audit-scale.md Sections 7 to 9)."""
 
 
-def point_problem(path: Path, index: int):
-    """The configuration, problem and axes of one audited point of a scenario."""
+def audited_points(path: Path):
+    """The scenario and its audited points (the audit's plan; nothing is written)."""
     sc = load_scenario(path)
-    with tempfile.TemporaryDirectory() as tmp:  # the plan checks an output folder; nothing is written
-        plan = plan_audit(sc, out=Path(tmp) / "plan", force=True)
-    task = plan.tasks[index]
+    with tempfile.TemporaryDirectory() as tmp:  # the plan checks an output folder
+        return sc, plan_audit(sc, out=Path(tmp) / "plan", force=True).tasks
+
+
+def point_problem(path: Path, index: int, points=None):
+    """The configuration, problem and axes of one audited point of a scenario (``points``: its
+    :func:`audited_points`, when already planned)."""
+    sc, tasks = points if points is not None else audited_points(path)
+    task = tasks[index]
     structure = build_structure(task.config, sc.base)
     cfg, _ = privacy_section.prepare_point(task.config, structure)
     return cfg, resolve_problem(cfg, structure), dict(task.axes)
@@ -112,17 +118,15 @@ def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
 def every_point(path: Path, out: Path | None, workers: int) -> None:
     """:data:`STRONG` on every audited point of a scenario, one JSON line per point appended to ``out``
     as it finishes (points already in ``out`` are skipped, so an interrupted run resumes)."""
-    sc = load_scenario(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        count = len(plan_audit(sc, out=Path(tmp) / "plan", force=True).tasks)
+    points = audited_points(path)
     done = set()
     if out is not None and out.exists():
         done = {json.loads(line)["point"] for line in out.read_text(encoding="utf-8").splitlines()
                 if line.strip()}
-    for index in range(count):
+    for index in range(len(points[1])):
         if index in done:
             continue
-        cfg, problem, axes = point_problem(path, index)
+        cfg, problem, axes = point_problem(path, index, points)
         strong, sec = audit(cfg, problem, STRONG, workers)
         strong.pop("pairs")
         line = json.dumps({"point": index, "axes": axes, "strong": strong, "seconds": sec},
