@@ -69,12 +69,9 @@ class ViewOperator:
         self.W = np.asarray(W, dtype=float)
         self.mWc = self.m * np.linalg.matrix_power(self.W, c)
         self.std = np.asarray(latent_std, dtype=float)
-        self.B = np.asarray(B, dtype=float).reshape(-1, self.m)
+        self._set_basis(B)
         self.final_rows = np.asarray(final_rows, dtype=int)
         self.known = np.asarray(known, dtype=int)
-        self.r = self.B.shape[0]
-        self._B_eye = self.r == self.m and np.array_equal(self.B, np.eye(self.m))
-        """Every agent's ``z`` is a message (the full view): ``B z`` is a copy, not a product."""
         if final_bases is None:
             final_bases = (np.zeros((0, 0), dtype=int), np.zeros((0, 0, 0)))
         self.final_bases = (np.asarray(final_bases[0], dtype=int),
@@ -84,6 +81,13 @@ class ViewOperator:
         """Final coordinates: the reduced blocks' ``U_i^T q`` and the raw ``final_rows``."""
         self.K = T * self.r * self.d + self.nf + self.known.size
         self.N = self.n * (T + 1)
+
+    def _set_basis(self, B: np.ndarray) -> None:
+        """The message basis ``B`` (``r x m``); with ``B = I`` (the full view) every agent's ``z`` is a
+        message and ``B z`` is a copy, not a product."""
+        self.B = np.asarray(B, dtype=float).reshape(-1, self.m)
+        self.r = self.B.shape[0]
+        self._B_eye = self.r == self.m and np.array_equal(self.B, np.eye(self.m))
 
     def with_data(self, X: np.ndarray) -> ViewOperator:
         """The same view map on other data ``X`` of the same shape (a neighbour's), without

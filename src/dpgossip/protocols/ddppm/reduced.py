@@ -293,9 +293,7 @@ class TargetLastOperator(ViewOperator):
         """The same data and dynamics seen through another view (basis ``B``, final rows, known
         latent coordinates)."""
         out = copy.copy(self)
-        out.B = np.asarray(B, dtype=float).reshape(-1, self.m)
-        out.r = out.B.shape[0]
-        out._B_eye = out.r == self.m and np.array_equal(out.B, np.eye(self.m))
+        out._set_basis(B)
         out.final_rows, out.known = np.asarray(final_rows, dtype=int), np.asarray(known, dtype=int)
         out.nf = int(out.final_rows.size)
         out.K = self.T * out.r * self.d + out.nf + out.known.size

@@ -78,7 +78,7 @@ class TargetChannels:
 
     def __init__(self, full: TargetLastOperator) -> None:
         T, m, d, n = full.T, full.m, full.d, full.n
-        if full.r != m or not getattr(full, "_B_eye", False) or full.known.size or full.nf != n:
+        if full.r != m or not full._B_eye or full.known.size or full.nf != n:
             raise ValueError("TargetChannels needs the full view (every z, every final row)")
         self.full, self.T, self.m, self.d, self.n = full, T, m, d, n
         self.md, self.n0 = m * d, full._n0
