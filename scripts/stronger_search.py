@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs, result_pair
 from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.scenario import load_scenario, privacy_section
 from dpgossip.scenario.audit_run import plan_audit
@@ -50,18 +50,40 @@ def audited_points(path: Path):
         return sc, plan_audit(sc, out=Path(tmp) / "plan", force=True).tasks
 
 
-def point_problem(path: Path, index: int, points=None):
+def at_scale(config: dict, scale: float) -> dict:
+    """A calibrated point's configuration audited at the noise ``scale`` instead of being calibrated:
+    the calibration's schedule at that scale, ranked as the calibration's final audit ranks (the exact
+    delta at its target epsilon, the surrogate at its target delta). paper-fig2 publishes, for every
+    point, the final audit at the scale its calibration ended at (the floor, ``sigma_p = 4``)."""
+    cfg = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
+    cal = cfg["privacy"].pop("calibrate", None)
+    if not cal:
+        raise SystemExit("--noise-scale applies to points with privacy.calibrate only")
+    cfg["protocol"]["noise"] = {"schedule": cal["family"], "scale": float(scale)}
+    cfg["privacy"].update(epsilon=[float(cal["epsilon"])], delta=float(cal["delta"]),
+                          rank_by="delta", methods=[cal["method"]])
+    return cfg
+
+
+def point_problem(path: Path, index: int, points=None, scale: float | None = None):
     """The configuration, problem and axes of one audited point of a scenario (``points``: its
-    :func:`audited_points`, when already planned)."""
+    :func:`audited_points`, when already planned); with ``scale``, a calibrated point audited at that
+    noise scale (:func:`at_scale`) instead of calibrated."""
     sc, tasks = points if points is not None else audited_points(path)
     task = tasks[index]
     structure = build_structure(task.config, sc.base)
-    cfg, _ = privacy_section.prepare_point(task.config, structure)
+    if scale is not None:
+        cfg = at_scale(task.config, scale)
+    else:
+        cfg, _ = privacy_section.prepare_point(task.config, structure)
     return cfg, resolve_problem(cfg, structure), dict(task.axes)
 
 
-def audit(cfg: dict, problem, search, workers: int = 1) -> tuple[dict[str, object], float]:
-    """Every pair with ``search``; the worst pair's numbers (ranked as the scenario ranks) and seconds."""
+def audit(cfg: dict, problem, search, workers: int = 1, epsilon_of_worst: bool = False
+          ) -> tuple[dict[str, object], float]:
+    """Every pair with ``search``; the worst pair's numbers (ranked as the scenario ranks) and seconds.
+    ``epsilon_of_worst`` (ranked by delta): also the exact epsilon at ``privacy.delta`` of the worst
+    pair's neighbour, as a calibration records it (``epsilon_of_worst``)."""
     priv = cfg["privacy"]
     t0 = time.perf_counter()
     res = audit_pairs(problem.data, problem.network, problem.params, delta=priv["delta"],
@@ -78,10 +100,15 @@ def audit(cfg: dict, problem, search, workers: int = 1) -> tuple[dict[str, objec
     pairs = {f"{o},{j}": (r.delta[meth][0] if by == "delta" else r.epsilon[meth])
              for (o, j), r in sorted(res.results.items())}
     what = f"delta at epsilon {res.epsilons[0]:g}" if by == "delta" else "epsilon"
-    return {"quantity": f"{meth} {what}",
-            "value": value, "observer": w.observer, "target": w.target, "row": w.neighbour.row,
-            "replacement": [float(v) for v in w.neighbour.x_new], "label": w.neighbour.label,
-            "pairs": pairs}, sec
+    out = {"quantity": f"{meth} {what}",
+           "value": value, "observer": w.observer, "target": w.target, "row": w.neighbour.row,
+           "replacement": [float(v) for v in w.neighbour.x_new], "label": w.neighbour.label,
+           "pairs": pairs}
+    if epsilon_of_worst and by == "delta":
+        pair = result_pair(res, problem.data, problem.network, problem.params, w.observer, w.target)
+        out["epsilon_of_worst"] = float(pair.epsilon(priv["delta"], meth))
+        sec = time.perf_counter() - t0
+    return out, sec
 
 
 def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
@@ -104,8 +131,6 @@ def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
     r = res.results[(0, 1)]
     pair = None
     if rank_by == "delta":  # the epsilon of the neighbour found, solved once
-        from dpgossip.protocols.ddppm.audit import result_pair
-
         pair = result_pair(res, data, net, params, 0, 1)
     return {"schedule": schedule, "scale": scale, "rank_by": rank_by,
             "delta_exact_at_5": r.delta["exact"][0],
@@ -115,9 +140,10 @@ def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
             "label": r.neighbour.label, "seconds": time.perf_counter() - t0}
 
 
-def every_point(path: Path, out: Path | None, workers: int) -> None:
+def every_point(path: Path, out: Path | None, workers: int, scale: float | None = None) -> None:
     """:data:`STRONG` on every audited point of a scenario, one JSON line per point appended to ``out``
-    as it finishes (points already in ``out`` are skipped, so an interrupted run resumes)."""
+    as it finishes (points already in ``out`` are skipped, so an interrupted run resumes); with
+    ``scale``, every (calibrated) point at that noise scale (:func:`at_scale`)."""
     points = audited_points(path)
     done = set()
     if out is not None and out.exists():
@@ -126,11 +152,13 @@ def every_point(path: Path, out: Path | None, workers: int) -> None:
     for index in range(len(points[1])):
         if index in done:
             continue
-        cfg, problem, axes = point_problem(path, index, points)
-        strong, sec = audit(cfg, problem, STRONG, workers)
+        cfg, problem, axes = point_problem(path, index, points, scale)
+        strong, sec = audit(cfg, problem, STRONG, workers, epsilon_of_worst=scale is not None)
         strong.pop("pairs")
-        line = json.dumps({"point": index, "axes": axes, "strong": strong, "seconds": sec},
-                          default=str)
+        record = {"point": index, "axes": axes, "strong": strong, "seconds": sec}
+        if scale is not None:
+            record["noise_scale"] = scale
+        line = json.dumps(record, default=str)
         print(line, flush=True)
         if out is not None:
             with out.open("a", encoding="utf-8") as fh:
@@ -150,6 +178,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="every point, the checking search only; --json is a JSON-lines file, appended")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--workers", type=int, default=1, help="processes for the targets (default 1)")
+    ap.add_argument("--noise-scale", type=float, default=None,
+                    help="audit calibrated points at this noise scale instead of calibrating them "
+                    "(paper-fig2: 4, the floor every point's calibration ended at)")
     ap.add_argument("--published", type=float, default=None,
                     help="compare with this published worst value instead of running the default search")
     args = ap.parse_args(argv)
@@ -170,15 +201,16 @@ def main(argv: list[str] | None = None) -> None:
             args.json.write_text(json.dumps(got, indent=1))
         return
     if args.all:
-        every_point(args.scenario, args.json, args.workers)
+        every_point(args.scenario, args.json, args.workers, args.noise_scale)
         return
-    cfg, problem, axes = point_problem(args.scenario, args.point)
+    cfg, problem, axes = point_problem(args.scenario, args.point, scale=args.noise_scale)
     if args.published is not None:  # compare with the published worst value, no default search
         base, t_base = {"quantity": "published", "value": args.published, "observer": "?",
                         "target": "?", "row": "?", "label": "published"}, 0.0
     else:
         base, t_base = audit(cfg, problem, cfg["privacy"]["search"], args.workers)
-    strong, t_strong = audit(cfg, problem, STRONG, args.workers)
+    strong, t_strong = audit(cfg, problem, STRONG, args.workers,
+                             epsilon_of_worst=args.noise_scale is not None)
     rel = (strong["value"] - base["value"]) / abs(base["value"]) if base["value"] else float("nan")
     print(f"{args.scenario.name} point {args.point} {axes}: {base['quantity']}")
     print(f"  {cfg['privacy']['search']:>12}: {base['value']:.6g} (pair {base['observer']},"

@@ -29,14 +29,17 @@ divergence uses the same phase and modulus with the kernel ``(sin theta - t cos 
 (:meth:`QuadraticFormLaw.hockey_stick`).
 
 Numerical method and accuracy.  The integral is truncated at the point where a rigorous bound on
-the rest falls below ``1e-13``.  When that range spans at most ``1e5`` periods of the integrand it
+the rest falls below ``1e-13``.  When that range spans at most ``2000`` periods of the integrand it
 is split into one-period pieces, each integrated by 10- and 21-point Gauss-Legendre rules (all
 pieces at once; pieces where the two disagree are bisected).  Otherwise (the modulus decays only
-algebraically: no Gaussian part and small noncentralities) the first ``2000`` periods are done that
-way and the rest as Fourier integrals, writing ``theta = omega t + psi(t)`` with the bounded phase
-``psi``: :func:`scipy.integrate.quad`'s QAWO on geometric pieces ``[t, 2t]`` up to ``64 pi`` (or the
+algebraically: no Gaussian part and small noncentralities, or a weight ``alpha`` near 0, which
+decays only far out) the first ``2000`` periods are done that way and the rest as Fourier
+integrals, writing ``theta = omega t + psi(t)`` with the bounded phase ``psi``:
+:func:`scipy.integrate.quad`'s QAWO on geometric pieces ``[t, 2t]`` up to ``64 pi`` (or the
 truncation point), then its QAWF (whose cycles of length ``~2 pi`` cannot resolve a modulation that
-varies on the scale of a small start point: :func:`_oscillatory_tail`).  Against closed forms (scipy's
+varies on the scale of a small start point: :func:`_oscillatory_tail`). A weight near 0 made the
+direct route span up to ``1e5`` periods before (seconds per value); the Fourier route gives the same
+values to ``3e-16`` on such laws (tests/privacy/test_inversion_routes.py).  Against closed forms (scipy's
 ``chi2``/``ncx2``, normal cdf) and one-dimensional quadrature oracles the absolute error is below
 ``1e-14`` in typical cases and below ``1e-11`` in all tests; the returned error estimate (usually
 ``~3e-14``) is reported, and :class:`~dpgossip.privacy.gaussian_pair.GaussianPair` warns if it
@@ -88,8 +91,8 @@ from dpgossip.errors import ConfigError
 TAIL_TOL = 1e-11
 """Absolute accuracy budget of the inversion integrals (probability units); see the module notes."""
 
-_MAX_PIECES = 100_000  # one-period pieces integrated directly before switching to QAWF
-_QAWF_PIECES = 2000  # one-period pieces integrated directly before QAWF takes over
+_MAX_PIECES = 100_000  # cdf_grid: half-period pieces of one shared pass before each x is done alone
+_QAWF_PIECES = 2000  # one-period pieces integrated directly before the Fourier integrals take over
 SMALL_FACTOR = 1e4  # Imhof values below this many error estimates are redone on the saddle contour
 _BOUND_TOL = 1e-13  # rigorous bound on the truncated part of the Imhof integral (before 1/pi)
 _CHUNK = 1 << 14  # (point, term) pairs per vectorised block of the inversion integrand
@@ -608,7 +611,7 @@ def _inversion_integral(alpha: np.ndarray, beta: np.ndarray, sigma: float, d: fl
     # |hockey kernel| <= (1 + t) / (1 + t^2) |tail kernel| <= 1.21 |tail kernel|
     t_end = _truncation_point(alpha, b2, s2, _BOUND_TOL / (1.25 if kernel == "hockey" else 1.0))
     n_end = _pieces(alpha, b2, d, t_end)
-    if n_end <= _MAX_PIECES:
+    if n_end <= _QAWF_PIECES:
         value, error = _adaptive_gauss(integrand, t_end, n_end)
         return value, error + _BOUND_TOL
     # Algebraically decaying integrand: integrate directly up to t0, then as Fourier integrals.
