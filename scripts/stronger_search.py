@@ -11,6 +11,8 @@ number should be the stronger one's (docs/audit-scale.md).
     python scripts/stronger_search.py scenarios/paper-fig3.toml --point 0 [--json out.json]
     python scripts/stronger_search.py scenarios/paper-fig3.toml --all --json out.jsonl   # every point,
         # the checking search only, one JSON line per point appended (a rerun skips the points done)
+    python scripts/stronger_search.py scenarios/paper-fig2-wine.toml --all --noise-scale 4 --json out.jsonl
+        # every calibrated point audited at the scale its calibration ended at (no calibration run)
     python scripts/stronger_search.py --example geometric 1 delta   # the docs/privacy.md example
     python scripts/stronger_search.py --examples    # every schedule of that example, ranked by delta:
         # writes docs/numbers/privacy-example-strong.json (docs/privacy.md prints its worst deltas)
@@ -140,17 +142,19 @@ def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
             "label": r.neighbour.label, "seconds": time.perf_counter() - t0}
 
 
-def every_point(path: Path, out: Path | None, workers: int, scale: float | None = None) -> None:
+def every_point(path: Path, out: Path | None, workers: int, scale: float | None = None,
+                only: list[int] | None = None) -> None:
     """:data:`STRONG` on every audited point of a scenario, one JSON line per point appended to ``out``
     as it finishes (points already in ``out`` are skipped, so an interrupted run resumes); with
-    ``scale``, every (calibrated) point at that noise scale (:func:`at_scale`)."""
+    ``scale``, every (calibrated) point at that noise scale (:func:`at_scale`); ``only``: these points
+    (indices) instead of all."""
     points = audited_points(path)
     done = set()
     if out is not None and out.exists():
         done = {json.loads(line)["point"] for line in out.read_text(encoding="utf-8").splitlines()
                 if line.strip()}
     for index in range(len(points[1])):
-        if index in done:
+        if index in done or (only is not None and index not in only):
             continue
         cfg, problem, axes = point_problem(path, index, points, scale)
         strong, sec = audit(cfg, problem, STRONG, workers, epsilon_of_worst=scale is not None)
@@ -178,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="every point, the checking search only; --json is a JSON-lines file, appended")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--workers", type=int, default=1, help="processes for the targets (default 1)")
+    ap.add_argument("--points", type=lambda t: [int(v) for v in t.split(",")], default=None,
+                    help="with --all: only these points (comma-separated indices)")
     ap.add_argument("--noise-scale", type=float, default=None,
                     help="audit calibrated points at this noise scale instead of calibrating them "
                     "(paper-fig2: 4, the floor every point's calibration ended at)")
@@ -201,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
             args.json.write_text(json.dumps(got, indent=1))
         return
     if args.all:
-        every_point(args.scenario, args.json, args.workers, args.noise_scale)
+        every_point(args.scenario, args.json, args.workers, args.noise_scale, args.points)
         return
     cfg, problem, axes = point_problem(args.scenario, args.point, scale=args.noise_scale)
     if args.published is not None:  # compare with the published worst value, no default search

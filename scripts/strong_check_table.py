@@ -1,0 +1,168 @@
+"""The stronger search's check of the published paper-fig2 and paper-fig3 worst pairs, point by point.
+
+Reads the JSON lines stored by ``scripts/stronger_search.py`` (:data:`COMMANDS`) and the published
+tables (``docs/numbers/paper-fig3.csv``, ``paper-fig2-*.csv``) and prints the markdown table of
+docs/audit-scale.md, Section 5: for every point the published lower estimate, the stronger search's
+value (its worst pair) and their relative difference. Issue 27's rule: where the stronger search beats
+a published number by more than 1 %, the published number must be the stronger one's
+(:func:`beaten` lists such points; ``tests/test_docs_strong_check.py`` fails while any is left).
+
+A point whose published delta is at least ``1 / 1.01`` cannot be beaten by more than 1 % (a delta is
+at most 1), so it is not searched again (:func:`searched_points`).
+
+    python scripts/strong_check_table.py
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers"
+FIG2_DATASETS = (("wine", "Wine"), ("diabetes", "Diabetes"), ("breast_cancer", "Breast Cancer"))
+FIG3_DATASETS = (("wine", "Wine"), ("breast_cancer", "Breast Cancer"), ("diabetes", "Diabetes"))
+MARGIN = 0.01
+"""Issue 27's rule: a published number beaten by more than this (relative) must be replaced."""
+
+
+def parse_delta(text: str) -> float:
+    """A printed delta (``0.529`` or ``1 - 3.0e-04``) as a number."""
+    text = text.strip()
+    if text.startswith("1 - "):
+        return 1.0 - float(text[4:])
+    return float(text)
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def can_be_beaten(published: str) -> bool:
+    """Whether a delta could exceed the printed ``published`` by more than :data:`MARGIN` (it is at
+    most 1)."""
+    return parse_delta(published) * (1 + MARGIN) < 1.0
+
+
+def searched_points(name: str) -> list[int]:
+    """The points of a scenario (indices of its audited sweep, the order of its published table) that
+    are searched again: those whose published delta :func:`can_be_beaten`."""
+    if name == "paper-fig3":
+        rows = _csv(NUMBERS / "paper-fig3.csv")
+        return [i for i, r in enumerate(rows) if can_be_beaten(r["worst_delta_at_5"])]
+    return [i for i, r in enumerate(_csv(NUMBERS / f"{name}.csv")) if can_be_beaten(r["delta_at_epsilon"])]
+
+
+def command(name: str) -> str:
+    """How ``docs/numbers/<name>-strong.jsonl`` is written."""
+    scale = "" if name == "paper-fig3" else " --noise-scale 4"
+    points = ",".join(map(str, searched_points(name)))
+    return (f"python scripts/stronger_search.py scenarios/{name}.toml --all{scale} --points {points} "
+            f"--workers 2 --json docs/numbers/{name}-strong.jsonl")
+
+
+def stored(name: str) -> dict[int, dict]:
+    """The stored lines of ``docs/numbers/<name>-strong.jsonl`` by point index."""
+    path = NUMBERS / f"{name}-strong.jsonl"
+    if not path.exists():
+        return {}
+    lines = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+    return {int(r["point"]): r for r in lines}
+
+
+def fig3_rows() -> list[dict[str, object]]:
+    """Every paper-fig3 point: published worst delta at epsilon = 5 against the stronger search's."""
+    strong = {(r["axes"]["data.source"], int(r["axes"]["protocol.iterations"])): r
+              for r in stored("paper-fig3").values()}
+    out = []
+    for r in _csv(NUMBERS / "paper-fig3.csv"):
+        key = (r["dataset"], int(r["T"]))
+        row = _row("paper-fig3", dict(FIG3_DATASETS)[r["dataset"]], f"T = {r['T']}",
+                   r["worst_delta_at_5"], strong.get(key))
+        row["skipped"] = not can_be_beaten(r["worst_delta_at_5"])
+        out.append(row)
+    return out
+
+
+def fig2_rows() -> list[dict[str, object]]:
+    """Every paper-fig2 point: published delta at the budget's epsilon against the stronger search's at
+    the same noise (the floor, ``sigma_p = 4``), and the epsilon at the paper's delta of each worst
+    neighbour."""
+    out = []
+    for ds, label in FIG2_DATASETS:
+        strong = {float(r["axes"]["privacy.calibrate.epsilon"]): r
+                  for r in stored(f"paper-fig2-{ds}").values()}
+        for r in _csv(NUMBERS / f"paper-fig2-{ds}.csv"):
+            row = _row(f"paper-fig2-{ds}", label, f"epsilon = {r['epsilon']}", r["delta_at_epsilon"],
+                       strong.get(float(r["epsilon"])))
+            row["skipped"] = not can_be_beaten(r["delta_at_epsilon"])
+            row["published_epsilon"] = r["epsilon_at_paper_delta"]
+            s = strong.get(float(r["epsilon"]))
+            row["strong_epsilon"] = s["strong"].get("epsilon_of_worst") if s else None
+            out.append(row)
+    return out
+
+
+def _row(scenario: str, dataset: str, point: str, published: str, line: dict | None
+         ) -> dict[str, object]:
+    value = parse_delta(published)
+    row: dict[str, object] = {"scenario": scenario, "dataset": dataset, "point": point,
+                              "published": published, "published_value": value, "strong": None}
+    if line is not None:
+        s = line["strong"]
+        row.update(strong=float(s["value"]), relative=(float(s["value"]) - value) / value,
+                   pair=f"{s['observer']} -> {s['target']}", row=s["row"], seconds=float(line["seconds"]))
+    return row
+
+
+def beaten(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The points whose published number the stronger search beats by more than :data:`MARGIN`."""
+    return [r for r in rows if r["strong"] is not None and r["relative"] > MARGIN]
+
+
+def _delta(v: float) -> str:
+    return f"{v:.6f}" if v < 0.9999995 else f"1 - {1.0 - v:.2e}"
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    """The markdown table of docs/audit-scale.md, Section 5."""
+    lines = ["| scenario | dataset | point | published (lower estimate) | stronger search | relative "
+             "difference | its worst pair (observer -> target, row) | wall time (s) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("skipped"):
+            cells = ["not searched: a delta cannot exceed 1 = 1.01 x (1 / 1.01)", "", "", ""]
+        elif r["strong"] is None:
+            cells = ["not run", "", "", ""]
+        else:
+            cells = [_delta(float(r["strong"])), f"{100 * float(r['relative']):+.3f} %",
+                     f"{r['pair']}, {r['row']}", f"{float(r['seconds']):.0f}"]
+        lines.append(f"| {r['scenario']} | {r['dataset']} | {r['point']} | {r['published']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary(rows: list[dict[str, object]]) -> str:
+    """One sentence: how many points were checked, the largest relative difference, how many beaten."""
+    done = [r for r in rows if r["strong"] is not None]
+    if not done:
+        return "no point searched again yet"
+    top = max(done, key=lambda r: float(r["relative"]))
+    return (f"{len(done)} points searched again; the largest difference is "
+            f"{100 * float(top['relative']):+.3f} % ({top['scenario']}, {top['dataset']}, {top['point']}); "
+            f"{len(beaten(rows))} published numbers beaten by more than 1 %")
+
+
+def main() -> None:
+    for name in ("paper-fig3", *(f"paper-fig2-{ds}" for ds, _ in FIG2_DATASETS)):
+        if searched_points(name):
+            print(command(name))
+    rows = fig2_rows() + fig3_rows()
+    print(table(rows))
+    print()
+    print(summary(rows))
+
+
+if __name__ == "__main__":
+    main()
