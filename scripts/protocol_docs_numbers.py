@@ -17,6 +17,8 @@ from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
+from dpgossip.rounding import format_upper
+
 PPM_ROWS = ((1.0, 1e-5, 3), (10.0, 1e-4, 3), (0.5, 1e-6, 10), (4.0, 1e-4, 2))
 CAPE_ROWS = ((0.1, 2), (0.5, 4), (0.9, 4), (0.9, 100))
 CAPE_DELTA, CAPE_ROWS_PER_SITE = 1e-5, 100
@@ -89,7 +91,8 @@ def ppm_replace_one() -> str:
                         value_discretization_interval=1e-4)
     acc.compose(GaussianDpEvent(noise_multiplier=2.0))
     wrong, right = float(acc.get_epsilon(1e-5)), float(get_epsilon_gaussian(2.0, 1e-5))
-    return f"at `sigma = 2`, `delta = 1e-5` it gives {wrong:.2f} where the right value is {right:.2f}."
+    return (f"at `sigma = 2`, `delta = 1e-5` it gives {format_upper(wrong, 4)} where the right value is "
+            f"{format_upper(right, 4)}.")  # epsilons of guarantees: rounded up
 
 
 def ppm_paper_limit() -> str:

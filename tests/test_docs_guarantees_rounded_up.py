@@ -59,3 +59,21 @@ def test_frontier_and_comparison_round_a_guarantee_up():
         fmt = load_script(name)._fmt_upper
         assert fmt(0.74163701) == "0.742" and fmt(0.742) == "0.742" and fmt(8.5600001) == "8.57"
         assert fmt(math.nan) == "" and fmt(math.inf) == "inf"
+
+
+def test_ppm_replace_one_sentence_prints_both_epsilons_rounded_up():
+    """docs/ppm.md, Section 4: the PLD accountant's REPLACE_ONE epsilon and the right one (the Gaussian
+    mechanism's exact epsilon at sigma = 2), each read back at or above its value."""
+    import re
+
+    from dp_accounting import GaussianDpEvent, NeighboringRelation, get_epsilon_gaussian
+    from dp_accounting.pld import PLDAccountant
+
+    text = load_script("protocol_docs_numbers").ppm_replace_one()
+    wrong_text, right_text = re.fullmatch(r".*it gives ([0-9.]+) where the right value is ([0-9.]+)\.",
+                                          text).groups()
+    acc = PLDAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE,
+                        value_discretization_interval=1e-4)
+    acc.compose(GaussianDpEvent(noise_multiplier=2.0))
+    assert _rounded_up(wrong_text, float(acc.get_epsilon(1e-5)))
+    assert _rounded_up(right_text, float(get_epsilon_gaussian(2.0, 1e-5)))
