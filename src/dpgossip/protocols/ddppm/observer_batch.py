@@ -233,7 +233,7 @@ class ObserverBatchAuditor(ReducedAuditor):
         odd = [k for i, k in enumerate(keys) if bad[i]]
         if odd:  # supports seem to differ: the per-pair factorisation decides (and names the direction)
             full = self._target_view(j)
-            rho = full._n0 + local
+            rho = full.target_start + local
             X1 = full.X.copy()
             X1[rho] = nb.x_new
             C = self._change_rowspace(full, rho, nb.x_new)

@@ -89,6 +89,11 @@ class ViewOperator:
         self.r = self.B.shape[0]
         self._B_eye = self.r == self.m and np.array_equal(self.B, np.eye(self.m))
 
+    @property
+    def every_message(self) -> bool:
+        """Whether the message basis is the identity: every agent's ``z^(t)`` is a coordinate."""
+        return self._B_eye
+
     def with_data(self, X: np.ndarray) -> ViewOperator:
         """The same view map on other data ``X`` of the same shape (a neighbour's), without
         recomputing what does not depend on the data (``m W^c``)."""
@@ -101,6 +106,10 @@ class ViewOperator:
         return out
 
     # --- building blocks -------------------------------------------------------------------------
+    def gather(self, q: np.ndarray) -> np.ndarray:
+        """``D^T q`` as ``(m, d, b)``: every agent's ``z_i = X_i^T q_i`` (what it sends before mixing)."""
+        return self._Dt(q)
+
     def _Dt(self, q: np.ndarray) -> np.ndarray:
         """``D^T q`` as ``(m, d, b)``: ``z_i = X_i^T q_i`` (one BLAS product per agent)."""
         if self._rows:

@@ -247,7 +247,7 @@ class ReducedAuditor:
         j = self.owner(nb.row)
         full = self._target_view(j)
         X1 = full.X.copy()
-        X1[full._n0 + int(nb.row) - int(self.offsets[j])] = nb.x_new
+        X1[full.target_start + int(nb.row) - int(self.offsets[j])] = nb.x_new
         full1 = full.with_data(X1)
         C = difference_rowspace(full, full1, rng=self.rng)
         Z0, Z1 = full.forward(C), full1.forward(C)
@@ -276,6 +276,12 @@ class TargetLastOperator(ViewOperator):
         # O(nnz) instead of O(m^2) (the same sums up to their order)
         nnz = int(np.count_nonzero(self.mWc))
         self._mWc_sparse = (sparse.csr_array(self.mWc) if nnz < 0.25 * self.m * self.m else None)
+
+    @property
+    def target_start(self) -> int:
+        """The first of the target's rows in this operator's coordinates (the other agents' reduced
+        blocks, ``d`` rows each, come first)."""
+        return self._n0
 
     def _split(self) -> None:
         m, d = self.m, self.d

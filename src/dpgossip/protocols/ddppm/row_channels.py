@@ -78,10 +78,10 @@ class TargetChannels:
 
     def __init__(self, full: TargetLastOperator) -> None:
         T, m, d, n = full.T, full.m, full.d, full.n
-        if full.r != m or not full._B_eye or full.known.size or full.nf != n:
+        if not full.every_message or full.known.size or full.nf != n:
             raise ValueError("TargetChannels needs the full view (every z, every final row)")
         self.full, self.T, self.m, self.d, self.n = full, T, m, d, n
-        self.md, self.n0 = m * d, full._n0
+        self.md, self.n0 = m * d, full.target_start
         self.s = n - self.n0
         self.row = full.alpha * full.mWc[m - 1]  # (K_a z)_j = sum_b row[b] z_b
         self.reach = np.flatnonzero(self.row)
@@ -122,7 +122,7 @@ class TargetChannels:
         for t in range(T):
             zs[t] = z.reshape(self.md, d)
             fin[t] = full.mix_out(z)
-            z = full._Dt(fin[t])
+            z = full.gather(fin[t])
         return zs, fin
 
     def update(self, r: int, x_new: np.ndarray) -> RowUpdate:
