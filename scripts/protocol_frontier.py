@@ -43,7 +43,7 @@ target of its worst pair, written by ``python scripts/stronger_search.py
 scenarios/protocol-frontier.toml --all --worst-target --points 84,85,86,87,112,...,227 --json
 docs/numbers/protocol-frontier-strong.jsonl``: every D-DP-PM point whose audited epsilon is finite (an
 infinite one cannot be beaten)."""
-STRONG_AUDIT = "lower estimate (the larger of the scenario's search and a stronger one on its worst target)"
+STRONG_AUDIT = "lower estimate (larger of two searches)"
 """The ``audit`` of a D-DP-PM row whose audited epsilon takes the stronger search's value."""
 COLUMNS = ("dataset", "topology", "series", "budget", "noise_scale", "error", "guaranteed_epsilon",
            "claimed", "audited_epsilon", "audited_beyond", "audit", "audited_upper", "upper_reason")

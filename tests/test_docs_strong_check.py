@@ -88,3 +88,17 @@ def test_one_stored_point_is_what_the_checking_search_finds():
     got = res.results[(line["strong"]["observer"], line["strong"]["target"])]
     assert got.delta["exact"][0] == line["strong"]["value"]
     assert [float(v) for v in got.neighbour.x_new] == line["strong"]["replacement"]
+
+
+def test_the_paper_page_says_which_fig3_points_the_stronger_search_raised():
+    text = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
+    assert CHECK.fig3_sentence(_rows()) in text
+
+
+def test_the_published_fig3_delta_is_the_larger_of_the_two_searches():
+    for r in CHECK.fig3_rows():
+        expected = max(r["own_value"], r["strong"] or 0.0)
+        if r["strong"] is not None and r["strong"] > r["own_value"]:
+            assert r["published"] == load_script("readme_tables").delta_text(expected)
+        else:
+            assert r["published"] == r["own"]
