@@ -58,6 +58,8 @@ def test_the_stored_values_lie_below_the_certified_bounds():
             assert line["strong"]["value"] <= CHECK.delta_value(r["delta_upper_at_epsilon"])
             assert line["strong"]["epsilon_of_worst"] <= float(r["epsilon_upper_at_paper_delta"])
             assert line["noise_scale"] == float(r["sigma_p"])
+            # the epsilon at the paper's delta of the worst neighbour is not beaten either
+            assert line["strong"]["epsilon_of_worst"] <= float(r["epsilon_at_paper_delta"]) * 1.01
 
 
 def test_audit_scale_prints_the_table_the_summary_and_the_commands():
