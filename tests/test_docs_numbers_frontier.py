@@ -128,4 +128,12 @@ def test_every_finite_ddppm_audit_was_searched_again_and_takes_the_larger_value(
                 and r["topology"] == ax["network.topology"]
                 and float(r["noise_scale"]) == float(ax["protocol.noise"]["scale"])]
         assert r["audited_epsilon"] == FRONTIER._fmt(max(s["value"], s["default"]["value"]))
+        assert max(s["value"], s["default"]["value"]) <= float(r["audited_upper"])  # the bracket holds
+
+
+def test_the_docs_say_what_the_stronger_check_of_the_frontier_found():
+    sentence = FRONTIER.strong_sentence()
+    for page in ("audit-scale.md", "protocol-frontier.md"):
+        text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+        assert sentence in text, page
 
