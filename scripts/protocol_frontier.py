@@ -29,6 +29,8 @@ import re
 import tomllib
 from pathlib import Path
 
+from _numbers import read_jsonl
+
 from dpgossip.rounding import format_upper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,15 +88,12 @@ def _claimed(res, point: int) -> float:
 
 def stronger() -> dict[int, float]:
     """The stronger search's worst epsilon of each checked D-DP-PM point (:data:`STRONG`)."""
-    if not STRONG.exists():
-        return {}
-    lines = [json.loads(t) for t in STRONG.read_text(encoding="utf-8").splitlines() if t.strip()]
-    return {int(r["point"]): float(r["strong"]["value"]) for r in lines}
+    return {int(r["point"]): float(r["strong"]["value"]) for r in read_jsonl(STRONG)}
 
 
 def strong_sentence() -> str:
     """What the stronger check of the D-DP-PM points found (:data:`STRONG`), as the docs print it."""
-    lines = [json.loads(t) for t in STRONG.read_text(encoding="utf-8").splitlines() if t.strip()]
+    lines = read_jsonl(STRONG)
     ratio = [r["strong"]["value"] / r["strong"]["default"]["value"] for r in lines]
     above = sum(x > 1.01 for x in ratio)
     return (f"the stronger search on each point's worst target beats the candidate search by more than "

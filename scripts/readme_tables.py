@@ -34,6 +34,8 @@ import sys
 from pathlib import Path
 from statistics import fmean
 
+from _numbers import read_jsonl
+
 from dpgossip.rounding import format_upper
 
 NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers"
@@ -210,13 +212,8 @@ def fig3_with_strong(rows: list[dict[str, str]], path: Path = STRONG_FIG3) -> li
     """The published paper-fig3 rows: ``scenario_delta_at_5`` is the scenario's own search's worst delta
     and ``worst_delta_at_5`` the larger of it and the stronger check's (``path``, where it searched the
     point): the largest delta at epsilon = 5 of an actual neighbour any search found."""
-    strong: dict[tuple[str, int], float] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                r = json.loads(line)
-                key = (r["axes"]["data.source"], int(r["axes"]["protocol.iterations"]))
-                strong[key] = float(r["strong"]["value"])
+    strong = {(r["axes"]["data.source"], int(r["axes"]["protocol.iterations"])): float(r["strong"]["value"])
+              for r in read_jsonl(path)}
     out = []
     for r in rows:
         own = r.get("scenario_delta_at_5") or r["worst_delta_at_5"]

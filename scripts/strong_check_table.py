@@ -3,8 +3,8 @@
 Reads the JSON lines stored by ``scripts/stronger_search.py`` (:data:`COMMANDS`) and the published
 tables (``docs/numbers/paper-fig3.csv``, ``paper-fig2-*.csv``) and prints the markdown table of
 docs/audit-scale.md, Section 5: for every point the published lower estimate, the stronger search's
-value (its worst pair) and their relative difference. Issue 27's rule: where the stronger search beats
-a published number by more than 1 %, the published number must be the stronger one's
+value (its worst pair) and their relative difference. The rule: where the stronger search beats a
+published number by more than 1 %, the published number must be the stronger one's
 (:func:`beaten` lists such points; ``tests/test_docs_strong_check.py`` fails while any is left).
 
 A point whose published delta is at least ``1 / 1.01`` cannot be beaten by more than 1 % (a delta is
@@ -15,24 +15,18 @@ at most 1), so it is not searched again (:func:`searched_points`).
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts, also when imported
-from readme_tables import delta_value  # noqa: E402
+from _numbers import read_jsonl  # noqa: E402
+from readme_tables import _read, delta_value  # noqa: E402
 
 NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers"
 FIG2_DATASETS = (("wine", "Wine"), ("diabetes", "Diabetes"), ("breast_cancer", "Breast Cancer"))
 FIG3_DATASETS = (("wine", "Wine"), ("breast_cancer", "Breast Cancer"), ("diabetes", "Diabetes"))
 MARGIN = 0.01
-"""Issue 27's rule: a published number beaten by more than this (relative) must be replaced."""
-
-
-def _csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+"""A published number beaten by more than this (relative) must be replaced by the stronger one."""
 
 
 def can_be_beaten(published: str) -> bool:
@@ -45,9 +39,9 @@ def searched_points(name: str) -> list[int]:
     """The points of a scenario (indices of its audited sweep, the order of its published table) that
     are searched again: those whose published delta :func:`can_be_beaten`."""
     if name == "paper-fig3":
-        rows = _csv(NUMBERS / "paper-fig3.csv")
+        rows = _read(NUMBERS / "paper-fig3.csv")
         return [i for i, r in enumerate(rows) if can_be_beaten(_own3(r))]
-    return [i for i, r in enumerate(_csv(NUMBERS / f"{name}.csv")) if can_be_beaten(r["delta_at_epsilon"])]
+    return [i for i, r in enumerate(_read(NUMBERS / f"{name}.csv")) if can_be_beaten(r["delta_at_epsilon"])]
 
 
 def _own3(r: dict[str, str]) -> str:
@@ -65,11 +59,7 @@ def command(name: str) -> str:
 
 def stored(name: str) -> dict[int, dict]:
     """The stored lines of ``docs/numbers/<name>-strong.jsonl`` by point index."""
-    path = NUMBERS / f"{name}-strong.jsonl"
-    if not path.exists():
-        return {}
-    lines = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
-    return {int(r["point"]): r for r in lines}
+    return {int(r["point"]): r for r in read_jsonl(NUMBERS / f"{name}-strong.jsonl")}
 
 
 def fig3_rows() -> list[dict[str, object]]:
@@ -77,7 +67,7 @@ def fig3_rows() -> list[dict[str, object]]:
     strong = {(r["axes"]["data.source"], int(r["axes"]["protocol.iterations"])): r
               for r in stored("paper-fig3").values()}
     out = []
-    for r in _csv(NUMBERS / "paper-fig3.csv"):
+    for r in _read(NUMBERS / "paper-fig3.csv"):
         key = (r["dataset"], int(r["T"]))
         row = _row("paper-fig3", dict(FIG3_DATASETS)[r["dataset"]], f"T = {r['T']}",
                    _own3(r), r["worst_delta_at_5"], strong.get(key))
@@ -94,7 +84,7 @@ def fig2_rows() -> list[dict[str, object]]:
     for ds, label in FIG2_DATASETS:
         strong = {float(r["axes"]["privacy.calibrate.epsilon"]): r
                   for r in stored(f"paper-fig2-{ds}").values()}
-        for r in _csv(NUMBERS / f"paper-fig2-{ds}.csv"):
+        for r in _read(NUMBERS / f"paper-fig2-{ds}.csv"):
             row = _row(f"paper-fig2-{ds}", label, f"epsilon = {r['epsilon']}", r["delta_at_epsilon"],
                        r["delta_at_epsilon"], strong.get(float(r["epsilon"])))
             row["skipped"] = not can_be_beaten(r["delta_at_epsilon"])

@@ -81,36 +81,53 @@ def point_problem(path: Path, index: int, points=None, scale: float | None = Non
     return cfg, resolve_problem(cfg, structure), dict(task.axes)
 
 
+def _ranking(cfg: dict) -> tuple[str, str]:
+    """The conversion and the quantity (``delta`` or ``epsilon``) a point's audit ranks pairs by."""
+    priv = cfg["privacy"]
+    return priv["methods"][0], "delta" if priv["rank_by"] == "delta" else "epsilon"
+
+
+def _value(result, meth: str, by: str) -> float:
+    """A pair result's ranked quantity."""
+    return result.delta[meth][0] if by == "delta" else result.epsilon[meth]
+
+
+def _checking_audit(cfg: dict, problem, search, workers: int = 1, targets: list[int] | None = None):
+    """The point's pairs (of ``targets``, default all) audited with ``search``, ranked as the point
+    ranks them, without the certified bound (not what is checked)."""
+    priv = cfg["privacy"]
+    return audit_pairs(problem.data, problem.network, problem.params, delta=priv["delta"],
+                       epsilons=list(priv["epsilon"]), view=priv["view"],
+                       neighbours=priv["neighbours"], search=search, seed=cfg["seed"],
+                       methods=priv["methods"],
+                       options=AuditOptions(rank_by=priv["rank_by"], workers=workers, targets=targets,
+                                            upper_bound=False))
+
+
+def _worst_record(res, meth: str, by: str) -> dict[str, object]:
+    """The worst pair of an audit: its quantity, value, pair and neighbour."""
+    w = res.worst(meth, by=by)
+    what = f"delta at epsilon {res.epsilons[0]:g}" if by == "delta" else "epsilon"
+    return {"quantity": f"{meth} {what}", "value": _value(w, meth, by), "observer": w.observer,
+            "target": w.target, "row": w.neighbour.row,
+            "replacement": [float(v) for v in w.neighbour.x_new], "label": w.neighbour.label}
+
+
 def audit(cfg: dict, problem, search, workers: int = 1, epsilon_of_worst: bool = False
           ) -> tuple[dict[str, object], float]:
     """Every pair with ``search``; the worst pair's numbers (ranked as the scenario ranks) and seconds.
     ``epsilon_of_worst`` (ranked by delta): also the exact epsilon at ``privacy.delta`` of the worst
     pair's neighbour, as a calibration records it (``epsilon_of_worst``)."""
-    priv = cfg["privacy"]
+    meth, by = _ranking(cfg)
     t0 = time.perf_counter()
-    res = audit_pairs(problem.data, problem.network, problem.params, delta=priv["delta"],
-                      epsilons=list(priv["epsilon"]), view=priv["view"],
-                      neighbours=priv["neighbours"], search=search, seed=cfg["seed"],
-                      methods=priv["methods"], options=AuditOptions(rank_by=priv["rank_by"],
-                                                                    workers=workers,
-                                                                    upper_bound=False))
-    sec = time.perf_counter() - t0
-    by = "delta" if priv["rank_by"] == "delta" else "epsilon"
-    meth = priv["methods"][0]
-    w = res.worst(meth, by=by)
-    value = w.delta[meth][0] if by == "delta" else w.epsilon[meth]
-    pairs = {f"{o},{j}": (r.delta[meth][0] if by == "delta" else r.epsilon[meth])
-             for (o, j), r in sorted(res.results.items())}
-    what = f"delta at epsilon {res.epsilons[0]:g}" if by == "delta" else "epsilon"
-    out = {"quantity": f"{meth} {what}",
-           "value": value, "observer": w.observer, "target": w.target, "row": w.neighbour.row,
-           "replacement": [float(v) for v in w.neighbour.x_new], "label": w.neighbour.label,
-           "pairs": pairs}
+    res = _checking_audit(cfg, problem, search, workers)
+    out = {**_worst_record(res, meth, by),
+           "pairs": {f"{o},{j}": _value(r, meth, by) for (o, j), r in sorted(res.results.items())}}
     if epsilon_of_worst and by == "delta":
-        pair = result_pair(res, problem.data, problem.network, problem.params, w.observer, w.target)
-        out["epsilon_of_worst"] = float(pair.epsilon(priv["delta"], meth))
-        sec = time.perf_counter() - t0
-    return out, sec
+        pair = result_pair(res, problem.data, problem.network, problem.params, out["observer"],
+                           out["target"])
+        out["epsilon_of_worst"] = float(pair.epsilon(cfg["privacy"]["delta"], meth))
+    return out, time.perf_counter() - t0
 
 
 def example(schedule: str, scale: float, rank_by: str) -> dict[str, object]:
@@ -146,32 +163,18 @@ def worst_target_check(cfg: dict, problem, workers: int = 1) -> tuple[dict[str, 
     """The scenario's own audit of every pair (as its ``[privacy]`` section says, the search's options
     included), then :data:`STRONG` on the target of its worst pair only (for scenarios whose every pair
     is too slow to search with :data:`STRONG`): both worst values, ranked as the scenario ranks."""
-    priv = cfg["privacy"]
-    meth = priv["methods"][0]
-    by = "delta" if priv["rank_by"] == "delta" else "epsilon"
+    meth, by = _ranking(cfg)
     t0 = time.perf_counter()
-    base = privacy_section.audit_config(cfg, problem, workers=workers, upper_bound=False)
-    w = base.worst(meth, by=by)
+    base = _worst_record(privacy_section.audit_config(cfg, problem, workers=workers, upper_bound=False),
+                         meth, by)
     t1 = time.perf_counter()
-    res = audit_pairs(problem.data, problem.network, problem.params, delta=priv["delta"],
-                      epsilons=list(priv["epsilon"]), view=priv["view"],
-                      neighbours=priv["neighbours"], search=STRONG, seed=cfg["seed"],
-                      methods=priv["methods"],
-                      options=AuditOptions(rank_by=priv["rank_by"], targets=[w.target],
-                                           upper_bound=False))
-    s = res.worst(meth, by=by)
-
-    def value(r) -> float:
-        return r.delta[meth][0] if by == "delta" else r.epsilon[meth]
-
-    what = f"delta at epsilon {res.epsilons[0]:g}" if by == "delta" else "epsilon"
-    return {"quantity": f"{meth} {what}",
-            "default": {"search": str(priv["search"]), "value": value(w), "observer": w.observer,
-                        "target": w.target, "row": w.neighbour.row, "label": w.neighbour.label,
-                        "seconds": t1 - t0},
-            "value": value(s), "observer": s.observer, "target": s.target, "row": s.neighbour.row,
-            "replacement": [float(v) for v in s.neighbour.x_new], "label": s.neighbour.label,
-            "targets_searched": [w.target]}, time.perf_counter() - t1
+    strong = _worst_record(_checking_audit(cfg, problem, STRONG, targets=[int(base["target"])]), meth, by)
+    default = {"search": str(cfg["privacy"]["search"]),
+               **{k: base[k] for k in ("value", "observer", "target", "row", "label")},
+               "seconds": t1 - t0}
+    return {"quantity": strong["quantity"], "default": default,
+            **{k: v for k, v in strong.items() if k != "quantity"},
+            "targets_searched": [base["target"]]}, time.perf_counter() - t1
 
 
 def every_point(path: Path, out: Path | None, workers: int, scale: float | None = None,

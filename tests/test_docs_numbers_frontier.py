@@ -113,10 +113,8 @@ def test_every_finite_ddppm_audit_was_searched_again_and_takes_the_larger_value(
     """Each D-DP-PM point with a finite audited epsilon was searched again with the stronger search on
     the target of the scenario's worst pair (docs/numbers/protocol-frontier-strong.jsonl); its published
     epsilon is the larger of the two, and the scenario's own value in that file is what it printed."""
-    import json
 
-    lines = {int(json.loads(t)["point"]): json.loads(t) for t in
-             FRONTIER.STRONG.read_text(encoding="utf-8").splitlines() if t.strip()}
+    lines = {int(r["point"]): r for r in FRONTIER.read_jsonl(FRONTIER.STRONG)}
     rows = [r for r in FRONTIER.stored() if r["series"] == "D-DP-PM"]
     finite = [r for r in rows if r["audited_epsilon"] != "inf"]
     assert len(finite) == len(lines) and finite

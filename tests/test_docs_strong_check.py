@@ -1,5 +1,5 @@
-"""The stronger search's check of the published paper-fig2 and paper-fig3 worst pairs (issue 27's last
-point): every point that could be beaten by more than 1 % was searched again, none is, and
+"""The stronger search's check of the published paper-fig2 and paper-fig3 worst pairs: every point
+that could be beaten by more than 1 % was searched again, none is, and
 docs/audit-scale.md prints what the stored runs hold.
 
 The stored runs are ``docs/numbers/paper-fig3-strong.jsonl`` and ``paper-fig2-{wine,diabetes}-strong.jsonl``
@@ -47,12 +47,12 @@ def test_the_rule_would_catch_a_beaten_point():
 
 def test_the_stored_values_lie_below_the_certified_bounds():
     upper3 = {(r["dataset"], r["T"]): CHECK.delta_value(r["delta_upper_at_5"])
-              for r in CHECK._csv(CHECK.NUMBERS / "paper-fig3.csv")}
+              for r in CHECK._read(CHECK.NUMBERS / "paper-fig3.csv")}
     for line in CHECK.stored("paper-fig3").values():
         key = (line["axes"]["data.source"], str(line["axes"]["protocol.iterations"]))
         assert line["strong"]["value"] <= upper3[key]
     for ds in ("wine", "diabetes"):
-        rows = {float(r["epsilon"]): r for r in CHECK._csv(CHECK.NUMBERS / f"paper-fig2-{ds}.csv")}
+        rows = {float(r["epsilon"]): r for r in CHECK._read(CHECK.NUMBERS / f"paper-fig2-{ds}.csv")}
         for line in CHECK.stored(f"paper-fig2-{ds}").values():
             r = rows[float(line["axes"]["privacy.calibrate.epsilon"])]
             assert line["strong"]["value"] <= CHECK.delta_value(r["delta_upper_at_epsilon"])
