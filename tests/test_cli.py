@@ -236,9 +236,14 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     assert "standard worst-case search" in printed
     assert "per-instance audit" in printed and "not a worst case over all datasets" in printed
     assert "view 'observer'" in printed and "worst pair: observer" in printed
-    assert "epsilon at delta 1e-05, lower estimate (the worst neighbour found): rdp " in printed
-    assert "rdp epsilon at delta 1e-05 by hop distance (worst / mean, lower estimates): 1: " in printed
-    assert "of that neighbour: " in printed and "(a lower estimate; " in printed
+    assert "epsilon at delta 1e-05: rdp " in printed
+    # ranked by the RDP conversion: said to be that, not a lower estimate; the exact value of the
+    # same neighbour is the lower estimate
+    assert ": the rdp conversion of the worst neighbour found: above that neighbour's exact value, "\
+        "neither a lower estimate nor a bound of the worst case" in printed
+    assert "rdp epsilon at delta 1e-05 by hop distance (worst / mean, rdp conversions of the "\
+        "neighbours found): 1: " in printed
+    assert "of that neighbour: " in printed and "(the lower estimate; " in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     assert len(pairs) == 12 and {r["method"] for r in pairs} == {"rdp"}
     assert {"observer", "target", "hops", "epsilon", "delta_at_eps_50", "row", "point"} <= set(pairs[0])
@@ -252,8 +257,8 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     # the searched worst case printed as a lower estimate, the certified bound beside it, never below
     # the bound stored in worst.json at full precision
     (progress,) = [line for line in captured.err.splitlines() if "worst epsilon (rdp)" in line]
-    said = re.search(r"worst epsilon \(rdp\) (\S+) \(lower estimate; certified upper bound (\S+)\)",
-                     progress)
+    said = re.search(r"worst epsilon \(rdp\) (\S+) \(the rdp conversion of the worst neighbour found: "
+                     r"[^;]*; certified upper bound (\S+)\)", progress)
     assert said and float(said[1]) == pytest.approx(w["epsilon"]["rdp"], rel=1e-3)
     assert float(said[2]) >= w["epsilon_upper_max"] > 0
     at_most = re.search(r"(\S+) for target \d+, at most (\S+) over all targets", printed)
@@ -292,7 +297,8 @@ def test_audit_ranked_by_delta_prints_and_writes_deltas_not_nan(tmp_path, capsys
     assert main(["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots"]) == 0
     printed = capsys.readouterr().out
     assert "nan" not in printed
-    assert "delta at epsilon 2, lower estimate (the worst neighbour found): exact " in printed
+    assert "delta at epsilon 2: exact " in printed
+    assert "lower estimate: the exact value of the worst neighbour found" in printed
     assert "exact delta at epsilon 2 by hop distance (worst / mean, lower estimates): 1: " in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     worst = json.loads((out / "worst.json").read_text())["points"][0]
@@ -447,3 +453,30 @@ def test_topology_params_and_seed_from_the_command_line(capsys):
     assert "--param q: unknown parameter 'q'" in capsys.readouterr().err
     assert main(["topology", "ring", "--agents", "5", "--seed", "-1"]) == 2
     assert "--seed must be a non-negative integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-5", '"big"', "inf", "nan", "true"])
+def test_a_bad_epsilon_cap_is_one_line_naming_the_key_and_nothing_is_written(tmp_path, capsys, value):
+    text = TINY_PRIVATE.replace("[privacy]", f"[privacy]\nepsilon_cap = {value}")
+    out = tmp_path / "audit"
+    assert main(["audit", str(write(tmp_path, text)), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "privacy.epsilon_cap must be a finite number" in err[0]
+    assert not out.exists()
+
+
+def test_the_quickstart_audit_stops_at_the_epsilon_cap_and_says_so(tmp_path, capsys):
+    """The quickstart's noise leaves no meaningful privacy: every pair stops at the cap, the printed
+    worst pair says "at least 1000" and what that means, with the certified bound beside it, and one
+    progress line is said per target."""
+    out = tmp_path / "qs"
+    assert main(["audit", str(ROOT / "scenarios" / "quickstart.toml"), "--out", str(out),
+                 "--no-plots"]) == 0
+    captured = capsys.readouterr()
+    assert "exact at least 1000: the privacy.epsilon_cap: a neighbour found exceeds it" in captured.out
+    assert sum(" done (" in line for line in captured.err.splitlines()) == 4
+    pairs = [r for r in csv.DictReader(open(out / "pairs.csv")) if r["method"] == "exact"]
+    assert len(pairs) == 12 and all(r["stopped_at_cap"] == "True" for r in pairs)
+    assert all(float(r["epsilon"]) == 1000.0 and float(r["epsilon_upper"]) > 1000.0 for r in pairs)
+    worst = json.loads((out / "worst.json").read_text())["points"][0]
+    assert worst["capped"] is True

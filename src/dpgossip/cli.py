@@ -268,6 +268,7 @@ def _print_kind_point(point: KindAuditPoint) -> None:
 
 def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
     """What ``audit`` prints of one point (audited now or read back from its file)."""
+    from dpgossip.scenario.audit_command import value_label
     from dpgossip.scenario.audit_point import KindAuditPoint
 
     if isinstance(point, KindAuditPoint):
@@ -288,12 +289,14 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
         e = f"{point.rank_epsilon:g}"
         values = ", ".join(f"{m} {_num(v[e])}" for m, v in w.delta_at_epsilon.items())
     else:
-        values = ", ".join(f"{m} {_num(v)}" for m, v in w.epsilon.items())
+        values = ", ".join(f"{m} {'>= ' if w.capped and m == point.method else ''}{_num(v)}"
+                           for m, v in w.epsilon.items())
     who = (f"worst pair: observer {w.observer} -> target {w.target} ({w.hops} hop"
            f"{'s' if w.hops != 1 else ''})" if point.per_observer
            else f"worst target: {w.target} (view {w.view}: no single observer)")
-    print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}, lower estimate (the worst "
-          f"neighbour found): {values}")
+    print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}: {values}")
+    print(f"  {point.method} {'at least ' if w.capped else ''}{_num(point.worst_value)}: "
+          f"{value_label(point.method, w.capped)}")
     if w.epsilon_upper is not None and w.epsilon_upper_max is not None:
         print(f"  certified upper bound on epsilon at delta {w.delta:g} (every neighbour, every "
               f"observer): {_upper(w.epsilon_upper)} for target {w.target}, at most "
@@ -301,11 +304,15 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
     if w.exact is not None:
         exact = (w.exact.delta_at_epsilon[f"{point.rank_epsilon:g}"] if point.rank_by == "delta"
                  else w.exact.epsilon)
-        print(f"  exact {point.quantity.split()[0]} of that neighbour: {_num(exact)} (a lower "
+        print(f"  exact {point.quantity.split()[0]} of that neighbour: {_num(exact)} (the lower "
               f"estimate; the {point.method} value above is an upper bound of this neighbour's)")
     if point.by_hops:
         hops = "; ".join(f"{h.hops}: {_num(h.worst)} / {_num(h.mean)}" for h in point.by_hops)
-        print(f"  {point.method} {point.quantity} by hop distance (worst / mean, lower estimates): "
+        kind = ("lower estimates" if point.method == "exact" else
+                f"{point.method} conversions of the neighbours found")
+        capped = "; a pair at the epsilon_cap counts as the cap" if any(
+            r.get("stopped_at_cap") for r in point.pairs) else ""
+        print(f"  {point.method} {point.quantity} by hop distance (worst / mean, {kind}{capped}): "
               f"{hops}", flush=True)
 
 

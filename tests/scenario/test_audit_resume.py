@@ -139,12 +139,16 @@ def test_progress_names_each_step_and_the_eta(tmp_path):
     lines = err.getvalue().splitlines()
     assert lines[0] == ("[1/3] point 0 (c=1): auditing every (observer, target) pair of 4 agents "
                         "(view observer)")
-    # per target, the first and the last always, with an ETA while targets remain
+    # one line per finished target, with an ETA while targets remain
     assert lines[1].startswith("[1/3] point 0 (c=1): target 0 done (1/4 targets, ") and "ETA" in lines[1]
     assert any(line.startswith("[1/3] point 0 (c=1): target 3 done (4/4 targets, ") for line in lines)
     assert any(line.startswith("[1/3] c=1: worst epsilon (rdp) ") and "ETA" in line for line in lines)
     assert lines[-1].startswith("[3/3] c=3: worst epsilon (rdp) ")
-    assert all("(lower estimate" in line for line in lines if "worst epsilon" in line)
+    assert sum(" done (" in line for line in lines) == 3 * 4
+    # ranked by the RDP conversion: labelled as that, not as a lower estimate
+    assert all("(the rdp conversion of the worst neighbour found: above that neighbour's exact value, "
+               "neither a lower estimate nor a bound" in line
+               for line in lines if "worst epsilon" in line)
     err = io.StringIO()
     run_audit(plan_audit(tiny(), tmp_path), stream=err)
     assert err.getvalue() == f"resuming: 3 of 3 points already finished in {tmp_path / 'points'}\n"

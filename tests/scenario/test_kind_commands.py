@@ -222,13 +222,15 @@ def test_target_and_level_progress_say_the_eta():
     for j, t in enumerate([2.0, 4.0, 6.0, 8.0]):
         now[0] = t
         tp(j, j + 1, 4)
-    # first and last always; the middle two within 5 s of the first: left out
+    # every finished target is said (one line each, also into a file or a pipe)
     assert lines == ["point 0: target 0 done (1/4 targets, 2.0 s, ETA 6.0 s)",
+                     "point 0: target 1 done (2/4 targets, 4.0 s, ETA 4.0 s)",
+                     "point 0: target 2 done (3/4 targets, 6.0 s, ETA 2.0 s)",
                      "point 0: target 3 done (4/4 targets, 8.0 s)"]
     now[0] = 13.5
     tp.stage(0, "search level 1/2")  # 5.5 s after the last line: said
     tp.stage(0, "search level 2/2")  # at once: left out
-    assert lines[2:] == ["point 0: target 0: search level 1/2 (13.5 s)"]
+    assert lines[4:] == ["point 0: target 0: search level 1/2 (13.5 s)"]
     lines.clear()
     now[0] = 0.0
     lp = LevelProgress(lines.append, target_epsilon=1.0, target_delta=1e-5, clock=lambda: now[0])

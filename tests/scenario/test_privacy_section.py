@@ -48,6 +48,7 @@ def test_defaults_and_registration():
         "view": "observer", "neighbours": "bounded", "delta": 1e-5, "epsilon": [1.0],
         "candidates": 20, "refine": 2, "ascent_steps": 4, "methods": ["exact", "rdp", "chernoff"],
         "audit": False, "calibrate": None, "rank_by": "epsilon", "search": "standard",
+        "epsilon_cap": 1000.0,
     }
 
 

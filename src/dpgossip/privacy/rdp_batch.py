@@ -10,7 +10,9 @@ directions and all orders are one numpy evaluation per refinement step
                 + a b0sq / 2,        t_i = (a - 1)(lam_i - 1) / lam_i,
 
 ``inf`` for ``a >= a_max`` or any ``t_i <= -1``. Pairs with fewer eigenvalues are padded with
-``lam = 1, b = 0``, whose terms are exactly zero.
+``lam = 1, b = 0``, whose terms are exactly zero; each pair's sum runs over its own eigenvalues only,
+because numpy's summation order depends on the length summed, and a pair's value must be the same
+bits alone or in any batch.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class RenyiCurves:
         for i, w in enumerate(pairs):
             self.lam[i, : w.lam.size] = w.lam
             self.b[i, : w.b.size] = w.b
+        self.sizes = np.array([max(w.lam.size, 1) for w in pairs], dtype=int)
         self.b0sq = np.array([w.b0sq for w in pairs], dtype=float)
         self.a_max = np.array([w.a_max for w in pairs], dtype=float)
 
@@ -45,7 +48,11 @@ class RenyiCurves:
         t = x * (lam - 1.0) / lam
         with np.errstate(all="ignore"):
             terms = a[:, :, None] * b**2 / (lam * (1.0 + t)) - np.log1p(t) / x + np.log(lam)
-        out = 0.5 * terms.sum(axis=2) + 0.5 * a * self.b0sq[:, None]
+            total = np.empty(terms.shape[:2])
+            for size in np.unique(self.sizes):  # each pair summed over its own width, so that its
+                rows = self.sizes == size       # value does not depend on the batch (numpy's
+                total[rows] = np.ascontiguousarray(terms[rows, :, :size]).sum(axis=2)  # summation
+        out = 0.5 * total + 0.5 * a * self.b0sq[:, None]  # order depends on the width)
         bad = (a >= self.a_max[:, None]) | np.any(t <= -1.0, axis=2)
         return np.where(bad, np.inf, out)
 

@@ -254,6 +254,7 @@ def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict
         "delta_at_epsilon": {m: dict(zip([f"{e:g}" for e in audit.epsilons], dl, strict=True))
                              for m, dl in w.delta.items()},
         "renyi2": w.renyi2,
+        **({"capped": True} if w.capped else {}),
         **({"epsilon_upper": audit.upper[w.target].epsilon,
             "epsilon_upper_max": max(b.epsilon for b in audit.upper.values())}
            if audit.upper.get(w.target) is not None else {}),
@@ -311,12 +312,29 @@ def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint | KindAuditP
 
 
 def audit_summary(point: AuditPoint | KindAuditPoint) -> str:
-    """What the progress line says of a finished point: a pair audit's worst pair found, labelled a
-    lower estimate, with the certified upper bound over all targets (rounded up) when computed."""
+    """What the progress line says of a finished point: a pair audit's worst pair found, labelled for
+    what it is (:func:`value_label`), with the certified upper bound over all targets (rounded up)
+    when computed."""
     if isinstance(point, KindAuditPoint):
         return point.summary()
     what = point.quantity if point.rank_by == "delta" else "epsilon"
     upper = point.worst.epsilon_upper_max
     bound = ("" if upper is None or point.rank_by == "delta"
              else f"; certified upper bound {format_upper(upper, 4)}")
-    return f"worst {what} ({point.method}) {point.worst_value:.4g} (lower estimate{bound})"
+    at_least = "at least " if point.worst.capped else ""
+    return (f"worst {what} ({point.method}) {at_least}{point.worst_value:.4g} "
+            f"({value_label(point.method, point.worst.capped)}{bound})")
+
+
+def value_label(method: str, capped: bool = False) -> str:
+    """What the worst value of a pair audit is, by the conversion that ranked it: the exact value of
+    the worst neighbour found is a lower estimate of the worst case; another conversion of that
+    neighbour (RDP, Chernoff) is above its exact value, so it is neither a lower estimate nor a bound;
+    a capped value is the ``epsilon_cap`` that a neighbour exceeds."""
+    if capped:
+        return ("the privacy.epsilon_cap: a neighbour found exceeds it, so the worst case does too; "
+                "the search stopped there")
+    if method == "exact":
+        return "lower estimate: the exact value of the worst neighbour found"
+    return (f"the {method} conversion of the worst neighbour found: above that neighbour's exact "
+            "value, neither a lower estimate nor a bound of the worst case")

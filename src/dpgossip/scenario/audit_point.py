@@ -127,6 +127,9 @@ class WorstPair:
     epsilon_upper_max: float | None = None
     """The largest certified upper bound over all targets: with ``epsilon``, the worst case lies in
     ``[epsilon, epsilon_upper_max]``; None when not computed."""
+    capped: bool = False
+    """The search stopped at ``privacy.epsilon_cap``: the ranking method's epsilon holds the cap, and
+    the neighbour exceeds it (the worst case is at least the cap)."""
 
     _PAIR_KEYS = ("view", "neighbours", "delta", "candidates", "observer", "target", "hops", "row",
                   "original", "replacement", "direction", "epsilon", "delta_at_epsilon", "renyi2")
@@ -137,6 +140,8 @@ class WorstPair:
         upper bounds only when computed."""
         row = {k: getattr(self, k) for k in self._PAIR_KEYS}
         row.update({k: getattr(self, k) for k in self._UPPER_KEYS if getattr(self, k) is not None})
+        if self.capped:
+            row["capped"] = True
         return row
 
     @classmethod
@@ -145,7 +150,8 @@ class WorstPair:
         value = None if exact is None else ExactValue(
             epsilon=float(exact["epsilon"]), delta_at_epsilon=dict(exact["delta_at_epsilon"]))
         return cls(**{k: row[k] for k in cls._PAIR_KEYS}, exact=value,
-                   **{k: row[k] for k in cls._UPPER_KEYS if row.get(k) is not None})
+                   **{k: row[k] for k in cls._UPPER_KEYS if row.get(k) is not None},
+                   capped=bool(row.get("capped", False)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -181,7 +181,7 @@ def result_record(result: PairResult) -> dict[str, Any]:
                 "rows_screened": ev.rows_screened, "rows_searched": ev.rows_searched,
                 "first_message_bound": float(ev.first_message_bound),
                 "level_values": [float(v) for v in ev.level_values], "warm": ev.warm,
-                "searched_on": ev.searched_on}}
+                "searched_on": ev.searched_on, "capped": ev.capped}}
 
 
 def result_from_record(record: Mapping[str, Any]) -> PairResult:
@@ -194,7 +194,7 @@ def result_from_record(record: Mapping[str, Any]) -> PairResult:
         rows_screened=int(ev["rows_screened"]), rows_searched=int(ev["rows_searched"]),
         first_message_bound=float(ev["first_message_bound"]),
         level_values=tuple(float(v) for v in ev["level_values"]), warm=int(ev["warm"]),
-        searched_on=str(ev["searched_on"]))
+        searched_on=str(ev["searched_on"]), capped=bool(ev.get("capped", False)))
     return PairResult(observer=int(record["observer"]), target=int(record["target"]),
                       hops=int(record["hops"]),
                       neighbour=Neighbour(row=int(nb["row"]), x_new=np.array(nb["x_new"], dtype=float),

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from dpgossip.protocols.ddppm.audit import EPSILON_CAP
 from dpgossip.protocols.ddppm.params import NoiseSchedule
 from dpgossip.protocols.registry import kind
 from dpgossip.scenario.noise import noise_fields, noise_schedule
@@ -172,6 +173,7 @@ class PrivacySpec:
     audit: bool
     rank_by: str
     calibrate: CalibrateSpec | None
+    epsilon_cap: float = EPSILON_CAP
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> PrivacySpec:
@@ -191,7 +193,7 @@ class PrivacySpec:
                    candidates=int(table["candidates"]), refine=int(table["refine"]),
                    ascent_steps=int(table["ascent_steps"]), methods=tuple(table["methods"]),
                    audit=bool(table["audit"]), rank_by=table.get("rank_by", "epsilon"),
-                   calibrate=calibrate)
+                   calibrate=calibrate, epsilon_cap=float(table.get("epsilon_cap", EPSILON_CAP)))
 
 
 def kind_settings(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -59,6 +59,7 @@ from dpgossip.privacy.gaussian_pair import METHODS
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
 from dpgossip.privacy.scale_search import ScaleSearchOptions
 from dpgossip.protocols.ddppm.audit import (
+    EPSILON_CAP,
     PAIR_VIEWS,
     AuditOptions,
     PairAudit,
@@ -142,6 +143,10 @@ PRIVACY_FIELDS: dict[str, Field] = {
                      doc="conversions reported, from exact, rdp, chernoff; the first ranks the pairs"),
     "audit": Field(kind=bool, default=False, sweep=False,
                    doc="audit every point after it runs: leakage.csv and the leakage plots"),
+    "epsilon_cap": Field(kind=float, default=EPSILON_CAP, low=0, low_open=True, sweep=False,
+                         doc="a pair whose worst neighbour found has an epsilon above this has no "
+                         "meaningful privacy: its search stops there and it reports \"at least\" the "
+                         "cap, beside its certified upper bound (ranking by epsilon only)"),
     "rank_by": Field(kind=str, default="epsilon", choices=("epsilon", "delta"), sweep=False,
                      doc="rank pairs by epsilon at delta, or by delta at epsilon[0] (no epsilon "
                      "is solved: faster)"),
@@ -318,6 +323,9 @@ def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str
         raise ConfigError(f"{path}.audit must be true or false, got {audit!r}")
     out["audit"] = audit
     out["rank_by"] = _choice(f"{path}.rank_by", value.get("rank_by", _D["rank_by"]), ("epsilon", "delta"))
+    out["epsilon_cap"] = check_number(value.get("epsilon_cap", _D["epsilon_cap"]),
+                                      f"{path}.epsilon_cap", low=0, low_open=True,
+                                      expected="a finite number > 0 (default 1000)")
     cal = value.get("calibrate")
     out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
     if not unused_ok:
@@ -483,7 +491,7 @@ def audit_config(config: Mapping[str, Any], problem: Problem,
     with renamed_fields(_AUDIT_FIELDS):
         return audit_pairs(data, network, params, delta=priv.delta, epsilons=list(priv.epsilon),
                            view=priv.view, neighbours=priv.neighbours, search=priv.search,
-                           seed=spec.seed, methods=priv.methods,
+                           seed=spec.seed, methods=priv.methods, epsilon_cap=priv.epsilon_cap,
                            options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
                                                 ascent_steps=priv.ascent_steps, run=run,
                                                 rank_by=priv.rank_by, on_target=on_target,

@@ -6,7 +6,8 @@ Both turn the privacy layer's callbacks (:attr:`~dpgossip.protocols.ddppm.audit.
 ``stage`` of :class:`~dpgossip.scenario.progress.Progress`, or the calibrate command's comment lines),
 and the stages inside one target's search (:attr:`~dpgossip.protocols.ddppm.audit.AuditOptions.on_stage`).
 The ETA of a step is ``elapsed / done * (total - done)`` over its finished targets. Lines are throttled:
-the first and last target of a step are always said, the others at most every ``every`` seconds.
+every finished target is said (one line each, also when the output is not a terminal), the stages
+inside a target at most every ``every`` seconds.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class TargetProgress:
 
     def __call__(self, target: int, done: int, total: int) -> None:
         text = eta_text(self.clock() - self.t0, done, total)
-        self._say(f"{self.prefix}: target {target} done ({text})", force=done in (1, total))
+        self._say(f"{self.prefix}: target {target} done ({text})", force=True)
 
     def stage(self, target: int, text: str) -> None:
         """A stage inside one target's search (``"search level 1/2"``), throttled like the rest."""

@@ -74,7 +74,8 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 from dpgossip.protocols.ddppm.views import View, make_view, view_factor
 from dpgossip.topology.network import Network
 
-__all__ = ["AuditOptions", "PairAudit", "audit_processes", "audit_searches", "search_target_cached",
+__all__ = ["EPSILON_CAP", "AuditOptions", "PairAudit", "audit_processes", "audit_searches",
+           "search_target_cached",
            "received_copy",
            "PairResult", "RunAuditor", "audit_pairs",
            "audit_neighbours",
@@ -85,6 +86,9 @@ __all__ = ["AuditOptions", "PairAudit", "audit_processes", "audit_searches", "se
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
 _T = TypeVar("_T")
+EPSILON_CAP = 1000.0
+"""Default ``epsilon_cap`` of a pair audit: above it a view has no meaningful privacy, and its search
+stops at the first neighbour that exceeds it."""
 UPPER_MAX_COORDS = 8192
 """Largest ``m d`` for which audits attach the certified upper bound (:func:`upper_bounds`)."""
 
@@ -149,6 +153,12 @@ class PairResult:
     """``D_2(Q || P)``."""
     evidence: SearchEvidence | None = None
     """With ``search``: how the search found it and how the value moved with the effort."""
+
+    @property
+    def capped(self) -> bool:
+        """The search stopped at the audit's ``epsilon_cap``: the first method's epsilon holds the cap,
+        and the worst case over neighbours is at least that (the neighbour exceeds it)."""
+        return self.evidence is not None and self.evidence.capped
 
     def rows(self, epsilons: Sequence[float], delta_target: float) -> list[dict[str, object]]:
         """Tidy rows: one per method."""
@@ -497,6 +507,7 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
                 neighbours: str = "bounded",
                 search: str | int | SearchSettings | None = DEFAULT_SEARCH, seed: int = 0,
                 methods: Sequence[str] = ("exact", "rdp", "chernoff"),
+                epsilon_cap: float | None = EPSILON_CAP,
                 options: AuditOptions | None = None) -> PairAudit:
     """Audit every (observer, target) pair of a run by a worst-case search.
 
@@ -527,6 +538,10 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         ``options.run`` is not given.
     methods
         Conversions reported (``exact``, ``rdp``, ``chernoff``); the first ranks the pairs.
+    epsilon_cap
+        Optimising search, ``rank_by = "epsilon"``: a view whose found neighbour has an epsilon (by the
+        first method) above the cap stops being searched and reports the cap as an "at least" value
+        (:attr:`PairResult.capped`); there is no meaningful privacy left to measure. None: no cap.
     options
         :class:`AuditOptions`: the candidate search's effort, targets and observers, ``rank_by``,
         ``delta_resolution``, ``run``, ``warm`` and ``workers`` (default: its defaults).
@@ -545,12 +560,16 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         raise ConfigError(f"methods must be a list of method names (e.g. ['exact']), got "
                           f"{methods!r}", field="methods")
     opts = options if options is not None else AuditOptions()
+    if epsilon_cap is not None:
+        check_number(epsilon_cap, "epsilon_cap", low=0, low_open=True, allow_inf=False,
+                     expected="a finite number > 0, or None for no cap")
     if search is not None and search != CANDIDATE_SEARCH:
         settings = SearchSettings.of(search)
         with blas_threads(1):
             return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
                                     neighbours=neighbours, settings=settings, methods=methods,
-                                    seed=seed, options=opts)
+                                    seed=seed, options=opts,
+                                    epsilon_cap=None if epsilon_cap is None else float(epsilon_cap))
     if opts.warm:
         raise ConfigError("audit_pairs: warm neighbours need the optimising search, not "
                           f"search={search!r}")
@@ -663,7 +682,7 @@ def audit_neighbours(data: PartitionedData, network: Network, params: ProtocolPa
 def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolParams, *,
                      delta: float, epsilons: Sequence[float], view: str, neighbours: str,
                      settings: SearchSettings | None, methods: Sequence[str], seed: int,
-                     options: AuditOptions) -> PairAudit:
+                     options: AuditOptions, epsilon_cap: float | None = None) -> PairAudit:
     """The optimising search (``settings``), or with ``settings=None`` the exact values of the
     ``options.warm`` neighbours alone (:func:`audit_neighbours`). Targets run on ``options.workers``
     processes; each target's search reseeds the range finder with ``(seed, target)``, so the result is
@@ -691,7 +710,7 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     hops = dict(nx.all_pairs_shortest_path_length(network.graph))
     common = _SearchSpec(delta=delta, epsilons=tuple(float(e) for e in epsilons),
                          neighbours=neighbours, settings=settings, methods=tuple(methods), seed=seed,
-                         rank_by=rank_by, resolution=delta_resolution)
+                         rank_by=rank_by, resolution=delta_resolution, epsilon_cap=epsilon_cap)
     tasks = [_TargetJob(target=j, rows=rows, pairs=pairs_j, keys=my_keys,
                         views={k: views[k] for k in my_keys}, warm=tuple(warm.get(j, ())))
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
@@ -893,6 +912,7 @@ class _SearchSpec:
     seed: int
     rank_by: str
     resolution: float
+    epsilon_cap: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -915,6 +935,17 @@ def _rdp_deltas_at(pairs: list[GaussianPair], epsilons: Sequence[float]
     return {e: rdp_deltas(pairs, e) for e in epsilons}
 
 
+def _save_streams(auditor: RunAuditor | ReducedAuditor) -> Callable[[], None]:
+    """Save the range finders' random streams of ``auditor``; the returned function restores them."""
+    gens = [a.rng for a in auditor.auditors]
+    states = [g.bit_generator.state for g in gens]
+
+    def restore() -> None:
+        for g, state in zip(gens, states, strict=True):
+            g.bit_generator.state = state
+    return restore
+
+
 def _search_target(data: PartitionedData, network: Network, params: ProtocolParams,
                    run: RunResult | None, keys: dict, hops: dict, job: _TargetJob, spec: _SearchSpec,
                    *, auditor: RunAuditor | ReducedAuditor | None = None,
@@ -934,12 +965,13 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
         method = methods[0]
         asked = AskedQuantity(delta=spec.delta,
                               epsilon=spec.epsilons[0] if spec.rank_by == "delta" else None,
-                              method=method, resolution=spec.resolution)
+                              method=method, resolution=spec.resolution,
+                              epsilon_cap=spec.epsilon_cap)
         def search_of(my_keys: list[Hashable]) -> TargetSearch:
             return TargetSearch(auditor.pairs, data.X, job.rows, my_keys,
                                 subviews={k: subviews[k] for k in my_keys if k in subviews},
                                 kind=spec.neighbours, asked=asked, seed=spec.seed, target=j,
-                                warm=job.warm)
+                                warm=job.warm, save_streams=partial(_save_streams, auditor))
 
         ts = search_of(job.keys)
         by_key = dict.fromkeys(job.keys, ts)

@@ -168,6 +168,9 @@ class SearchEvidence:
     searched_on: str = "this view"
     """``this view``, or with a shared search (:meth:`TargetSearch.adopt`) the lead views whose
     neighbours this view was given."""
+    capped: bool = False
+    """The view's search stopped at ``epsilon_cap``: a neighbour's epsilon exceeds the cap, and the
+    reported value is the cap (the true worst case is at least that)."""
 
     @property
     def evaluations(self) -> int:
@@ -196,6 +199,7 @@ class SearchEvidence:
                 **({"searched_on": self.searched_on} if self.searched_on != "this view" else {}),
                 "last_doubling_change": self.last_doubling_change,
                 "first_message_bound": self.first_message_bound,
+                "stopped_at_cap": self.capped,
                 "estimate": "lower estimate of the worst case over neighbours (per instance)"}
 
 
@@ -324,6 +328,10 @@ class AskedQuantity:
     """Conversion: ``exact``, ``rdp`` or ``chernoff``."""
     resolution: float = 0.0
     """Resolution of the delta values (0: full accuracy)."""
+    epsilon_cap: float | None = None
+    """Epsilon mode only: a view whose found neighbour has an asked epsilon above the cap stops being
+    searched (there is no meaningful privacy to measure) and reports the cap as an "at least" value;
+    None: no cap."""
 
 
 @dataclass(slots=True)
@@ -350,6 +358,10 @@ class TargetSearch:
         ``epsilon``, its conversion and delta resolution.
     seed
         Seed of the random directions (one stream per row).
+    save_streams
+        Saves the state of the random streams of ``evaluate`` (the range finders) and returns what
+        restores it: the evaluations of the epsilon cap's checks leave the streams as they were, so
+        that a search the cap does not stop runs as without it.
     warm
         Neighbours of this target found before (for example by a search at another noise scale): each
         gets its exact value after the last level, so the search reports the larger of its own best and
@@ -360,8 +372,10 @@ class TargetSearch:
     def __init__(self, evaluate: Callable[[Neighbour, list[Hashable]], dict[Hashable, GaussianPair]],
                  X: np.ndarray, rows: Sequence[int], keys: Sequence[Hashable], *,
                  subviews: dict[Hashable, FirstMessageView], kind: str, asked: AskedQuantity,
-                 seed: int = 0, target: int = 0, warm: Sequence[Neighbour] = ()) -> None:
+                 seed: int = 0, target: int = 0, warm: Sequence[Neighbour] = (),
+                 save_streams: Callable[[], Callable[[], None]] | None = None) -> None:
         self.evaluate_pairs = evaluate
+        self.save_streams = save_streams
         self.rows = [int(r) for r in rows]
         mine = set(self.rows)
         self.warm = [nb for nb in warm if nb.row in mine]
@@ -369,6 +383,9 @@ class TargetSearch:
         self.keys = list(keys)
         self.kind, self.delta, self.epsilon = kind, float(asked.delta), asked.epsilon
         self.method, self.resolution = asked.method, asked.resolution
+        self.cap = asked.epsilon_cap if asked.epsilon is None else None
+        self.capped: set[Hashable] = set()
+        self.all_keys = list(self.keys)
         self.seed, self.target = int(seed), int(target)
         self.subviews = subviews
         self.evals = 0
@@ -437,7 +454,7 @@ class TargetSearch:
         U_rand = rng_sub.standard_normal((_SUB_RANDOM, d))
         U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
         sub = {k: self._subview_bests(sv, self.rows, U_rand, analytic=self.analytic)
-               for k, sv in self.subviews.items() if sv.available}
+               for k, sv in self.subviews.items() if sv.available and k in self.keys}
         for r in self.rows:
             x = self.X[r]
             cands: list[Neighbour] = []
@@ -771,7 +788,7 @@ class TargetSearch:
 
     def _record(self, level: int, stage: str) -> None:
         now = time.perf_counter() - self.t0
-        for k in self.keys:
+        for k in self.all_keys:
             s = max((t[0] for t in self.pool[k]), default=math.nan)
             v = self.best[k].value if self.best[k].neighbour is not None else math.nan
             self.stages[k].append(SearchStage(level=level, stage=stage, evaluations=self.evals,
@@ -1004,17 +1021,73 @@ class TargetSearch:
                 self.row_exact[k][nb.row] = (float(value), nb, pair)
 
     def run(self, settings: SearchSettings, on_stage: Callable[[str], None] | None = None) -> None:
-        """All stages at every level of ``settings``; ``on_stage`` hears of each (progress only)."""
+        """All stages at every level of ``settings``; ``on_stage`` hears of each (progress only).
+        With an epsilon cap, a view stops being searched once a neighbour exceeds it
+        (:meth:`stop_at_cap`), and the search ends when every view has."""
         self.analytic = settings.shared
         say = on_stage if on_stage is not None else (lambda _text: None)
+        if self.cap is not None and self.rows:  # one neighbour first: often enough to stop at the cap
+            r = max(self.rows, key=lambda i: (float(np.linalg.norm(self.X[i])), -i))
+            nb = self._direction(r, -self.X[r], "-x")
+            if nb is not None and self.stop_at_cap(0, first=nb):
+                return
         say(f"screening {len(self.rows)} rows")
         self.screen()
+        if self.stop_at_cap(0, screened=True):
+            return
         for level in range(settings.levels):
             say(f"search level {level + 1}/{settings.levels}")
             self.starts(level, settings)
             self.ascent(level, settings)
             self.exact(level, settings)
+            if self.stop_at_cap(level):
+                return
         self._warm(settings.levels - 1)
+
+    def stop_at_cap(self, level: int, *, screened: bool = False, first: Neighbour | None = None
+                    ) -> bool:
+        """Stop searching every view whose best neighbour exceeds the epsilon cap; True when no view is
+        left to search.
+
+        A view is above the cap exactly when the asked delta of a neighbour at ``epsilon_cap`` exceeds
+        ``delta`` (``delta(eps)`` is non-increasing), so no epsilon is solved for it. After the screen
+        (``screened``) the neighbour tried is the view's best by surrogate; after a level, its best
+        exact value; before the screen, the neighbour ``first`` on every view. A capped view reports
+        the cap as its value (an "at least" value: the true worst case over neighbours is above it)
+        with the neighbour that exceeded it. The neighbours tried here join no pool, so the course of
+        the views that go on is that of the uncapped search.
+        """
+        if self.cap is None:
+            return False
+        restore = self.save_streams() if self.save_streams is not None else None
+        tried = {} if first is None else self.evaluate_pairs(first, list(self.keys))
+        self.evals += first is not None
+        for k in list(self.keys):
+            best = self.best[k]
+            if screened or first is not None:
+                if first is not None:
+                    nb, pair = first, tried[k]
+                else:
+                    top = self._top(k, 1)
+                    if not top:
+                        continue
+                    nb = top[0][1]
+                    self.evals += 1
+                    pair = self.evaluate_pairs(nb, [k])[k]
+                above = pair.support_mismatch is not None or \
+                    float(pair.delta(self.cap, self.method, resolution=self.resolution)) > self.delta
+            else:
+                nb, pair = best.neighbour, best.pair
+                above = (nb is not None and math.isfinite(best.value) and best.value > self.cap)
+            if above:
+                best.value, best.neighbour, best.pair = float(self.cap), nb, pair
+                self.capped.add(k)
+                self.keys.remove(k)
+                self.level_values[k].append(best.value)
+        if restore is not None:
+            restore()
+        self._record(level, "cap")
+        return not self.keys
 
     def evidence(self, k: Hashable, settings: SearchSettings) -> SearchEvidence:
         """The evidence of view ``k``."""
@@ -1022,4 +1095,4 @@ class TargetSearch:
                               rows_screened=len(self.rows), rows_searched=self.covered,
                               first_message_bound=float(self.bound[k]),
                               level_values=tuple(self.level_values[k]), warm=len(self.warm),
-                              searched_on=self.leads)
+                              searched_on=self.leads, capped=k in self.capped)
