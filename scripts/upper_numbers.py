@@ -21,8 +21,6 @@ minutes. It writes:
   example (its lower numbers stay in ``privacy-example.json``, written by scripts/privacy_example.py);
 * ``docs/numbers/protocol-frontier.csv``: ``audited_upper`` of the D-DP-PM rows (the largest target bound
   at delta = 1e-5; it covers the eavesdropper the audit takes).
-* ``docs/numbers/quickstart-upper.json``: the quickstart's bound at delta = 1e-5 and a delta it proves at
-  epsilon = 1, where docs/paper.md and docs/results.md quote its audit.
 
 Then it rewrites, in docs/, every table and sentence that prints these numbers (:func:`doc_fragments`:
 each is rendered from the stored files before and after, and the old text replaced by the new). A bound
@@ -230,21 +228,6 @@ def frontier_row(index: int) -> dict[str, str]:
     return {"audited_upper": upper_fmt(eps_up), "upper_reason": why}
 
 
-# --- the quickstart ---------------------------------------------------------------------------------
-QUICKSTART_DELTA, QUICKSTART_EPSILON = 1e-5, 1.0
-"""The delta and epsilon at which docs/paper.md and docs/results.md quote the quickstart's audit."""
-
-
-def quickstart_upper() -> dict[str, Any]:
-    """The quickstart's certified bound (every target) at the delta and epsilon its audit is quoted at."""
-    _, problem = scenario_point("quickstart", 0)
-    eps_up, why, j = worst_bound(problem, QUICKSTART_DELTA, "bounded")
-    d_up = delta_upper(bound_function(problem, "bounded"), QUICKSTART_EPSILON, 0.0,
-                       screen=bound_function(problem, "bounded", [j]))
-    return {"delta": QUICKSTART_DELTA, "epsilon_upper": eps_up, "upper_reason": why,
-            "epsilon": QUICKSTART_EPSILON, "delta_upper": d_up}
-
-
 # --- files ---------------------------------------------------------------------------------------
 def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as fh:
@@ -299,7 +282,6 @@ PARTS: dict[str, tuple[Path, Callable[[], Any]]] = {
     **{f"fig2-{ds}": (NUMBERS / f"paper-fig2-{ds}.csv", lambda ds=ds: fig2_table(ds)) for ds in FIG2},
     "fig3": (NUMBERS / "paper-fig3.csv", fig3_table),
     "frontier": (NUMBERS / "protocol-frontier.csv", frontier_table),
-    "quickstart": (NUMBERS / "quickstart-upper.json", lambda: json.loads(json.dumps(quickstart_upper()))),
 }
 """What the script writes: a name, the file and the function that recomputes its contents."""
 
@@ -331,8 +313,6 @@ def doc_fragments() -> list[tuple[Path, str]]:
     rows = frontier.stored()
     out += [(DOCS / "protocol-frontier.md", frontier.page(rows)),
             (results, frontier.table(rows, "ring")), (results, frontier.conclusion(rows, "ring"))]
-    q = json.loads((NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
-    out.append((paper, f"the certified upper bound at delta = 1e-5 is {round_up(q['epsilon_upper'], 2)})"))
     return out
 
 

@@ -326,6 +326,15 @@ def test_calibrate_prints_toml_and_writes_json(tmp_path, capsys):
     record = json.loads((tmp_path / "cal.json").read_text())
     assert record["noise_scale"] == scale and record["calibration_met"] is True
     assert record["calibrated_epsilon"] <= 300 * 1.02 and record["evaluations"]
+    # beside it, the scale met by the certified upper bound, each line saying what it means; the
+    # certified scale is never below the one the lower estimate meets
+    lower = re.search(r"by the lower estimate \(no neighbour the search found exceeds the target; "
+                      r"NOT a DP guarantee\): scale (\S+)", printed)
+    upper = re.search(r"by the certified upper bound \(proven for every neighbour of this X and "
+                      r"every observer; about this X, not every dataset\): (.*)", printed)
+    assert lower and float(lower[1]) == pytest.approx(scale, rel=1e-5) and upper
+    if upper[1].startswith("scale "):
+        assert float(upper[1].split()[1]) >= scale
 
 
 @pytest.mark.parametrize(

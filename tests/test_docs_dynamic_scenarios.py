@@ -68,8 +68,11 @@ def test_the_synchronous_mode_is_recomputed():
     assert [(r["distance"], r["pairs"], r["schedules"]) for r in leak] == \
         [(r["distance"], r["pairs"], r["schedules"]) for r in fresh]
     for r, f in zip(leak, fresh, strict=True):
+        # to 1e-8: the RDP conversion's bounded search over orders ends where library rounding
+        # lets it (seen to move the ninth digit from one numpy release to the next); the page prints
+        # three or four digits
         for key in ("rdp_mean", "rdp_median", "rdp_q90", "rdp_max", "mixture_rdp"):
-            assert r[key] == pytest.approx(f[key], rel=1e-9), key
+            assert r[key] == pytest.approx(f[key], rel=1e-8), key
 
 
 def test_the_example_file_of_the_page_is_a_valid_scenario():

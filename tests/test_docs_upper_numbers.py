@@ -5,8 +5,9 @@ D-DP-PM rows) carries its certified upper bound in docs/numbers/. These tests ch
 has one, that each lower estimate (the value of a neighbour a search found: an independent witness)
 lies below it, that the docs print the stored values, and recompute a sample of the bounds with the
 current code: paper-fig3 Wine T = 1, the example at constant noise 1 and the frontier's Wine ring point
-at the smallest noise (fast); paper-fig2 Wine at epsilon = 1, the frontier's Diabetes ring point and
-the quickstart (``slow``). The Breast Cancer bounds take 10 to 50 s each;
+at the smallest noise (fast); paper-fig2 Wine at epsilon = 1 and the frontier's Diabetes ring point
+(``slow``). The quickstart's bounds are the stored output of its audit (docs/results/quickstart-audit/,
+tests/test_docs_numbers.py). The Breast Cancer bounds take 10 to 50 s each;
 ``python scripts/upper_numbers.py --check`` recomputes all of them (about 7 min of CPU).
 """
 
@@ -120,18 +121,6 @@ def test_audit_scale_md_quotes_the_stored_bound_of_paper_fig3_wine_t1():
             f"at delta = {r['worst_delta_at_5']}") in text
 
 
-def test_the_quickstart_sentences_quote_the_stored_bound():
-    q = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
-    paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
-    assert q["delta"] == 1e-5
-    assert (f"are lower estimates, and the certified upper bound at delta = "
-            f"1e-5 is {_round_up(q['epsilon_upper'], 2)})") in paper
-    results = _flat((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
-    assert q["delta_upper"] == 1.0 and q["epsilon"] == 1.0
-    assert ("exact delta 0.9999993 at epsilon = 1; a lower estimate, and the certified upper bound "
-            "([upper-bound.md](upper-bound.md)) proves no delta below 1 there") in results
-
-
 def test_the_docs_print_the_stored_upper_bounds():
     paper = _flat((ROOT / "docs" / "paper.md").read_text(encoding="utf-8"))
     for rows in TABLES.stored().values():
@@ -193,7 +182,8 @@ def test_the_stored_fig3_example_and_frontier_bounds_are_what_the_code_certifies
                             noise=NoiseSchedule(kind="constant", scale=1.0))
     eps, why, _ = UP.worst_bound(UP._Problem(data, net, params), upper["delta"], "bounded",
                                  [upper["target"]])
-    assert (eps, why) == (row["epsilon_upper"], row["upper_reason"])
+    # to 1e-12 relative: the last bits move with the numpy release; the pages round bounds up
+    assert eps == pytest.approx(row["epsilon_upper"], rel=1e-12, abs=0) and why == row["upper_reason"]
     _check_frontier(("wine", "ring", "0.001"))
 
 
@@ -205,15 +195,12 @@ def _check_frontier(key: tuple[str, str, str]) -> None:
 
 
 @pytest.mark.slow
-def test_the_stored_fig2_frontier_diabetes_and_quickstart_bounds_are_what_the_code_certifies():
-    """paper-fig2 Wine at epsilon = 1, the frontier's Diabetes ring point at the smallest noise and the
-    quickstart (about 10 s of CPU)."""
+def test_the_stored_fig2_and_frontier_diabetes_bounds_are_what_the_code_certifies():
+    """paper-fig2 Wine at epsilon = 1 and the frontier's Diabetes ring point at the smallest noise."""
     rows = UP.read_csv(UP.NUMBERS / "paper-fig2-wine.csv")
     assert UP.fig2_row("wine", 0, rows[0]) == {k: rows[0][k] for k in (
         "epsilon_upper_at_paper_delta", "delta_upper_at_epsilon", "upper_reason")}
     _check_frontier(("diabetes", "ring", "0.001"))
-    stored = json.loads((UP.NUMBERS / "quickstart-upper.json").read_text(encoding="utf-8"))
-    assert json.loads(json.dumps(UP.quickstart_upper())) == stored
 
 
 def test_every_printed_fragment_is_found_so_one_command_rewrites_the_docs():

@@ -410,8 +410,9 @@ def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
         print(f"# largest bound: target {cal.worst['target']}, row {cal.worst['row']} (it holds for "
               "every observer)")
     elif cal.view in OBSERVER_VIEWS:
+        hops = int(cal.worst["hops"])
         print(f"# worst pair: observer {cal.worst['observer']} -> target {cal.worst['target']} "
-              f"({cal.worst['hops']} hops), row {cal.worst['row']}")
+              f"({hops} hop{'s' if hops != 1 else ''}), row {cal.worst['row']}")
     else:
         print(f"# worst target: {cal.worst['target']} (view {cal.view}: no single observer), row "
               f"{cal.worst['row']}")
@@ -469,6 +470,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         print("# no noise line to paste: no noise scale tried meets the target (see below)")
     _print_calibration(cal, epsilon, delta)
+    if not upper:  # the certified side beside it: cheap, no search
+        if say is not None:
+            say("the same target by the certified upper bound")
+        cal_up = calibrate_plan(_upper_plan(plan), None).calibration
+        _print_side_by_side(cal, cal_up, target.family, epsilon, delta)
     if args.out:
         write_calibration(args.out, plan, cal)
         print(f"# written to {args.out}")
@@ -477,6 +483,32 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               + (f": {cal.notes[-1]}" if cal.notes else ""), file=sys.stderr)
         return 1
     return 0
+
+
+def _upper_plan(plan: Any) -> Any:
+    """The calibration ``plan`` with ``privacy.calibrate.method = "upper"`` (the certified bound)."""
+    from dataclasses import replace
+
+    priv = plan.config["privacy"]
+    calibrate = {**priv["calibrate"], "method": "upper"}
+    return replace(plan, config={**plan.config, "privacy": {**priv, "calibrate": calibrate}})
+
+
+def _print_side_by_side(lower: Calibration, upper: Calibration, family: str, epsilon: float,
+                        delta: float) -> None:
+    """The noise scales met by the lower estimate and by the certified upper bound, one line each,
+    saying what each one means."""
+    def scale(cal: Calibration, show: Callable[[float], str]) -> str:
+        if cal.met:
+            return f"scale {cal.scale:.6g}"
+        return f"not met by any scale tried (the largest, {cal.scale:.6g}, gives {show(cal.epsilon)})"
+
+    print(f"# side by side, the smallest {family} noise scale for epsilon <= {epsilon:g} at "
+          f"delta = {delta:g}:")
+    print(f"#   by the lower estimate (no neighbour the search found exceeds the target; NOT a DP "
+          f"guarantee): {scale(lower, _num)}")
+    print(f"#   by the certified upper bound (proven for every neighbour of this X and every "
+          f"observer; about this X, not every dataset): {scale(upper, _upper)}")
 
 
 def _calibrate_kind(args: argparse.Namespace, plan: Any) -> int:

@@ -123,3 +123,27 @@ def test_a_bad_cap_is_refused_naming_it(bad):
     data, net, params = _small(1.0)
     with pytest.raises(ConfigError, match="epsilon_cap"):
         audit_pairs(data, net, params, epsilon_cap=bad)
+
+
+def test_an_infinite_divergence_is_reported_infinite_not_capped():
+    """The tiny ring of the search's infinite-divergence test (target 2's ring neighbours see its first
+    message with a covariance of another support): with the cap those pairs still report inf, the exact
+    value, and are not flagged capped."""
+    from dpgossip.scenario import Scenario
+    from dpgossip.scenario.problem import build_structure, resolve_problem
+    from dpgossip.scenario.schema import validate
+
+    raw = {"name": "tiny", "seed": 1,
+           "data": {"source": "synthetic", "standardize": False,
+                    "synthetic": {"n": 8, "d": 2, "spectrum": [1.0, 0.8]}},
+           "network": {"topology": "ring", "agents": 4},
+           "protocol": {"iterations": 2, "consensus_steps": 1,
+                        "noise": {"schedule": "constant", "scale": 1.0}}}
+    sc = Scenario(validate(raw), None, raw)
+    point = sc.points()[0]
+    pb = resolve_problem(point.config, build_structure(point.config, sc.base))
+    audit = audit_pairs(pb.data, pb.network, pb.params, delta=DELTA, epsilons=(50.0,), search=1,
+                        seed=1, methods=("rdp",), options=AuditOptions(targets=[2]))
+    infinite = {k for k, r in audit.results.items() if math.isinf(r.epsilon["rdp"])}
+    assert infinite == {(1, 2), (3, 2)}
+    assert not any(audit.results[k].capped for k in infinite)

@@ -240,7 +240,7 @@ def test_an_ascent_onto_an_infinite_divergence_neighbour_keeps_it_and_takes_no_n
     sc = Scenario(validate(raw), None, raw)
     point = sc.points()[0]
     pb = resolve_problem(point.config, build_structure(point.config, sc.base))
-    kw = dict(delta=1e-5, epsilons=(50.0,), search=1, seed=1)
+    kw = dict(delta=1e-5, epsilons=(50.0,), search=1, seed=1, epsilon_cap=None)  # no cap: the ascent
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         audit = audit_pairs(pb.data, pb.network, pb.params, methods=("rdp",),

@@ -1054,8 +1054,9 @@ class TargetSearch:
         (``screened``) the neighbour tried is the view's best by surrogate; after a level, its best
         exact value; before the screen, the neighbour ``first`` on every view. A capped view reports
         the cap as its value (an "at least" value: the true worst case over neighbours is above it)
-        with the neighbour that exceeded it. The neighbours tried here join no pool, so the course of
-        the views that go on is that of the uncapped search.
+        with the neighbour that exceeded it; a neighbour whose laws have different supports (an
+        infinite divergence) is reported as it is, infinite. The neighbours tried here join no pool,
+        so the course of the views that go on is that of the uncapped search.
         """
         if self.cap is None:
             return False
@@ -1074,8 +1075,13 @@ class TargetSearch:
                     nb = top[0][1]
                     self.evals += 1
                     pair = self.evaluate_pairs(nb, [k])[k]
-                above = pair.support_mismatch is not None or \
-                    float(pair.delta(self.cap, self.method, resolution=self.resolution)) > self.delta
+                if pair.support_mismatch is not None:  # infinite, exactly: nothing beats it
+                    best.value, best.neighbour, best.pair = math.inf, nb, pair
+                    self.keys.remove(k)
+                    self.level_values[k].append(best.value)
+                    continue
+                above = float(pair.delta(self.cap, self.method, resolution=self.resolution)) > \
+                    self.delta
             else:
                 nb, pair = best.neighbour, best.pair
                 above = (nb is not None and math.isfinite(best.value) and best.value > self.cap)
