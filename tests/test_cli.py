@@ -239,8 +239,8 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     assert "epsilon at delta 1e-05: rdp " in printed
     # ranked by the RDP conversion: said to be that, not a lower estimate; the exact value of the
     # same neighbour is the lower estimate
-    assert ": the rdp conversion of the worst neighbour found: above that neighbour's exact value, "\
-        "neither a lower estimate nor a bound of the worst case" in printed
+    assert ": rdp conversion of the neighbour found: above its exact value, neither a lower "\
+        "estimate nor a bound of the worst case" in printed
     assert "rdp epsilon at delta 1e-05 by hop distance (worst / mean, rdp conversions of the "\
         "neighbours found): 1: " in printed
     assert "of that neighbour: " in printed and "(the lower estimate; " in printed
@@ -257,7 +257,7 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
     # the searched worst case printed as a lower estimate, the certified bound beside it, never below
     # the bound stored in worst.json at full precision
     (progress,) = [line for line in captured.err.splitlines() if "worst epsilon (rdp)" in line]
-    said = re.search(r"worst epsilon \(rdp\) (\S+) \(the rdp conversion of the worst neighbour found: "
+    said = re.search(r"worst epsilon \(rdp\) (\S+) \(rdp conversion of the neighbour found: "
                      r"[^;]*; certified upper bound (\S+)\)", progress)
     assert said and float(said[1]) == pytest.approx(w["epsilon"]["rdp"], rel=1e-3)
     assert float(said[2]) >= w["epsilon_upper_max"] > 0
@@ -298,7 +298,7 @@ def test_audit_ranked_by_delta_prints_and_writes_deltas_not_nan(tmp_path, capsys
     printed = capsys.readouterr().out
     assert "nan" not in printed
     assert "delta at epsilon 2: exact " in printed
-    assert "lower estimate: the exact value of the worst neighbour found" in printed
+    assert "lower estimate of the worst case over neighbours (per instance)" in printed
     assert "exact delta at epsilon 2 by hop distance (worst / mean, lower estimates): 1: " in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     worst = json.loads((out / "worst.json").read_text())["points"][0]
@@ -482,7 +482,8 @@ def test_the_quickstart_audit_stops_at_the_epsilon_cap_and_says_so(tmp_path, cap
     assert main(["audit", str(ROOT / "scenarios" / "quickstart.toml"), "--out", str(out),
                  "--no-plots"]) == 0
     captured = capsys.readouterr()
-    assert "exact at least 1000: the privacy.epsilon_cap: a neighbour found exceeds it" in captured.out
+    assert ("exact at least 1000: the epsilon_cap, which a neighbour found exceeds: the worst case is "
+            "at least this (the search stopped there)") in captured.out
     assert sum(" done (" in line for line in captured.err.splitlines()) == 4
     pairs = [r for r in csv.DictReader(open(out / "pairs.csv")) if r["method"] == "exact"]
     assert len(pairs) == 12 and all(r["stopped_at_cap"] == "True" for r in pairs)

@@ -268,7 +268,7 @@ def _print_kind_point(point: KindAuditPoint) -> None:
 
 def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
     """What ``audit`` prints of one point (audited now or read back from its file)."""
-    from dpgossip.scenario.audit_command import value_label
+    from dpgossip.protocols.ddppm.audit import value_kind
     from dpgossip.scenario.audit_point import KindAuditPoint
 
     if isinstance(point, KindAuditPoint):
@@ -296,7 +296,7 @@ def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
            else f"worst target: {w.target} (view {w.view}: no single observer)")
     print(f"  {who}, row {w.row} ({w.direction}): {point.quantity}: {values}")
     print(f"  {point.method} {'at least ' if w.capped else ''}{_num(point.worst_value)}: "
-          f"{value_label(point.method, w.capped)}")
+          f"{value_kind(point.method, w.capped)}")
     if w.epsilon_upper is not None and w.epsilon_upper_max is not None:
         print(f"  certified upper bound on epsilon at delta {w.delta:g} (every neighbour, every "
               f"observer): {_upper(w.epsilon_upper)} for target {w.target}, at most "

@@ -146,8 +146,8 @@ def test_progress_names_each_step_and_the_eta(tmp_path):
     assert lines[-1].startswith("[3/3] c=3: worst epsilon (rdp) ")
     assert sum(" done (" in line for line in lines) == 3 * 4
     # ranked by the RDP conversion: labelled as that, not as a lower estimate
-    assert all("(the rdp conversion of the worst neighbour found: above that neighbour's exact value, "
-               "neither a lower estimate nor a bound" in line
+    assert all("(rdp conversion of the neighbour found: above its exact value, neither a lower "
+               "estimate nor a bound" in line
                for line in lines if "worst epsilon" in line)
     err = io.StringIO()
     run_audit(plan_audit(tiny(), tmp_path), stream=err)

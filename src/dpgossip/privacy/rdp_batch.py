@@ -37,7 +37,9 @@ class RenyiCurves:
         for i, w in enumerate(pairs):
             self.lam[i, : w.lam.size] = w.lam
             self.b[i, : w.b.size] = w.b
-        self.sizes = np.array([max(w.lam.size, 1) for w in pairs], dtype=int)
+        sizes = np.array([max(w.lam.size, 1) for w in pairs], dtype=int)
+        self.groups = [(int(k), np.flatnonzero(sizes == k)) for k in np.unique(sizes)]
+        """Rows of each eigenvalue count (one group: no padding to leave out of the sums)."""
         self.b0sq = np.array([w.b0sq for w in pairs], dtype=float)
         self.a_max = np.array([w.a_max for w in pairs], dtype=float)
 
@@ -48,11 +50,13 @@ class RenyiCurves:
         t = x * (lam - 1.0) / lam
         with np.errstate(all="ignore"):
             terms = a[:, :, None] * b**2 / (lam * (1.0 + t)) - np.log1p(t) / x + np.log(lam)
-            total = np.empty(terms.shape[:2])
-            for size in np.unique(self.sizes):  # each pair summed over its own width, so that its
-                rows = self.sizes == size       # value does not depend on the batch (numpy's
-                total[rows] = np.ascontiguousarray(terms[rows, :, :size]).sum(axis=2)  # summation
-        out = 0.5 * total + 0.5 * a * self.b0sq[:, None]  # order depends on the width)
+            if len(self.groups) == 1:
+                total = terms.sum(axis=2)
+            else:  # each pair summed over its own width, so that its value does not depend on the
+                total = np.empty(terms.shape[:2])  # batch (numpy's summation order depends on it)
+                for size, rows in self.groups:
+                    total[rows] = np.ascontiguousarray(terms[rows, :, :size]).sum(axis=2)
+        out = 0.5 * total + 0.5 * a * self.b0sq[:, None]
         bad = (a >= self.a_max[:, None]) | np.any(t <= -1.0, axis=2)
         return np.where(bad, np.inf, out)
 

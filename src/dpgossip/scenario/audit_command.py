@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpgossip.protocols.ddppm.audit import value_kind
 from dpgossip.rounding import format_upper
 from dpgossip.scenario import privacy_section
 from dpgossip.scenario.audit_point import (
@@ -313,8 +314,8 @@ def write_audit_tables(plan: AuditPlan, points: Sequence[AuditPoint | KindAuditP
 
 def audit_summary(point: AuditPoint | KindAuditPoint) -> str:
     """What the progress line says of a finished point: a pair audit's worst pair found, labelled for
-    what it is (:func:`value_label`), with the certified upper bound over all targets (rounded up)
-    when computed."""
+    what it is (:func:`~dpgossip.protocols.ddppm.audit.value_kind`), with the certified upper bound
+    over all targets (rounded up) when computed."""
     if isinstance(point, KindAuditPoint):
         return point.summary()
     what = point.quantity if point.rank_by == "delta" else "epsilon"
@@ -323,18 +324,4 @@ def audit_summary(point: AuditPoint | KindAuditPoint) -> str:
              else f"; certified upper bound {format_upper(upper, 4)}")
     at_least = "at least " if point.worst.capped else ""
     return (f"worst {what} ({point.method}) {at_least}{point.worst_value:.4g} "
-            f"({value_label(point.method, point.worst.capped)}{bound})")
-
-
-def value_label(method: str, capped: bool = False) -> str:
-    """What the worst value of a pair audit is, by the conversion that ranked it: the exact value of
-    the worst neighbour found is a lower estimate of the worst case; another conversion of that
-    neighbour (RDP, Chernoff) is above its exact value, so it is neither a lower estimate nor a bound;
-    a capped value is the ``epsilon_cap`` that a neighbour exceeds."""
-    if capped:
-        return ("the privacy.epsilon_cap: a neighbour found exceeds it, so the worst case does too; "
-                "the search stopped there")
-    if method == "exact":
-        return "lower estimate: the exact value of the worst neighbour found"
-    return (f"the {method} conversion of the worst neighbour found: above that neighbour's exact "
-            "value, neither a lower estimate nor a bound of the worst case")
+            f"({value_kind(point.method, point.worst.capped)}{bound})")

@@ -74,7 +74,7 @@ from dpgossip.protocols.ddppm.subview import FirstMessageView
 from dpgossip.protocols.ddppm.views import View, make_view, view_factor
 from dpgossip.topology.network import Network
 
-__all__ = ["EPSILON_CAP", "AuditOptions", "PairAudit", "audit_processes", "audit_searches",
+__all__ = ["EPSILON_CAP", "value_kind", "AuditOptions", "PairAudit", "audit_processes", "audit_searches",
            "search_target_cached",
            "received_copy",
            "PairResult", "RunAuditor", "audit_pairs",
@@ -132,6 +132,20 @@ def view_pair(model0: ReleaseModel, model1: ReleaseModel, view: View, network: N
 
 
 # --- the pair audit ------------------------------------------------------------------------------
+def value_kind(method: str, capped: bool = False) -> str:
+    """What a pair's value by ``method`` is: the exact value of the worst neighbour found is a lower
+    estimate of the worst case over neighbours; another conversion of that neighbour (RDP, Chernoff)
+    lies above its exact value, so it is neither a lower estimate nor a bound of the worst case; a
+    capped value is the ``epsilon_cap``, which a neighbour found exceeds."""
+    if capped:
+        return ("the epsilon_cap, which a neighbour found exceeds: the worst case is at least this "
+                "(the search stopped there)")
+    if method == "exact":
+        return "lower estimate of the worst case over neighbours (per instance)"
+    return (f"{method} conversion of the neighbour found: above its exact value, neither a lower "
+            "estimate nor a bound of the worst case")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class PairResult:
     """The worst neighbour found for one (observer, target) pair and its privacy numbers."""
@@ -161,15 +175,18 @@ class PairResult:
         return self.evidence is not None and self.evidence.capped
 
     def rows(self, epsilons: Sequence[float], delta_target: float) -> list[dict[str, object]]:
-        """Tidy rows: one per method."""
+        """Tidy rows: one per method, each with ``estimate``, what its value is
+        (:func:`value_kind`)."""
         out = []
+        first = next(iter(self.epsilon), None)
         for meth, eps in self.epsilon.items():
             row: dict[str, object] = {"observer": self.observer, "target": self.target,
                                       "hops": self.hops, "method": meth, "delta": delta_target,
                                       "epsilon": eps, "renyi2": self.renyi2,
                                       "renyi2_pq": self.renyi2_pq, "renyi2_qp": self.renyi2_qp,
                                       **self.neighbour.to_row(),
-                                      **(self.evidence.to_row() if self.evidence else {})}
+                                      **(self.evidence.to_row() if self.evidence else {}),
+                                      "estimate": value_kind(meth, self.capped and meth == first)}
             for e, dl in zip(epsilons, self.delta[meth], strict=True):
                 row[f"delta_at_eps_{e:g}"] = dl
             out.append(row)

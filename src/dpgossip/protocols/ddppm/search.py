@@ -199,8 +199,7 @@ class SearchEvidence:
                 **({"searched_on": self.searched_on} if self.searched_on != "this view" else {}),
                 "last_doubling_change": self.last_doubling_change,
                 "first_message_bound": self.first_message_bound,
-                "stopped_at_cap": self.capped,
-                "estimate": "lower estimate of the worst case over neighbours (per instance)"}
+                "stopped_at_cap": self.capped}
 
 
 def _log_delta_terms(a: np.ndarray) -> np.ndarray:
