@@ -188,3 +188,10 @@ def test_search_key_selects_the_optimising_search():
     assert validate(scenario(search=2))["privacy"]["search"] == 2
     with pytest.raises(ConfigError, match="privacy.search must be one of quick, standard, thorough"):
         validate(scenario(search="fastest"))
+
+
+@pytest.mark.parametrize("other", [{"search": "candidates"}, {"rank_by": "delta"}])
+def test_an_epsilon_cap_that_would_be_ignored_is_refused(other):
+    with pytest.raises(ConfigError, match=r"privacy.epsilon_cap is read by the optimising search"):
+        check_privacy("privacy", {"epsilon_cap": 50.0, **other})
+    assert check_privacy("privacy", other)["epsilon_cap"] == 1000.0  # the default is no setting

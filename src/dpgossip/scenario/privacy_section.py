@@ -326,6 +326,11 @@ def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str
     out["epsilon_cap"] = check_number(value.get("epsilon_cap", _D["epsilon_cap"]),
                                       f"{path}.epsilon_cap", low=0, low_open=True,
                                       expected="a finite number > 0 (default 1000)")
+    if "epsilon_cap" in value and (out["search"] == CANDIDATE_SEARCH or out["rank_by"] == "delta"):
+        why = ("search = \"candidates\" does not read it" if out["search"] == CANDIDATE_SEARCH
+               else "rank_by = \"delta\" solves no epsilon")
+        raise ConfigError(f"{path}.epsilon_cap is read by the optimising search when pairs are "
+                          f"ranked by epsilon; {why}: leave it out")
     cal = value.get("calibrate")
     out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
     if not unused_ok:
