@@ -477,7 +477,8 @@ def test_a_bad_epsilon_cap_is_one_line_naming_the_key_and_nothing_is_written(tmp
 def test_the_quickstart_audit_stops_at_the_epsilon_cap_and_says_so(tmp_path, capsys):
     """The quickstart's noise leaves no meaningful privacy: every pair stops at the cap, the printed
     worst pair says "at least 1000" and what that means, with the certified bound beside it, and one
-    progress line is said per target."""
+    progress line is said per target; the tables are the stored docs/results/quickstart-audit/, byte
+    for byte."""
     out = tmp_path / "qs"
     assert main(["audit", str(ROOT / "scenarios" / "quickstart.toml"), "--out", str(out),
                  "--no-plots"]) == 0
@@ -490,3 +491,7 @@ def test_the_quickstart_audit_stops_at_the_epsilon_cap_and_says_so(tmp_path, cap
     assert all(float(r["epsilon"]) == 1000.0 and float(r["epsilon_upper"]) > 1000.0 for r in pairs)
     worst = json.loads((out / "worst.json").read_text())["points"][0]
     assert worst["capped"] is True
+    # the stored output that docs/paper.md and docs/results.md quote is what the command writes
+    stored = ROOT / "docs" / "results" / "quickstart-audit"
+    for name in ("pairs.csv", "worst.json", "epsilon_matrix.csv"):
+        assert (out / name).read_bytes() == (stored / name).read_bytes(), name

@@ -247,3 +247,23 @@ def test_hops_plot_draws_the_certified_upper_bound_above_the_lower_estimates(tmp
     plain = [{k: v for k, v in r.items() if k != "epsilon_upper"} for r in rows]
     plot_leakage_vs_hops(plain, tmp_path / "plain.png", value_key="epsilon")
     assert not any("upper" in ln.get_label() for ln in drawn[-1].axes[0].get_lines())
+
+
+def test_capped_pairs_are_named_in_the_legend_and_a_wide_bracket_gets_a_log_axis(tmp_path, monkeypatch):
+    """Pairs whose search stopped at the epsilon cap are drawn at the cap: the legend says "at least";
+    a bracket [1000, 8e9] spans far more than a factor 100, so the axis is logarithmic."""
+    import dpgossip.report.leakage as leakage
+    from dpgossip.report.audit import _log_scale
+
+    rows = [{"observer": o, "target": j, "hops": 1 + (o + j) % 2, "epsilon": 1000.0,
+             "epsilon_upper": 8e9, "stopped_at_cap": True, "method": "exact", "delta": 1e-5}
+            for o in range(3) for j in range(3) if o != j]
+    assert _log_scale(rows, "epsilon") and not _log_scale([{**r, "epsilon_upper": 2000.0}
+                                                           for r in rows], "epsilon")
+    figures = []
+    real_save = leakage.save
+    monkeypatch.setattr(leakage, "save", lambda fig, path: figures.append(fig) or real_save(fig, path))
+    leakage.plot_leakage_vs_hops(rows, tmp_path / "h.png", value_key="epsilon", log=True)
+    labels = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
+    assert "lower estimate (a pair at the epsilon_cap: at least the cap), worst pair" in labels
+    assert figures[0].axes[0].get_yscale() == "log"

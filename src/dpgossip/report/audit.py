@@ -45,9 +45,21 @@ __all__ = ["plot_audit", "plot_by_target", "plot_guarantees", "make_audit_report
 
 
 def _log_scale(rows: Sequence[Mapping[str, Any]], key: str) -> bool:
-    """A log scale when the finite positive values span more than a factor 100."""
-    finite = [float(r[key]) for r in rows if math.isfinite(float(r[key]))]
+    """A log scale when the finite positive values span more than a factor 100 (with the certified
+    upper bounds, when the plot draws them: a bracket of a factor 1e6 is unreadable on a linear axis)."""
+    values = [r[key] for r in rows]
+    if key == "epsilon":
+        values += [r["epsilon_upper"] for r in rows if _number(r.get("epsilon_upper"))]
+    finite = [float(v) for v in values if math.isfinite(float(v))]
     return bool(finite) and min(finite) > 0 and max(finite) / min(finite) > 100
+
+
+def _number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return value != ""
 
 
 def _what(rows: Sequence[Mapping[str, Any]], key: str) -> str:
@@ -189,7 +201,8 @@ def audit_leakage_rows(pairs: Sequence[Mapping[str, Any]], labels: Mapping[int, 
             continue
         name = "epsilon" if key == "epsilon" else "delta_at_epsilon"
         for r in mine:
-            row = {k: r[k] for k in ("observer", "target", "hops", "epsilon_upper") if k in r}
+            row = {k: r[k] for k in ("observer", "target", "hops", "epsilon_upper", "stopped_at_cap")
+                   if k in r}
             out.append({**row, name: r[key], "method": first, "delta": r["delta"],
                         "view": r["view"], "point": p, "series": labels.get(p, "")})
     return out

@@ -12,6 +12,8 @@ Input format (what the privacy auditor passes): a sequence of mappings, one per 
 ``epsilon_upper``   optional float, the certified upper bound of the pair (the auditor's rows carry
                     it; docs/upper-bound.md): :func:`plot_leakage_vs_hops` draws its worst and mean
                     per hop distance above the lower estimates (``[lower, upper]``)
+``stopped_at_cap``  optional bool, the pair's search stopped at the epsilon cap (its value is the
+                    cap, "at least"): the legend says so
 ==================  ====================================================================
 
 A pair given twice (in the heatmap), a missing key or a non-finite hop count raises ``ValueError``.
@@ -259,6 +261,9 @@ def plot_leakage_vs_hops(
         mean = np.array([float(np.mean(v[h == x])) for x in levels])
         prefix = f"{name}: " if name else ""
         side = "lower estimate, " if uppers.get(name) else ""  # bracketed: name the side
+        if any(str(r.get("stopped_at_cap", "")) == "True" for r in rows
+               if str(r.get("series", "")) == name):
+            side = "lower estimate (a pair at the epsilon_cap: at least the cap), "
         ax.plot(levels, np.where(np.isposinf(worst), y_inf, worst), "-o", color=c, ms=4,
                 label=f"{prefix}{side}worst pair")
         ax.plot(levels, np.where(np.isposinf(mean), y_inf, mean), ":", color=c,

@@ -563,7 +563,8 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
         row.update({"renyi2": r.renyi2, "renyi2_pq": r.renyi2_pq, "renyi2_qp": r.renyi2_qp,
                     "delta": audit.delta, "view": audit.view,
                     "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {}),
-                    **audit.upper_columns(j, r.epsilon[first])})
+                    **audit.upper_columns(j, r.epsilon[first]),
+                    **({"stopped_at_cap": True} if r.capped else {})})
         out.append(row)
     return out
 
