@@ -129,19 +129,9 @@ def test_an_infinite_divergence_is_reported_infinite_not_capped():
     """The tiny ring of the search's infinite-divergence test (target 2's ring neighbours see its first
     message with a covariance of another support): with the cap those pairs still report inf, the exact
     value, and are not flagged capped."""
-    from dpgossip.scenario import Scenario
-    from dpgossip.scenario.problem import build_structure, resolve_problem
-    from dpgossip.scenario.schema import validate
+    from tests.protocols.ddppm.test_search import tiny_ring_with_infinite_pairs
 
-    raw = {"name": "tiny", "seed": 1,
-           "data": {"source": "synthetic", "standardize": False,
-                    "synthetic": {"n": 8, "d": 2, "spectrum": [1.0, 0.8]}},
-           "network": {"topology": "ring", "agents": 4},
-           "protocol": {"iterations": 2, "consensus_steps": 1,
-                        "noise": {"schedule": "constant", "scale": 1.0}}}
-    sc = Scenario(validate(raw), None, raw)
-    point = sc.points()[0]
-    pb = resolve_problem(point.config, build_structure(point.config, sc.base))
+    pb = tiny_ring_with_infinite_pairs()
     audit = audit_pairs(pb.data, pb.network, pb.params, delta=DELTA, epsilons=(50.0,), search=1,
                         seed=1, methods=("rdp",), options=AuditOptions(targets=[2]))
     infinite = {k for k, r in audit.results.items() if math.isinf(r.epsilon["rdp"])}

@@ -218,15 +218,9 @@ def test_the_same_result_on_any_number_of_processes():
         audit_pairs(data, net, params, options=replace(opts, workers=0), **kw)
 
 
-def test_an_ascent_onto_an_infinite_divergence_neighbour_keeps_it_and_takes_no_nan_gradient():
-    """Synthetic 8 x 2 data on a 4-ring, c = 1, search level 1, seed 1: the first-message ascent of
-    target 2 steps onto a neighbour of infinite value (an eigenvalue 0 of the sub-view). The search keeps
-    it as the best and takes no finite difference from it (``inf - inf``: a RuntimeWarning before); the
-    two pairs it reports infinite are infinite by the exact hockey-stick of the full view too (another
-    computation)."""
-    import math
-    import warnings
-
+def tiny_ring_with_infinite_pairs():
+    """Synthetic 8 x 2 data on a 4-ring, c = 1, T = 2, constant noise 1: target 2's ring neighbours
+    see its first message with a covariance of another support (an infinite divergence)."""
     from dpgossip.scenario import Scenario
     from dpgossip.scenario.problem import build_structure, resolve_problem
     from dpgossip.scenario.schema import validate
@@ -239,7 +233,19 @@ def test_an_ascent_onto_an_infinite_divergence_neighbour_keeps_it_and_takes_no_n
                         "noise": {"schedule": "constant", "scale": 1.0}}}
     sc = Scenario(validate(raw), None, raw)
     point = sc.points()[0]
-    pb = resolve_problem(point.config, build_structure(point.config, sc.base))
+    return resolve_problem(point.config, build_structure(point.config, sc.base))
+
+
+def test_an_ascent_onto_an_infinite_divergence_neighbour_keeps_it_and_takes_no_nan_gradient():
+    """Synthetic 8 x 2 data on a 4-ring, c = 1, search level 1, seed 1: the first-message ascent of
+    target 2 steps onto a neighbour of infinite value (an eigenvalue 0 of the sub-view). The search keeps
+    it as the best and takes no finite difference from it (``inf - inf``: a RuntimeWarning before); the
+    two pairs it reports infinite are infinite by the exact hockey-stick of the full view too (another
+    computation)."""
+    import math
+    import warnings
+
+    pb = tiny_ring_with_infinite_pairs()
     kw = dict(delta=1e-5, epsilons=(50.0,), search=1, seed=1, epsilon_cap=None)  # no cap: the ascent
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
