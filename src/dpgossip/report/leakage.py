@@ -260,10 +260,7 @@ def plot_leakage_vs_hops(
         worst = np.array([float(np.max(v[h == x])) for x in levels])
         mean = np.array([float(np.mean(v[h == x])) for x in levels])
         prefix = f"{name}: " if name else ""
-        side = "lower estimate, " if uppers.get(name) else ""  # bracketed: name the side
-        if any(str(r.get("stopped_at_cap", "")) == "True" for r in rows
-               if str(r.get("series", "")) == name):
-            side = "lower estimate (a pair at the epsilon_cap: at least the cap), "
+        side = _lower_side(rows, name, bracketed=bool(uppers.get(name)))
         ax.plot(levels, np.where(np.isposinf(worst), y_inf, worst), "-o", color=c, ms=4,
                 label=f"{prefix}{side}worst pair")
         ax.plot(levels, np.where(np.isposinf(mean), y_inf, mean), ":", color=c,
@@ -282,6 +279,15 @@ def plot_leakage_vs_hops(
     ax.legend(fontsize="small")
     ax.set_title(title or f"{value_label} against hop distance", fontsize="medium")
     return save(fig, path)
+
+
+def _lower_side(rows: Sequence[Mapping[str, Any]], name: str, *, bracketed: bool) -> str:
+    """The legend's name of a series' values: the lower side when an upper bound brackets them, and
+    "at least the cap" when a pair of the series stopped at the epsilon cap."""
+    if any(str(r.get("stopped_at_cap", "")) == "True" for r in rows
+           if str(r.get("series", "")) == name):
+        return "lower estimate (a pair at the epsilon_cap: at least the cap), "
+    return "lower estimate, " if bracketed else ""
 
 
 def _value_series(rows: Sequence[Mapping[str, Any]], value_key: str
