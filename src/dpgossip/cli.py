@@ -422,6 +422,8 @@ def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     """Calibrate the first point's noise; print the noise line to paste (comment lines around it)."""
+    from dataclasses import replace
+
     from dpgossip.scenario import load_scenario
     from dpgossip.scenario.calibrate_command import write_calibration
     from dpgossip.scenario.calibrate_run import calibrate_plan, plan_calibration
@@ -429,7 +431,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from dpgossip.scenario.privacy_section import PER_INSTANCE
     from dpgossip.scenario.progress import axes_label
 
-    target = _target(args)
+    target = given = _target(args)
     if args.out:
         check_out_file(args.out)
     _no_network_dp(args)
@@ -473,7 +475,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if not upper:  # the certified side beside it: cheap, no search
         if say is not None:
             say("the same target by the certified upper bound")
-        cal_up = calibrate_plan(_upper_plan(plan), None).calibration
+        with _flags(renames):
+            upper_plan = plan_calibration(sc, target=replace(given, method="upper"),
+                                          overrides=overrides)
+        cal_up = calibrate_plan(upper_plan, None).calibration
         _print_side_by_side(cal, cal_up, target.family, epsilon, delta)
     if args.out:
         write_calibration(args.out, plan, cal)
@@ -483,15 +488,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               + (f": {cal.notes[-1]}" if cal.notes else ""), file=sys.stderr)
         return 1
     return 0
-
-
-def _upper_plan(plan: Any) -> Any:
-    """The calibration ``plan`` with ``privacy.calibrate.method = "upper"`` (the certified bound)."""
-    from dataclasses import replace
-
-    priv = plan.config["privacy"]
-    calibrate = {**priv["calibrate"], "method": "upper"}
-    return replace(plan, config={**plan.config, "privacy": {**priv, "calibrate": calibrate}})
 
 
 def _print_side_by_side(lower: Calibration, upper: Calibration, family: str, epsilon: float,

@@ -34,7 +34,7 @@ from typing import Any
 from dpgossip.errors import ConfigError
 from dpgossip.report.checked import RERUN, read_record
 from dpgossip.report.figures import new_figure, require_matplotlib, save
-from dpgossip.report.leakage import plot_leakage_vs_hops, plot_pair_heatmap
+from dpgossip.report.leakage import is_finite_number, plot_leakage_vs_hops, plot_pair_heatmap
 from dpgossip.report.manifest import clear_previous, write_manifest
 from dpgossip.report.tables import typed_rows
 from dpgossip.scenario.audit_point import OBSERVER_VIEWS, per_target
@@ -49,17 +49,10 @@ def _log_scale(rows: Sequence[Mapping[str, Any]], key: str) -> bool:
     upper bounds, when the plot draws them: a bracket of a factor 1e6 is unreadable on a linear axis)."""
     values = [r[key] for r in rows]
     if key == "epsilon":
-        values += [r["epsilon_upper"] for r in rows if _number(r.get("epsilon_upper"))]
+        values += [r["epsilon_upper"] for r in rows if is_finite_number(r.get("epsilon_upper"))]
     finite = [float(v) for v in values if math.isfinite(float(v))]
     return bool(finite) and min(finite) > 0 and max(finite) / min(finite) > 100
 
-
-def _number(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return value != ""
 
 
 def _what(rows: Sequence[Mapping[str, Any]], key: str) -> str:

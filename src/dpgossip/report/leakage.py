@@ -36,7 +36,7 @@ import numpy as np
 from dpgossip.report.figures import colours, new_figure, require_matplotlib, save
 
 __all__ = ["plot_pair_heatmap", "plot_leakage_vs_hops", "plot_leakage_vs_iterations", "LEAKAGE_KEYS",
-           "INF_COLOUR", "leakage_label"]
+           "INF_COLOUR", "leakage_label", "is_finite_number"]
 
 INF_COLOUR = "#0a64ff"
 """Colour of infinite leakage: a saturated blue that the heatmap's colour map (magma) never uses."""
@@ -61,14 +61,15 @@ def leakage_label(rows: Sequence[Mapping[str, Any]], value_key: str = "epsilon")
     ``"$\\varepsilon$ (rdp) at $\\delta$ = 1e-05"``; the plain symbol when they carry neither."""
     base = {"epsilon": r"$\varepsilon$", "delta_at_epsilon": r"$\delta$"}.get(value_key, value_key)
     methods = sorted({str(r["method"]) for r in rows if r.get("method") not in (None, "")})
-    deltas = sorted({float(r["delta"]) for r in rows if _is_number(r.get("delta"))})
+    deltas = sorted({float(r["delta"]) for r in rows if is_finite_number(r.get("delta"))})
     label = base + (f" ({', '.join(methods)})" if methods else "")
     if value_key == "epsilon" and deltas:
         label += r" at $\delta$ = " + ", ".join(f"{d:g}" for d in deltas)
     return label
 
 
-def _is_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
+    """``value`` reads as a finite float (a number, or its text in a CSV cell)."""
     try:
         return math.isfinite(float(value))
     except (TypeError, ValueError):

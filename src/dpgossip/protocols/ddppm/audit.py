@@ -577,16 +577,14 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
         raise ConfigError(f"methods must be a list of method names (e.g. ['exact']), got "
                           f"{methods!r}", field="methods")
     opts = options if options is not None else AuditOptions()
-    if epsilon_cap is not None:
-        check_number(epsilon_cap, "epsilon_cap", low=0, low_open=True, allow_inf=False,
-                     expected="a finite number > 0, or None for no cap")
+    cap = None if epsilon_cap is None else check_number(
+        epsilon_cap, "epsilon_cap", low=0, low_open=True, expected="a finite number > 0, or None for no cap")
     if search is not None and search != CANDIDATE_SEARCH:
         settings = SearchSettings.of(search)
         with blas_threads(1):
             return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
                                     neighbours=neighbours, settings=settings, methods=methods,
-                                    seed=seed, options=opts,
-                                    epsilon_cap=None if epsilon_cap is None else float(epsilon_cap))
+                                    seed=seed, options=opts, epsilon_cap=cap)
     if opts.warm:
         raise ConfigError("audit_pairs: warm neighbours need the optimising search, not "
                           f"search={search!r}")

@@ -384,7 +384,6 @@ class TargetSearch:
         self.method, self.resolution = asked.method, asked.resolution
         self.cap = asked.epsilon_cap if asked.epsilon is None else None
         self.capped: set[Hashable] = set()
-        self.all_keys = list(self.keys)
         self.seed, self.target = int(seed), int(target)
         self.subviews = subviews
         self.evals = 0
@@ -787,7 +786,7 @@ class TargetSearch:
 
     def _record(self, level: int, stage: str) -> None:
         now = time.perf_counter() - self.t0
-        for k in self.all_keys:
+        for k in self.best:  # every view, those stopped at the cap too
             s = max((t[0] for t in self.pool[k]), default=math.nan)
             v = self.best[k].value if self.best[k].neighbour is not None else math.nan
             self.stages[k].append(SearchStage(level=level, stage=stage, evaluations=self.evals,
@@ -1060,39 +1059,38 @@ class TargetSearch:
         if self.cap is None:
             return False
         restore = self.save_streams() if self.save_streams is not None else None
-        tried = {} if first is None else self.evaluate_pairs(first, list(self.keys))
-        self.evals += first is not None
+        if first is not None:
+            self.evals += 1
+            tried = self.evaluate_pairs(first, list(self.keys))
         for k in list(self.keys):
             best = self.best[k]
-            if screened or first is not None:
-                if first is not None:
-                    nb, pair = first, tried[k]
-                else:
-                    top = self._top(k, 1)
-                    if not top:
-                        continue
-                    nb = top[0][1]
-                    self.evals += 1
-                    pair = self.evaluate_pairs(nb, [k])[k]
-                if pair.support_mismatch is not None:  # infinite, exactly: nothing beats it
-                    best.value, best.neighbour, best.pair = math.inf, nb, pair
-                    self.keys.remove(k)
-                    self.level_values[k].append(best.value)
-                    continue
-                above = float(pair.delta(self.cap, self.method, resolution=self.resolution)) > \
-                    self.delta
-            else:
-                nb, pair = best.neighbour, best.pair
-                above = (nb is not None and math.isfinite(best.value) and best.value > self.cap)
-            if above:
-                best.value, best.neighbour, best.pair = float(self.cap), nb, pair
-                self.capped.add(k)
-                self.keys.remove(k)
-                self.level_values[k].append(best.value)
+            if first is not None:
+                nb, pair = first, tried[k]
+            elif screened and self.pool[k]:
+                nb = self._top(k, 1)[0][1]
+                self.evals += 1
+                pair = self.evaluate_pairs(nb, [k])[k]
+            else:  # after a level: the best exact value is known
+                if best.neighbour is not None and math.isfinite(best.value) and best.value > self.cap:
+                    self._stop(k, best.neighbour, best.pair, self.cap)
+                continue
+            if pair.support_mismatch is not None:  # infinite, exactly: nothing beats it
+                self._stop(k, nb, pair, math.inf)
+            elif float(pair.delta(self.cap, self.method, resolution=self.resolution)) > self.delta:
+                self._stop(k, nb, pair, self.cap)
         if restore is not None:
             restore()
         self._record(level, "cap")
         return not self.keys
+
+    def _stop(self, k: Hashable, nb: Neighbour, pair: GaussianPair | None, value: float) -> None:
+        """View ``k`` is searched no more: its value is ``value`` (the cap, or inf)."""
+        best = self.best[k]
+        best.value, best.neighbour, best.pair = float(value), nb, pair
+        if math.isfinite(value):
+            self.capped.add(k)
+        self.keys.remove(k)
+        self.level_values[k].append(best.value)
 
     def evidence(self, k: Hashable, settings: SearchSettings) -> SearchEvidence:
         """The evidence of view ``k``."""
