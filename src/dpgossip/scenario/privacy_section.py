@@ -192,8 +192,9 @@ _D = {k: f.default for k, f in PRIVACY_FIELDS.items()}
 
 PER_INSTANCE = (
     "per-instance audit: about this dataset X and the neighbours tried, not a worst case over all "
-    "datasets; each value is a LOWER ESTIMATE of the worst case over neighbours of this X (a noise "
-    "calibrated on it is not a DP guarantee)"
+    "datasets; the exact value of the worst neighbour found is a LOWER ESTIMATE of the worst case over "
+    "neighbours of this X (a noise calibrated on it is not a DP guarantee); an rdp or chernoff value "
+    "is that neighbour's conversion, neither a lower estimate nor a bound"
 )
 
 
