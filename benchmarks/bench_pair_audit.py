@@ -1,4 +1,4 @@
-"""The D-DP-PM pair audit on a ring: the searches side by side (standard, shared, fast).
+"""The D-DP-PM pair audit on a ring: the search's effort levels side by side.
 
 Setting (each run in its own child process, so that its peak memory is its own): a ring of ``m`` agents,
 synthetic data with 32 rows of d = 4 per agent (flat spectrum 1, 0.9, 0.8, 0.7, not standardised, as
@@ -6,22 +6,16 @@ synthetic data with 32 rows of d = 4 per agent (flat spectrum 1, 0.9, 0.8, 0.7, 
 neighbours, delta = 1e-5, the RDP conversion (as the shipped scenario), one BLAS thread (the audit sets it).
 Each pair's certified upper bound over its lower estimate (``gap_upper_lower``): median and worst pair.
 
-For each size and search (``standard``: every view searched; ``shared``: the lead views searched, their
-neighbours given to the others; ``fast``: ``shared`` on the reduced observer views, all evaluated from one
-factorisation per audit; ``network``: ``fast`` whose other views get the leads' neighbours without
-per-view work), ``--targets K``
-audits the first K targets (every observer of each; ``--targets 0``: all of them) on ``--workers``
-processes and prints wall and CPU seconds (the child's and its worker processes'), seconds per
-(observer, target) pair, the all-pairs time extrapolated linearly in the number of targets (printed as an
-estimate when not every target ran), peak memory (``ru_maxrss`` of the child and of its largest worker)
-and the load average at start and end; with several searches, the ratio of each one's times to the first
-one's and of every pair's epsilon.
+For each size and effort (``quick``, ``standard``, ``thorough``), ``--targets K`` audits the first K
+targets (every observer of each; ``--targets 0``: all of them) on ``--workers`` processes and prints
+wall and CPU seconds (the child's and its worker processes'), seconds per (observer, target) pair, the
+all-pairs time extrapolated linearly in the number of targets (printed as an estimate when not every
+target ran), peak memory (``ru_maxrss`` of the child and of its largest worker) and the load average at
+start and end; with several efforts, the ratio of each one's times to the first one's and of every
+pair's epsilon.
 
-    python benchmarks/bench_pair_audit.py --agents 16 --targets 1 --searches standard shared
-    python benchmarks/bench_pair_audit.py --agents 64 --targets 2 --searches shared fast
-    python benchmarks/bench_pair_audit.py --agents 64 --targets 0 --searches fast --workers 2
-    python benchmarks/bench_pair_audit.py --agents 16 64 --targets 2 --searches fast network
-    python benchmarks/bench_pair_audit.py --agents 64 --targets 0 --searches network --workers 2
+    python benchmarks/bench_pair_audit.py --agents 16 --targets 1 --searches quick standard
+    python benchmarks/bench_pair_audit.py --agents 64 --targets 0 --searches standard --workers 2
 """
 
 from __future__ import annotations
@@ -99,7 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agents", type=int, nargs="+", default=[16])
     ap.add_argument("--targets", type=int, default=1)
-    ap.add_argument("--searches", nargs="+", default=["standard", "shared"])
+    ap.add_argument("--searches", nargs="+", default=["quick", "standard"])
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--json", help="write every row (with each pair's epsilon) to this file")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)

@@ -75,8 +75,8 @@ def stage_seconds(audit) -> dict[str, float]:
 
 def one(m: int, targets: int | None, methods: tuple[str, ...], search: str = "standard"
         ) -> dict[str, object]:
-    """One size in this process with the search ``search`` (``standard``: the default optimising
-    search; ``candidates``: the cheap candidate search with its defaults); returns the measured row."""
+    """One size in this process with the search of effort ``search`` (``standard``: the default);
+    returns the measured row."""
     from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
 
     data, net, params = problem(m)
@@ -159,8 +159,8 @@ def main() -> None:
     ap.add_argument("--agents", type=int, nargs="*", default=[16, 64], help="sizes (none: skip)")
     ap.add_argument("--targets", type=int, default=None, help="audit only the first K targets")
     ap.add_argument("--methods", default="exact,rdp,chernoff")
-    ap.add_argument("--search", default="standard", choices=("standard", "candidates"),
-                    help="the audit's search (default: the default optimising search)")
+    ap.add_argument("--search", default="standard", choices=("quick", "standard", "thorough"),
+                    help="the search's effort (default: standard)")
     ap.add_argument("--probe", type=int, default=0, help="set-up and evaluation of K observers only")
     ap.add_argument("--conversions", type=int, default=0, help="time N RDP conversions (0: skip)")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)

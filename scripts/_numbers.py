@@ -35,13 +35,6 @@ def store_or_check(description: str, compute: Callable[[], dict], out: Path,
     return 0, numbers
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """The records of a JSON-lines file (one per non-empty line); none when it does not exist."""
-    if not path.exists():
-        return []
-    return [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
-
-
 def round_up(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits, rounded **up** (``inf`` as ``inf``): an upper bound
     printed rounded is still an upper bound (:func:`dpgossip.rounding.format_upper`)."""

@@ -6,10 +6,8 @@ observer 0 attacking agent 1, four noise schedules, the default (standard) worst
 
 Every value is the exact quantity of the worst neighbour the search found: a per-instance lower estimate of
 the worst case over neighbours of this X. tests/test_docs_numbers.py checks that docs/privacy.md prints
-the stored numbers. The table of docs/privacy.md adds two columns from other files: the worst delta at
-epsilon = 5 that a stronger search ranking neighbours by delta found
-(docs/numbers/privacy-example-strong.json, ``python scripts/stronger_search.py --examples``), and agent
-1's certified upper bound (docs/numbers/privacy-example-upper.json, ``python scripts/upper_numbers.py``).
+the stored numbers. The table of docs/privacy.md adds a column from another file: agent 1's certified
+upper bound (docs/numbers/privacy-example-upper.json, ``python scripts/upper_numbers.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts,
 from _numbers import round_up  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "privacy-example.json"
-STRONG = OUT.with_name("privacy-example-strong.json")
 UPPER = OUT.with_name("privacy-example-upper.json")
 SCHEDULES = (("geometric", 1.0), ("constant", 0.1), ("constant", 1.0), ("constant", 10.0))
 OBSERVER, TARGET = 0, 1
@@ -78,47 +75,24 @@ def _upper_text(r: dict | None) -> str:
     return "none (rank > 1)" if math.isnan(eps) else round_up(eps, 4)  # never below the bound
 
 
-def table(numbers: dict[str, object], strong: dict | None = None, upper: dict | None = None) -> str:
+def table(numbers: dict[str, object], upper: dict | None = None) -> str:
     """The markdown table of docs/privacy.md: the lower estimates of the worst neighbour found (ranked by
-    exact epsilon), the worst delta at epsilon = 5 of the stronger search (``strong``, ranked by delta)
-    and agent 1's certified upper bound on epsilon at delta = 1e-5 (``upper``)."""
+    exact epsilon) and agent 1's certified upper bound on epsilon at delta = 1e-5 (``upper``)."""
     lines = ["| noise schedule `sigma_p(t)` | exact epsilon at delta = 1e-5 | rdp | chernoff "
-             "| exact delta at epsilon = 5 (same neighbour) | worst delta at epsilon = 5 found (both "
-             "searches) | certified upper bound on epsilon at delta = 1e-5 | first-message bound (epsilon) |",
-             "|---|---|---|---|---|---|---|---|"]
-    by_strong, by_upper = _by_schedule(strong), _by_schedule(upper)
+             "| exact delta at epsilon = 5 (same neighbour) "
+             "| certified upper bound on epsilon at delta = 1e-5 | first-message bound (epsilon) |",
+             "|---|---|---|---|---|---|---|"]
+    by_upper = _by_schedule(upper)
     for r in numbers["rows"]:  # type: ignore[union-attr]
         if r["view"] != "observer":
             continue
         key = (r["schedule"], float(r["scale"]))
         name = (f"Corollary 1 geometric ({r['sigma_p_first']:.2g} ... {r['sigma_p_last']:.2g})"
                 if r["schedule"] == "geometric" else f"constant {r['scale']:g}")
-        worst = (f"{max(by_strong[key]['delta_exact_at_5'], r['delta_exact_at_5']):.3g}"
-                 if key in by_strong else "")
         lines.append(f"| {name} | {r['epsilon_exact']:.4g} | {r['epsilon_rdp']:.4g} | "
-                     f"{r['epsilon_chernoff']:.4g} | {r['delta_exact_at_5']:.3g} | {worst} | "
+                     f"{r['epsilon_chernoff']:.4g} | {r['delta_exact_at_5']:.3g} | "
                      f"{_upper_text(by_upper.get(key))} | {r['first_message_bound']:.4g} |")
     return "\n".join(lines)
-
-
-def _name(schedule: str, scale: float) -> str:
-    return "the geometric schedule" if schedule == "geometric" else f"constant {scale:g}"
-
-
-def strong_sentence(numbers: dict, strong: dict) -> str:
-    """How far the stronger search's worst delta at epsilon = 5 lies above the delta of the
-    epsilon-worst neighbour, schedule by schedule (docs/privacy.md)."""
-    by_strong = _by_schedule(strong)
-    parts = []
-    for r in numbers["rows"]:
-        key = (r["schedule"], float(r["scale"]))
-        if r["view"] != "observer" or key not in by_strong:
-            continue
-        s = by_strong[key]
-        rel = (s["delta_exact_at_5"] - r["delta_exact_at_5"]) / r["delta_exact_at_5"]
-        parts.append(f"{_name(*key)} {100 * rel:+.2f} % (row {s['row']}, epsilon {s['epsilon_exact']:.4g})")
-    return ("against the delta of the epsilon-worst neighbour, the stronger search's worst delta at "
-            "epsilon = 5 is " + ", ".join(parts[:-1]) + " and " + parts[-1])
 
 
 def upper_sentence(numbers: dict, upper: dict) -> str:
@@ -135,13 +109,13 @@ def upper_sentence(numbers: dict, upper: dict) -> str:
 
 
 def stored_table() -> str:
-    """The table of the three stored files."""
+    """The table of the two stored files."""
     import json
 
     def read(path: Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
 
-    return table(read(OUT), read(STRONG), read(UPPER))
+    return table(read(OUT), read(UPPER))
 
 
 def main() -> int:

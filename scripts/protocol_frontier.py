@@ -4,8 +4,7 @@ scenarios/protocol-frontier.toml.
     dpgossip run scenarios/protocol-frontier.toml --out /tmp/frontier
     python scripts/protocol_frontier.py /tmp/frontier
         # writes docs/numbers/protocol-frontier.csv, draws docs/img/protocol-frontier.png (the
-        # scenario's plots/privacy_utility.png with the stronger check's D-DP-PM values) and prints
-        # the tables and the reading
+        # scenario's plots/privacy_utility.png) and prints the tables and the reading
 
     python scripts/protocol_frontier.py --print     # the tables and the reading of the stored numbers
 
@@ -29,8 +28,6 @@ import re
 import tomllib
 from pathlib import Path
 
-from _numbers import read_jsonl
-
 from dpgossip.rounding import format_upper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,15 +35,6 @@ SCENARIO = ROOT / "scenarios" / "protocol-frontier.toml"
 NUMBERS = ROOT / "docs" / "numbers" / "protocol-frontier.csv"
 IMAGE = ROOT / "docs" / "img" / "protocol-frontier.png"
 RUN = ROOT / "docs" / "numbers" / "protocol-frontier-run.json"
-STRONG = ROOT / "docs" / "numbers" / "protocol-frontier-strong.jsonl"
-"""The stronger search's check of the D-DP-PM points (one JSON line per point): the scenario's own audit
-(``default``, the candidate search, every target) and ``STRONG`` of scripts/stronger_search.py on the
-target of its worst pair, written by ``python scripts/stronger_search.py
-scenarios/protocol-frontier.toml --all --worst-target --points 84,85,86,87,112,...,227 --json
-docs/numbers/protocol-frontier-strong.jsonl``: every D-DP-PM point whose audited epsilon is finite (an
-infinite one cannot be beaten)."""
-STRONG_AUDIT = "lower estimate (larger of two searches)"
-"""The ``audit`` of a D-DP-PM row whose audited epsilon takes the stronger search's value."""
 COLUMNS = ("dataset", "topology", "series", "budget", "noise_scale", "error", "guaranteed_epsilon",
            "claimed", "audited_epsilon", "audited_beyond", "audit", "audited_upper", "upper_reason")
 """``audited_upper`` (D-DP-PM's certified upper bound, largest over the targets, at delta = 1e-5) and
@@ -86,33 +74,17 @@ def _claimed(res, point: int) -> float:
     return sum(vals) / len(vals) if vals else math.nan
 
 
-def stronger() -> dict[int, float]:
-    """The stronger search's worst epsilon of each checked D-DP-PM point (:data:`STRONG`)."""
-    return {int(r["point"]): float(r["strong"]["value"]) for r in read_jsonl(STRONG)}
-
-
-def strong_sentence() -> str:
-    """What the stronger check of the D-DP-PM points found (:data:`STRONG`), as the docs print it."""
-    lines = read_jsonl(STRONG)
-    ratio = [r["strong"]["value"] / r["strong"]["default"]["value"] for r in lines]
-    above = sum(x > 1.01 for x in ratio)
-    return (f"the stronger search on each point's worst target beats the candidate search by more than "
-            f"1 % at {above} of the {len(lines)} points with a finite audited epsilon, by a factor "
-            f"{min(ratio):.3g} to {max(ratio):.3g}")
-
-
 def frontier_rows(folder: Path) -> list[dict[str, str]]:
-    """One row per point (and per LDP budget, graph and dataset): the numbers of the plot, each D-DP-PM
-    audited epsilon the larger of the scenario's search and the stronger check's (:func:`stronger`);
-    the certified upper columns are carried over from the stored numbers (scripts/upper_numbers.py)."""
+    """One row per point (and per LDP budget, graph and dataset): the numbers of the plot (each audited
+    epsilon the scenario's own); the certified upper columns are carried over from the stored numbers
+    (scripts/upper_numbers.py)."""
     from dpgossip.report.frontier import frontier_table
     from dpgossip.report.tables import ResultsFolder
 
     res = ResultsFolder.load(folder)
-    checked = stronger()
     upper = {_key(r): (r["audited_upper"], r["upper_reason"]) for r in stored()} if NUMBERS.exists() else {}
     rows = []
-    for f in frontier_table(res, checked):
+    for f in frontier_table(res):
         axes = res.axis_values(f.point) if f.point >= 0 else {}
         noise = axes.get("protocol.noise") or {}
         budget = axes.get("ppm.epsilon") if f.series != "LDP" else f.guaranteed_epsilon
@@ -123,8 +95,7 @@ def frontier_rows(folder: Path) -> list[dict[str, str]]:
                      "error": _fmt(f.error), "guaranteed_epsilon": _fmt_upper(f.guaranteed_epsilon),
                      "claimed": _fmt(_claimed(res, f.point)) if f.point >= 0 else "",
                      "audited_epsilon": _fmt(f.audited_epsilon),
-                     "audited_beyond": _fmt(f.audited_beyond),
-                     "audit": STRONG_AUDIT if dd and f.point in checked else AUDIT[f.series],
+                     "audited_beyond": _fmt(f.audited_beyond), "audit": AUDIT[f.series],
                      "audited_upper": "", "upper_reason": ""})
         rows[-1]["audited_upper"], rows[-1]["upper_reason"] = upper.get(_key(rows[-1]), ("", ""))
     return rows
@@ -303,8 +274,8 @@ def main() -> int:
         from dpgossip.report.frontier import plot_privacy_utility
         from dpgossip.report.tables import ResultsFolder
 
-        IMAGE.parent.mkdir(parents=True, exist_ok=True)  # drawn with the stronger check's values
-        plot_privacy_utility(ResultsFolder.load(args.folder), IMAGE, stronger())
+        IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        plot_privacy_utility(ResultsFolder.load(args.folder), IMAGE)
     if args.time_log is not None:
         RUN.write_text(json.dumps(read_time_log(args.time_log, args.load_before, args.load_after),
                                   indent=1) + "\n", encoding="utf-8")

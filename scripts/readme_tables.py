@@ -10,11 +10,9 @@
     python scripts/readme_tables.py --print                  # the tables of the stored numbers
 
     dpgossip run scenarios/pairwise-leakage.toml --workers 2
-    python scripts/readme_tables.py --leakage results/pairwise-leakage [--standard FOLDER]
+    python scripts/readme_tables.py --leakage results/pairwise-leakage
         # writes docs/numbers/pairwise-leakage.csv (epsilon and its certified upper bound by hop
-        # distance) and docs/numbers/pairwise-leakage-pairs.csv (every pair; with --standard, a
-        # results folder of the same scenario run with search = "standard", that search's value next
-        # to it) and prints the sentences
+        # distance) and docs/numbers/pairwise-leakage-pairs.csv (every pair) and prints the sentences
 
     dpgossip run scenarios/paper-fig3.toml
     python scripts/readme_tables.py --fig3 results/paper-fig3
@@ -29,12 +27,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 from statistics import fmean
-
-from _numbers import read_jsonl
 
 from dpgossip.rounding import format_upper
 
@@ -87,38 +82,18 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def leakage_pairs(folder: Path, standard: Path | None = None) -> list[dict[str, str]]:
-    """Every pair of a pairwise-leakage results folder: its epsilon (the lower estimate), its
-    certified upper bound and, with ``standard`` (the same scenario run with the standard search),
-    that search's epsilon; full precision."""
-    base = {(r["observer"], r["target"]): r["epsilon"]
-            for r in _read(standard / "leakage.csv")} if standard is not None else {}
-    out = []
-    for r in _read(folder / "leakage.csv"):
-        row = {"observer": r["observer"], "target": r["target"], "hops": r["hops"],
-               "epsilon": r["epsilon"], "epsilon_upper": r["epsilon_upper"]}
-        if base:
-            row["epsilon_standard"] = base[(r["observer"], r["target"])]
-        out.append(row)
-    return out
-
-
-STRONG_LEAKAGE = NUMBERS / "pairwise-leakage-strong.json"
-"""The stronger check of every pair of the shipped pairwise-leakage scenario, as written by
-``python scripts/stronger_search.py scenarios/pairwise-leakage.toml --point 0 --published 32.39668
---workers 2 --json docs/numbers/pairwise-leakage-strong.json`` (about 15 minutes on two processes)."""
-
-
-def with_strong(pairs: list[dict[str, str]], path: Path = STRONG_LEAKAGE) -> list[dict[str, str]]:
-    """The pairs with the stronger check's epsilon of each (``epsilon_strong``, full precision)."""
-    strong = json.loads(path.read_text(encoding="utf-8"))["strong"]["pairs"]
-    return [{**r, "epsilon_strong": repr(float(strong[f"{r['observer']},{r['target']}"]))} for r in pairs]
+def leakage_pairs(folder: Path) -> list[dict[str, str]]:
+    """Every pair of a pairwise-leakage results folder: its epsilon (the lower estimate) and its
+    certified upper bound; full precision."""
+    return [{"observer": r["observer"], "target": r["target"], "hops": r["hops"],
+             "epsilon": r["epsilon"], "epsilon_upper": r["epsilon_upper"]}
+            for r in _read(folder / "leakage.csv")]
 
 
 def published_lower(r: dict[str, str]) -> float:
-    """A pair's published lower estimate: the largest epsilon of an actual neighbour that any search
-    run on it found (the scenario's, the standard and the stronger check's, where stored)."""
-    return max(float(r[k]) for k in ("epsilon", "epsilon_standard", "epsilon_strong") if r.get(k))
+    """A pair's published lower estimate: the epsilon of the worst neighbour the scenario's own search
+    found (its ``leakage.csv``, stored as ``epsilon``)."""
+    return float(r["epsilon"])
 
 
 def leakage_by_hops(pairs: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -165,65 +140,12 @@ def upper_sentence(rows: list[dict[str, str]]) -> str:
             f"{format_upper(high, 3)} (rounded up; upper / lower at most {format_upper(gap, 3)})")
 
 
-def search_comparison(pairs: list[dict[str, str]]) -> dict[str, float]:
-    """Shared against standard search, pair by pair: how many pairs, how many fall below the
-    standard value by more than 1e-12 relative, and the relative change's range."""
-    rel = [(float(r["epsilon"]) - float(r["epsilon_standard"])) / float(r["epsilon_standard"])
-           for r in pairs]
-    return {"pairs": len(rel), "below": sum(x < -1e-12 for x in rel), "lowest": min(rel),
-            "highest": max(rel)}
-
-
-def strong_sentence(pairs: list[dict[str, str]]) -> str:
-    """The sentence comparing the stronger check with the scenario's search on every pair."""
-    rel = [float(r["epsilon_strong"]) / float(r["epsilon"]) - 1 for r in pairs]
-    above = sum(x > 0.01 for x in rel)
-    return (f"the stronger check finds a worse neighbour than the shipped search on every pair, by "
-            f"{100 * min(rel):.4f} % to {100 * max(rel):.1f} % ({above} of {len(rel)} pairs by more "
-            f"than 1 %)")
-
-
-def comparison_sentence(pairs: list[dict[str, str]]) -> str:
-    """The sentence comparing the shared and the standard search on every pair."""
-    c = search_comparison(pairs)
-    return (f"against the standard search, pair by pair, the shared search is {100 * c['lowest']:+.3f} % "
-            f"to {100 * c['highest']:+.3f} % ({c['below']} of {c['pairs']} pairs lower)")
-
-
 FIG3_DATASETS = (("wine", "Wine"), ("breast_cancer", "Breast Cancer"), ("diabetes", "Diabetes"))
 
 
 def delta_text(v: float) -> str:
     """A delta to three decimals, or as ``1 - x`` when it would print as 1.000 (it is below 1)."""
     return f"{v:.3f}" if v < 0.9995 else f"1 - {1.0 - v:.1e}"
-
-
-def delta_value(text: str) -> float:
-    """A printed delta (:func:`delta_text`: ``0.529`` or ``1 - 3.0e-04``) as a number."""
-    text = text.strip()
-    return 1.0 - float(text[4:]) if text.startswith("1 - ") else float(text)
-
-
-STRONG_FIG3 = NUMBERS / "paper-fig3-strong.jsonl"
-"""The stronger search's check of paper-fig3 (scripts/strong_check_table.py prints the command)."""
-
-
-def fig3_with_strong(rows: list[dict[str, str]], path: Path = STRONG_FIG3) -> list[dict[str, str]]:
-    """The published paper-fig3 rows: ``scenario_delta_at_5`` is the scenario's own search's worst delta
-    and ``worst_delta_at_5`` the larger of it and the stronger check's (``path``, where it searched the
-    point): the largest delta at epsilon = 5 of an actual neighbour any search found."""
-    strong = {(r["axes"]["data.source"], int(r["axes"]["protocol.iterations"])): float(r["strong"]["value"])
-              for r in read_jsonl(path)}
-    out = []
-    for r in rows:
-        own = r.get("scenario_delta_at_5") or r["worst_delta_at_5"]
-        found = strong.get((r["dataset"], int(r["T"])))
-        published = own if found is None or found <= delta_value(own) else delta_text(found)
-        row = {k: v for k, v in r.items() if k != "scenario_delta_at_5"}
-        row["worst_delta_at_5"] = published
-        out.append({"dataset": row.pop("dataset"), "T": row.pop("T"), "scenario_delta_at_5": own,
-                    **row})
-    return out
 
 
 def fig3_rows(folder: Path) -> list[dict[str, str]]:
@@ -334,49 +256,23 @@ def main() -> int:
     ap.add_argument("--print", action="store_true", help="print the tables of the stored numbers")
     ap.add_argument("--leakage", type=Path, default=None, metavar="FOLDER",
                     help="a results/pairwise-leakage folder: store its epsilon by hop distance")
-    ap.add_argument("--standard", type=Path, default=None, metavar="FOLDER",
-                    help="with --leakage: the same scenario's results with search = \"standard\"")
     ap.add_argument("--fig3", type=Path, default=None, metavar="FOLDER",
                     help="a results/paper-fig3 folder: store its worst delta and error by T")
-    ap.add_argument("--strong", action="store_true",
-                    help="add the stronger check (docs/numbers/pairwise-leakage-strong.json) to the "
-                    "stored pairwise-leakage pairs and summarise them again")
-    ap.add_argument("--fig3-strong", action="store_true",
-                    help="add the stronger check (docs/numbers/paper-fig3-strong.jsonl) to the stored "
-                    "paper-fig3 numbers (then python scripts/upper_numbers.py --only fig3)")
     args = ap.parse_args()
-    if args.fig3_strong:
-        rows = fig3_with_strong(stored_fig3())
-        _write(NUMBERS / "paper-fig3.csv", rows)
-        print("\n".join(fig3_sentences(rows)))
-        print("(run python scripts/upper_numbers.py --only fig3 for the bounds at the printed deltas)")
-        return 0
-    if not (args.folders or args.print or args.strong) and args.leakage is None and args.fig3 is None:
-        ap.error("give results folders, --leakage FOLDER, --fig3 FOLDER, --strong or --print")
-    if args.strong and args.leakage is None:
-        pairs = with_strong(stored_leakage_pairs())
-        rows = leakage_by_hops(pairs)
-        _write(NUMBERS / "pairwise-leakage.csv", rows)
-        _write(NUMBERS / "pairwise-leakage-pairs.csv", pairs)
-        print(leakage_sentence(rows, 3))
-        print(upper_sentence(rows))
-        print(strong_sentence(pairs))
+    if not args.folders and not args.print and args.leakage is None and args.fig3 is None:
+        ap.error("give results folders, --leakage FOLDER, --fig3 FOLDER, or --print")
     if args.fig3 is not None:
-        rows = fig3_with_strong(fig3_rows(args.fig3))
+        rows = fig3_rows(args.fig3)
         _write(NUMBERS / "paper-fig3.csv", rows)
         print("\n".join(fig3_sentences(rows)))
         print("(run python scripts/upper_numbers.py for the certified upper bounds)")
     if args.leakage is not None:
-        pairs = leakage_pairs(args.leakage, args.standard)
-        if args.strong:
-            pairs = with_strong(pairs)
+        pairs = leakage_pairs(args.leakage)
         rows = leakage_by_hops(pairs)
         _write(NUMBERS / "pairwise-leakage.csv", rows)
         _write(NUMBERS / "pairwise-leakage-pairs.csv", pairs)
         print(leakage_sentence(rows, 3))
         print(upper_sentence(rows))
-        if args.standard is not None:
-            print(comparison_sentence(pairs))
     for folder in args.folders:
         if not (folder / "calibration.csv").exists():
             print(f"{folder}: no calibration.csv (run the paper-fig2 scenario first)", file=sys.stderr)

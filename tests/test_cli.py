@@ -218,10 +218,7 @@ iterations = 2
 consensus_steps = 1
 noise = { schedule = "constant", scale = 1.0 }
 [privacy]
-search = "candidates"  # cheap: these tests are about the CLI; one runs the default search
-candidates = 2
-refine = 1
-ascent_steps = 0
+search = "quick"  # cheap: these tests are about the CLI; one runs the default search
 methods = ["rdp"]
 epsilon = [50.0, 200.0]
 """
@@ -276,15 +273,14 @@ def test_audit_writes_pairs_worst_matrix_and_plots(tmp_path, capsys):
 def test_audit_of_a_sweep_and_rank_two(tmp_path, capsys):
     text = TINY_PRIVATE.replace("consensus_steps = 1", "consensus_steps = [1, 2]\nrank = 2")
     out = tmp_path / "audit"
-    argv = ["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots", "--search",
-            "candidates", "--candidates", "1"]
+    argv = ["audit", str(write(tmp_path, text)), "--out", str(out), "--no-plots", "--search", "1"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "adaptive RDP composition" in printed and "Renyi divergences add" in printed
     assert "point 1 (c=2)" in printed
     pairs = list(csv.DictReader(open(out / "pairs.csv")))
     assert {r["protocol_consensus_steps"] for r in pairs} == {"1", "2"}
-    assert {r["candidates"] for r in pairs} == {"1"}
+    assert {r["search"] for r in pairs} == {"levels=1"}  # --search overrides privacy.search
     assert (out / "epsilon_matrix_p0.csv").is_file() and (out / "epsilon_matrix_p1.csv").is_file()
     assert len(json.loads((out / "worst.json").read_text())["points"]) == 2
 
@@ -353,8 +349,7 @@ def test_calibrate_bad_targets_exit_2(tmp_path, capsys, extra, needle):
 
 
 def test_calibrate_unreachable_target_exits_1(tmp_path, capsys):
-    text = TINY_PRIVATE.replace("candidates = 2", "candidates = 1")
-    argv = ["calibrate", str(write(tmp_path, text)), "--epsilon", "1", "--delta", "1e-5",
+    argv = ["calibrate", str(write(tmp_path, TINY_PRIVATE)), "--epsilon", "1", "--delta", "1e-5",
             "--family", "constant", "--method", "rdp"]
     assert main(argv) == 1
     captured = capsys.readouterr()
@@ -433,6 +428,8 @@ def test_view_and_search_help_list_the_values_of_the_code(capsys, command):
     text = _help(capsys, command)
     assert f"one of {', '.join(PAIR_VIEWS)}" in text
     assert f"worst-case search: {', '.join(SEARCH_PRESETS)}" in text
+    assert "levels 1..8" in text
+    assert "--candidates" not in text and "candidate" not in text  # the removed candidate search
 
 
 def test_every_option_of_every_command_has_help():

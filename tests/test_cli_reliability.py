@@ -45,10 +45,7 @@ iterations = 2
 consensus_steps = 1
 noise = { schedule = "constant", scale = 1.0 }
 [privacy]
-search = "candidates"  # cheap: these tests are about the CLI; one runs the default search
-candidates = 1
-refine = 1
-ascent_steps = 0
+search = "quick"  # cheap: these tests are about the CLI; one runs the default search
 methods = ["rdp"]
 epsilon = [50.0]
 """
@@ -450,15 +447,45 @@ def test_topology_messages_name_flags(capsys, argv, expected):
     assert error_line(capsys, argv).startswith(expected)
 
 
+@pytest.mark.parametrize("command", [["audit"], ["calibrate", "--epsilon", "1", "--delta", "1e-5"]])
+def test_the_removed_candidates_flag_and_keys_are_refused(tmp_path, capsys, command):
+    s = write(tmp_path, TINY_PRIVATE)
+    out = ["--out", str(tmp_path / "a")] if command[0] == "audit" else []
+    with pytest.raises(SystemExit) as caught:  # argparse: the flag is no longer known
+        main([command[0], str(s), *command[1:], *out, "--candidates", "1"])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --candidates 1" in err and "Traceback" not in err
+    # the scenario's keys: one line naming the key and the one search's effort levels
+    for line in ("candidates = 1", "refine = 1", "ascent_steps = 0",
+                 "calibrate = { epsilon = 5.0, candidates = 3 }"):
+        key = "privacy." + ("calibrate.candidates" if "calibrate" in line else line.split()[0])
+        bad = write(tmp_path, TINY_PRIVATE + line + "\n", "removed.toml")
+        said = error_line(capsys, [command[0], bad, *command[1:], *out])
+        assert said.startswith(f"{bad}: {key} = ") and (
+            "this key set the candidate search, which was removed; there is one search, whose "
+            "effort is privacy.search = quick | standard | thorough | 1..8 levels: "
+            f"remove {key}") in said
+    assert not (tmp_path / "a").exists()
+
+
 def test_audit_and_calibrate_messages_name_flags(tmp_path, capsys):
     s = write(tmp_path, TINY_PRIVATE)
-    assert error_line(capsys, ["audit", s, "--candidates", "0", "--out", tmp_path / "a"]) == \
-        "--candidates must be an integer >= 1, got 0"
     assert error_line(capsys, ["audit", s, "--view", "everyone", "--out", tmp_path / "a"]).startswith(
         "--view: 'everyone' is not allowed")
-    assert error_line(capsys, ["audit", s, "--search", "fastest", "--out", tmp_path / "a"]).startswith(
-        "--search must be one of quick, standard, thorough, shared, fast, network, candidates or an "
-        "integer number of levels")
+    assert error_line(capsys, ["audit", s, "--search", "fastest", "--out", tmp_path / "a"]) == (
+        "--search must be one of quick, standard, thorough or an integer number of levels in 1..8, "
+        "got 'fastest'")
+    assert error_line(capsys, ["audit", s, "--search", "9", "--out", tmp_path / "a"]) == \
+        "--search levels must be in 1..8, got 9"
+    # the removed searches: named, with what replaced them
+    for name in ("candidates", "shared", "fast", "network"):
+        for command in (["audit", s, "--out", tmp_path / "a"],
+                        ["calibrate", s, "--epsilon", "1", "--delta", "1e-5"]):
+            assert error_line(capsys, [*command, "--search", name]).startswith(
+                f"--search {name!r} was removed: there is one search, whose effort is one of quick, "
+                "standard, thorough or an integer number of levels in 1..8")
+    assert not (tmp_path / "a").exists()
     assert error_line(capsys, ["calibrate", s, "--epsilon", "-1", "--delta", "1e-5"]) == \
         "--epsilon must be a finite number > 0, got -1"
     assert error_line(capsys, ["calibrate", s, "--epsilon", "1", "--delta", "1e-5", "--method",

@@ -43,11 +43,8 @@ def test_the_stored_frontier_has_every_protocol_dataset_graph_and_budget():
 
 
 def test_the_stored_audits_respect_the_guarantees_they_audit_and_say_what_they_are():
-    checked = FRONTIER.stronger()
-    assert checked
     for r in FRONTIER.stored():
-        strong = r["series"] == "D-DP-PM" and r["audited_epsilon"] != "inf"
-        assert r["audit"] == (FRONTIER.STRONG_AUDIT if strong else FRONTIER.AUDIT[r["series"]])
+        assert r["audit"] == FRONTIER.AUDIT[r["series"]]
         if r["series"] in ("D-DP-PM", "LDP"):
             assert r["guaranteed_epsilon"] == "" if r["series"] == "D-DP-PM" else r["audited_epsilon"] == ""
             continue
@@ -107,31 +104,4 @@ def test_the_run_time_quoted_is_the_stored_one(where):
                    if x.startswith("| `protocol-frontier.toml` |")]
         assert line.endswith(f"| {minutes} min {seconds} s (1 worker, load average {run['load_before']}) |")
     assert math.isfinite(run["wall_seconds"]) and run["wall_seconds"] < 15 * 60
-
-
-def test_every_finite_ddppm_audit_was_searched_again_and_takes_the_larger_value():
-    """Each D-DP-PM point with a finite audited epsilon was searched again with the stronger search on
-    the target of the scenario's worst pair (docs/numbers/protocol-frontier-strong.jsonl); its published
-    epsilon is the larger of the two, and the scenario's own value in that file is what it printed."""
-
-    lines = {int(r["point"]): r for r in FRONTIER.read_jsonl(FRONTIER.STRONG)}
-    rows = [r for r in FRONTIER.stored() if r["series"] == "D-DP-PM"]
-    finite = [r for r in rows if r["audited_epsilon"] != "inf"]
-    assert len(finite) == len(lines) and finite
-    for line in lines.values():
-        s = line["strong"]
-        assert s["target"] == s["default"]["target"] and s["targets_searched"] == [s["target"]]
-        ax = line["axes"]
-        (r,) = [r for r in rows if r["dataset"] == ax["data.source"]
-                and r["topology"] == ax["network.topology"]
-                and float(r["noise_scale"]) == float(ax["protocol.noise"]["scale"])]
-        assert r["audited_epsilon"] == FRONTIER._fmt(max(s["value"], s["default"]["value"]))
-        assert max(s["value"], s["default"]["value"]) <= float(r["audited_upper"])  # the bracket holds
-
-
-def test_the_docs_say_what_the_stronger_check_of_the_frontier_found():
-    sentence = FRONTIER.strong_sentence()
-    for page in ("audit-scale.md", "protocol-frontier.md"):
-        text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
-        assert sentence in text, page
 

@@ -98,9 +98,9 @@ def test_renamings_compose_from_layer_to_layer():
 
 
 def test_the_longest_key_wins():
-    err = ConfigError("options.candidates must be >= 1, got 0", field="options.candidates")
-    new = renamed_error(err, {"options": "opts", "options.candidates": "privacy.candidates"})
-    assert str(new) == "privacy.candidates must be >= 1, got 0"
+    err = ConfigError("options.rank_by: 'eps' is not allowed", field="options.rank_by")
+    new = renamed_error(err, {"options": "opts", "options.rank_by": "privacy.rank_by"})
+    assert str(new) == "privacy.rank_by: 'eps' is not allowed"
 
 
 def test_reject_unknown_keys_sets_the_field():

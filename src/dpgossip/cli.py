@@ -175,7 +175,7 @@ def _topology_params(items: list[str]) -> dict[str, int | float | str]:
 
 @contextlib.contextmanager
 def _flags(names: dict[str, str]) -> Iterator[None]:
-    """Messages name library parameters (``agents``) or scenario keys (``privacy.candidates``); on
+    """Messages name library parameters (``agents``) or scenario keys (``privacy.search``); on
     the command line the same values are flags: rename them in a ``ConfigError`` raised in the block
     (``agents`` -> ``--agents``, ``agents = 5`` -> ``--agents 5``). A parameter is renamed by the
     error's field (:func:`~dpgossip.errors.renamed_error`); a dotted scenario key wherever it appears."""
@@ -196,23 +196,12 @@ def _flags(names: dict[str, str]) -> Iterator[None]:
 
 # --- audit and calibrate ---------------------------------------------------------------------------
 def _search_help() -> str:
-    """``--search``: the presets, the candidate search and the default, from the code."""
-    from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SEARCH_PRESETS
+    """``--search``: the effort levels and the default, from the code."""
+    from dpgossip.protocols.ddppm.search import DEFAULT_SEARCH, SEARCH_PRESETS
 
-    return (f"worst-case search: {_names(SEARCH_PRESETS)}, a number of levels 1..8, or "
-            f"{CANDIDATE_SEARCH} (the older candidate search); overrides privacy.search (default: "
-            f"the scenario's, itself {DEFAULT_SEARCH} when not set)")
-
-
-def _candidates_help() -> str:
-    """``--candidates``: what it is and its default, from ``[privacy] candidates``' field."""
-    from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH
-    from dpgossip.scenario.privacy_section import PRIVACY_FIELDS
-
-    field = PRIVACY_FIELDS["candidates"]
-    return (f"with --search {CANDIDATE_SEARCH}: candidate neighbours per target, an integer >= "
-            f"{field.low:g} (overrides privacy.candidates; default: the scenario's, itself "
-            f"{field.default})")
+    return (f"effort of the worst-case search: {_names(SEARCH_PRESETS)} or a number of levels 1..8; "
+            f"overrides privacy.search (default: the scenario's, itself {DEFAULT_SEARCH} when not "
+            "set)")
 
 
 def _search_arg(value: str | None) -> str | int | None:
@@ -221,12 +210,11 @@ def _search_arg(value: str | None) -> str | int | None:
 
 
 def _overrides(args: argparse.Namespace) -> PrivacyOverrides:
-    """``--view``, ``--search`` and ``--candidates``, checked (messages name the flags)."""
+    """``--view`` and ``--search``, checked (messages name the flags)."""
     from dpgossip.scenario.privacy_overrides import PrivacyOverrides
 
-    with _flags({f"privacy.{k}": f"--{k}" for k in ("candidates", "view", "search")}):
-        return PrivacyOverrides(view=args.view, search=_search_arg(args.search),
-                                candidates=args.candidates)
+    with _flags({f"privacy.{k}": f"--{k}" for k in ("view", "search")}):
+        return PrivacyOverrides(view=args.view, search=_search_arg(args.search))
 
 
 def _engine_note(engine: bool) -> None:
@@ -343,7 +331,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     _no_network_dp(args)
     sc = load_scenario(args.scenario)
     overrides = _overrides(args)
-    with _flags({f"privacy.{k}": f"--{k}" for k in ("candidates", "view", "search")}):
+    with _flags({f"privacy.{k}": f"--{k}" for k in ("view", "search")}):
         plan = plan_audit(sc, args.out, overrides=overrides, force=args.force)
     _engine_note(plan.engine)
     priv = plan.privacy
@@ -396,9 +384,7 @@ def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
         print(f"# achieved ({cal.bound}, the largest over the targets): epsilon <= "
               f"{_upper(cal.epsilon)} at delta = {delta:g}: {status}")
     else:
-        check = (f"re-audit with {cal.check_candidates} candidates per target"
-                 if cal.search == "candidates" else f"{cal.search} search at this scale")
-        print(f"# achieved ({cal.bound}, {check}): epsilon = "
+        print(f"# achieved ({cal.bound}, {cal.search} search at this scale): epsilon = "
               f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
               f"{epsilon:g}: {status}")
     print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
@@ -438,7 +424,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     sc = load_scenario(args.scenario)
     overrides = _overrides(args)
     renames = {f"privacy.calibrate.{k}": f"--{k}" for k in target.given()}
-    renames.update({f"privacy.{k}": f"--{k}" for k in ("candidates", "view", "search")})
+    renames.update({f"privacy.{k}": f"--{k}" for k in ("view", "search")})
     with _flags(renames):
         plan = plan_calibration(sc, target=target, overrides=overrides)
     _engine_note(plan.engine)
@@ -714,11 +700,9 @@ def _add_run(sub: Any) -> None:
 
 
 def _add_privacy_flags(parser: argparse.ArgumentParser) -> None:
-    """``--search``, ``--candidates`` and ``--view`` (overrides of ``[privacy]``)."""
+    """``--search`` and ``--view`` (overrides of ``[privacy]``)."""
     search = parser.add_argument("--search", default=None, metavar="S", help="")
     parser.lazy(search, "help", _search_help)  # type: ignore[attr-defined]
-    candidates = parser.add_argument("--candidates", type=int, default=None, metavar="N", help="")
-    parser.lazy(candidates, "help", _candidates_help)  # type: ignore[attr-defined]
     view = parser.add_argument("--view", default=None, metavar="VIEW", help="")
     parser.lazy(view, "help", _view_help)  # type: ignore[attr-defined]
 

@@ -275,9 +275,8 @@ def test_bad_input_names_the_field():
 
 def test_the_audit_carries_the_bound():
     data, net, params = _problem(2, seed=6, rows=6, T=2)
-    audit = audit_pairs(data, net, params, delta=1e-3, search="candidates", methods=("rdp",),
-                        options=AuditOptions(candidates=6, refine=1, ascent_steps=1, targets=[1],
-                                             observers=[0, 2]))
+    audit = audit_pairs(data, net, params, delta=1e-3, search="quick", methods=("rdp",),
+                        options=AuditOptions(targets=[1], observers=[0, 2]))
     assert set(audit.upper) == {1}
     lower, upper = audit.bracket(0, 1, "rdp")
     assert lower == audit.results[(0, 1)].epsilon["rdp"] <= upper == audit.upper[1].epsilon

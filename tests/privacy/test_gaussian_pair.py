@@ -483,6 +483,6 @@ def test_fewer_rows_than_columns_audits_to_infinite_epsilon_not_a_crash():
                         synthetic={"n": 8, "d": 3, "spectrum": [1.0, 0.5, 0.25]})
     params = resolve_params(data, net, iterations=2, consensus_steps=1,
                             noise=NoiseSchedule(kind="constant", scale=1.0))
-    audit = audit_pairs(data, net, params, delta=1e-5, epsilons=(5,), search="candidates",
+    audit = audit_pairs(data, net, params, delta=1e-5, epsilons=(5,), search="quick",
                         methods=("rdp",))
     assert audit.worst("rdp").epsilon["rdp"] == math.inf

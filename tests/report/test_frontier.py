@@ -23,8 +23,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory):
                   "rank": 1},
         ppm={"epsilon": [1.0, 4.0], "sensitivity": "improved"},
         baseline={"ldp": True, "epsilon": [1.0, 4.0], "delta": 1e-5},
-        privacy={"audit": True, "search": "candidates", "candidates": 1, "refine": 1,
-                 "ascent_steps": 0, "methods": ["rdp"], "delta": 1e-5},
+        privacy={"audit": True, "search": "quick", "methods": ["rdp"], "delta": 1e-5},
         sweep={"zip": [["ppm.epsilon", "baseline.epsilon"]]},
         output={"plots": True},
     )

@@ -79,8 +79,8 @@ def toml_scenario(*sections: str) -> str:
 def tiny_audit_toml(*, name: str = "tiny", consensus_steps: str = "1", rank: str | int | None = None
                     ) -> str:
     """The cheapest D-DP-PM pair-audit scenario, as TOML text (for CLI and folder tests, not search
-    tests): 16 synthetic rows in 2 columns on a 4-agent ring, T = 2, the candidate search at its
-    smallest, RDP only. ``consensus_steps`` and ``rank`` are TOML values (a list makes a sweep axis)."""
+    tests): 16 synthetic rows in 2 columns on a 4-agent ring, T = 2, the quickest search (one
+    level), RDP only. ``consensus_steps`` and ``rank`` are TOML values (a list makes a sweep axis)."""
     rank_line = "" if rank is None else f"rank = {rank}\n"
     return f"""name = "{name}"
 seed = 1
@@ -96,10 +96,7 @@ iterations = 2
 consensus_steps = {consensus_steps}
 {rank_line}noise = {{ schedule = "constant", scale = 1.0 }}
 [privacy]
-search = "candidates"
-candidates = 1
-refine = 1
-ascent_steps = 0
+search = "quick"
 methods = ["rdp"]
 epsilon = [50.0]
 """

@@ -28,8 +28,7 @@ RAW = {
     "network": {"topology": "ring", "agents": 4},
     "protocol": {"iterations": 2, "consensus_steps": [1, 2, 3],
                  "noise": {"schedule": "constant", "scale": 1.0}},
-    "privacy": {"search": "candidates", "candidates": 1, "refine": 1, "ascent_steps": 0,
-                "methods": ["rdp"], "epsilon": [50.0]},
+    "privacy": {"search": "quick", "methods": ["rdp"], "epsilon": [50.0]},
 }
 
 
@@ -139,8 +138,11 @@ def test_progress_names_each_step_and_the_eta(tmp_path):
     lines = err.getvalue().splitlines()
     assert lines[0] == ("[1/3] point 0 (c=1): auditing every (observer, target) pair of 4 agents "
                         "(view observer)")
-    # one line per finished target, with an ETA while targets remain
-    assert lines[1].startswith("[1/3] point 0 (c=1): target 0 done (1/4 targets, ") and "ETA" in lines[1]
+    # the search's first stage inside the first target (throttled after it), then one line per
+    # finished target, with an ETA while targets remain
+    assert lines[1].startswith("[1/3] point 0 (c=1): target 0: screening 4 rows (")
+    done = [line for line in lines if " done (" in line]
+    assert done[0].startswith("[1/3] point 0 (c=1): target 0 done (1/4 targets, ") and "ETA" in done[0]
     assert any(line.startswith("[1/3] point 0 (c=1): target 3 done (4/4 targets, ") for line in lines)
     assert any(line.startswith("[1/3] c=1: worst epsilon (rdp) ") and "ETA" in line for line in lines)
     assert lines[-1].startswith("[3/3] c=3: worst epsilon (rdp) ")
@@ -160,8 +162,8 @@ def test_command_resumes_and_prints_the_same_report(tmp_path, monkeypatch, capsy
         'name = "tiny-audit"\nseed = 1\n[data]\nsource = "synthetic"\nstandardize = false\n'
         "synthetic = { n = 16, d = 2, spectrum = [1.0, 0.8] }\n[network]\ntopology = \"ring\"\n"
         "agents = 4\n[protocol]\niterations = 2\nconsensus_steps = [1, 2]\n"
-        'noise = { schedule = "constant", scale = 1.0 }\n[privacy]\nsearch = "candidates"\n'
-        'candidates = 1\nrefine = 1\nascent_steps = 0\nmethods = ["rdp"]\nepsilon = [50.0]\n')
+        'noise = { schedule = "constant", scale = 1.0 }\n[privacy]\nsearch = "quick"\n'
+        'methods = ["rdp"]\nepsilon = [50.0]\n')
     argv = ["audit", str(scenario), "--out", str(tmp_path / "a"), "--no-plots"]
     monkeypatch.setattr(privacy_section, "audit_config", CountingAudit(stop_at=2))
     assert main(argv) == 130

@@ -1,5 +1,6 @@
 """``dpgossip audit`` and ``dpgossip calibrate`` act on ``protocol.kind`` (KIND_COMMANDS), settings no
-search reads are refused, and views without an observer are reported per target."""
+search reads (those of the removed candidate search, removed search names, the removed --candidates flag)
+are refused, and views without an observer are reported per target."""
 
 from __future__ import annotations
 
@@ -142,17 +143,23 @@ def test_audit_refuses_pair_audit_flags_on_another_kind(tmp_path, capsys):
                                        ("privacy.ascent_steps", "ascent_steps = 1"),
                                        ("privacy.calibrate.candidates",
                                         "calibrate = { epsilon = 1.0, candidates = 3 }")])
-def test_candidate_settings_without_the_candidate_search_are_refused(tmp_path, key, line):
-    exc = scenario_error(tmp_path, toml_scenario(f"[privacy]\nsearch = \"quick\"\n{line}"))
-    assert f"{key} = " in str(exc) and "only read by the candidate search" in str(exc)
-    assert "the search is 'quick'" in str(exc)
+@pytest.mark.parametrize("search", ["quick", "candidates"])
+def test_settings_of_the_removed_candidate_search_are_refused(tmp_path, key, line, search):
+    # even next to the search name they once went with: the key is named, not the search
+    exc = scenario_error(tmp_path, toml_scenario(f"[privacy]\nsearch = \"{search}\"\n{line}"))
+    msg = str(exc)
+    assert f"{key} = " in msg and "\n" not in msg
+    assert "this key set the candidate search, which was removed" in msg
+    assert "quick | standard | thorough | 1..8 levels" in msg and f"remove {key}" in msg
 
 
-def test_candidate_settings_with_the_candidate_search_are_accepted(tmp_path):
-    text = toml_scenario('[privacy]\nsearch = "candidates"\ncandidates = 5\nrefine = 2\n'
-                         "calibrate = { epsilon = 1.0, candidates = 3 }")
-    config = load_scenario(write(tmp_path, text)).points()[0].config
-    assert config["privacy"]["candidates"] == 5 and config["privacy"]["calibrate"]["candidates"] == 3
+@pytest.mark.parametrize("search", ["candidates", "shared", "fast", "network"])
+def test_removed_search_names_are_refused(tmp_path, search):
+    exc = scenario_error(tmp_path, toml_scenario(f"[privacy]\nsearch = \"{search}\""))
+    msg = str(exc)
+    assert f"privacy.search = {search!r} was removed: there is one search" in msg
+    assert "quick, standard, thorough or an integer number of levels in 1..8" in msg
+    assert "\n" not in msg
 
 
 def test_privacy_section_on_a_kind_that_ignores_it_is_refused(tmp_path):
@@ -161,18 +168,32 @@ def test_privacy_section_on_a_kind_that_ignores_it_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["audit", "calibrate"])
-def test_candidates_flag_without_the_candidate_search_is_refused(tmp_path, capsys, command):
-    text = DDPPM.replace('search = "candidates"\ncandidates = 1\nrefine = 1\nascent_steps = 0\n', "")
+def test_the_removed_candidates_flag_is_refused(tmp_path, capsys, command):
     extra = ["--epsilon", "300", "--delta", "1e-5"] if command == "calibrate" else []
-    assert main([command, str(write(tmp_path, text)), "--candidates", "5", *extra]) == 2
+    out = tmp_path / "a"
+    argv = [command, str(write(tmp_path, DDPPM)), "--candidates", "5", *extra]
+    with pytest.raises(SystemExit) as caught:  # argparse: the flag is no longer known
+        main([*argv, *(["--out", str(out)] if command == "audit" else [])])
+    assert caught.value.code == 2
     err = capsys.readouterr().err
-    assert "--candidates 5 is only read by the candidate search, but the search is 'standard'" in err
-    assert 'set --search "candidates"' in err and "Traceback" not in err
+    assert "unrecognized arguments: --candidates 5" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["audit", "calibrate"])
+@pytest.mark.parametrize("search", ["candidates", "shared"])
+def test_a_removed_search_name_on_the_command_line_is_refused(tmp_path, capsys, command, search):
+    extra = ["--epsilon", "300", "--delta", "1e-5"] if command == "calibrate" else []
+    assert main([command, str(write(tmp_path, DDPPM)), "--search", search, *extra]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in lines[0]
+    assert f"--search {search!r} was removed: there is one search" in lines[0]
+    assert "quick, standard, thorough or an integer number of levels in 1..8" in lines[0]
 
 
 # --- cause: views without an observer ---------------------------------------------------------------
 def test_eavesdropper_audit_is_per_target_without_hops(tmp_path, capsys):
-    from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
+    from dpgossip.protocols.ddppm.audit import audit_pairs
     from dpgossip.scenario.problem import build_problem
 
     path = write(tmp_path, DDPPM.replace("[privacy]\n", '[privacy]\nview = "eavesdropper"\n'))
@@ -188,8 +209,7 @@ def test_eavesdropper_audit_is_per_target_without_hops(tmp_path, capsys):
     # independent: the audit of the library, every observer's pair of a target alike
     problem = build_problem(load_scenario(path).points()[0].config)
     audit = audit_pairs(problem.data, problem.network, problem.params, delta=1e-5, epsilons=[50.0],
-                        view="eavesdropper", search="candidates", seed=1, methods=["rdp"],
-                        options=AuditOptions(candidates=1, refine=1, ascent_steps=0))
+                        view="eavesdropper", search="quick", seed=1, methods=["rdp"])
     for r in by_target:
         j = int(r["target"])
         values = {res.epsilon["rdp"] for (o, t), res in audit.results.items() if t == j}
@@ -274,11 +294,12 @@ def test_the_search_says_its_stages_inside_a_target(tmp_path):
     from dpgossip.protocols.ddppm.audit import AuditOptions, audit_pairs
     from dpgossip.scenario.problem import build_problem
 
-    text = DDPPM.replace('search = "candidates"\ncandidates = 1\nrefine = 1\nascent_steps = 0\n', "")
+    text = DDPPM.replace('search = "quick"\n', "")
     problem = build_problem(load_scenario(write(tmp_path, text)).points()[0].config)
     said: list[tuple[int, str]] = []
     done: list[tuple[int, int, int]] = []
     audit_pairs(problem.data, problem.network, problem.params, search=1, methods=["rdp"],
                 options=AuditOptions(targets=[2], observers=[0], on_stage=lambda j, t: said.append((j, t)),
                                      on_target=lambda *a: done.append(a)))
-    assert said == [(2, "screening 4 rows"), (2, "search level 1/1")] and done == [(2, 1, 1)]
+    assert said == [(2, "screening 4 rows"), (2, "search level 1/1"),
+                    (2, "trying every view's neighbours on the others")] and done == [(2, 1, 1)]

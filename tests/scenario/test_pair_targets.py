@@ -60,11 +60,11 @@ def test_target_store_reads_back_every_field_and_skips_damaged_files(tmp_path):
     from dpgossip.protocols.ddppm.search import SearchEvidence, SearchStage
     from dpgossip.scenario.pair_targets import TargetStore
 
-    ev = SearchEvidence(settings=SearchSettings.of("shared"),
+    ev = SearchEvidence(settings=SearchSettings.of("thorough"),
                         stages=(SearchStage(level=0, stage="screen", evaluations=3, surrogate=math.inf,
                                             value=math.nan, seconds=0.25),),
                         rows_screened=4, rows_searched=2, first_message_bound=math.nan,
-                        level_values=(1.0 / 3.0, math.inf), warm=1, searched_on="0 5")
+                        level_values=(1.0 / 3.0, math.inf), warm=1, capped=True)
     r = PairResult(observer=3, target=1, hops=2,
                    neighbour=Neighbour(row=7, x_new=np.array([0.1, -2.0 / 3.0]), label="-x+polish"),
                    epsilon={"rdp": 12.345678901234567, "exact": math.inf},

@@ -33,8 +33,10 @@ def test_a_point_spec_holds_the_resolved_settings():
     assert spec.protocol.noise == NoiseSchedule(kind="constant", scale=0.5)
     assert spec.baseline.ldp and spec.baseline.epsilon == 2.0
     assert spec.privacy is not None and spec.privacy.epsilon == (1.0, 5.0)
+    assert spec.privacy.search == "standard" and spec.privacy.epsilon_cap == 1000.0  # defaults
     cal = spec.privacy.calibrate
     assert cal is not None and cal.delta == 1e-6 and cal.family == "geometric"  # delta defaulted
+    assert (cal.method, cal.rel_tol, cal.infeasible) == ("exact", 0.02, "error")
 
 
 def test_a_point_spec_is_frozen_and_needs_no_privacy():

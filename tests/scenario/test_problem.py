@@ -23,8 +23,7 @@ POINT = {
     "network": {"topology": "ring", "agents": 4},
     "protocol": {"iterations": 2, "consensus_steps": 1,
                  "noise": {"schedule": "constant", "scale": 1.0}},
-    "privacy": {"audit": True, "search": "candidates", "candidates": 1, "refine": 1,
-                "ascent_steps": 0, "methods": ["rdp"],
+    "privacy": {"audit": True, "search": "quick", "methods": ["rdp"],
                 "calibrate": {"epsilon": 300.0, "family": "constant", "method": "rdp"}},
     "output": {"plots": False},
 }

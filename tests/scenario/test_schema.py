@@ -91,3 +91,17 @@ def test_sweep_expansion_is_cartesian_and_hashes_differ():
     # output settings do not change the identity of a point
     c2 = dict(pts[0].config, output={"dir": "elsewhere", "plots": False})
     assert point_hash(c2) == pts[0].key
+
+
+def test_the_privacy_settings_are_part_of_a_points_key():
+    """Another search effort or epsilon_cap is another audit, so another point; a setting given at its
+    default is the same point as one left out (the key is of the resolved table)."""
+    key = {name: expand(validate(cfg(privacy=privacy)))[0].key for name, privacy in {
+        "default": {}, "standard": {"search": "standard"}, "cap": {"epsilon_cap": 1000.0},
+        "quick": {"search": "quick"}, "levels": {"search": 3}, "cap50": {"epsilon_cap": 50.0}}.items()}
+    assert key["default"] == key["standard"] == key["cap"]
+    assert len({key[k] for k in ("default", "quick", "levels", "cap50")}) == 4
+    # the removed candidate-search keys are refused, not folded into a key
+    with pytest.raises(ConfigError, match=r"privacy\.candidates = 20: this key set the candidate "
+                       r"search, which was removed"):
+        validate(cfg(privacy={"candidates": 20}))

@@ -5,12 +5,24 @@ from pathlib import Path
 
 import pytest
 
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.report import make_report
 from dpgossip.scenario import load_scenario, run_scenario
 from dpgossip.scenario.dynamic_gossip_config import is_dynamic_gossip_file
 from dpgossip.scenario.network_dp_config import is_network_dp_file
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SMALLEST = SearchSettings(name="quick", levels=1, rows=1, random=0, steps=1, starts=1, exact=1)
+
+
+@pytest.fixture
+def smallest_search(monkeypatch):
+    """The pipeline tests below check the scenario pipeline, not the search (its own tests:
+    tests/protocols/ddppm/test_search.py and test_adversarial_searches.py): within them the quick effort
+    is shrunk to one row, one start and one step."""
+    of = SearchSettings.of.__func__
+    monkeypatch.setattr(SearchSettings, "of",
+                        classmethod(lambda cls, s: SMALLEST if s == "quick" else of(cls, s)))
 
 
 @pytest.mark.parametrize("path", sorted(p for p in SCENARIOS.glob("*.toml")
@@ -57,10 +69,9 @@ def test_topology_comparison_runs_and_the_grid_mixes_faster_than_the_ring(tmp_pa
     assert len(list((tmp_path / "networks").glob("*.json"))) == 3
 
 
-def test_pairwise_leakage_runs_reduced(tmp_path):
+def test_pairwise_leakage_runs_reduced(tmp_path, smallest_search):
     sc = load_scenario(SCENARIOS / "pairwise-leakage.toml").with_overrides(
-        {"repeats": 1, "network.agents": 8, "privacy.search": "candidates", "privacy.candidates": 1,
-         "privacy.ascent_steps": 0,
+        {"repeats": 1, "network.agents": 8, "privacy.search": "quick",
          "data.synthetic": {"n": 256, "d": 4, "spectrum": [1.0, 0.9, 0.8, 0.7]}})
     run_scenario(sc, tmp_path, quiet=True)
     with open(tmp_path / "leakage.csv", newline="") as fh:
@@ -95,15 +106,15 @@ def test_paper_fig2_scenarios_are_the_paper_grid():
             assert p.config["data"]["source"] == ds
 
 
-def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
-    """The pipeline, with the cheap candidate search (the search itself:
+def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path, smallest_search):
+    """The pipeline, with the smallest search (the search itself:
     tests/protocols/ddppm/test_search.py). Two budgets of the Wine scenario at T = 2 (the shipped T = 5 costs
-    4x the exact-delta work), few candidates: the tight one (epsilon = 1, delta = 0.1) is below the floor of
+    4x the exact-delta work): the tight one (epsilon = 1, delta = 0.1) is below the floor of
     the observer view (delta about 0.31 at the largest noise scale) and is flagged, the loose one (epsilon =
     100, delta = 0.9) is met; each row carries the calibrated scale and LDP runs at the same budget."""
     sc = load_scenario(SCENARIOS / "paper-fig2-wine.toml").with_overrides({
-        "repeats": 2, "protocol.iterations": 2, "privacy.search": "candidates",
-        "privacy.candidates": 1, "privacy.ascent_steps": 0, "baseline.epsilon": [1.0, 100.0],
+        "repeats": 2, "protocol.iterations": 2, "privacy.search": "quick",
+        "baseline.epsilon": [1.0, 100.0],
         "baseline.delta": [0.1, 0.9],
         "privacy.calibrate.epsilon": [1.0, 100.0], "privacy.calibrate.delta": [0.1, 0.9],
         "privacy.calibrate.rel_tol": 0.5,
@@ -122,10 +133,10 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path):
     assert (tmp_path / "plots" / "error_vs_epsilon.png").exists()
 
 
-def test_paper_fig3_runs_reduced_and_delta_grows_with_iterations(tmp_path):
+def test_paper_fig3_runs_reduced_and_delta_grows_with_iterations(tmp_path, smallest_search):
     sc = load_scenario(SCENARIOS / "paper-fig3.toml").with_overrides({
         "repeats": 2, "data.source": "wine", "protocol.iterations": [1, 4],
-        "privacy.search": "candidates", "privacy.candidates": 1, "privacy.ascent_steps": 0,
+        "privacy.search": "quick",
     })
     run_scenario(sc, tmp_path, quiet=True)
     make_report(tmp_path)

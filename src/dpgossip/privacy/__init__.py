@@ -4,7 +4,7 @@ See ``docs/privacy.md`` (reading the results) and ``docs/model.md`` (the formula
 
 * :class:`GaussianPair` -- divergences and conversions of two Gaussians (exact, rdp, chernoff);
 * :func:`composition_guarantee` -- the zCDP, RDP and PLD guarantee of a composition of Gaussian steps;
-* :func:`candidate_neighbours` -- the neighbour families of a target's rows;
+* :class:`Neighbour` -- a neighbouring dataset (one row replaced) and its adjacency checks;
 * the Gaussian mechanism's calibrations (:func:`analytic_gaussian_sigma`, :func:`classical_gaussian_sigma`).
 
 Each protocol's release model, guarantee and audit live in its home under :mod:`dpgossip.protocols`.
@@ -17,10 +17,10 @@ from dpgossip.privacy.mechanism import (
     classical_gaussian_sigma,
     gaussian_mechanism_delta,
 )
-from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour, candidate_neighbours
+from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour
 
 __all__ = [
     "GaussianPair", "SupportMismatch", "Guarantee", "composition_guarantee", "Neighbour",
-    "candidate_neighbours", "NEIGHBOUR_KINDS", "analytic_gaussian_sigma", "classical_gaussian_sigma",
+    "NEIGHBOUR_KINDS", "analytic_gaussian_sigma", "classical_gaussian_sigma",
     "gaussian_mechanism_delta",
 ]

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpgossip.errors import ConfigError, did_you_mean
-
-__all__ = ["Neighbour", "NEIGHBOUR_KINDS", "max_step", "candidate_neighbours", "is_neighbour"]
+__all__ = ["Neighbour", "NEIGHBOUR_KINDS", "max_step", "is_neighbour"]
 
 NEIGHBOUR_KINDS = ("bounded", "replace-one")
 
@@ -91,50 +89,3 @@ def is_neighbour(x: np.ndarray, x_new: np.ndarray, kind: str = "bounded", tol: f
     if kind == "bounded":
         ok = ok and np.linalg.norm(x_new - x) <= 1 + tol
     return bool(ok)
-
-
-def candidate_neighbours(X: np.ndarray, rows: np.ndarray, *, kind: str = "bounded",
-                         per_target: int = 100, directions: int = 3,
-                         rng: np.random.Generator) -> list[Neighbour]:
-    """About ``per_target`` candidate neighbours that change one of ``rows`` (the target's rows).
-
-    Rows are taken by decreasing leverage (``||U_k^T e_row||`` with the top singular vectors of ``X``);
-    for each, the directions are: ``-x``, ``+-v_1..v_directions`` (top right singular vectors of ``X``
-    and of the target's block), then random unit directions to fill up.
-    """
-    if kind not in NEIGHBOUR_KINDS:
-        raise ConfigError(f"kind: unknown kind {kind!r}"
-                          f"{did_you_mean(kind, NEIGHBOUR_KINDS)}; known: {', '.join(NEIGHBOUR_KINDS)}",
-                          field="kind")
-    if per_target < 1:
-        raise ConfigError(f"per_target must be >= 1, got {per_target}", field="per_target")
-    X = np.asarray(X, dtype=float)
-    d = X.shape[1]
-    U, _, Vt = np.linalg.svd(X, full_matrices=False)
-    _, _, Vt_j = np.linalg.svd(X[rows], full_matrices=False)
-    k = min(directions, Vt.shape[0])
-    lev = np.linalg.norm(U[rows, :k], axis=1)
-    order = np.asarray(rows)[np.argsort(-lev)]
-    dirs_fixed = [(f"v{i}", s * Vt[i]) for i in range(k) for s in (1, -1)]
-    dirs_fixed += [(f"vj{i}", s * Vt_j[i]) for i in range(min(k, Vt_j.shape[0])) for s in (1, -1)]
-    out: list[Neighbour] = []
-    per_row = max(1, min(len(dirs_fixed) + 1, per_target // max(1, min(len(order), per_target))))
-    for r in order:
-        x = X[r]
-        cands = []
-        nx_ = np.linalg.norm(x)
-        if nx_ > 0:
-            cands.append(("-x", -x / nx_))
-        cands += dirs_fixed
-        for label, u in cands[:per_row]:
-            t = max_step(x, u, kind)
-            out.append(Neighbour(row=int(r), x_new=x + t * u, label=label))
-            if len(out) >= per_target:
-                return out
-    while len(out) < per_target:
-        r = int(rng.choice(order))
-        u = rng.standard_normal(d)
-        u /= np.linalg.norm(u)
-        t = max_step(X[r], u, kind)
-        out.append(Neighbour(row=r, x_new=X[r] + t * u, label="random"))
-    return out

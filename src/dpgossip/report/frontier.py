@@ -116,20 +116,14 @@ def _ddppm_audit(res: ResultsFolder) -> tuple[dict[int, float], float]:
     return worst, delta
 
 
-def frontier_table(res: ResultsFolder, stronger: Mapping[int, float] | None = None
-                   ) -> list[FrontierPoint]:
+def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
     """The points of :func:`plot_privacy_utility`: every ``ppm*`` point, every D-DP-PM point that was
-    audited, and the LDP baseline of each budget (module docstring). ``stronger``: larger lower
-    estimates of some D-DP-PM points' worst epsilon (point -> epsilon of an actual neighbour, found by
-    another search); each such point takes the larger of the two."""
+    audited, and the LDP baseline of each budget (module docstring)."""
     metric = "subspace_distance"
     by_point: dict[int, list[dict[str, Any]]] = {}
     for r in res.runs:
         by_point.setdefault(int(r["point"]), []).append(r)
     ddppm, dd_delta = _ddppm_audit(res)
-    for p, eps in (stronger or {}).items():
-        if p in ddppm:
-            ddppm[p] = max(ddppm[p], float(eps))
     out: list[FrontierPoint] = []
     ldp: dict[tuple[str, str, float], list[float]] = {}
     ldp_delta = math.nan
@@ -191,13 +185,12 @@ def _draw_series(ax: Any, pts: list[FrontierPoint], colour: Any, label: str, rig
             ax.plot([f.guaranteed_epsilon, x2], [f.error, f.error], ":", color=colour, lw=0.8)
 
 
-def plot_privacy_utility(res: ResultsFolder, path: str | Path,
-                         stronger: Mapping[int, float] | None = None) -> Path | None:
+def plot_privacy_utility(res: ResultsFolder, path: str | Path) -> Path | None:
     """Error against epsilon for every protocol variant (module docstring); ``None`` when the folder
-    has no ``ppm*`` point. ``stronger``: as in :func:`frontier_table`."""
+    has no ``ppm*`` point."""
     if all(_pair_audited(r) for r in res.runs):
         return None
-    table = frontier_table(res, stronger)
+    table = frontier_table(res)
     finite = [x for f in table for x in (f.guaranteed_epsilon, f.audited_epsilon, f.audited_beyond)
               if math.isfinite(x) and x > 0]
     right = max(finite) * 3 if finite else 10.0

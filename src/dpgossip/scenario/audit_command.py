@@ -137,12 +137,8 @@ class AuditPlan:
         return pair[0].config["privacy"] if pair else {}
 
     def effort(self) -> str:
-        """The search effort in words: ``"standard worst-case search"`` or ``"20 candidate neighbours
-        per target"``."""
-        priv = self.privacy
-        if priv["search"] == "candidates":
-            return f"{priv['candidates']} candidate neighbours per target"
-        return f"{priv['search']} worst-case search"
+        """The search effort in words: ``"standard worst-case search"``."""
+        return f"{self.privacy['search']} worst-case search"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -212,8 +208,7 @@ def audit_task(task: AuditTask, base: Path | None = None,
     say(f"{task.name}: auditing every " + ("(observer, target) pair" if per_observer else "target")
         + f" of {problem.data.m} agents (view {cfg['privacy']['view']})")
     targets = None if stage is None else TargetProgress(stage, task.name)
-    store = (TargetStore(task.store) if task.store is not None
-             and cfg["privacy"]["search"] != "candidates" else None)  # its stream spans targets
+    store = TargetStore(task.store) if task.store is not None else None
     audit = privacy_section.audit_with_store(cfg, problem, store, on_target=targets,
                                              on_stage=None if targets is None else targets.stage)
     method = audit.methods[0]
@@ -248,7 +243,7 @@ def _worst_row(audit: Any, w: Any, problem: Any, config: dict[str, Any]) -> dict
     """The fields of :class:`WorstPair` of the worst pair ``w`` (JSON-native)."""
     return jsonable({
         "view": audit.view, "neighbours": config["privacy"]["neighbours"], "delta": audit.delta,
-        "candidates": audit.candidates, "observer": w.observer, "target": w.target, "hops": w.hops,
+        "observer": w.observer, "target": w.target, "hops": w.hops,
         "row": w.neighbour.row, "original": [float(v) for v in problem.data.X[w.neighbour.row]],
         "replacement": [float(v) for v in w.neighbour.x_new], "direction": w.neighbour.label,
         "epsilon": dict(w.epsilon),

@@ -103,7 +103,6 @@ class WorstPair:
     neighbours: str
     delta: float
     """The audit's delta (epsilon is reported at it)."""
-    candidates: int
     observer: int
     target: int
     hops: int
@@ -131,7 +130,7 @@ class WorstPair:
     """The search stopped at ``privacy.epsilon_cap``: the ranking method's epsilon holds the cap, and
     the neighbour exceeds it (the worst case is at least the cap)."""
 
-    _PAIR_KEYS = ("view", "neighbours", "delta", "candidates", "observer", "target", "hops", "row",
+    _PAIR_KEYS = ("view", "neighbours", "delta", "observer", "target", "hops", "row",
                   "original", "replacement", "direction", "epsilon", "delta_at_epsilon", "renyi2")
     _UPPER_KEYS = ("epsilon_upper", "epsilon_upper_max")
 

@@ -6,8 +6,8 @@ table; :func:`run_audit` audits the points in order, each by its ``protocol.kind
 (:func:`~dpgossip.scenario.kind_commands.kind_commands`): ``ddppm`` pair by pair as ``[privacy]`` says
 (:func:`~dpgossip.scenario.audit_command.audit_task`, with progress per target and an ETA), the kinds
 with their own accountant and auditor by them (:func:`~dpgossip.scenario.kind_audit.audit_kind_point`:
-the guarantee and audit columns ``dpgossip run`` writes for repeat 0). ``--view``, ``--search`` and
-``--candidates`` are refused on a scenario without a ``ddppm`` point. Each point is written to
+the guarantee and audit columns ``dpgossip run`` writes for repeat 0). ``--view`` and ``--search``
+are refused on a scenario without a ``ddppm`` point. Each point is written to
 ``DIR/points/<key>.json`` as soon as it is done; the folder's files are those of
 :mod:`~dpgossip.scenario.audit_command` (:func:`~dpgossip.scenario.audit_command.write_audit_tables`).
 
@@ -76,7 +76,7 @@ def plan_audit(scenario: Any, out: str | Path | None = None, *,
     out
         The output folder (default ``results/<name>-audit``).
     overrides
-        ``[privacy]`` settings replaced for every point (``--view``, ``--search``, ``--candidates``).
+        ``[privacy]`` settings replaced for every point (``--view``, ``--search``).
     force
         Write into a folder that holds another scenario's results.
 

@@ -7,7 +7,7 @@ calibration of the point's ``protocol.kind`` (:func:`~dpgossip.scenario.kind_com
 :func:`calibrate_plan` calibrates it by its kind's calibration
 (:mod:`~dpgossip.scenario.calibrate_command`). For a kind with its own accountant the target is
 ``--epsilon`` and ``--delta`` (default: the section's ``delta``), and the pair audit's settings
-(``--family``, ``--method``, ``--search``, ``--candidates``, ``--view``) are refused, naming the kind.
+(``--family``, ``--method``, ``--search``, ``--view``) are refused, naming the kind.
 
 This module sits above the table of kinds (:mod:`~dpgossip.scenario.kind_commands`), which refers to the
 calibrations below it.
@@ -49,7 +49,7 @@ def plan_calibration(scenario: Any, *, target: CalibrationTarget | None = None,
     target
         Keys of ``privacy.calibrate`` replaced.
     overrides
-        ``[privacy]`` settings replaced; ``candidates`` also replaces ``privacy.calibrate.candidates``.
+        ``[privacy]`` settings replaced.
 
     Returns
     -------
@@ -77,8 +77,6 @@ def plan_calibration(scenario: Any, *, target: CalibrationTarget | None = None,
     raw.update(target.given())
     if target.family not in (None, "explicit"):
         raw.pop("values", None)  # base values belong to the explicit family only
-    if overrides is not None and overrides.candidates is not None:
-        raw["candidates"] = overrides.candidates
     if "epsilon" not in raw or (table is None and "delta" not in raw):
         raise ConfigError(_NO_TARGET)
     resolved = privacy_section.check_privacy(

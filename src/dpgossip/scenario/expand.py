@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpgossip.protocols.ddppm.audit import EPSILON_CAP
 from dpgossip.scenario.point import DEFAULT_KIND
 from dpgossip.scenario.schema import axis_paths
 from dpgossip.scenario.sweep import axis_groups
@@ -83,9 +82,9 @@ def expand(config: Mapping[str, Any]) -> list[Point]:
 def point_hash(config: Mapping[str, Any]) -> str:
     """SHA-256 (first 16 hex digits) of the canonical JSON of a configuration, output settings excluded.
 
-    ``protocol.kind = "ddppm"`` (the default), ``network.schedule`` unset (``None``, the default) and
-    ``privacy.epsilon_cap`` at its default are left out, so that a point's key is the one it had
-    before those settings existed and stored results resume.
+    ``protocol.kind = "ddppm"`` (the default) and ``network.schedule`` unset (``None``, the default)
+    are left out, so that a point's key is the one it had before those settings existed and stored
+    results resume.
     """
     relevant = {k: v for k, v in config.items() if k not in ("output", "description")}
     protocol = relevant.get("protocol")
@@ -95,10 +94,5 @@ def point_hash(config: Mapping[str, Any]) -> str:
     network = relevant.get("network")
     if isinstance(network, Mapping) and network.get("schedule", ...) is None:
         relevant["network"] = {k: v for k, v in network.items() if k != "schedule"}
-    privacy = relevant.get("privacy")
-    if isinstance(privacy, Mapping) and privacy.get("epsilon_cap") == EPSILON_CAP:
-        # the default cap came after results were stored; a point stored without it holds values
-        # searched further (still exact values of neighbours found), so it resumes as it is
-        relevant["privacy"] = {k: v for k, v in privacy.items() if k != "epsilon_cap"}
     text = json.dumps(relevant, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

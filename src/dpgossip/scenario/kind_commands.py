@@ -46,7 +46,7 @@ class KindCommands:
         :class:`~dpgossip.scenario.kind_audit.KindCalibration`.
     section
         The section the kind's audit and calibration read: ``privacy`` (the pair audit, which
-        ``--view``, ``--search``, ``--candidates``, ``--family`` and ``--method`` change), or the
+        ``--view``, ``--search``, ``--family`` and ``--method`` change), or the
         kind's own section (``ppm``, ``cape``, ``floorfree``, ...).
     pair_audit
         The kind is audited pair by pair as ``[privacy]`` says (``ProtocolKind.pair_audit``).

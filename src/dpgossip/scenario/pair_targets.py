@@ -29,7 +29,12 @@ from dpgossip.errors import ConfigError
 from dpgossip.privacy.neighbours import Neighbour
 from dpgossip.protocols.ddppm.audit import AuditOptions, PairResult, audit_pairs
 from dpgossip.protocols.ddppm.params import ProtocolParams
-from dpgossip.protocols.ddppm.search import SearchEvidence, SearchSettings, SearchStage
+from dpgossip.protocols.ddppm.search import (
+    DEFAULT_SEARCH,
+    SearchEvidence,
+    SearchSettings,
+    SearchStage,
+)
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.store import json_safe, read_json, write_json
 from dpgossip.topology.network import Network
@@ -42,7 +47,7 @@ __all__ = ["TargetAuditSettings", "TargetDone", "TargetStore", "audit_by_target"
 class TargetAuditSettings:
     """What :func:`audit_by_target` passes to :func:`~dpgossip.protocols.ddppm.audit.audit_pairs`."""
 
-    search: str | int | SearchSettings = "shared"
+    search: str | int | SearchSettings = DEFAULT_SEARCH
     delta: float = 1e-5
     epsilons: tuple[float, ...] = (1.0,)
     methods: tuple[str, ...] = ("rdp",)
@@ -78,7 +83,7 @@ def _fingerprint(data: PartitionedData, network: Network, params: ProtocolParams
 
 def _manifest(data: PartitionedData, network: Network, params: ProtocolParams,
               settings: TargetAuditSettings) -> dict[str, Any]:
-    return {"format": "dpgossip-pair-targets-1", "agents": data.m, "rows": data.n,
+    return {"format": "dpgossip-pair-targets-2", "agents": data.m, "rows": data.n,
             "sha256": _fingerprint(data, network, params), "settings": settings.to_row()}
 
 
@@ -181,7 +186,7 @@ def result_record(result: PairResult) -> dict[str, Any]:
                 "rows_screened": ev.rows_screened, "rows_searched": ev.rows_searched,
                 "first_message_bound": float(ev.first_message_bound),
                 "level_values": [float(v) for v in ev.level_values], "warm": ev.warm,
-                "searched_on": ev.searched_on, "capped": ev.capped}}
+                "capped": ev.capped}}
 
 
 def result_from_record(record: Mapping[str, Any]) -> PairResult:
@@ -194,7 +199,7 @@ def result_from_record(record: Mapping[str, Any]) -> PairResult:
         rows_screened=int(ev["rows_screened"]), rows_searched=int(ev["rows_searched"]),
         first_message_bound=float(ev["first_message_bound"]),
         level_values=tuple(float(v) for v in ev["level_values"]), warm=int(ev["warm"]),
-        searched_on=str(ev["searched_on"]), capped=bool(ev.get("capped", False)))
+        capped=bool(ev["capped"]))
     return PairResult(observer=int(record["observer"]), target=int(record["target"]),
                       hops=int(record["hops"]),
                       neighbour=Neighbour(row=int(nb["row"]), x_new=np.array(nb["x_new"], dtype=float),
@@ -257,5 +262,5 @@ class TargetStore:
                 pass
 
 
-TARGET_FORMAT = "dpgossip-audit-target-1"
+TARGET_FORMAT = "dpgossip-audit-target-2"
 """The ``format`` of a :class:`TargetStore` file."""

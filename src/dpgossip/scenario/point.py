@@ -152,7 +152,6 @@ class CalibrateSpec:
     family: str
     values: tuple[float, ...] | None
     method: str
-    candidates: int | None
     rel_tol: float
     infeasible: str
 
@@ -166,9 +165,6 @@ class PrivacySpec:
     delta: float
     epsilon: tuple[float, ...]
     search: str | int
-    candidates: int
-    refine: int
-    ascent_steps: int
     methods: tuple[str, ...]
     audit: bool
     rank_by: str
@@ -186,12 +182,11 @@ class PrivacySpec:
                 delta=float(cal["delta"] if cal["delta"] is not None else table["delta"]),
                 family=cal["family"],
                 values=None if cal.get("values") is None else tuple(cal["values"]),
-                method=cal["method"], candidates=cal.get("candidates"),
+                method=cal["method"],
                 rel_tol=float(cal["rel_tol"]), infeasible=cal.get("infeasible", "error"))
         return cls(view=table["view"], neighbours=table["neighbours"], delta=float(table["delta"]),
                    epsilon=tuple(float(e) for e in table["epsilon"]), search=table["search"],
-                   candidates=int(table["candidates"]), refine=int(table["refine"]),
-                   ascent_steps=int(table["ascent_steps"]), methods=tuple(table["methods"]),
+                   methods=tuple(table["methods"]),
                    audit=bool(table["audit"]), rank_by=table.get("rank_by", "epsilon"),
                    calibrate=calibrate, epsilon_cap=float(table.get("epsilon_cap", EPSILON_CAP)))
 

@@ -1,12 +1,10 @@
 """What ``dpgossip audit`` and ``dpgossip calibrate`` change in a scenario's ``[privacy]`` table, and the
 points they work on.
 
-``--view``, ``--search`` and ``--candidates`` replace ``privacy.view``, ``privacy.search`` and
-``privacy.candidates`` of every point; they are checked like the scenario's keys (messages name
-``privacy.view``; the command line renames them to its flags). ``--candidates`` is refused unless the
-search is the candidate search (``--search candidates`` or ``privacy.search = "candidates"``). They
-apply to the pair audit of ``protocol.kind = "ddppm"`` only: on a scenario without a ``ddppm`` point
-they are refused (:func:`check_overrides_used`).
+``--view`` and ``--search`` replace ``privacy.view`` and ``privacy.search`` of every point; they are
+checked like the scenario's keys (messages name ``privacy.view``; the command line renames them to its
+flags). They apply to the pair audit of ``protocol.kind = "ddppm"`` only: on a scenario without a
+``ddppm`` point they are refused (:func:`check_overrides_used`).
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpgossip.scenario.expand import Point
-from dpgossip.scenario.privacy_section import check_candidate_keys, check_privacy
+from dpgossip.scenario.privacy_section import check_privacy
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 
 __all__ = ["PrivacyOverrides", "privacy_config", "audited_points", "uses_engine"]
@@ -31,9 +29,7 @@ class PrivacyOverrides:
     view
         Replaces ``privacy.view``.
     search
-        Replaces ``privacy.search``: a preset name, a number of levels, or ``"candidates"``.
-    candidates
-        Replaces ``privacy.candidates`` (and, for a calibration, ``privacy.calibrate.candidates``).
+        Replaces ``privacy.search``: the search's effort, a preset name or a number of levels.
 
     Raises
     ------
@@ -43,14 +39,13 @@ class PrivacyOverrides:
 
     view: str | None = None
     search: str | int | None = None
-    candidates: int | None = None
 
     def __post_init__(self) -> None:
         self.checked()
 
     def given(self) -> dict[str, Any]:
         """The settings given, by key of ``[privacy]``."""
-        values = {"candidates": self.candidates, "view": self.view, "search": self.search}
+        values = {"view": self.view, "search": self.search}
         return {k: v for k, v in values.items() if v is not None}
 
     def checked(self) -> dict[str, Any]:
@@ -62,7 +57,7 @@ class PrivacyOverrides:
             A value ``[privacy]`` would refuse, naming its key.
         """
         given = self.given()
-        resolved = check_privacy("privacy", given, unused_ok=True)
+        resolved = check_privacy("privacy", given)
         return {k: resolved[k] for k in given}
 
 
@@ -86,8 +81,6 @@ def privacy_config(config: Mapping[str, Any], overrides: PrivacyOverrides | None
     priv = dict(config.get("privacy") or check_privacy("privacy", {}))
     if overrides is not None:
         priv.update(overrides.checked())
-        if overrides.candidates is not None:  # read by the candidate search only
-            check_candidate_keys("privacy", {"candidates": overrides.candidates}, priv["search"])
     return {**config, "privacy": priv}
 
 

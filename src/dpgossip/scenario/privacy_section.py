@@ -7,12 +7,8 @@
     neighbours = "bounded"   # bounded | replace-one
     delta = 1e-5             # epsilon of every pair is reported at this delta; a list is a sweep axis
     epsilon = [1.0, 4.0]     # grid at which delta of every pair is reported (NOT a sweep axis)
-    search = "standard"      # the worst-case search: quick | standard (default) | thorough | 1..8 levels
-                             # (dpgossip.protocols.ddppm.search), or "candidates": the older candidate search
-                             # below, which can miss far worse neighbours (kept for comparison)
-    candidates = 20          # search = "candidates" only: candidate neighbours per target
-    refine = 2               # search = "candidates" only: best candidates per pair given exact values
-    ascent_steps = 4         # search = "candidates" only: rounds of local ascent
+    search = "standard"      # the effort of the worst-case search: quick | standard (default) | thorough
+                             # | 1..8 levels (dpgossip.protocols.ddppm.search)
     methods = ["exact", "rdp", "chernoff"]
     audit = true             # `dpgossip run` also audits each point -> leakage.csv, heatmaps
     rank_by = "epsilon"      # or "delta": rank pairs by delta at epsilon[0]; no epsilon solves (fast)
@@ -23,8 +19,7 @@
 meets ``(epsilon, delta)`` (``delta`` defaults to ``privacy.delta``); keys ``epsilon`` (required), ``delta``,
 ``family`` (``geometric`` | ``constant`` | ``explicit``; default ``geometric``), ``values`` (base values of
 ``explicit``, default ``protocol.noise.values``), ``method`` (``exact`` | ``rdp``; default ``exact``;
-``rdp`` is an upper bound: a conservative scale, much faster), ``candidates`` (default
-``privacy.candidates``; with ``privacy.search = "candidates"`` only), ``rel_tol``
+``rdp`` is an upper bound: a conservative scale, much faster), ``rel_tol``
 (default 0.02), ``infeasible`` (``error`` | ``floor``, default ``error``). The calibrated noise replaces
 ``protocol.noise`` for the run and the audit; the scale and the achieved numbers are added to the point's
 ``runs.csv`` rows and written to ``calibration.csv``. A point whose target cannot be met (the worst epsilon
@@ -76,7 +71,7 @@ from dpgossip.protocols.ddppm.calibrate import (
     calibrate_noise,
 )
 from dpgossip.protocols.ddppm.matrix import run_matrix
-from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
+from dpgossip.protocols.ddppm.search import DEFAULT_SEARCH, SearchSettings
 from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.point import DEFAULT_KIND, PointSpec
 from dpgossip.scenario.problem import Problem, Structure
@@ -90,8 +85,6 @@ __all__ = [
     "PRIVACY_FIELDS",
     "PRIVACY_KEYS",
     "CALIBRATE_KEYS",
-    "CANDIDATE_KEYS",
-    "check_candidate_keys",
     "AUDIT_METHODS",
     "PER_INSTANCE",
     "check_privacy",
@@ -126,19 +119,9 @@ PRIVACY_FIELDS: dict[str, Field] = {
                      doc="list of numbers > 0: the grid at which delta of every pair is reported "
                      "(not a sweep axis)"),
     "search": Field(kind=str, default=DEFAULT_SEARCH, sweep=False,
-                    doc="the worst-case search: quick | standard | thorough | shared (standard on "
-                    "two lead observers per target, their neighbours given to the others) | a number "
-                    "of levels 1..8 (dpgossip.protocols.ddppm.search); or candidates, the older candidate "
-                    "search, which can miss far worse neighbours"),
-    "candidates": Field(kind=int, default=20, low=1, sweep=False,
-                        doc="search = \"candidates\" only (refused with another search): candidate "
-                        "neighbours per target"),
-    "refine": Field(kind=int, default=2, low=1, sweep=False,
-                    doc="search = \"candidates\" only (refused with another search): best "
-                    "candidates per pair given exact values"),
-    "ascent_steps": Field(kind=int, default=4, low=0, sweep=False,
-                          doc="search = \"candidates\" only (refused with another search): rounds of "
-                          "local ascent"),
+                    doc="the effort of the worst-case search: quick | standard | thorough | a "
+                    "number of levels 1..8 (dpgossip.protocols.ddppm.search); each level doubles the "
+                    "effort of the one before"),
     "methods": Field(kind="list", default=list(AUDIT_METHODS), sweep=False,
                      doc="conversions reported, from exact, rdp, chernoff; the first ranks the pairs"),
     "audit": Field(kind=bool, default=False, sweep=False,
@@ -167,9 +150,6 @@ PRIVACY_FIELDS: dict[str, Field] = {
                               "much faster), both lower estimates of the worst case; or upper, the "
                               "certified upper bound (proven for every neighbour of this X and every "
                               "observer; no search)"),
-    "calibrate.candidates": Field(kind=int, default=None, low=1, sweep=False,
-                                  doc="search = \"candidates\" only (refused with another "
-                                  "search); default privacy.candidates"),
     "calibrate.rel_tol": Field(kind=float, default=0.02, low=0, low_open=True, high=1,
                                high_open=True, sweep=False,
                                doc="relative width of the final scale bracket"),
@@ -260,19 +240,16 @@ def _calibrate_table(path: str, value: Any) -> dict[str, Any]:
                               f"got family = {out['family']!r}")
     else:
         out["values"] = None
-    out["candidates"] = (_integer(f"{path}.candidates", value["candidates"], 1)
-                         if "candidates" in value else None)
     out["rel_tol"] = check_number(value.get("rel_tol", _D["calibrate.rel_tol"]), f"{path}.rel_tol",
                                   low=0, high=1, low_open=True, high_open=True)
     return out
 
 
-def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str, Any]:
+def check_privacy(path: str, value: Any) -> dict[str, Any]:
     """Validate the raw ``[privacy]`` table and fill defaults.
 
-    The candidate search's keys are refused unless ``search = "candidates"``
-    (:func:`check_candidate_keys`); ``unused_ok`` skips that check (a table of overrides, checked
-    against the scenario's search by its caller).
+    The keys of the removed candidate search are refused with a message that says so
+    (:func:`reject_removed_keys`).
 
     Returns
     -------
@@ -287,6 +264,7 @@ def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str
     """
     if not isinstance(value, Mapping):
         raise ConfigError(f"{path} must be a table ([{path}]), got {value!r}")
+    reject_removed_keys(path, value)
     reject_unknown_keys(f"{path}.", value, PRIVACY_KEYS, f"in [{path}]")
     out: dict[str, Any] = {}
     out["view"] = _choice(f"{path}.view", value.get("view", _D["view"]), PAIR_VIEWS)
@@ -304,13 +282,9 @@ def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str
                               f"axis; give a flat list of numbers > 0, got {eps!r}")
         _positive(f"{path}.epsilon[{i}]", e)
     out["epsilon"] = [float(e) for e in eps]
-    out["candidates"] = _integer(f"{path}.candidates", value.get("candidates", _D["candidates"]), 1)
-    out["refine"] = _integer(f"{path}.refine", value.get("refine", _D["refine"]), 1)
-    out["ascent_steps"] = _integer(f"{path}.ascent_steps", value.get("ascent_steps", _D["ascent_steps"]), 0)
     out["search"] = value.get("search", _D["search"])  # a preset or a number of levels, as written
-    if out["search"] != CANDIDATE_SEARCH:
-        with renamed_fields({"search": f"{path}.search"}):
-            SearchSettings.of(out["search"])  # validates
+    with renamed_fields({"search": f"{path}.search"}):
+        SearchSettings.of(out["search"])  # validates
     methods = value.get("methods", list(_D["methods"]))
     if not isinstance(methods, list) or not methods:
         raise ConfigError(f"{path}.methods must be a non-empty list of "
@@ -327,42 +301,36 @@ def check_privacy(path: str, value: Any, *, unused_ok: bool = False) -> dict[str
     out["epsilon_cap"] = check_number(value.get("epsilon_cap", _D["epsilon_cap"]),
                                       f"{path}.epsilon_cap", low=0, low_open=True,
                                       expected="a finite number > 0 (default 1000)")
-    if "epsilon_cap" in value and (out["search"] == CANDIDATE_SEARCH or out["rank_by"] == "delta"):
-        why = ("search = \"candidates\" does not read it" if out["search"] == CANDIDATE_SEARCH
-               else "rank_by = \"delta\" solves no epsilon")
-        raise ConfigError(f"{path}.epsilon_cap is read by the optimising search when pairs are "
-                          f"ranked by epsilon; {why}: leave it out")
+    if "epsilon_cap" in value and out["rank_by"] == "delta":
+        raise ConfigError(f"{path}.epsilon_cap is read by the search when pairs are ranked by "
+                          "epsilon; rank_by = \"delta\" solves no epsilon: leave it out")
     cal = value.get("calibrate")
     out["calibrate"] = None if cal is None else _calibrate_table(f"{path}.calibrate", cal)
-    if not unused_ok:
-        check_candidate_keys(path, value, out["search"])
     return out
 
 
-CANDIDATE_KEYS: tuple[str, ...] = ("candidates", "refine", "ascent_steps")
-"""Keys of ``[privacy]`` read by the candidate search only (``search = "candidates"``)."""
+REMOVED_KEYS: tuple[str, ...] = ("candidates", "refine", "ascent_steps")
+"""Keys of ``[privacy]`` (``candidates`` of ``calibrate`` too) that set the removed candidate search."""
 
 
-def check_candidate_keys(path: str, value: Mapping[str, Any], search: Any) -> None:
-    """Refuse the candidate search's settings (``candidates``, ``refine``, ``ascent_steps``,
-    ``calibrate.candidates``) when ``search`` is not ``"candidates"``: no search would read them.
+def reject_removed_keys(path: str, value: Mapping[str, Any]) -> None:
+    """Refuse a key of the removed candidate search (``candidates``, ``refine``, ``ascent_steps``,
+    ``calibrate.candidates``), saying that it was removed and what replaced it.
 
     Raises
     ------
     ConfigError
-        Naming the key, its value and the search in use.
+        Naming the key and its value.
     """
-    if search == CANDIDATE_SEARCH:
-        return
-    given = [(f"{path}.{k}", value[k]) for k in CANDIDATE_KEYS if k in value]
+    given = [(f"{path}.{k}", value[k]) for k in REMOVED_KEYS if k in value]
     cal = value.get("calibrate")
-    if isinstance(cal, Mapping) and cal.get("candidates") is not None:
+    if isinstance(cal, Mapping) and "candidates" in cal:
         given.append((f"{path}.calibrate.candidates", cal["candidates"]))
     if given:
         key, v = given[0]
-        raise ConfigError(f"{key} = {v!r} is only read by the candidate search, but the search is "
-                          f"{search!r}; set {path}.search = \"{CANDIDATE_SEARCH}\" to use it, or "
-                          f"remove {key}", field=key)
+        raise ConfigError(f"{key} = {v!r}: this key set the candidate search, which was removed; "
+                          f"there is one search, whose effort is {path}.search = quick | standard | "
+                          f"thorough | 1..8 levels: remove {key}", field=key)
 
 
 # --- per point ------------------------------------------------------------------------------------
@@ -406,9 +374,7 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure,
             epsilon=cal.epsilon, delta=cal.delta, family=cal.family,
             base_values=None if values is None else list(values),
             audit=AuditSettings(view=priv.view, neighbours=priv.neighbours, method=cal.method,
-                                candidates=cal.candidates or priv.candidates, refine=priv.refine,
-                                ascent_steps=priv.ascent_steps, seed=spec.seed,
-                                search=priv.search, on_level=on_level),
+                                seed=spec.seed, search=priv.search, on_level=on_level),
             protocol=FixedProtocol(alpha=alpha, sigma_q=proto.sigma_q),
             scale_search=ScaleSearchOptions(rel_tol=cal.rel_tol),
         )
@@ -465,7 +431,7 @@ def prepare_point(config: Mapping[str, Any], structure: Structure
 _AUDIT_FIELDS: dict[str, str] = {
     **{k: f"privacy.{k}" for k in ("view", "neighbours", "search", "delta", "methods")},
     "epsilons": "privacy.epsilon",
-    **{f"options.{k}": f"privacy.{k}" for k in ("candidates", "refine", "ascent_steps", "rank_by")},
+    "options.rank_by": "privacy.rank_by",
     "params": "protocol",
 }
 """Parameters of :func:`~dpgossip.protocols.ddppm.audit.audit_pairs` -> the ``[privacy]`` keys they come
@@ -498,9 +464,7 @@ def audit_config(config: Mapping[str, Any], problem: Problem,
         return audit_pairs(data, network, params, delta=priv.delta, epsilons=list(priv.epsilon),
                            view=priv.view, neighbours=priv.neighbours, search=priv.search,
                            seed=spec.seed, methods=priv.methods, epsilon_cap=priv.epsilon_cap,
-                           options=AuditOptions(candidates=priv.candidates, refine=priv.refine,
-                                                ascent_steps=priv.ascent_steps, run=run,
-                                                rank_by=priv.rank_by, on_target=on_target,
+                           options=AuditOptions(run=run, rank_by=priv.rank_by, on_target=on_target,
                                                 on_stage=on_stage, **options))
 
 
@@ -562,8 +526,7 @@ def leakage_rows(audit: PairAudit, extra: Mapping[str, Any] | None = None) -> li
             for e, dl in zip(audit.epsilons, r.delta[meth], strict=True):
                 row[f"delta_{meth}_at_eps_{e:g}"] = dl
         row.update({"renyi2": r.renyi2, "renyi2_pq": r.renyi2_pq, "renyi2_qp": r.renyi2_qp,
-                    "delta": audit.delta, "view": audit.view,
-                    "candidates": audit.candidates, **r.neighbour.to_row(), **(extra or {}),
+                    "delta": audit.delta, "view": audit.view, **r.neighbour.to_row(), **(extra or {}),
                     **audit.upper_columns(j, r.epsilon[first]),
                     **({"stopped_at_cap": True} if r.capped else {})})
         out.append(row)
@@ -582,8 +545,7 @@ def audit_point(config: Mapping[str, Any], problem: Problem) -> dict[str, list[d
         tables["calibration"] = [dict(calibrated)]
     if priv.get("audit"):
         scratch = current_scratch()
-        store = (TargetStore(scratch) if scratch is not None and priv["search"] != "candidates"
-                 else None)  # the candidates search's stream spans targets: not resumable by target
+        store = TargetStore(scratch) if scratch is not None else None
         say = stage_hook()  # a point run in the driver's thread: targets said with their ETA
         targets = None if say is None else TargetProgress(say, "pair audit", every=10.0)
         progress = {} if targets is None else {"on_target": targets, "on_stage": targets.stage}

@@ -15,8 +15,8 @@ from dpgossip.topology import make_network
 from tests.scenario.helpers import scenario_error, toml_scenario
 
 FILE = r"(?:^|\.toml: )"  # a load-time message starts with the scenario file
-SEARCH = (r"search must be one of quick, standard, thorough, shared, fast, network, candidates or an integer "
-          r"number of levels >= 1, got 'thoruogh' \(did you mean 'thorough'\?\)")
+SEARCH = (r"search must be one of quick, standard, thorough or an integer number of levels in 1\.\.8, "
+          r"got 'thoruogh' \(did you mean 'thorough'\?\)")
 
 
 def test_search_preset(tmp_path):
@@ -34,7 +34,17 @@ def test_audit_parameters():
     with pytest.raises(ConfigError, match=r"^delta must be in \(0, 1\), got 2$"):
         audit_pairs(data, network, params, delta=2)
     with pytest.raises(ConfigError, match=r"^neighbours: unknown kind 'bounde'"):
-        audit_pairs(data, network, params, neighbours="bounde", search="candidates",
+        audit_pairs(data, network, params, neighbours="bounde", search="quick",
                     options=AuditOptions(targets=[0], observers=[1]))
-    with pytest.raises(ConfigError, match=r"^options\.candidates must be an integer >= 1, got 0$"):
-        AuditOptions(candidates=0, targets=[0], observers=[1])  # refused when built
+    with pytest.raises(ConfigError, match=r"^options\.workers must be an integer >= 1, got 0$"):
+        AuditOptions(workers=0, targets=[0], observers=[1])  # refused when built
+
+
+@pytest.mark.parametrize("name", ["candidates", "shared", "fast", "network"])
+def test_a_removed_search_is_refused_saying_so(tmp_path, name):
+    with pytest.raises(ConfigError, match=rf"^search = '{name}' was removed: there is one search, "
+                       r"whose effort is one of quick, standard, thorough") as caught:
+        SearchSettings.of(name)
+    assert caught.value.field == "search"
+    err = scenario_error(tmp_path, toml_scenario(f'[privacy]\nsearch = "{name}"'))
+    assert re.search(FILE + rf"privacy\.search = '{name}' was removed", str(err)), str(err)

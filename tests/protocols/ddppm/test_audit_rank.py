@@ -24,12 +24,15 @@ from dpgossip.protocols.ddppm.audit import (
 )
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.protocols.ddppm.views import make_view
 from dpgossip.scenario.privacy_section import exact_for_pair, rank_note
 from dpgossip.topology.network import Network
 from tests.conftest import PAPER_W, spiked_data
 
 DELTA = 1e-2
+
+TINY = SearchSettings(name="tiny", levels=1, rows=1, random=0, steps=1, starts=1, exact=1)
 
 
 def _spd(rng: np.random.Generator, k: int) -> np.ndarray:
@@ -142,9 +145,8 @@ def test_composed_low_rank_pair_matches_the_dense_components(problem):
 @pytest.fixture(scope="module")
 def audits(problem):
     data, net, p1, p2 = problem
-    kw = dict(delta=DELTA, epsilons=(1.0, 5.0), search="candidates", seed=3,
-              options=AuditOptions(candidates=4, refine=1, ascent_steps=1, targets=[1],
-                                   observers=[0]))
+    kw = dict(delta=DELTA, epsilons=(1.0, 5.0), search=TINY, seed=3,
+              options=AuditOptions(targets=[1], observers=[0]))
     return audit_pairs(data, net, p1, **kw), audit_pairs(data, net, p2, **kw)
 
 
@@ -182,10 +184,8 @@ def test_rank_two_audit_composes_and_carries_the_note(problem, audits):
 def test_rank_two_audit_on_a_given_run_and_bad_runs(problem, audits):
     data, net, p1, p2 = problem
     _, a2 = audits
-    again = audit_pairs(data, net, p2, delta=DELTA, epsilons=(1.0, 5.0), search="candidates", seed=3,
-                        methods=("rdp",),
-                        options=AuditOptions(candidates=4, refine=1, ascent_steps=1, targets=[1],
-                                             observers=[0], run=a2.run))
+    again = audit_pairs(data, net, p2, delta=DELTA, epsilons=(1.0, 5.0), search=TINY, seed=3,
+                        options=AuditOptions(targets=[1], observers=[0], run=a2.run))
     assert again.results[(0, 1)].epsilon["rdp"] == pytest.approx(a2.results[(0, 1)].epsilon["rdp"],
                                                                  rel=1e-9)
     assert "run seed 3" in again.note

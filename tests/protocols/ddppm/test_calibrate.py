@@ -1,7 +1,6 @@
 """Noise calibration: the scale found meets the target, a smaller one does not, floors are reported."""
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,14 +17,16 @@ from dpgossip.protocols.ddppm.calibrate import (
     check_target,
 )
 from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
+from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.scenario.problem import build_structure
 from dpgossip.scenario.schema import validate
 
 # 4-ring, 4 rows of d = 2 per agent, T = 2, c = 1: every audit takes well under a second.
 T, C = 2, 1
-# The bisection's mechanics are tested with the candidate search (fixed candidate sets, cheap and
-# predictable); the optimising search's calibration is tested in test_calibrate_search.py.
-FAST = AuditSettings(method="rdp", candidates=3, refine=1, ascent_steps=0, search="candidates")
+# The bisection's mechanics are tested with the smallest search (one level, one row, one start).
+TINY = SearchSettings(name="tiny", levels=1, rows=1, random=0, steps=1, starts=1, exact=1)
+FAST = AuditSettings(method="rdp", search=TINY, targets=[0])  # target 0: epsilon 68 at s = 0.5, 52 at
+# the floor (the other targets sit near 620 at every scale)
 
 
 @pytest.fixture(scope="module")
@@ -40,19 +41,18 @@ def problem():
     return data, network
 
 
-def worst(data, network, family, s, candidates, method="rdp", sigma_q=None, **kw):
+def worst(data, network, family, s, method="rdp", sigma_q=None, **kw):
     params = resolve_params(data, network, iterations=T, consensus_steps=C, sigma_q=sigma_q,
                             noise=NoiseSchedule(kind=family, scale=s))
-    audit = audit_pairs(data, network, params, delta=1e-5, methods=(method,), seed=0,
-                        search="candidates",
-                        options=AuditOptions(candidates=candidates, refine=1, ascent_steps=0, **kw))
+    audit = audit_pairs(data, network, params, delta=1e-5, methods=(method,), seed=0, search=TINY,
+                        options=AuditOptions(**kw))
     return audit.worst(method).epsilon[method]
 
 
 @pytest.fixture(scope="module")
 def constant_cal(problem):
     data, network = problem
-    return calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=300.0,
+    return calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=60.0,
                            delta=1e-5, family="constant", audit=FAST)
 
 
@@ -62,18 +62,18 @@ def test_scale_meets_the_target_and_is_the_smallest(problem, constant_cal):
     assert isinstance(cal, Calibration)
     assert cal.met and cal.monotone_ok and not cal.notes
     tol = 0.02
-    assert cal.epsilon <= 300.0 * (1 + tol)
-    # re-audit at the scale with the search's candidates: meets; 20 % smaller: does not
-    assert worst(data, network, "constant", cal.scale, cal.candidates) <= 300.0
-    assert worst(data, network, "constant", 0.8 * cal.scale, cal.candidates) > 300.0
-    # the search compares the worst delta at epsilon = 300 with 1e-5 (the equivalent criterion); the
-    # bracket closed to rel_tol and every search evaluation used the same candidates
+    assert cal.epsilon <= 60.0 * (1 + tol)
+    # a cold search at the scale finds no more than the check (a search warm-started from the pool)
+    assert worst(data, network, "constant", cal.scale, targets=[0]) <= cal.epsilon * (1 + 1e-9)
+    # the search compares the worst delta at epsilon = 60 with 1e-5 (the equivalent criterion); the
+    # bracket closed to rel_tol; the first audit and the check are full searches, the rest the pool
     above = [s for s, d in cal.evaluations if d > 1e-5]
     assert max(above) * (1 + tol) >= cal.scale > max(above)
     assert all(d <= 1e-5 for s, d in cal.evaluations if s >= cal.scale)
-    assert all(c == cal.candidates for _, _, c in cal.history[:-2])
-    assert cal.history[-1] == (cal.scale, cal.delta, cal.check_candidates)
-    assert cal.check_candidates == 2 * cal.candidates
+    assert cal.history[0][2] == "search:tiny" and cal.history[-1] == (cal.scale, cal.delta,
+                                                                       "search:tiny")
+    assert {h[2] for h in cal.history[1:-1]} <= {f"pool:{n}" for n in range(1, 20)}
+    assert cal.pooled >= 1
 
 
 def test_result_is_ready_for_a_scenario(constant_cal):
@@ -92,9 +92,8 @@ def test_result_is_ready_for_a_scenario(constant_cal):
 
 def test_explicit_family_scales_the_base_values(problem):
     data, network = problem
-    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=300.0,
-                          delta=1e-5, family="explicit", base_values=[1.0, 2.0],
-                          audit=replace(FAST, targets=[0]))
+    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=60.0,
+                          delta=1e-5, family="explicit", base_values=[1.0, 2.0], audit=FAST)
     assert cal.met
     assert cal.noise["values"] == [cal.scale, 2 * cal.scale]
     np.testing.assert_allclose(cal.params.sigma_p, [[cal.scale, 2 * cal.scale]])
@@ -105,10 +104,10 @@ def test_unreachable_target_reports_the_floor(problem):
     raising s drives eps* to a floor, and a target below it cannot be met."""
     data, network = problem
     with pytest.warns(RuntimeWarning, match="levels off"):
-        cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=100.0,
-                              delta=1e-5, family="constant", audit=replace(FAST, targets=[3]))
-    assert not cal.met and cal.limit_epsilon is not None and cal.limit_epsilon > 100.0
-    assert cal.epsilon > 100.0 and "levels off" in cal.notes[-1]
+        cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=40.0,
+                              delta=1e-5, family="constant", audit=FAST)
+    assert not cal.met and cal.limit_epsilon is not None and cal.limit_epsilon > 40.0
+    assert cal.epsilon > 40.0 and "levels off" in cal.notes[-1]
     assert len(cal.evaluations) < 15  # stopped at the plateau, not at s_max
 
 
@@ -116,18 +115,17 @@ def test_scale_invariance_behind_the_floor(problem):
     """Multiplying sigma_q and sigma_p by the same factor leaves every divergence unchanged."""
     data, network = problem
     one = dict(targets=[0], observers=[1])
-    a = worst(data, network, "constant", 0.5, 2, sigma_q=0.25, **one)
-    b = worst(data, network, "constant", 50.0, 2, sigma_q=25.0, **one)
+    a = worst(data, network, "constant", 0.5, sigma_q=0.25, **one)
+    b = worst(data, network, "constant", 50.0, sigma_q=25.0, **one)
     assert a == pytest.approx(b, rel=1e-9)
 
 
 def test_exact_method_on_one_pair(problem):
     data, network = problem
-    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=250.0,
+    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=50.0,
                           delta=1e-5, family="geometric",
-                          audit=AuditSettings(method="exact", candidates=2, refine=1, ascent_steps=0,
-                                              targets=[0], observers=[1], search="candidates"))
-    assert cal.met and cal.method == "exact" and cal.epsilon <= 250.0 * 1.02
+                          audit=AuditSettings(method="exact", targets=[0], observers=[1], search=TINY))
+    assert cal.met and cal.method == "exact" and cal.epsilon <= 50.0 * 1.02
     ratio = cal.params.mu[1] / cal.params.mu[0]
     np.testing.assert_allclose(cal.params.sigma_p[0], cal.scale * ratio ** np.arange(1, T + 1))
 
@@ -157,8 +155,8 @@ def test_monotonicity_check():
         ({"protocol": FixedProtocol(rank=2)}, r"protocol\.rank must be 1, got 2"),
         ({"scale_search": ScaleSearchOptions(rel_tol=0.0)}, r"calibrate\.rel_tol must be in \(0, 1\)"),
         ({"scale_search": ScaleSearchOptions(s_lo=2.0, s_hi=1.0)}, r"need s_lo < s_hi"),
-        ({"audit": AuditSettings(candidates=0)},
-         r"calibrate\.candidates must be an integer >= 1, got 0"),
+        ({"audit": AuditSettings(search="candidates")},
+         r"search = 'candidates' was removed: there is one search"),
     ],
 )
 def test_bad_inputs(problem, kwargs, message):
@@ -193,57 +191,6 @@ class _StandIn:
 
     def matrix(self, method, what, index):
         return np.array([[np.nan, 1e-6], [2e-6, np.nan]])
-
-
-def stand_in(monkeypatch, fn):
-    """Replace audit_pairs inside calibrate by ``fn(s, candidates) -> worst epsilon``."""
-    import dpgossip.protocols.ddppm.calibrate as mod
-
-    def fake(data, network, params, *, methods, delta, epsilons, options, **kw):
-        return _StandIn(fn(float(params.sigma_p[0, 0]), options.candidates), methods[0], delta,
-                        epsilons[0])
-
-    monkeypatch.setattr(mod, "audit_pairs", fake)
-    monkeypatch.setattr(mod, "_worst_epsilon",
-                        lambda check, *a: check.worst(a[-1]).epsilon[a[-1]])
-
-
-def run(problem, *, epsilon=10.0, search="candidates", **scale_search):
-    data, network = problem
-    return calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=epsilon,
-                           delta=1e-5, family="constant",
-                           audit=AuditSettings(method="rdp", candidates=3, search=search),
-                           scale_search=ScaleSearchOptions(**scale_search))
-
-
-def test_search_brackets_and_bisects(problem, monkeypatch):
-    stand_in(monkeypatch, lambda s, c: 10.0 / s**2)  # smallest scale meeting 10: s = 1
-    cal = run(problem, epsilon=2.5)  # s* = 2
-    assert cal.met and cal.monotone_ok and 2.0 <= cal.scale <= 2.0 * 1.02
-    assert cal.delta == 2e-6
-    cal = run(problem, epsilon=1e3)  # s* = 0.1: halving from 1
-    assert cal.met and 0.1 <= cal.scale <= 0.1 * 1.02
-
-
-def test_search_goes_on_when_the_reaudit_finds_a_worse_neighbour(problem, monkeypatch):
-    stand_in(monkeypatch, lambda s, c: (10.0 if c == 3 else 20.0) / s)
-    cal = run(problem)
-    assert cal.met and cal.candidates == 6 and cal.check_candidates == 12
-    assert 2.0 <= cal.scale <= 2.0 * 1.02
-    assert "searching on with 6 candidates" in cal.notes[0]
-    assert {c for _, _, c in cal.history} == {3, 6, 12} and cal.history[-1][2] == 12
-    assert len(cal.history) == len({(s, c) for s, _, c in cal.history})  # no audit twice
-
-
-def test_search_flags_non_monotone_and_stops_at_s_max(problem, monkeypatch):
-    stand_in(monkeypatch, lambda s, c: 20.0 if 2.7 < s < 2.9 else 10.0 / s)  # a bump
-    with pytest.warns(RuntimeWarning, match="not monotone"):
-        cal = run(problem, epsilon=4.0, s_lo=1.0, s_hi=8.0)
-    assert not cal.monotone_ok and cal.met and 2.9 <= cal.scale <= 2.9 * 1.02
-    stand_in(monkeypatch, lambda s, c: 1e9 / s)
-    with pytest.warns(RuntimeWarning, match="s_max"):
-        cal = run(problem, epsilon=1.0, s_max=1e3)
-    assert not cal.met and cal.scale == 512.0 and cal.limit_epsilon == pytest.approx(1e9 / 512)
 
 
 # --- the optimising search: a full search seeds a pool, the bisection compares pooled neighbours ------
@@ -326,3 +273,34 @@ def test_search_calibration_on_a_real_problem(problem):
                         options=AuditOptions(targets=[0], rank_by="delta", delta_resolution=1e-8))
     # a cold search at the same scale finds no more than the warm-started check did
     assert again.worst("rdp", by="delta").delta["rdp"][0] <= cal.delta * (1 + 1e-9)
+
+
+def test_search_brackets_and_bisects(problem, monkeypatch):
+    same = lambda s, n: 10.0 / s**2  # noqa: E731  (the pool and a full search agree)
+    search_stand_in(monkeypatch, same, same)
+    cal = run(problem, epsilon=2.5)  # s* = 2
+    assert cal.met and cal.monotone_ok and 2.0 <= cal.scale <= 2.0 * 1.02
+    assert cal.delta == 2e-6
+    cal = run(problem, epsilon=1e3)  # s* = 0.1: halving from 1
+    assert cal.met and 0.1 <= cal.scale <= 0.1 * 1.02
+
+
+def test_search_flags_non_monotone_and_stops_at_s_max(problem, monkeypatch):
+    bump = lambda s, n: 20.0 if 2.7 < s < 2.9 else 10.0 / s  # noqa: E731
+    search_stand_in(monkeypatch, bump, bump)
+    with pytest.warns(RuntimeWarning, match="not monotone"):
+        cal = run(problem, epsilon=4.0, s_lo=1.0, s_hi=8.0)
+    assert not cal.monotone_ok and cal.met and 2.9 <= cal.scale <= 2.9 * 1.02
+    far = lambda s, n: 1e9 / s  # noqa: E731
+    search_stand_in(monkeypatch, far, far)
+    with pytest.warns(RuntimeWarning, match="s_max"):
+        cal = run(problem, epsilon=1.0, s_max=1e3)
+    assert not cal.met and cal.scale == 512.0 and cal.limit_epsilon == pytest.approx(1e9 / 512)
+
+
+def run(problem, *, epsilon=10.0, search="standard", **scale_search):
+    data, network = problem
+    return calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=epsilon,
+                           delta=1e-5, family="constant",
+                           audit=AuditSettings(method="rdp", search=search),
+                           scale_search=ScaleSearchOptions(**scale_search))

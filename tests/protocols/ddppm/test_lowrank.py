@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpgossip.privacy.neighbours import candidate_neighbours
+from dpgossip.privacy.neighbours import Neighbour, max_step
 from dpgossip.protocols.ddppm.audit import component_model, view_gaussian
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
 from dpgossip.protocols.ddppm.lowrank import JointWhitening, WhitenedCovariance
@@ -22,8 +22,19 @@ def setup(graph, T, c, noise, seed=1):
     data = spiked_data(4 * net.m, 3, [3, 1.5, .5], net.m, seed=seed)
     p = resolve_params(data, net, iterations=T, consensus_steps=c, noise=noise)
     rows = np.arange(data.offsets[1], data.offsets[2])
-    nbs = candidate_neighbours(data.X, rows, per_target=3, rng=np.random.default_rng(0))
-    return net, data, p, nbs
+    return net, data, p, _neighbours(data.X, rows)
+
+
+def _neighbours(X, rows):
+    """Three neighbours of target 1: its three rows of largest leverage (on the top three singular
+    vectors of ``X``), each moved towards ``-x`` by the largest step the adjacency allows."""
+    U = np.linalg.svd(X, full_matrices=False)[0]
+    lev = np.linalg.norm(U[rows, :3], axis=1)
+    out = []
+    for r in np.asarray(rows)[np.argsort(-lev)][:3]:
+        u = -X[r] / np.linalg.norm(X[r])
+        out.append(Neighbour(row=int(r), x_new=X[r] + max_step(X[r], u, "bounded") * u, label="-x"))
+    return out
 
 
 def dense_lambdas(data, net, p, view, X1):

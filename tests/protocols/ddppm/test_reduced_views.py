@@ -1,11 +1,11 @@
-"""The reduced observer views (``search = "fast"``): every other agent's final rows replaced by
-``U_a^T Y_a``, i.e. the observer view of the protocol on the reduced data.
+"""The reduced observer views (used by the search wherever they apply): every other agent's final rows
+replaced by ``U_a^T Y_a``, i.e. the observer view of the protocol on the reduced data.
 
 Oracles: the dense release model of the *unreduced* view (explicit covariances of every latent
 coordinate, no low-rank update, no reduction): the reduction must not change any divergence; the
 covariance of the reduced view built by brute force from its operator's columns (``G_u G_u^T``); the
-per-agent loop of the base view operator (the target-last batched products); the ``shared`` search
-(the ``fast`` search follows its course: the same values to rounding).
+per-agent loop of the base view operator (the target-last batched products); the search on the
+unreduced views (the search on the reduced ones follows its course: the same values to rounding).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 from dpgossip.data.partition import PartitionedData
 from dpgossip.privacy.neighbours import Neighbour, project
+from dpgossip.protocols.ddppm import audit as audit_module
 from dpgossip.protocols.ddppm.audit import (
     AuditOptions,
     RunAuditor,
@@ -27,7 +28,6 @@ from dpgossip.protocols.ddppm.observer_batch import ObserverBatchAuditor
 from dpgossip.protocols.ddppm.operators import ViewOperator
 from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
 from dpgossip.protocols.ddppm.reduced import ReducedAuditor, reducible
-from dpgossip.protocols.ddppm.search import SearchSettings
 from dpgossip.protocols.ddppm.views import make_view
 from dpgossip.topology import make_network
 
@@ -122,43 +122,39 @@ def test_target_last_products_equal_the_per_agent_loop():
 
 
 @pytest.mark.parametrize("sizes", [None, (3, 6, 4, 5, 3)])
-def test_fast_search_follows_the_shared_search(sizes):
-    """``search = "fast"`` reports, pair by pair, the shared search's values (the same divergences,
-    so the same course up to rounding: within 1e-9 relative) and the same rows, with equal blocks and
-    with blocks of 3 to 6 rows (two targets)."""
+def test_the_search_on_reduced_views_follows_the_search_on_the_views(sizes, monkeypatch):
+    """The search on the reduced views (the default where they apply) reports, pair by pair, the
+    values of the search on one factorisation per view to 1e-3 relative, with equal blocks and with
+    blocks of 3 to 6 rows (two targets). The divergences are the same (to 1e-9: the tests above), but
+    rounding can tip the search's course at a near tie (which candidate a polish or the exchange
+    takes), so the two searches need not end on the same neighbour."""
     data, net, params = _ring(m=5, rows=4, T=2, c=1)
     if sizes is not None:
         data = PartitionedData(X=np.vstack([data.X, data.X[:1] * 0.5]), sizes=sizes)
         params = resolve_params(data, net, iterations=2, consensus_steps=1,
                                 noise=NoiseSchedule(kind="constant", scale=1.0))
-    kw = dict(delta=DELTA, epsilons=(1.0,), methods=("rdp",), seed=3,
+    kw = dict(delta=DELTA, epsilons=(1.0,), methods=("rdp",), seed=3, search="quick",
               options=AuditOptions(targets=[0, 1], upper_bound=False))
-    quick = dict(name="quick", levels=1, shared=True)
-    shared = audit_pairs(data, net, params, search=SearchSettings(**quick), **kw)
-    fast = audit_pairs(data, net, params, search=SearchSettings(**quick, reduced=True), **kw)
-    assert set(fast.results) == set(shared.results)
-    for key, res in shared.results.items():
-        assert fast.results[key].epsilon["rdp"] == pytest.approx(res.epsilon["rdp"], rel=1e-9)
-        assert fast.results[key].neighbour.row == res.neighbour.row
+    reduced = audit_pairs(data, net, params, **kw)
+    monkeypatch.setattr(audit_module, "reducible", lambda *_args: False)
+    views = audit_pairs(data, net, params, **kw)
+    assert set(reduced.results) == set(views.results)
+    for key, res in views.results.items():
+        assert reduced.results[key].epsilon["rdp"] == pytest.approx(res.epsilon["rdp"], rel=1e-3)
 
 
-def test_fast_preset_and_where_the_reduction_applies():
-    s = SearchSettings.of("fast")
-    assert s.shared and s.reduced and s.levels == SearchSettings.of("shared").levels
-    assert not SearchSettings.of("shared").reduced
+def test_where_the_reduction_applies():
     data, net, params = _ring()
     views = _views(data.m)
-    assert isinstance(_search_auditor((data, net, params, None, views, 0, True)), ReducedAuditor)
-    assert isinstance(_search_auditor((data, net, params, None, views, 0, False)), RunAuditor)
+    assert isinstance(_search_auditor((data, net, params, None, views, 0)), ReducedAuditor)
     uneven = PartitionedData(X=data.X, sizes=(4, 6) + (5,) * (data.m - 2))
     assert reducible(uneven, params, views)
-    assert isinstance(_search_auditor((uneven, net, params, None, views, 0, True)), ReducedAuditor)
+    assert isinstance(_search_auditor((uneven, net, params, None, views, 0)), ReducedAuditor)
     one_short = PartitionedData(X=data.X, sizes=(2, 8) + (5,) * (data.m - 2))  # d = 2 rows: not more
     assert not reducible(one_short, params, views)
-    assert isinstance(_search_auditor((one_short, net, params, None, views, 0, True)), RunAuditor)
+    assert isinstance(_search_auditor((one_short, net, params, None, views, 0)), RunAuditor)
     too_few = _ring(rows=2, d=2)
     assert not reducible(too_few[0], too_few[2], views)
-
 
 @pytest.mark.parametrize("auditor", [ReducedAuditor, ObserverBatchAuditor])
 def test_blocks_of_unequal_sizes_against_the_dense_unreduced_view(auditor):

@@ -196,7 +196,7 @@ def test_readme_wine_number():
     found = res.results[(1, 0)].delta["exact"][0]
     assert found >= 0.32  # the reported case: row 0 along the smallest singular vector of X_0 gives 0.323
     readme = (Path(__file__).resolve().parents[3] / "docs" / "audit-search.md").read_text(encoding="utf-8")
-    assert f"quick optimising search finds delta(100) = {found:.3g}" in readme
+    assert f"quick search finds delta(100) = {found:.3g}" in readme
 
 
 def test_the_same_result_on_any_number_of_processes():

@@ -3,13 +3,13 @@
 docs/model.md, Sections 2-4. The audit is **per instance**: it is about this ``X`` and the neighbours
 that were tried, not a worst case over all datasets.
 
-Search (Section 3): by default the optimising search of :mod:`dpgossip.protocols.ddppm.search` (``standard``:
-every row of the target screened, starts from ``-x`` and every singular direction, projected ascent, the
-asked quantity polished; evidence per pair). ``search = "candidates"`` runs the older candidate search:
-candidate neighbours (rows by leverage, principal and random directions, the largest step the constraints
-allow), each scored for every observer by the RDP conversion; a few steps of local ascent from the best
-candidates; the exact values for the ``refine`` best of every pair. It can miss far worse neighbours and
-is kept for comparison. :func:`audit_neighbours` gives exact values to given neighbours only (no search).
+Search (Section 3): the one search of :mod:`dpgossip.protocols.ddppm.search`, whose effort is a level
+(``quick``, ``standard``, ``thorough`` or a number of levels): every row of the target screened, starts
+from ``-x`` and every singular direction, projected ascent, the asked quantity polished, every view's
+neighbours tried on the others; evidence per pair. Where it is exact, the views are evaluated on a
+sufficient statistic (:mod:`~dpgossip.protocols.ddppm.reduced`, the same divergences); nothing about
+it is chosen by the user but the effort. :func:`audit_neighbours` gives exact values to given neighbours
+only (no search).
 Every reported worst case is the exact value of an actual neighbour: a lower estimate of the worst case
 over all neighbours of this ``X``.
 
@@ -40,20 +40,14 @@ import numpy as np
 
 from dpgossip._threads import blas_threads, single_blas_thread
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError, check_choice, check_int, check_number, renamed_fields
+from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 from dpgossip.privacy.certified_bound import (
     CertifiedBound,
     NoisyPowerIteration,
     certified_upper_bounds,
 )
 from dpgossip.privacy.gaussian_pair import GaussianPair, rdp_deltas
-from dpgossip.privacy.neighbours import (
-    NEIGHBOUR_KINDS,
-    Neighbour,
-    candidate_neighbours,
-    is_neighbour,
-    max_step,
-)
+from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour
 from dpgossip.protocols.checks import check_data, check_network
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
 from dpgossip.protocols.ddppm.matrix import run_matrix
@@ -63,7 +57,6 @@ from dpgossip.protocols.ddppm.reduced import ReducedAuditor, reducible
 from dpgossip.protocols.ddppm.release import ReleaseModel, build_release_model
 from dpgossip.protocols.ddppm.result import RunResult
 from dpgossip.protocols.ddppm.search import (
-    CANDIDATE_SEARCH,
     DEFAULT_SEARCH,
     AskedQuantity,
     SearchEvidence,
@@ -206,7 +199,6 @@ class PairAudit:
     epsilons: tuple[float, ...]
     methods: tuple[str, ...]
     results: dict[tuple[int, int], PairResult]
-    candidates: int
     m: int
     notes: tuple[str, ...] = field(default=())
     components: int = 1
@@ -219,7 +211,8 @@ class PairAudit:
     run: RunResult | None = field(default=None, repr=False)
     """The run whose realised components the audit is conditional on (``components > 1`` only)."""
     search: SearchSettings | None = None
-    """The optimising search's settings, or None for the candidate search (``candidates``)."""
+    """The search's settings, or None for the exact values of given neighbours
+    (:func:`audit_neighbours`)."""
     upper: dict[int, CertifiedBound] = field(default_factory=dict)
     """Per target, the certified upper bound on epsilon at ``delta`` (docs/upper-bound.md): every
     neighbour of this ``X``, every observer; empty for rank ``r > 1`` (not derived)."""
@@ -266,7 +259,7 @@ class PairAudit:
     def rows(self) -> list[dict[str, object]]:
         """Tidy rows: one per (observer, target, method), with the certified side
         (:meth:`upper_columns`)."""
-        return [{**row, "view": self.view, "candidates": self.candidates,
+        return [{**row, "view": self.view,
                  **self.upper_columns(key[1], float(row["epsilon"]))}
                 for key in sorted(self.results)
                 for row in self.results[key].rows(self.epsilons, self.delta)]
@@ -392,26 +385,6 @@ def _view_key(kind: str, o: int, j: int, m: int) -> tuple[Hashable, View]:
                       f"{', '.join(PAIR_VIEWS)} (coalitions: audit a View directly)", field="view")
 
 
-def _score(pair: GaussianPair, delta: float) -> float:
-    """Screening score: the RDP epsilon at ``delta`` (an upper bound, cheap)."""
-    return float(pair.epsilon(delta, method="rdp"))
-
-
-def _perturb(nb: Neighbour, x: np.ndarray, kind: str, step: float,
-             rng: np.random.Generator) -> Neighbour | None:
-    """A random nearby replacement, moved back onto the constraint set."""
-    y = nb.x_new + step * rng.standard_normal(x.size)
-    u = y - x
-    nu = np.linalg.norm(u)
-    if nu == 0:
-        return None
-    u /= nu
-    y = x + min(nu, max_step(x, u, kind)) * u
-    if not is_neighbour(x, y, kind):
-        return None
-    return Neighbour(row=nb.row, x_new=y, label=nb.label + "+ascent")
-
-
 def _agents(values: object, m: int, field: str) -> list[int]:
     """``values`` as a list of agent indices in ``0..m-1`` (:class:`ConfigError` names ``field``)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
@@ -471,12 +444,6 @@ def _by_target(data: PartitionedData, targets: list[int], observers: list[int],
 class AuditOptions:
     """The less common options of :func:`audit_pairs` and :func:`audit_neighbours`."""
 
-    candidates: int = 100
-    """Candidate search only: candidate neighbours per target."""
-    refine: int = 3
-    """Candidate search only: how many of the best (by the RDP screen) get exact values."""
-    ascent_steps: int = 4
-    """Candidate search only: rounds of local ascent from the best two."""
     targets: Sequence[int] | None = None
     """Targets audited (default: every agent)."""
     observers: Sequence[int] | None = None
@@ -490,39 +457,38 @@ class AuditOptions:
     """The realised run of a rank ``r > 1`` audit (made with ``params`` on ``data``; default:
     :func:`run_matrix` with ``seed``); ignored for rank 1."""
     warm: Mapping[int, Sequence[Neighbour]] | None = None
-    """Optimising search only: neighbours found before, by target (``{j: [Neighbour, ...]}``), given
+    """Neighbours found before, by target (``{j: [Neighbour, ...]}``), given
     exact values after the search (:class:`~dpgossip.protocols.ddppm.search.TargetSearch`), so the audit never
     reports less than theirs; they do not steer the search."""
     upper_bound: bool = True
     """Attach the certified upper bound of every target (:func:`upper_bounds`, docs/upper-bound.md)."""
     workers: int | None = None
-    """Optimising search only: targets searched in parallel on this many processes (``spawn``; each
+    """Targets searched in parallel on this many processes (``spawn``; each
     factorises every view once); the result is the same for any number (each target's search reseeds
     its random streams). None: the count set by :func:`audit_processes`, else 1."""
     on_target: Callable[[int, int, int], None] | None = None
     """Called as ``on_target(target, done, total)`` after each target's search (progress only; it
     does not change the result)."""
     on_stage: Callable[[int, str], None] | None = None
-    """Optimising search in this process only: called as ``on_stage(target, text)`` at each stage of
+    """Searches in this process only: called as ``on_stage(target, text)`` at each stage of
     a target's search (progress only)."""
 
     def __post_init__(self) -> None:
         """Check the counts, ``rank_by`` and ``delta_resolution`` (:class:`ConfigError` names the
         option); targets and observers are checked against the data by :func:`audit_pairs`."""
-        for name, low in (("candidates", 1), ("refine", 1), ("ascent_steps", 0), ("workers", 1)):
-            if name != "workers" or self.workers is not None:
-                check_int(getattr(self, name), f"options.{name}", low)
+        if self.workers is not None:
+            check_int(self.workers, "options.workers", 1)
         check_choice(self.rank_by, "options.rank_by", ("epsilon", "delta"))
         check_number(self.delta_resolution, "options.delta_resolution", low=0)
     on_target_results: Callable[[int, dict[tuple[int, int], PairResult]], None] | None = None
-    """Optimising search only: called with each target and its pairs' results as soon as its search is
+    """Called with each target and its pairs' results as soon as its search is
     done, in target order (to store them: :mod:`dpgossip.scenario.pair_targets`)."""
 
 
 def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
                 delta: float = 1e-5, epsilons: Sequence[float] = (1.0,), view: str = "observer",
                 neighbours: str = "bounded",
-                search: str | int | SearchSettings | None = DEFAULT_SEARCH, seed: int = 0,
+                search: str | int | SearchSettings = DEFAULT_SEARCH, seed: int = 0,
                 methods: Sequence[str] = ("exact", "rdp", "chernoff"),
                 epsilon_cap: float | None = EPSILON_CAP,
                 options: AuditOptions | None = None) -> PairAudit:
@@ -545,22 +511,21 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
     neighbours
         ``bounded`` or ``replace-one``.
     search
-        ``standard`` (default), ``quick``, ``thorough``, a number of levels or :class:`SearchSettings`:
-        the optimising search of :mod:`dpgossip.protocols.ddppm.search` (every row of the target, all singular
-        directions, projected ascent, exact selection, first-message bound, evidence per pair).
-        ``"candidates"`` (or None): the older candidate search (``options.candidates``, ``refine``,
-        ``ascent_steps``), which can miss far worse neighbours.
+        The effort of the search (:mod:`dpgossip.protocols.ddppm.search`): ``standard`` (default),
+        ``quick``, ``thorough``, a number of levels in 1..8 or :class:`SearchSettings` (every row of the
+        target, all singular directions, projected ascent, exact selection, every view's neighbours
+        tried on the others, first-message bound, evidence per pair).
     seed
         Seed of the search and the range finders, and of the realised run for rank ``r > 1`` when
         ``options.run`` is not given.
     methods
         Conversions reported (``exact``, ``rdp``, ``chernoff``); the first ranks the pairs.
     epsilon_cap
-        Optimising search, ``rank_by = "epsilon"``: a view whose found neighbour has an epsilon (by the
+        With ``rank_by = "epsilon"``: a view whose found neighbour has an epsilon (by the
         first method) above the cap stops being searched and reports the cap as an "at least" value
         (:attr:`PairResult.capped`); there is no meaningful privacy left to measure. None: no cap.
     options
-        :class:`AuditOptions`: the candidate search's effort, targets and observers, ``rank_by``,
+        :class:`AuditOptions`: targets and observers, ``rank_by``,
         ``delta_resolution``, ``run``, ``warm`` and ``workers`` (default: its defaults).
 
     Returns
@@ -579,94 +544,17 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
     opts = options if options is not None else AuditOptions()
     cap = None if epsilon_cap is None else check_number(
         epsilon_cap, "epsilon_cap", low=0, low_open=True, expected="a finite number > 0, or None for no cap")
-    if search is not None and search != CANDIDATE_SEARCH:
-        settings = SearchSettings.of(search)
-        with blas_threads(1):
-            return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
-                                    neighbours=neighbours, settings=settings, methods=methods,
-                                    seed=seed, options=opts, epsilon_cap=cap)
-    if opts.warm:
-        raise ConfigError("audit_pairs: warm neighbours need the optimising search, not "
-                          f"search={search!r}")
+    settings = SearchSettings.of(search)
     with blas_threads(1):  # many small BLAS calls: one thread is several times faster (module _threads)
-        return _audit_pairs(data, network, params, delta=delta, epsilons=epsilons, view=view,
-                            neighbours=neighbours, methods=methods, seed=seed, options=opts)
+        return _optimised_audit(data, network, params, delta=delta, epsilons=epsilons, view=view,
+                                neighbours=neighbours, settings=settings, methods=methods,
+                                seed=seed, options=opts, epsilon_cap=cap)
 
 
 def _report_target(options: AuditOptions, target: int, done: int, total: int) -> None:
     """Call ``options.on_target`` (progress) when given."""
     if options.on_target is not None:
         options.on_target(int(target), done, total)
-
-
-def _audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams, *,
-                 delta: float, epsilons: Sequence[float], view: str, neighbours: str,
-                 methods: Sequence[str], seed: int, options: AuditOptions) -> PairAudit:
-    """The candidate search (``options.candidates``, ``refine``, ``ascent_steps``)."""
-    candidates, refine, ascent_steps = options.candidates, options.refine, options.ascent_steps
-    rank_by, delta_resolution = options.rank_by, options.delta_resolution
-    if refine < 1:
-        raise ConfigError(f"options.refine must be >= 1, got {refine!r}", field="options.refine")
-    m = data.m
-    rng = np.random.default_rng(seed)
-    targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
-                                                       options.targets, options.observers)
-    auditor = RunAuditor(data, network, params, views, seed=seed, run=options.run)
-    hops = dict(nx.all_pairs_shortest_path_length(network.graph))
-    results: dict[tuple[int, int], PairResult] = {}
-    by_target = list(_by_target(data, targets, observers, keys))
-    for done, (_j, rows, pairs_j, my_keys) in enumerate(by_target, 1):
-        scored: dict[Hashable, list[tuple[float, Neighbour, GaussianPair]]] = {k: [] for k in my_keys}
-        with renamed_fields({"kind": "neighbours", "per_target": "options.candidates"}):
-            found = candidate_neighbours(data.X, rows, kind=neighbours, per_target=candidates,
-                                         rng=rng)
-        for nb in found:
-            for k, pair in auditor.pairs(nb, my_keys).items():
-                scored[k].append((_score(pair, delta), nb, pair))
-        for k in my_keys:  # local ascent from the two best of each view
-            for _, start, _ in sorted(scored[k], key=lambda s: -s[0])[:2]:
-                best = start
-                best_score = max(s for s, nb, _ in scored[k] if nb is start)
-                step = 0.25
-                for _ in range(ascent_steps):
-                    trial = _perturb(best, data.X[best.row], neighbours, step, rng)
-                    if trial is None:
-                        continue
-                    pair = auditor.pairs(trial, [k])[k]
-                    s = _score(pair, delta)
-                    scored[k].append((s, trial, pair))
-                    if s > best_score:
-                        best, best_score = trial, s
-                    else:
-                        step /= 2
-        for o, jj in pairs_j:
-            k = keys[(o, jj)]
-            top = sorted(scored[k], key=lambda s: -s[0])[:refine]
-            best_res = None
-            for _, nb, pair in top:
-                if rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)
-                    eps = {meth: math.nan for meth in methods}
-                    dl = {meth: [float(pair.delta(e, method=meth, resolution=delta_resolution))
-                                 for e in epsilons] for meth in methods}
-                    better = best_res is None or dl[methods[0]][0] > best_res.delta[methods[0]][0]
-                else:  # the grid's deltas only for a candidate that beats the best so far
-                    eps = {meth: float(pair.epsilon(delta, method=meth)) for meth in methods}
-                    better = best_res is None or eps[methods[0]] > best_res.epsilon[methods[0]]
-                    if better:
-                        dl = {meth: [float(pair.delta(e, method=meth)) for e in epsilons]
-                              for meth in methods}
-                if better:
-                    best_res = PairResult(observer=o, target=jj, hops=int(hops[o][jj]),
-                                          neighbour=nb, epsilon=eps, delta=dl,
-                                          **_renyi2(pair))
-            results[(o, jj)] = best_res
-        _report_target(options, _j, done, len(by_target))
-    return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
-                     methods=tuple(methods), results=results, candidates=candidates, m=m,
-                     components=auditor.components, note=auditor.note, run=auditor.run,
-                     rank_by=rank_by,
-                     upper=(upper_bounds(data, network, params, delta, neighbours, targets)
-                            if options.upper_bound else {}))
 
 
 def audit_neighbours(data: PartitionedData, network: Network, params: ProtocolParams,
@@ -712,7 +600,6 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
     if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
         raise ConfigError(f"audit workers must be an integer >= 1, got {workers!r}")
     warm = options.warm or {}
-    reduced = settings is not None and settings.reduced
     targets, observers, keys, views = _pairs_and_views(data, view, delta, epsilons, rank_by,
                                                        options.targets, options.observers)
     note = None
@@ -730,7 +617,7 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                         views={k: views[k] for k in my_keys}, warm=tuple(warm.get(j, ())))
              for j, rows, pairs_j, my_keys in _by_target(data, targets, observers, keys)]
     results: dict[tuple[int, int], PairResult] = {}
-    problem = (data, network, params, run, views, seed, reduced)
+    problem = (data, network, params, run, views, seed)
     searches = _AMBIENT_SEARCHES.get() if len(tasks) > 1 else None
     if searches is None and workers > 1 and len(tasks) > 1:
         searches = partial(_search_in_processes, min(int(workers), len(tasks)))
@@ -742,7 +629,7 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                     options.on_target_results(task.target, done)
                 _report_target(options, task.target, n_done, len(tasks))
     else:
-        auditor = _search_auditor((data, network, params, run, views, seed, reduced))
+        auditor = _search_auditor((data, network, params, run, views, seed))
         for n_done, task in enumerate(tasks, 1):
             stage = (None if options.on_stage is None else
                      lambda text, j=task.target: options.on_stage(int(j), text))
@@ -753,10 +640,8 @@ def _optimised_audit(data: PartitionedData, network: Network, params: ProtocolPa
                 options.on_target_results(task.target, done)
             _report_target(options, task.target, n_done, len(tasks))
     return PairAudit(view=view, delta=delta, epsilons=tuple(float(e) for e in epsilons),
-                     methods=tuple(methods), results=results,
-                     candidates=0 if settings is not None else max(
-                         (len(v) for v in warm.values()), default=0),
-                     search=settings, m=data.m, components=int(params.rank), note=note,
+                     methods=tuple(methods), results=results, search=settings, m=data.m,
+                     components=int(params.rank), note=note,
                      run=run if params.rank > 1 else None, rank_by=rank_by,
                      upper=(upper_bounds(data, network, params, delta, neighbours, targets)
                             if options.upper_bound else {}))
@@ -863,11 +748,11 @@ def _start_worker(problem: tuple) -> None:
 
 
 def _search_auditor(problem: tuple) -> RunAuditor | ReducedAuditor:
-    """The auditor of a search's views: ``problem = (data, network, params, run, views, seed,
-    reduced)``; with ``reduced`` and where it applies (:func:`reducible`) the reduced observer views
-    (the same divergences), else one factorisation per view (:class:`RunAuditor`)."""
-    data, network, params, run, views, seed, reduced = problem
-    if reduced and reducible(data, params, views):
+    """The auditor of a search's views: ``problem = (data, network, params, run, views, seed)``; where
+    it is exact (:func:`reducible`) the observer views reduced to a sufficient statistic (the same
+    divergences), else one factorisation per view (:class:`RunAuditor`)."""
+    data, network, params, run, views, seed = problem
+    if reducible(data, params, views):
         return ObserverBatchAuditor(data, network, params, views, seed=seed)
     return RunAuditor(data, network, params, views, seed=seed, run=run)
 
@@ -904,15 +789,6 @@ def _search_in_processes(count: int, problem: tuple, keys: dict, hops: dict,
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 if proc.is_alive():
                     proc.terminate()
-
-
-def _lead_pairs(job: _TargetJob, hops: dict, c: int) -> list[tuple[int, int]]:
-    """The lead pairs of a shared search: the nearest observer within ``c`` hops of the target (its
-    first messages reach it) and the nearest beyond (ties: the lowest observer)."""
-    leads: dict[bool, tuple[int, int]] = {}
-    for h, o, jj in sorted((int(hops[o][jj]), o, jj) for o, jj in job.pairs):
-        leads.setdefault(h > c, (o, jj))
-    return [leads[b] for b in sorted(leads)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -971,8 +847,7 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
     j, settings, methods = job.target, spec.settings, spec.methods
     with blas_threads(1):
         if auditor is None:
-            auditor = _search_auditor((data, network, params, run, job.views, spec.seed,
-                                       spec.settings is not None and spec.settings.reduced))
+            auditor = _search_auditor((data, network, params, run, job.views, spec.seed))
         auditor.reseed([spec.seed, j])
         specs = auditor.auditors[0].specs
         subviews = ({k: FirstMessageView(data.X, data.offsets, specs[k], j) for k in job.keys}
@@ -982,39 +857,20 @@ def _search_target(data: PartitionedData, network: Network, params: ProtocolPara
                               epsilon=spec.epsilons[0] if spec.rank_by == "delta" else None,
                               method=method, resolution=spec.resolution,
                               epsilon_cap=spec.epsilon_cap)
-        def search_of(my_keys: list[Hashable]) -> TargetSearch:
-            return TargetSearch(auditor.pairs, data.X, job.rows, my_keys,
-                                subviews={k: subviews[k] for k in my_keys if k in subviews},
-                                kind=spec.neighbours, asked=asked, seed=spec.seed, target=j,
-                                warm=job.warm, save_streams=partial(_save_streams, auditor))
-
-        ts = search_of(job.keys)
-        by_key = dict.fromkeys(job.keys, ts)
+        ts = TargetSearch(auditor.pairs, data.X, job.rows, job.keys, subviews=subviews,
+                          kind=spec.neighbours, asked=asked, seed=spec.seed, target=j,
+                          warm=job.warm, save_streams=partial(_save_streams, auditor))
         if settings is None:
             ts.check()
-        elif settings.shared and len(job.keys) > 1:
-            lead_pairs = _lead_pairs(job, hops, params.consensus_steps)
-            leads = list(dict.fromkeys(keys[p] for p in lead_pairs))
-            ts = search_of(leads)
-            ts.run(settings, on_stage)
-            by_key = dict.fromkeys(leads, ts)
-            others = [k for k in job.keys if k not in by_key]
-            if others:
-                rest = search_of(others)
-                adopt = rest.adopt_batched if settings.batched else rest.adopt
-                adopt(ts.found(settings.starts), settings,
-                      leads=" ".join(str(o) for o, _ in lead_pairs))
-                by_key.update(dict.fromkeys(others, rest))
         else:
             ts.run(settings, on_stage)
         out: dict[tuple[int, int], PairResult] = {}
-        done = [(o, jj) for o, jj in job.pairs if by_key[keys[(o, jj)]].best[keys[(o, jj)]].pair
+        done = [(o, jj) for o, jj in job.pairs if ts.best[keys[(o, jj)]].pair
                 is not None]  # a pair without a neighbour only when checking no neighbours
-        rdp_at = _rdp_deltas_at([by_key[keys[oj]].best[keys[oj]].pair for oj in done],
+        rdp_at = _rdp_deltas_at([ts.best[keys[oj]].pair for oj in done],
                                 spec.epsilons) if "rdp" in methods else {}
         for i, (o, jj) in enumerate(done):
             k = keys[(o, jj)]
-            ts = by_key[k]
             best = ts.best[k]
             pair = best.pair
             if spec.rank_by == "delta":  # no epsilon solves: delta at the grid only (cheap)

@@ -25,18 +25,15 @@ generic :func:`~dpgossip.privacy.scale_search.search_scale` (options
 ``s_hi / s_lo <= 1 + rel_tol``. The answer is the upper end. This module supplies its evaluators (the
 audits below, :class:`AuditSettings`) and turns its events into ``Calibration.notes``.
 
-**With the optimising search** (default ``standard``), a full search runs at the first scale and seeds a
+**The search** (effort ``standard`` unless told otherwise): a full search runs at the first scale and seeds a
 *pool* of neighbours (every pair's worst); every later scale of the bisection is judged by the exact values
 of the pooled neighbours alone (:func:`~dpgossip.protocols.ddppm.audit.audit_neighbours`, a cheap lower
 estimate of ``delta*``). The answer is then checked by a full search warm-started from the pool (its value is
 the larger of its own and the pool's; the pool does not steer it). If that check finds the target missed, its
 neighbours join the pool and the bisection goes on upwards from there, at most ``escalations + 2``
-times. **With the candidate search** (``search = "candidates"``) every scale is audited with
-``candidates`` per target and the answer re-audited with ``check_factor`` times as many; if the re-audit
-misses the target, the search continues from there with the larger candidate count (at most
-``escalations`` times, default once).
+times.
 
-Either way the value is that of neighbours found: a per-instance lower estimate, so a calibrated scale is
+The value is that of neighbours found: a per-instance lower estimate, so a calibrated scale is
 not a DP guarantee (``Calibration.meaning`` says so in every output).
 
 **Against the certified upper bound** (``method = "upper"``): the bisection runs on
@@ -106,7 +103,7 @@ from dpgossip.protocols.ddppm.audit import (
     upper_bounds,
 )
 from dpgossip.protocols.ddppm.params import NoiseSchedule, ProtocolParams, resolve_params
-from dpgossip.protocols.ddppm.search import CANDIDATE_SEARCH, DEFAULT_SEARCH, SearchSettings
+from dpgossip.protocols.ddppm.search import DEFAULT_SEARCH, SearchSettings
 from dpgossip.topology.network import Network
 
 __all__ = [
@@ -150,7 +147,7 @@ class Calibration:
     target_epsilon: float
     target_delta: float
     epsilon: float
-    """Worst ``epsilon`` at ``target_delta`` of the re-audit at ``scale`` with ``check_candidates``."""
+    """Worst ``epsilon`` at ``target_delta`` of the final search at ``scale``."""
     delta: float
     """Worst ``delta`` at ``target_epsilon`` of that re-audit (largest over the pairs)."""
     met: bool
@@ -161,18 +158,15 @@ class Calibration:
     method: str
     view: str
     neighbours: str
-    candidates: int
-    """Candidate search: candidate neighbours per target in the search (after any escalation).
-    Optimising search: the largest number of pooled neighbours of a target at the end."""
-    check_candidates: int
-    """Candidate search: candidate neighbours per target in the final re-audit (0 with the optimising
-    search, whose final audit is a full search)."""
+    pooled: int
+    """The largest number of pooled neighbours of a target at the end (0 against the certified
+    bound, which pools nothing)."""
     evaluations: tuple[tuple[float, float], ...]
     """``(s, worst delta at target_epsilon)`` of the bisection's audits, in the order evaluated."""
     history: tuple[tuple[float, float, int | str], ...]
     """Every audit run, ``(s, worst delta at target_epsilon, effort)``, including the re-audits; the
-    effort is the number of candidates (candidate search), ``"pool:N"`` (the exact values of N pooled
-    neighbours) or ``"search:NAME"`` (a full optimising search)."""
+    effort is ``"pool:N"`` (the exact values of N pooled neighbours), ``"search:NAME"`` (a full search
+    of that effort) or ``"certified"`` (the certified bound)."""
     limit_epsilon: float | None
     """When ``met`` is false because ``eps*`` levels off: its value at the largest scale tried."""
     params: ProtocolParams
@@ -182,9 +176,8 @@ class Calibration:
     audit: PairAudit | None = None
     """The final re-audit."""
     notes: tuple[str, ...] = ()
-    search: str = CANDIDATE_SEARCH
-    """The search of the final audit: a preset name of :mod:`~dpgossip.protocols.ddppm.search` or
-    ``candidates``."""
+    search: str = DEFAULT_SEARCH
+    """The effort of the final search (:mod:`~dpgossip.protocols.ddppm.search`), or ``certified``."""
 
     @property
     def bound(self) -> str:
@@ -223,8 +216,7 @@ class Calibration:
             "calibration_search": self.search,
             "calibration_monotone_ok": self.monotone_ok,
             "calibration_evaluations": len(self.history),
-            "calibration_candidates": self.candidates,
-            "calibration_check_candidates": self.check_candidates,
+            "calibration_pooled": self.pooled,
             "limit_epsilon": self.limit_epsilon,
             "sigma_q": self.params.sigma_q,
             "sigma_p_first": float(self.params.sigma_p[0, 0]),
@@ -328,8 +320,8 @@ def _noise_table(family: str, s: float, base: tuple[float, ...]) -> dict[str, ob
 class AuditSettings:
     """How a calibration audits each noise scale (:func:`~dpgossip.protocols.ddppm.audit.audit_pairs`).
 
-    The same ``seed`` is used at every scale. With the optimising search (``search``, default
-    ``standard``) the first audit is a full search; the bisection then compares the exact values of the
+    The same ``seed`` is used at every scale. The first audit is a full search (effort ``search``,
+    default ``standard``); the bisection then compares the exact values of the
     pooled neighbours (those the full searches found, every target's worst for every observer), a cheap
     lower estimate, and the answer gets a full search warm-started from the pool (module docstring).
     """
@@ -341,16 +333,8 @@ class AuditSettings:
     method: str = "exact"
     """``exact`` (hockey-stick ``delta`` of the privacy-loss variable) or ``rdp`` (the RDP conversion, an
     upper bound: a conservative, larger scale; much faster)."""
-    search: str | int | SearchSettings | None = DEFAULT_SEARCH
-    """A preset name, a number of levels or :class:`SearchSettings` (the optimising search), or
-    ``"candidates"`` (or None) for the candidate search."""
-    candidates: int = 20
-    """Candidate search only: candidate neighbours per target (the re-audit uses ``check_factor`` times
-    as many, :class:`~dpgossip.privacy.scale_search.ScaleSearchOptions`)."""
-    refine: int = 2
-    """Candidate search only: candidates per pair given exact values."""
-    ascent_steps: int = 4
-    """Candidate search only: rounds of local ascent."""
+    search: str | int | SearchSettings = DEFAULT_SEARCH
+    """The search's effort: a preset name, a number of levels or :class:`SearchSettings`."""
     targets: Sequence[int] | None = None
     """Targets audited (default: all)."""
     observers: Sequence[int] | None = None
@@ -371,7 +355,7 @@ class LevelEvent:
     scale: float
     """The noise scale ``s`` audited."""
     effort: str
-    """What is run at it: ``"20 candidates"``, ``"search:standard"``, ``"pool:12"``."""
+    """What is run at it: ``"search:standard"`` or ``"pool:12"``."""
     done: int
     """Targets finished at this scale."""
     total: int
@@ -418,7 +402,7 @@ class _Audited:
     key: tuple[float, object]
     label: int | str
     full: bool
-    """A full optimising search, whose worst neighbours join the pool."""
+    """A full search, whose worst neighbours join the pool."""
 
 
 def _pool(log: Sequence[Evaluation[_Audited]]) -> dict[int, list[Neighbour]]:
@@ -464,14 +448,14 @@ class _Calibrator:
     base: tuple[float, ...]
     audit: AuditSettings
     protocol: FixedProtocol
-    settings: SearchSettings | None
-    """The optimising search, or None for the candidate search."""
+    settings: SearchSettings
+    """The search's effort."""
     options: ScaleSearchOptions
-    """The scale search's options as given (before the optimising search's extra escalations)."""
+    """The scale search's options as given (before the search's extra escalations)."""
 
     @property
     def search_name(self) -> str:
-        return self.settings.name if self.settings is not None else CANDIDATE_SEARCH
+        return self.settings.name
 
     def params_at(self, s: float) -> ProtocolParams:
         return resolve_params(self.data, self.network, iterations=self.iterations,
@@ -481,23 +465,19 @@ class _Calibrator:
 
     def worst(self, s: float, effort: int, previous: tuple[Evaluation[_Audited], ...]
               ) -> Worst[_Audited]:
-        """The search's audit: ``effort`` times the candidates, or the pooled neighbours' exact values
-        (a full search while the pool is empty)."""
-        if self.settings is None:
-            return self._audit(s, int(self.audit.candidates) * effort, previous)
+        """The search's audit: the pooled neighbours' exact values (a full search while the pool is
+        empty)."""
         return self._audit(s, "pool" if _pool(previous) else "full", previous)
 
     def check(self, s: float, effort: int, previous: tuple[Evaluation[_Audited], ...]
               ) -> Worst[_Audited]:
-        """The re-audit: ``effort`` times the candidates, or a full search warm-started from the pool."""
-        if self.settings is None:
-            return self._audit(s, int(self.audit.candidates) * effort, previous)
+        """The re-audit: a full search warm-started from the pool."""
         return self._audit(s, "full", previous)
 
-    def _audit(self, s: float, effort: int | str, previous: tuple[Evaluation[_Audited], ...]
+    def _audit(self, s: float, effort: str, previous: tuple[Evaluation[_Audited], ...]
                ) -> Worst[_Audited]:
-        """An audit at scale ``s``: ``effort`` candidates, ``"pool"`` (the pooled neighbours' exact
-        values) or ``"full"`` (the optimising search, warm-started from the pool). The criterion is the
+        """An audit at scale ``s``: ``"pool"`` (the pooled neighbours' exact values) or ``"full"`` (the
+        search, warm-started from the pool). The criterion is the
         worst delta at the target epsilon (module docstring); an audit already run is not repeated."""
         pool = _pool(previous)
         key = (s, (effort, sum(len(v) for v in pool.values())) if effort == "pool" else effort)
@@ -508,8 +488,7 @@ class _Calibrator:
         common = dict(delta=self.delta, epsilons=(self.epsilon,), view=a.view, methods=(a.method,),
                       seed=a.seed)
         event = LevelEvent(level=len(previous) + 1, scale=float(s), done=0, total=0,
-                           effort=(f"{effort} candidates" if isinstance(effort, int) else
-                                   f"search:{self.search_name}" if effort == "full" else
+                           effort=(f"search:{self.search_name}" if effort == "full" else
                                    f"pool:{sum(len(v) for v in pool.values())}"))
         on_level = a.on_level if a.on_level is not None else (lambda _event: None)
         on_level(event)
@@ -520,22 +499,15 @@ class _Calibrator:
                             on_stage=lambda j, text: on_level(
                                 replace(event, stage=f"target {j}: {text}")),
                             upper_bound=False)  # the bisection judges the lower estimate only
-        label: int | str
         if effort == "pool":  # cheap: in this process (a pool of processes would pay its start
             # and its factorisations at every scale); full searches use audit_processes' count
             res = audit_neighbours(self.data, self.network, self.params_at(s), pool,
                                    options=replace(opts, workers=1), **common)
             label = f"pool:{sum(len(v) for v in pool.values())}"
-        elif effort == "full":
+        else:
             res = audit_pairs(self.data, self.network, self.params_at(s), neighbours=a.neighbours,
                               search=self.settings, options=replace(opts, warm=pool), **common)
             label = f"search:{self.search_name}"
-        else:
-            res = audit_pairs(self.data, self.network, self.params_at(s), neighbours=a.neighbours,
-                              search=CANDIDATE_SEARCH,
-                              options=replace(opts, candidates=int(effort), refine=a.refine,
-                                              ascent_steps=a.ascent_steps), **common)
-            label = int(effort)
         if not res.results:
             raise ConfigError("calibrate: no (observer, target) pair to audit (check targets/observers)")
         value = _worst_delta(res, a.method)
@@ -578,10 +550,8 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
         observers, seed (default: its defaults).
     scale_search
         :class:`~dpgossip.privacy.scale_search.ScaleSearchOptions`: bracket, limits, ``rel_tol``,
-        ``max_evals``, ``check_factor``, ``escalations``, ``monotone_tol``, ``plateau_tol``. Candidate
-        search: the re-audit uses ``check_factor`` times the candidates and, if it misses the target,
-        the search goes on from there with that many, at most ``escalations`` times. Optimising search:
-        it goes on at most ``escalations + 2`` times (module docstring).
+        ``max_evals``, ``escalations``, ``monotone_tol``, ``plateau_tol``: the search goes on at most
+        ``escalations + 2`` times (module docstring).
     protocol
         :class:`FixedProtocol`: ``alpha``, ``sigma_q`` (``1/sqrt(n)`` unless given) and ``rank``, which
         must be 1 (module notes).
@@ -614,8 +584,7 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
                       protocol=protocol if protocol is not None else FixedProtocol())
     if cal.audit.method == UPPER_METHOD:
         return _calibrate_upper(cal)
-    if cal.settings is not None:  # the optimising search goes on twice more (module docstring)
-        options = replace(options, escalations=options.escalations + 2)
+    options = replace(options, escalations=options.escalations + 2)  # module docstring
     found = search_scale(cal.worst, cal.check, target=cal.delta, options=options)
     assert found.check.payload is not None
     eps_check = _worst_epsilon(found.check.payload.audit, data, network, cal.params_at(found.scale),
@@ -662,7 +631,7 @@ def _calibrate_upper(cal: _Calibrator) -> Calibration:
         family=cal.family, scale=float(found.scale), target_epsilon=cal.epsilon,
         target_delta=cal.delta, epsilon=float(found.check.value), delta=cal.delta, met=met,
         monotone_ok=found.monotone_ok, method=UPPER_METHOD, view="every view without the target",
-        neighbours=cal.audit.neighbours, candidates=0, check_candidates=0,
+        neighbours=cal.audit.neighbours, pooled=0,
         evaluations=tuple((e.scale, e.value) for e in found.evaluations),
         history=tuple((e.scale, e.value, "certified") for e in found.log),
         limit_epsilon=None if found.reached else float(found.check.value),
@@ -718,19 +687,16 @@ def _calibrator(data: PartitionedData, network: Network, *, iterations: int, con
             "so calibrate a rank-1 run and audit the rank-r run (divergences compose)"
         )
     base = _base_values(family, base_values, iterations)
-    for name, value, low in (("candidates", audit.candidates, 1), ("refine", audit.refine, 1),
-                             ("max_evals", options.max_evals, 3),
+    for name, value, low in (("max_evals", options.max_evals, 3),
                              ("check_factor", options.check_factor, 1),
-                             ("escalations", options.escalations, 0),
-                             ("ascent_steps", audit.ascent_steps, 0)):
+                             ("escalations", options.escalations, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ConfigError(f"calibrate.{name} must be an integer >= {low}, got {value!r}")
     options.validate("calibrate")
-    optimising = audit.search is not None and audit.search != CANDIDATE_SEARCH
     return _Calibrator(data=data, network=network, iterations=iterations,
                        consensus_steps=consensus_steps, epsilon=epsilon, delta=delta, family=family,
                        base=base, audit=audit, protocol=protocol,
-                       settings=SearchSettings.of(audit.search) if optimising else None,
+                       settings=SearchSettings.of(audit.search),
                        options=options)
 
 
@@ -754,15 +720,10 @@ def _note(cal: _Calibrator, event: SearchEvent) -> str:
     if isinstance(event, Unconverged):
         return (f"max_evals = {opts.max_evals} reached: the bracket is [{event.lo:.6g}, "
                 f"{event.hi:.6g}], the upper end is returned")
-    if cal.settings is not None:
-        return (f"the {cal.search_name} search at s = {event.scale:.6g} found delta {event.value:.6g} > "
-                f"{delta:g} at epsilon = {eps:g} (the pooled neighbours gave "
-                f"{event.search_value:.6g}); its neighbours join the pool and the bisection goes on "
-                "upwards")
-    cands, more = int(cal.audit.candidates) * event.effort, int(cal.audit.candidates) * event.check_effort
-    return (f"the re-audit at s = {event.scale:.6g} with {more} candidates found delta "
-            f"{event.value:.6g} > {delta:g} at epsilon = {eps:g} (the search used {cands}); searching "
-            f"on with {more} candidates")
+    return (f"the {cal.search_name} search at s = {event.scale:.6g} found delta {event.value:.6g} > "
+            f"{delta:g} at epsilon = {eps:g} (the pooled neighbours gave "
+            f"{event.search_value:.6g}); its neighbours join the pool and the bisection goes on "
+            "upwards")
 
 
 def _notes(cal: _Calibrator, found: ScaleSearch[_Audited]) -> list[str]:
@@ -771,12 +732,9 @@ def _notes(cal: _Calibrator, found: ScaleSearch[_Audited]) -> list[str]:
     if found.rise is not None:
         notes.append(_rise_note(found.rise))
     if found.reached and not found.met:
-        effort = (cal.search_name if cal.settings is not None
-                  else f"{int(cal.audit.candidates) * found.check.effort} candidates")
-        notes.append(f"the final re-audit ({effort}) gives delta {found.check.value:.6g} > "
-                     f"{cal.delta:g} at epsilon = {cal.epsilon:g}: "
-                     + ("a larger search or more escalations" if cal.settings is not None
-                        else "increase the candidates"))
+        notes.append(f"the final re-audit ({cal.search_name}) gives delta {found.check.value:.6g} > "
+                     f"{cal.delta:g} at epsilon = {cal.epsilon:g}: a larger search or more "
+                     "escalations")
     return notes
 
 
@@ -788,8 +746,6 @@ def _calibration(cal: _Calibrator, found: ScaleSearch[_Audited], eps_check: floa
     method = cal.audit.method
     dmat = check.matrix(method, "delta", 0)
     worst = check.worst(method)
-    cands = int(cal.audit.candidates) * found.effort
-    optimising = cal.settings is not None
     return Calibration(
         family=cal.family,
         scale=float(found.scale),
@@ -802,9 +758,7 @@ def _calibration(cal: _Calibrator, found: ScaleSearch[_Audited], eps_check: floa
         method=method,
         view=cal.audit.view,
         neighbours=cal.audit.neighbours,
-        candidates=(cands if not optimising
-                    else max((len(v) for v in _pool(found.log).values()), default=0)),
-        check_candidates=cal.options.check_factor * cands if not optimising else 0,
+        pooled=max((len(v) for v in _pool(found.log).values()), default=0),
         evaluations=tuple((e.scale, e.value) for e in found.evaluations),
         history=_history(found.log),
         limit_epsilon=None if found.reached else float(eps_check),

@@ -59,11 +59,14 @@ __all__ = ["ReducedAuditor", "reducible"]
 
 
 def reducible(data: PartitionedData, params: ProtocolParams, views: Mapping[Hashable, View]) -> bool:
-    """Whether :class:`ReducedAuditor` applies: rank 1, observer views only and every agent with more
-    than ``d`` rows (blocks of any sizes; the noise of an iteration is the same for every row)."""
+    """Whether :class:`ReducedAuditor` applies: rank 1, observer views only, every agent with more
+    than ``d`` rows (blocks of any sizes; the noise of an iteration is the same for every row) and
+    noise in every iteration (without it the reduced covariances are singular, and the views keep
+    their own factorisation, which handles laws with different supports)."""
     sizes = np.diff(np.asarray(data.offsets))
     return (int(params.rank) == 1 and all(v.kind == "observer" for v in views.values())
-            and bool(sizes.size) and int(sizes.min()) > data.d)
+            and bool(sizes.size) and int(sizes.min()) > data.d
+            and float(params.sigma_q) > 0 and bool(np.all(np.asarray(params.sigma_p) > 0)))
 
 
 class ReducedAuditor:

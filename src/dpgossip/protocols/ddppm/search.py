@@ -29,6 +29,10 @@ never reports less (the reported value is the maximum over every candidate ever 
    exact delta) from the best neighbours of its ``starts`` best rows, ``steps + l`` steps or until a step
    gains less than ``1e-6`` relative.
 
+6. **Exchange** (once, after the last level): the best neighbours of every view are tried on every
+   other view of the target (one evaluation of all views per neighbour), given exact values where the
+   surrogate says they can beat a view's best, and a view that improved is polished again.
+
 Warm start: neighbours found before (a calibration's search at another noise scale) are given exact
 values after the last level; the reported value is the larger of theirs and the search's, and the search's
 own course does not depend on them.
@@ -53,27 +57,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpgossip.errors import ConfigError, check_int, did_you_mean
-from dpgossip.privacy.gaussian_pair import GaussianPair, rdp_deltas, rdp_epsilons
+from dpgossip.privacy.gaussian_pair import GaussianPair, rdp_deltas
 from dpgossip.privacy.neighbours import Neighbour, max_step, project
 from dpgossip.protocols.ddppm.subview import FirstMessageView
 
 __all__ = ["SearchSettings", "SearchStage", "SearchEvidence", "SEARCH_PRESETS", "DEFAULT_SEARCH",
-           "CANDIDATE_SEARCH", "AskedQuantity", "TargetSearch", "surrogate", "surrogate_gradient"]
+           "REMOVED_SEARCHES", "AskedQuantity", "TargetSearch", "surrogate"]
 
-SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4, "shared": 2, "fast": 2, "network": 2}
-"""Number of effort levels of each named search; each level doubles the effort of the one before.
-``shared`` is ``standard`` run on a few lead views per target only, its neighbours then shared with
-the other views (:meth:`TargetSearch.adopt`). ``fast`` is ``shared`` on observer views reduced to a
-sufficient statistic of the final rows (:mod:`~dpgossip.protocols.ddppm.reduced`; the same divergences,
-so the same course up to rounding), built and dropped one target at a time."""
+SEARCH_PRESETS = {"quick": 1, "standard": 2, "thorough": 4}
+"""Number of effort levels of each named search; each level doubles the effort of the one before."""
 
 DEFAULT_SEARCH = "standard"
 """The search every audit and calibration uses unless told otherwise: two levels, so that the evidence
 says how much the last doubling of effort changed the worst value."""
 
-CANDIDATE_SEARCH = "candidates"
-"""The name of the older candidate search (a fixed set of directions per target; it can miss far worse
-neighbours), kept for comparison."""
+REMOVED_SEARCHES = ("candidates", "shared", "fast", "network")
+"""Names of searches that the one search replaced (refused with a message that says so): the candidate
+search missed far worse neighbours, and the shared modes searched a few lead views only."""
 
 _ORDERS = np.geomspace(1.0 + 1e-3, 1e6, 72)
 _SUB_RANDOM = 128  # random directions per row for the closed-form sub-view
@@ -92,17 +92,6 @@ class SearchSettings:
     steps: int = 4
     starts: int = 2
     exact: int = 2
-    shared: bool = False
-    """Search the lead views of a target only and give their neighbours to the other views
-    (:meth:`TargetSearch.adopt`); ``False``: every view is searched."""
-    reduced: bool = False
-    """Evaluate neighbours on observer views reduced to a sufficient statistic of the final rows
-    (:class:`~dpgossip.protocols.ddppm.reduced.ReducedAuditor`), where it applies (rank 1, observer
-    views, more than ``d`` rows per agent); the same divergences, far fewer coordinates."""
-    batched: bool = False
-    """With ``shared``: the other views get the leads' neighbours without per-view work
-    (:meth:`TargetSearch.adopt_batched`: one evaluation of every view per neighbour, the RDP
-    conversions of all of them at once, one polish shared by all views)."""
 
     def __post_init__(self) -> None:
         """Every effort is a positive integer (``random`` and ``steps`` may be 0): a search with no
@@ -115,25 +104,25 @@ class SearchSettings:
 
     @classmethod
     def of(cls, search: str | int | SearchSettings) -> SearchSettings:
-        """Settings from a preset name (``quick``, ``standard``, ``thorough``) or a number of levels."""
+        """Settings from an effort level: a preset name (``quick``, ``standard``, ``thorough``) or a
+        number of levels in 1..8."""
         if isinstance(search, SearchSettings):
             return search
+        allowed = f"one of {', '.join(SEARCH_PRESETS)} or an integer number of levels in 1..8"
         if isinstance(search, bool):
-            raise ConfigError(f"search must be one of {', '.join(SEARCH_PRESETS)} or an "
-                              f"integer number of levels >= 1, got {search!r}", field="search")
+            raise ConfigError(f"search must be {allowed}, got {search!r}", field="search")
         if isinstance(search, int | np.integer):
             if not 1 <= int(search) <= 8:
-                raise ConfigError(f"search levels must be in 1..8, got {search!r}",
-                                  field="search")
+                raise ConfigError(f"search levels must be in 1..8, got {search!r}", field="search")
             return cls(name=f"levels={int(search)}", levels=int(search))
+        if search in REMOVED_SEARCHES:
+            raise ConfigError(f"search = {search!r} was removed: there is one search, whose effort is "
+                              f"{allowed} (reductions and sharing across views are applied where "
+                              "they are exact)", field="search")
         if search not in SEARCH_PRESETS:
-            raise ConfigError(f"search must be one of {', '.join(SEARCH_PRESETS)}, "
-                              f"{CANDIDATE_SEARCH} or an integer number of levels >= 1, got "
-                              f"{search!r}{did_you_mean(str(search), [*SEARCH_PRESETS, CANDIDATE_SEARCH])}",
-                              field="search")
-        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)],
-                   shared=search in ("shared", "fast", "network"),
-                   reduced=search in ("fast", "network"), batched=search == "network")
+            raise ConfigError(f"search must be {allowed}, got {search!r}"
+                              f"{did_you_mean(str(search), list(SEARCH_PRESETS))}", field="search")
+        return cls(name=str(search), levels=SEARCH_PRESETS[str(search)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,9 +154,6 @@ class SearchEvidence:
     """The search's own best value after each level (without the warm neighbours)."""
     warm: int = 0
     """Neighbours found before (another noise scale) that were given exact values after the search."""
-    searched_on: str = "this view"
-    """``this view``, or with a shared search (:meth:`TargetSearch.adopt`) the lead views whose
-    neighbours this view was given."""
     capped: bool = False
     """The view's search stopped at ``epsilon_cap``: a neighbour's epsilon exceeds the cap, and the
     reported value is the cap (the true worst case is at least that)."""
@@ -196,7 +182,6 @@ class SearchEvidence:
                 "rows_screened": self.rows_screened,
                 "value_by_level": " ".join(f"{v:.6g}" for v in self.level_values),
                 "warm_neighbours": self.warm,
-                **({"searched_on": self.searched_on} if self.searched_on != "this view" else {}),
                 "last_doubling_change": self.last_doubling_change,
                 "first_message_bound": self.first_message_bound,
                 "stopped_at_cap": self.capped}
@@ -231,48 +216,6 @@ def surrogate(lam: np.ndarray, mismatch: bool | np.ndarray, *, delta: float) -> 
         out = np.maximum(out, np.nanmin(val, axis=1))
     out[bad] = np.inf
     return out
-
-
-def surrogate_gradient(lam: np.ndarray, *, delta: float) -> np.ndarray:
-    r"""The gradient of :func:`surrogate` in the eigenvalues ``lam`` (``M x p``, all ``> 0``, no support
-    mismatch), ``M x p``.
-
-    The surrogate is ``max`` over the two directions of ``min`` over the grid of orders of smooth
-    functions of ``lam``; where the selected direction and order are unique, its gradient is that of the
-    selected function (NaN rows where the surrogate is infinite):
-
-    .. math::
-
-        \partial D_a(P\|Q) / \partial \lambda_i = -\frac{a}{2(a-1)} \Bigl(\frac{1}{a \lambda_i + 1 - a}
-        - \frac{1}{\lambda_i}\Bigr),
-
-    and for ``Q||P`` the same in ``1/lam`` times ``-1/lam^2``.
-    """
-    lam = np.atleast_2d(np.asarray(lam, dtype=float))
-    a = _ORDERS[None, :, None]
-    ao = _ORDERS[None, :]
-    conversion = (math.log(1 / delta) + _log_delta_terms(ao)) / (ao - 1)
-    best = np.full(lam.shape[0], -np.inf)
-    grad = np.full(lam.shape, np.nan)
-    rows = np.arange(lam.shape[0])
-    for inverse in (False, True):
-        ll = 1.0 / lam if inverse else lam
-        arg = a * ll[:, None, :] + 1 - a
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)) - a * np.log(ll[:, None, :]),
-                             -np.inf)
-            val = -terms.sum(axis=2) / (2 * (ao - 1)) + conversion
-            i = np.nanargmin(np.where(np.isnan(val), np.inf, val), axis=1)
-            v = val[rows, i]
-            ai = _ORDERS[i][:, None]
-            g = -ai / (2 * (ai - 1)) * (1.0 / (ai * ll + 1 - ai) - 1.0 / ll)
-        if inverse:
-            g = g * (-1.0 / lam ** 2)
-        take = v > best
-        best = np.where(take, v, best)
-        grad[take] = g[take]
-    grad[~np.isfinite(best)] = np.nan
-    return grad
 
 
 def _ascent_step(x: np.ndarray, y: np.ndarray, g: np.ndarray, fy: float, step: float, floor: float,
@@ -404,9 +347,6 @@ class TargetSearch:
         self.order: list[int] = []
         self.covered = 0
         self.random_done: dict[int, int] = {}
-        self.leads = "this view"
-        self.analytic = False
-        """Closed-form gradients in the sub-view's ascent (the shared search sets it)."""
 
     # ------------------------------------------------------------------ evaluation
     def _sur(self, pair: GaussianPair) -> float:
@@ -451,7 +391,7 @@ class TargetSearch:
                                                                    for k in self.keys}
         U_rand = rng_sub.standard_normal((_SUB_RANDOM, d))
         U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
-        sub = {k: self._subview_bests(sv, self.rows, U_rand, analytic=self.analytic)
+        sub = {k: self._subview_bests(sv, self.rows, U_rand)
                for k, sv in self.subviews.items() if sv.available and k in self.keys}
         for r in self.rows:
             x = self.X[r]
@@ -526,13 +466,11 @@ class TargetSearch:
                     break
         return fy, Neighbour(row=r, x_new=y, label="first-message")
 
-    def _subview_bests(self, sv: FirstMessageView, rows: Sequence[int], U_rand: np.ndarray, *,
-                       analytic: bool = False) -> dict[int, tuple[float, Neighbour]]:
+    def _subview_bests(self, sv: FirstMessageView, rows: Sequence[int], U_rand: np.ndarray
+                       ) -> dict[int, tuple[float, Neighbour]]:
         """:meth:`_subview_best` of every row of ``rows`` at once: the same arithmetic for each row
         (its values are the same bits), with one surrogate evaluation per ascent step for all rows
-        instead of one per row. ``analytic``: the ascent's gradient in closed form
-        (:meth:`FirstMessageView.eigenvalue_gradients` and :func:`surrogate_gradient`) instead of
-        forward differences, which it replaces wherever the closed form holds."""
+        instead of one per row."""
         base = self._start_directions(sv, U_rand)
         starts = [self._row_starts(self.X[r], base) for r in rows]
         f = self._sub_values_rows(sv, list(rows), starts)
@@ -545,13 +483,11 @@ class TargetSearch:
         for _ in range(20):  # projected ascent of the closed form, every active row at once
             if not active:
                 break
-            grads = self._sub_gradients(sv, active, state) if analytic else {}
-            fd = [r for r in active if r not in grads]
-            fg = dict(zip(fd, self._sub_values_rows(sv, fd, [state[r][0] + h * np.eye(d)
-                                                             for r in fd]), strict=True))
+            fg = dict(zip(active, self._sub_values_rows(sv, active, [state[r][0] + h * np.eye(d)
+                                                                     for r in active]), strict=True))
             moving, targets = [], []
             for r in active:
-                g = grads[r] if r in grads else (fg[r] - state[r][1]) / h
+                g = (fg[r] - state[r][1]) / h
                 ng = float(np.linalg.norm(g))
                 if not np.isfinite(ng) or ng == 0:
                     continue
@@ -573,17 +509,6 @@ class TargetSearch:
                 active.append(r)
         return {r: (state[r][1], Neighbour(row=r, x_new=state[r][0], label="first-message"))
                 for r in rows}
-
-    def _sub_gradients(self, sv: FirstMessageView, rows: list[int], state: dict[int, list]
-                       ) -> dict[int, np.ndarray]:
-        """The surrogate's gradient at each row's point ``state[r][0]``, in closed form (rows where it
-        does not hold are left out)."""
-        if not rows:
-            return {}
-        parts = [sv.eigenvalue_gradients(self.X[r], state[r][0][None, :]) for r in rows]
-        gs = surrogate_gradient(np.vstack([p[0] for p in parts]), delta=self.delta)
-        g = np.einsum("mp,mpd->md", gs, np.concatenate([p[1] for p in parts]))
-        return {r: g[i] for i, r in enumerate(rows) if np.all(np.isfinite(g[i]))}
 
     def _sub_values_rows(self, sv: FirstMessageView, rows: list[int], points: list[np.ndarray]
                          ) -> list[np.ndarray]:
@@ -727,8 +652,7 @@ class TargetSearch:
             self.row_exact[k][nb.row] = (score, nb, pair)
         return score
 
-    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int, *,
-                cheap_gradient: bool = False) -> None:
+    def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int) -> None:
         """Projected ascent of the asked quantity itself from ``nb`` for view ``k``: the delta at the
         asked epsilon, or in epsilon mode the delta at the best epsilon so far (a neighbour beats the
         best exactly when that delta exceeds ``delta``; its epsilon is then solved)."""
@@ -743,19 +667,10 @@ class TargetSearch:
             p = self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k]
             return float(p.delta(eps0, self.method, resolution=self.resolution)), p
 
-        def sur(y: np.ndarray) -> float:
-            self.evals += 1
-            return self._sur(self.evaluate_pairs(Neighbour(row=nb.row, x_new=y), [k])[k])
-
         y, (fy, pair_y) = nb.x_new.copy(), f(nb.x_new)
         h, step, moved = 1e-5, 0.05, False
         for _ in range(steps):
-            if cheap_gradient:  # the direction from the surrogate; a step is still taken on f
-                sy = sur(y)
-                g = np.array([(sur(y + h * e) - sy) / h for e in np.eye(x.size)])
-            else:
-                g = (self._values_at(nb.row, [y + h * e for e in np.eye(x.size)], k, eps0)
-                     - fy) / h
+            g = (self._values_at(nb.row, [y + h * e for e in np.eye(x.size)], k, eps0) - fy) / h
             ng = float(np.linalg.norm(g))
             if not np.isfinite(ng) or ng == 0:
                 break
@@ -808,7 +723,7 @@ class TargetSearch:
             self._record(level, "warm")
 
     def found(self, per_view: int) -> list[Neighbour]:
-        """Distinct neighbours worth giving to other views (:meth:`adopt`): of every view, its best,
+        """Distinct neighbours worth giving to other views (:meth:`exchange`): of every view, its best,
         the best of each of its ``per_view`` best rows (by exact score), up to ``per_view`` other local
         optima of each of those rows (its best candidates by surrogate more than 0.5 away from those
         already taken: another view may rank a row's optima the other way round), and its
@@ -837,192 +752,42 @@ class TargetSearch:
                     out.append(nb)
         return out
 
-    def adopt(self, found: Sequence[Neighbour], settings: SearchSettings, leads: str) -> None:
-        """The shared search's stages for views that are not searched themselves: the neighbours
-        ``found`` by the search of the lead views (:meth:`found`), each evaluated on every view, and
-        every view's own first-message best (closed form, as in :meth:`screen`) on it; exact values
-        for each view's ``exact`` best by surrogate, the best of each row and its first-message best;
-        then the polish of stage 5 from its best row for ``steps // 2`` steps, the direction from the
-        surrogate. Every value is still that of an actual neighbour on that view (a lower estimate);
-        ``leads`` names the lead views in the evidence."""
-        self.leads = leads
-        self._first_message_bounds(self.rows)
-        pairs: dict[tuple[Hashable, int, bytes], GaussianPair] = {}
-        # the leads' neighbours on every view at once; each view's own first-message best on it alone
-        todo = [(nb, self.keys) for nb in found] + [(nb, [k]) for k, nb in self.bound_nb.items()]
-        for nb, keys in todo:
+    def exchange(self, settings: SearchSettings) -> None:
+        """Stage 6, after the last level: the neighbours each view found (:meth:`found`) are tried on
+        every other view, one evaluation of all of them per neighbour (a neighbour that is the worst for
+        one observer is often near the worst for another). A view gives the asked quantity to each whose
+        surrogate is above its best value (with ``exact`` or ``rdp``, in epsilon mode, the surrogate is
+        not below the asked epsilon: no other can beat the best); in delta mode to every one. A view that
+        improved is polished from its new best (stage 5)."""
+        if len(self.keys) < 2:
+            return
+        before = {k: self.best[k].value for k in self.keys}
+        prune = self.epsilon is None and self.method in ("exact", "rdp")
+        for nb in self.found(settings.starts):
             tag = (nb.row, np.round(nb.x_new, 12).tobytes())
-            keys = [k for k in keys if (k, *tag) not in pairs]
+            keys = [k for k in self.keys if tag not in self.exact_done[k]]
             if not keys:
                 continue
             self.evals += 1
             for k, pair in self.evaluate_pairs(nb, keys).items():
-                self.pool[k].append((self._sur(pair), nb))
-                pairs[(k, *tag)] = pair
-        self._record(0, "shared")
-        self.covered = len({nb.row for nb in found})
-        level = settings.levels - 1
-        for k in self.keys:
-            todo = [nb for _, nb in self._top(k, settings.exact)]
-            rows = sorted({nb.row for _, nb in self.pool[k]})
-            todo += [nb for nb in (self._row_top(k, r) for r in rows) if nb is not None]
-            if k in self.bound_nb:
-                todo.append(self.bound_nb[k])
-            for nb in todo:
-                tag = (nb.row, np.round(nb.x_new, 12).tobytes())
-                if tag in self.exact_done[k]:
+                s = self._sur(pair)
+                self.pool[k].append((s, nb))
+                if prune and not s > self.best[k].value:
                     continue
                 self.exact_done[k].add(tag)
-                self._offer(k, nb, pairs[(k, *tag)])
-        self._record(level, "exact")
-        for k in self.keys:  # the best row only: the leads' rows were polished already
-            ranked = sorted(self.row_exact[k].values(), key=lambda t: -t[0])[:1]
-            for _, nb, pair in ranked:
-                self._polish(k, nb, pair, max(1, settings.steps // 2), cheap_gradient=True)
-            self.level_values[k].append(self.best[k].value)
-        self._record(level, "polish")
-        self._warm(level)
-
-    def adopt_batched(self, found: Sequence[Neighbour], settings: SearchSettings, leads: str) -> None:
-        """The network search's stage for views that are not searched themselves (:meth:`adopt` without
-        per-view work): each neighbour ``found`` by the leads is evaluated on every view at once; with
-        the RDP conversion the asked quantity of every (view, neighbour) is solved in one vectorised
-        conversion and each view keeps its best, then one polish is shared by all views
-        (:meth:`_joint_polish`); otherwise each view's ``exact`` best by surrogate get exact values one
-        by one. A view's own first-message best (closed form, over the rows of ``found``) is evaluated on
-        it only where its first-message bound is above the best found. No view is polished on its own.
-        Every value is still that of an actual neighbour on that view (a lower estimate); ``leads``
-        names the lead views."""
-        self.leads = leads
-        self._first_message_bounds(sorted({nb.row for nb in found}))
-        table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]] = {k: [] for k in self.keys}
-        for nb in found:
-            self.evals += 1
-            got = self.evaluate_pairs(nb, self.keys)
-            for (k, pair), s in zip(got.items(), _pair_surrogates(list(got.values()), self.delta),
-                                    strict=True):
-                table[k].append((nb, pair))
-                self.pool[k].append((float(s), nb))
-        self._record(0, "shared")
-        self.covered = len({nb.row for nb in found})
+                self._offer(k, nb, pair)
         level = settings.levels - 1
-        if self.method == "rdp":
-            self._batched_values(table, settings.exact)
-            self._joint_polish(max(1, settings.steps // 2))
-        else:
-            for k in self.keys:
-                for _, nb in self._top(k, settings.exact):
-                    pair = next(p for n, p in table[k] if n is nb)
-                    self._offer(k, nb, pair)
-        for k, nb in self.bound_nb.items():
-            if not self.bound[k] <= self.best[k].value:
-                self.evals += 1
-                self._offer(k, nb, self.evaluate_pairs(nb, [k])[k])
-        self._record(level, "exact")
+        self._record(level, "exchange")
         for k in self.keys:
-            self.level_values[k].append(self.best[k].value)
-        self._warm(level)
-
-    def _first_message_bounds(self, rows: Sequence[int]) -> None:
-        """Every view's first-message bound over ``rows`` and its neighbour (closed form, as
-        :meth:`screen`)."""
-        rng_sub = np.random.default_rng([self.seed, self.target, 7])
-        U_rand = rng_sub.standard_normal((_SUB_RANDOM, self.X.shape[1]))
-        U_rand /= np.linalg.norm(U_rand, axis=1, keepdims=True)
-        for k, sv in self.subviews.items():
-            if not sv.available:
-                continue
-            best: tuple[float, Neighbour | None] = (-math.inf, None)
-            for got in self._subview_bests(sv, rows, U_rand, analytic=True).values():
-                if got[0] > best[0]:
-                    best = got
-            if best[1] is not None:
-                self.bound[k] = self._exact_value(sv.pair(self.X[best[1].row], best[1].x_new))
-                self.bound_nb[k] = best[1]
-
-    def _batched_values(self, table: dict[Hashable, list[tuple[Neighbour, GaussianPair]]],
-                        exact: int) -> None:
-        """The asked RDP quantity, in one vectorised conversion per round, of each view's ``exact``
-        best candidates by surrogate and then, in epsilon mode, of every other candidate whose
-        surrogate (the same conversion on a grid of orders, so not below it) is above the view's best
-        value so far; in delta mode of every candidate. Each view keeps its largest value (the first of
-        equal ones, in the order found)."""
-        score = {k: {id(nb): s for s, nb in self.pool[k]} for k in self.keys}
-        ranked = {k: sorted(table[k], key=lambda t: -score[k][id(t[0])]) for k in self.keys}
-        first = {k: (ranked[k][:exact] if self.epsilon is None else ranked[k]) for k in self.keys}
-        self._convert_and_keep(first)
-        if self.epsilon is None:
-            rest = {k: [t for t in ranked[k][exact:]
-                        if not score[k][id(t[0])] <= self.best[k].value] for k in self.keys}
-            self._convert_and_keep(rest)
-
-    def _joint_polish(self, steps: int) -> None:
-        """A projected ascent, evaluated on every view at once, from the neighbour that is the best of
-        the most views: the direction of the mean surrogate of those views (forward differences, not
-        reported: a difference step may leave the neighbour set), each accepted step a neighbour of
-        every view; a view takes it where its asked quantity beats its best (the conversion only where
-        the surrogate says it can)."""
-        votes: dict[int, list] = {}
-        for k in self.keys:
-            nb = self.best[k].neighbour
-            if nb is not None and math.isfinite(self.best[k].value):
-                votes.setdefault(id(nb), [0, nb, []])
-                votes[id(nb)][0] += 1
-                votes[id(nb)][2].append(self.keys.index(k))
-        if not votes:
-            return
-        _, nb, idx = max(votes.values(), key=lambda t: t[0])
-        x, kinds = self.X[nb.row], self.kind
-
-        def surrogates(y: np.ndarray, keep: bool) -> tuple[float, dict]:
-            self.evals += 1
-            cand = Neighbour(row=nb.row, x_new=y, label=nb.label.split("+")[0] + "+joint")
-            got = self.evaluate_pairs(cand, self.keys)
-            sur = _pair_surrogates(list(got.values()), self.delta)
-            if keep:
-                for (k, pair), s in zip(got.items(), sur, strict=True):
-                    self.pool[k].append((float(s), cand))
-                    fresh[k].append((cand, pair))
-            return float(np.mean(sur[idx])), got
-
-        fresh: dict[Hashable, list[tuple[Neighbour, GaussianPair]]] = {k: [] for k in self.keys}
-        y = nb.x_new.copy()
-        fy, _ = surrogates(y, keep=False)
-        h, step = 1e-5, 0.05
-        for _ in range(steps):
-            if not math.isfinite(fy):
-                break
-            g = np.array([(surrogates(y + h * e, keep=False)[0] - fy) / h for e in np.eye(x.size)])
-            moved = _ascent_step(x, y, g, fy, step, 1e-5, kinds, lambda z: surrogates(z, keep=True)[0])
-            if moved is None:
-                break
-            y, fy, step = moved
-        score = {k: {id(c): s for s, c in self.pool[k]} for k in self.keys}
-        self._convert_and_keep({k: [t for t in fresh[k] if self.epsilon is not None
-                                    or not score[k][id(t[0])] <= self.best[k].value]
-                                for k in self.keys})
-
-    def _convert_and_keep(self, todo: dict[Hashable, list[tuple[Neighbour, GaussianPair]]]) -> None:
-        flat = [(k, nb, pair) for k in self.keys for nb, pair in todo.get(k, ())]
-        if not flat:
-            return
-        pairs = [t[2] for t in flat]
-        values = (rdp_epsilons(pairs, self.delta) if self.epsilon is None
-                  else rdp_deltas(pairs, self.epsilon))
-        for (k, nb, pair), value in zip(flat, values, strict=True):
-            self.exact_done[k].add((nb.row, np.round(nb.x_new, 12).tobytes()))
             best = self.best[k]
-            if best.neighbour is None or value > best.value:
-                best.value, best.neighbour, best.pair = float(value), nb, pair
-            old = self.row_exact[k].get(nb.row)
-            if old is None or value > old[0]:
-                self.row_exact[k][nb.row] = (float(value), nb, pair)
+            if best.value > before[k] and best.neighbour is not None and best.pair is not None:
+                self._polish(k, best.neighbour, best.pair, settings.steps + level)
+        self._record(level, "polish")
 
     def run(self, settings: SearchSettings, on_stage: Callable[[str], None] | None = None) -> None:
         """All stages at every level of ``settings``; ``on_stage`` hears of each (progress only).
         With an epsilon cap, a view stops being searched once a neighbour exceeds it
         (:meth:`stop_at_cap`), and the search ends when every view has."""
-        self.analytic = settings.shared
         say = on_stage if on_stage is not None else (lambda _text: None)
         if self.cap is not None and self.rows:  # one neighbour first: often enough to stop at the cap
             r = max(self.rows, key=lambda i: (float(np.linalg.norm(self.X[i])), -i))
@@ -1040,6 +805,8 @@ class TargetSearch:
             self.exact(level, settings)
             if self.stop_at_cap(level):
                 return
+        say("trying every view's neighbours on the others")
+        self.exchange(settings)
         self._warm(settings.levels - 1)
 
     def stop_at_cap(self, level: int, *, screened: bool = False, first: Neighbour | None = None
@@ -1076,12 +843,21 @@ class TargetSearch:
                 continue
             if pair.support_mismatch is not None:  # infinite, exactly: nothing beats it
                 self._stop(k, nb, pair, math.inf)
-            elif float(pair.delta(self.cap, self.method, resolution=self.resolution)) > self.delta:
+            elif self._above_cap(pair):
                 self._stop(k, nb, pair, self.cap)
         if restore is not None:
             restore()
         self._record(level, "cap")
         return not self.keys
+
+    def _above_cap(self, pair: GaussianPair) -> bool:
+        """Whether the asked epsilon of ``pair`` is above the cap: its delta at the cap above ``delta``.
+        With the exact method the RDP delta at the cap, an upper bound of the exact one and cheap,
+        decides first when it is at most ``delta``: the exact delta of a pair far below the cap is
+        astronomically small, and its integral slow."""
+        if self.method == "exact" and float(pair.delta(self.cap, "rdp")) <= self.delta:
+            return False
+        return float(pair.delta(self.cap, self.method, resolution=self.resolution)) > self.delta
 
     def _stop(self, k: Hashable, nb: Neighbour, pair: GaussianPair | None, value: float) -> None:
         """View ``k`` is searched no more: its value is ``value`` (the cap, or inf)."""
@@ -1098,4 +874,4 @@ class TargetSearch:
                               rows_screened=len(self.rows), rows_searched=self.covered,
                               first_message_bound=float(self.bound[k]),
                               level_values=tuple(self.level_values[k]), warm=len(self.warm),
-                              searched_on=self.leads, capped=k in self.capped)
+                              capped=k in self.capped)
