@@ -295,6 +295,22 @@ def test_a_files_schedule_of_w_is_the_fixed_mode_and_a_missing_file_names_its_ke
     assert "dynamic_gossip.modes[1].schedule.files[0]: no such file" in capsys.readouterr().err
 
 
+def test_editing_a_files_modes_matrix_recomputes_the_mode(tmp_path):
+    """The matrices of a ``files`` mode enter its stored record's key: after an edit, a rerun into the
+    same folder computes the mode again instead of keeping the old rows."""
+    grid = make_network("grid", agents=9, params={"rows": 3, "cols": 3}).W.toarray()
+    matrix = tmp_path / "w.txt"
+    np.savetxt(matrix, grid)
+    config = _config([{"label": "files", "schedule": {"sampler": "files", "files": [str(matrix)]}}])
+    run_dynamic_gossip(config, tmp_path / "res", quiet=True)
+    before = (tmp_path / "res" / "consensus_time.csv").read_text()
+    np.savetxt(matrix, (np.eye(9) + grid) / 2)
+    run_dynamic_gossip(config, tmp_path / "res", quiet=True)
+    run_dynamic_gossip(config, tmp_path / "fresh", quiet=True)
+    after = (tmp_path / "res" / "consensus_time.csv").read_text()
+    assert after == (tmp_path / "fresh" / "consensus_time.csv").read_text() != before
+
+
 def test_sampled_modes_leak_as_the_backward_sweep_of_dynamic_release_says():
     """A second method: the release model of ``dynamic_release`` (messages ``y_w^r`` of each step's
     matrix, rows by a backward sweep) on the same sampled schedules, as mixing matrices."""

@@ -62,9 +62,16 @@ def _key(config: DynamicGossipConfig, index: int, mode: Mode) -> str:
     shared = config.to_row()
     for drop in ("name", "description", "modes", "output"):
         shared.pop(drop)
-    text = json.dumps({"format": FORMAT, "shared": shared, "index": index, "mode": mode.to_row()},
-                      sort_keys=True, default=str)
+    text = json.dumps({"format": FORMAT, "shared": shared, "index": index, "mode": mode.to_row(),
+                       "inputs": _file_digests(mode)}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _file_digests(mode: Mode) -> dict[str, str]:
+    """SHA-256 of every matrix file of a ``files`` schedule (editing one invalidates the stored mode);
+    a missing file is refused later, when the schedule is read."""
+    files = mode.schedule.files if mode.schedule.sampler == "files" else ()
+    return {f: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files if Path(f).is_file()}
 
 
 def mode_record(config: DynamicGossipConfig, setting: Setting, index: int, mode: Mode) -> dict[str, Any]:
