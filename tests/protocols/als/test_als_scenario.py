@@ -68,3 +68,42 @@ def test_a_kind_that_reads_data_still_requires_the_data_section():
     raw["als"]["noise"] = "shared"
     with pytest.raises(ConfigError, match="data.source is required"):
         validate(raw)
+
+
+ALS_TOML = """name = "als-small"
+seed = 1
+repeats = 1
+[network]
+topology = "ring"
+agents = 6
+[protocol]
+kind = "{kind}"
+iterations = 2
+rank = 2
+consensus_steps = 2
+[als]
+{als}
+[output]
+plots = false
+"""
+
+
+def _als_run(tmp_path, capsys, als: str, kind: str = "dpals") -> tuple[int, str, Path]:
+    from dpgossip.cli import main
+
+    path = tmp_path / "als.toml"
+    path.write_text(ALS_TOML.format(kind=kind, als=als))
+    out = tmp_path / "out"
+    code = main(["run", str(path), "--out", str(out), "-q"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err, out
+
+
+@pytest.mark.parametrize("fraction", ["0", "0.01"])
+def test_a_test_fraction_that_holds_out_nothing_is_refused(tmp_path, capsys, fraction):
+    # before: status ok and every RMSE NaN
+    code, err, out = _als_run(tmp_path, capsys, f"test_fraction = {fraction}")
+    assert code == 2 and not out.exists()
+    assert f"als.test_fraction = {float(fraction)!r} holds out no rating" in err
+    assert "with min_count = 8 at least 0.125" in err and len(err.strip().splitlines()) == 1

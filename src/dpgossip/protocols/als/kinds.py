@@ -93,11 +93,24 @@ def _ratings(inputs: PointInputs) -> Ratings:
 
 
 def settings_ratings(network: Network, settings: Mapping[str, Any]) -> Ratings:
-    """The synthetic ratings ``[als]`` describes, one user per agent of ``network``."""
+    """The synthetic ratings ``[als]`` describes, one user per agent of ``network``.
+
+    Raises
+    ------
+    ConfigError
+        ``als.test_fraction`` holds out no rating (every RMSE, which the kinds report, would be NaN).
+    """
     s = {**default_settings(), **settings}
-    return synthetic_ratings(network.m, s["items"], s["true_rank"], s["data_seed"], zipf=s["zipf"],
-                             activity_tail=s["activity_tail"], min_count=s["min_count"],
-                             noise=s["rating_noise"], test_fraction=s["test_fraction"])
+    ratings = synthetic_ratings(network.m, s["items"], s["true_rank"], s["data_seed"], zipf=s["zipf"],
+                                activity_tail=s["activity_tail"], min_count=s["min_count"],
+                                noise=s["rating_noise"], test_fraction=s["test_fraction"])
+    if not ratings.test.any():
+        raise ConfigError(f"{SECTION}.test_fraction = {s['test_fraction']!r} holds out no rating (a "
+                          "user holds out test_fraction of its ratings, rounded down), so the held-out "
+                          "RMSE the kinds report would be NaN; allowed: a fraction in (0, 1) that holds "
+                          f"out a rating, with min_count = {s['min_count']} at least "
+                          f"{1 / s['min_count']:.3g}", field=f"{SECTION}.test_fraction")
+    return ratings
 
 
 def point_parts(inputs: PointInputs) -> tuple[Ratings, DpAlsParams, GossipParams]:
