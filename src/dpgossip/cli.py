@@ -127,6 +127,7 @@ def protocols_table(rows: list[dict[str, object]]) -> str:
 
 
 def _cmd_protocols(args: argparse.Namespace) -> int:
+    import dpgossip.scenario.kind_sections  # noqa: F401  (a plug-in whose section clashes is skipped)
     from dpgossip.protocols.registry import kinds
 
     rows = [k.to_row() for k in kinds()]

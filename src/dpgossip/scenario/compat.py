@@ -33,6 +33,7 @@ def check_combinations(raw: Mapping[str, Any], config: Mapping[str, Any]) -> Non
     _check_baseline(config["baseline"])
     _check_data(config["data"])
     _check_kinds(raw, config)
+    _check_backends(config)
     _check_schedule(config)
     backends = _values(config["backend"])
     if "engine" in raw and "engine" not in backends:
@@ -83,6 +84,22 @@ def _check_data(data: Mapping[str, Any]) -> None:
         raise ConfigError(
             "data.source = 'synthetic' needs data.synthetic = { n = rows, d = cols, spectrum = ... }"
         )
+
+
+def _check_backends(config: Mapping[str, Any]) -> None:
+    """``backend`` among the kind's backends (``ProtocolKind.backends``), at every point: pairwise
+    when ``backend`` and ``protocol.kind`` advance together in a ``[sweep] zip`` group, else every
+    combination."""
+    kinds_, backends = _values(config["protocol"]["kind"]), _values(config["backend"])
+    zipped = any({"backend", "protocol.kind"} <= set(g) for g in (config.get("sweep") or {}).get("zip", []))
+    pairs = (zip(kinds_, backends, strict=False) if zipped
+             else ((k, b) for k in dict.fromkeys(kinds_) for b in dict.fromkeys(backends)))
+    for name, backend in pairs:
+        found = kind(name)
+        if backend not in found.backends:
+            raise ConfigError(f"backend = {backend!r}: protocol.kind = {name!r} runs on "
+                              f"{', '.join(found.backends)} only (its declared backends); use backend "
+                              f"= {found.backends[0]!r}", field="backend")
 
 
 def _check_schedule(config: Mapping[str, Any]) -> None:

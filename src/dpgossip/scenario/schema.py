@@ -421,6 +421,8 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in raw.items():
         if key in top:
             continue
+        if key not in sections:
+            _refuse_unregistered_kind(raw)
         reject_unknown_keys("", [key], list(top) + sections, "top-level keys")
         if not isinstance(value, Mapping):
             raise ConfigError(f"{key} must be a table ([{key}]), got {value!r}")
@@ -502,6 +504,26 @@ def _own_data_kinds(raw: Mapping[str, Any]) -> tuple[str, ...]:
                           f"{', '.join(sections) or 'its settings'}), so [data] is not read; remove "
                           "the [data] section", field="data")
     return own
+
+
+def _refuse_unregistered_kind(raw: Mapping[str, Any]) -> None:
+    """Before an unknown section is refused: a ``protocol.kind`` that no built-in home or installed
+    plug-in registers is the cause (the section is its kind's), so say that instead.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``protocol.kind``, the value and the registered kinds.
+    """
+    proto = raw.get("protocol")
+    names = proto.get("kind") if isinstance(proto, Mapping) else None
+    for i, name in enumerate(names if isinstance(names, list) else [names]):
+        if isinstance(name, str) and find_kind(name) is None:
+            path = f"protocol.kind[{i}]" if isinstance(names, list) else "protocol.kind"
+            registered = ", ".join(point_kind_names())
+            raise ConfigError(f"{path} = {name!r} is not installed: no built-in home or installed "
+                              "plug-in registers it (install the package that provides it; its "
+                              f"section is unknown until then); registered: {registered}", field=path)
 
 
 def _section_required(name: str) -> bool:
