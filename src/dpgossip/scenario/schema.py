@@ -21,7 +21,6 @@ Combinations of settings that are valid alone but not together are rejected by
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +33,7 @@ from dpgossip.protocols.registry import kind as registered_kind
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.noise import noise_schedule
 from dpgossip.scenario.point import DEFAULT_KIND
+from dpgossip.scenario.section_files import plain_name
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
     free_table,
@@ -83,25 +83,6 @@ def _noise_table(path: str, value: Any) -> dict[str, Any]:
     out.setdefault("schedule", "geometric")
     out.setdefault("scale", 1.0)
     return out
-
-
-_NAME = re.compile(r"[\w.-]+")
-_NAME_MAX = 200
-
-
-def _plain_name(path: str, value: str) -> str:
-    """``name``: a plain folder name (it becomes ``results/<name>``), never a path."""
-    if (
-        not _NAME.fullmatch(value)
-        or value in (".", "..")
-        or len(value) > _NAME_MAX
-    ):
-        raise ConfigError(
-            f"{path} must be a plain folder name (letters, digits, '-', '_' and '.', at most "
-            f"{_NAME_MAX} characters, not '.' or '..'; no '/' or other separators), got {value!r}; "
-            "results go to results/<name> (use --out or [output] dir for another folder)"
-        )
-    return value
 
 
 def _schedule_table(path: str, value: Any) -> dict[str, Any]:
@@ -162,7 +143,7 @@ def _sub_table(path: str, value: Any, allowed: Mapping[str, Any]) -> dict[str, A
 SCHEMA: dict[str, dict[str, Field]] = {
     "": {
         "name": Field(
-            kind=str, default=REQUIRED, sweep=False, check=_plain_name, doc="scenario name"
+            kind=str, default=REQUIRED, sweep=False, check=plain_name, doc="scenario name"
         ),
         "description": Field(kind=str, default="", sweep=False, doc="one line, shown in reports"),
         "seed": Field(kind=int, default=0, low=0, sweep=False, doc="root seed of the scenario"),
