@@ -107,3 +107,25 @@ def test_a_test_fraction_that_holds_out_nothing_is_refused(tmp_path, capsys, fra
     assert code == 2 and not out.exists()
     assert f"als.test_fraction = {float(fraction)!r} holds out no rating" in err
     assert "with min_count = 8 at least 0.125" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["dpals", "dpals-federated"])
+@pytest.mark.parametrize("key", ['noise = "own"', "edge_noise = 2.0"])
+def test_als_gossip_keys_given_to_a_kind_that_does_not_read_them_are_refused(tmp_path, capsys,
+                                                                             kind, key):
+    code, err, out = _als_run(tmp_path, capsys, key, kind=kind)
+    name = key.split(" ")[0]
+    assert code == 2 and not out.exists()
+    assert err.strip().endswith(f"als.{name} is given but protocol.kind = {kind} does not read it "
+                                "(read by dpals-gossip only); remove it")
+
+
+def test_protocol_noise_given_to_an_als_kind_is_refused(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(ALS_TOML.format(kind="dpals", als="").replace(
+        "[protocol]", '[protocol]\nnoise = { schedule = "constant", scale = 1.0 }'))
+    raw = tomllib.loads(path.read_text())
+    with pytest.raises(ConfigError, match=r"^protocol.noise is given but protocol.kind = dpals does "
+                                          r"not read it \(read by ddppm only") as err:
+        validate(raw)
+    assert err.value.field == "protocol.noise"
