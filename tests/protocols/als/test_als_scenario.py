@@ -129,3 +129,17 @@ def test_protocol_noise_given_to_an_als_kind_is_refused(tmp_path, capsys):
                                           r"not read it \(read by ddppm only") as err:
         validate(raw)
     assert err.value.field == "protocol.noise"
+
+
+@pytest.mark.parametrize("kind", ["dpals", "dpals-gossip"])
+@pytest.mark.parametrize("setting, message", [
+    ("reg = 1e-300", "als.reg = 1e-300: a ridge solve of ALS, (V_i^T V_i + reg I) or (X_j + reg I), is "
+                     "singular in floating point"),
+    ("clip_rating = 1e308", "als.clip_rating = 1e+308 and als.clip_user = 1.0: the item factors "
+                            "overflow to inf or NaN in floating point"),
+])
+def test_numerical_failures_name_the_setting(tmp_path, capsys, kind, setting, message):
+    # before: a LinAlgError traceback, and "mahalanobis must be a finite number" naming no setting
+    code, err, out = _als_run(tmp_path, capsys, setting, kind=kind)
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and message in err, err

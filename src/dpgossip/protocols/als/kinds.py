@@ -21,7 +21,8 @@ model's values (docs/als.md, Audit).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -136,6 +137,36 @@ def own_data(network: Network, settings: Mapping[str, Any]) -> PartitionedData:
     return ratings_data(settings_ratings(network, settings))
 
 
+@contextmanager
+def _numerics(params: AlsParams) -> Iterator[None]:
+    """Run ALS with its floating-point failures named by the setting that causes them: a singular
+    ridge solve (``reg`` too small next to the Gram matrices) and overflow (clipping bounds so large
+    that the statistics and their noise leave the floating-point range)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            yield
+    except np.linalg.LinAlgError:
+        raise ConfigError(f"{SECTION}.reg = {params.reg!r}: a ridge solve of ALS, (V_i^T V_i + reg I) "
+                          "or (X_j + reg I), is singular in floating point (reg is too small next to "
+                          "the Gram matrices); allowed: a larger reg, e.g. 1e-6 times clip_user^2 or "
+                          "more", field=f"{SECTION}.reg") from None
+
+
+def _finite(result: AlsResult) -> AlsResult:
+    """``result`` when its item factors are finite, else the error naming the clipping bounds."""
+    if np.isfinite(result.items).all():
+        return result
+    p = result.params
+    bounds = (f"{SECTION}.clip_rating = {p.clip_rating!r} and {SECTION}.clip_user = {p.clip_user!r}"
+              if isinstance(p, DpAlsParams) else f"{SECTION}.reg = {p.reg!r}")
+    scale = (f" (noise std z x clip_rating x clip_user = {p.multiplier * p.clip_rating * p.clip_user:.3g})"
+             if isinstance(p, DpAlsParams) else "")
+    raise ConfigError(f"{bounds}: the item factors overflow to inf or NaN in floating point, the "
+                      f"statistics and their noise scale with these bounds{scale}; allowed: bounds of "
+                      "the real size of the ratings and factors (e.g. clip_rating = 3 for ratings in "
+                      "[-3, 3], clip_user = 1)", field=f"{SECTION}.clip_rating")
+
+
 def _protocol_run(kind: str, res: AlsResult) -> ProtocolRun:
     if res.items.ndim == 4:                     # gossip: every agent's own item factors
         return ProtocolRun(kind=kind, side="ratings", trajectory=res.items[:, 0], agent_finals=res.items[-1],
@@ -155,7 +186,9 @@ class DpAls:
 
     def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
         """One run in the common view."""
-        return _protocol_run(self.kind, run_dpals(self.ratings, self.params, seed, form="central"))
+        with _numerics(self.params):
+            res = run_dpals(self.ratings, self.params, seed, form="central")
+        return _protocol_run(self.kind, _finite(res))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -166,7 +199,9 @@ class DpAlsFederated(DpAls):
 
     def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
         """One run in the common view."""
-        return _protocol_run(self.kind, run_dpals(self.ratings, self.params, seed, form="federated"))
+        with _numerics(self.params):
+            res = run_dpals(self.ratings, self.params, seed, form="federated")
+        return _protocol_run(self.kind, _finite(res))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -179,8 +214,10 @@ class DpAlsGossip(DpAls):
 
     def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
         """One run in the common view."""
-        res = run_dpals_gossip(self.ratings, network, self.params, self.gossip, seed, schedule=self.schedule)
-        return _protocol_run(self.kind, res)
+        with _numerics(self.params):
+            res = run_dpals_gossip(self.ratings, network, self.params, self.gossip, seed,
+                                   schedule=self.schedule)
+        return _protocol_run(self.kind, _finite(res))
 
 
 _PROTOCOLS = {"dpals": DpAls, "dpals-federated": DpAlsFederated, "dpals-gossip": DpAlsGossip}
@@ -198,8 +235,12 @@ class _AlsEngine:
     def run_engine(self, data: PartitionedData, network: Network,
                    seed: int | np.random.SeedSequence) -> EngineRecord:
         """One engine run of dpals-gossip."""
-        return run_dpals_gossip_engine(self.ratings, network, self.params, self.gossip, seed,
-                                       conditions=self.conditions, schedule=self.schedule)
+        with _numerics(self.params):
+            record = run_dpals_gossip_engine(self.ratings, network, self.params, self.gossip, seed,
+                                             conditions=self.conditions, schedule=self.schedule)
+        if record.result is not None:
+            _finite(record.result)
+        return record
 
     def protocol_run(self, record: EngineRecord, data: PartitionedData) -> ProtocolRun:
         """The engine run in the common view."""
@@ -214,7 +255,8 @@ def _columns(network: Network, ratings: Ratings) -> Any:
     def columns(result: AlsResult, repeat: int) -> Mapping[str, Any]:
         audits = audit_views(result, network)
         p = result.params
-        plain = run_als(ratings, AlsParams(rank=p.rank, steps=p.steps, reg=p.reg), repeat)
+        with _numerics(p):
+            plain = run_als(ratings, AlsParams(rank=p.rank, steps=p.steps, reg=p.reg), repeat)
         row: dict[str, Any] = {"rmse": result.rmse, "rmse_nonprivate": plain.rmse,
                                "theorem_epsilon": result.params.epsilon,
                                "sigma": result.params.sigma, "guarantee_delta": result.params.delta}
