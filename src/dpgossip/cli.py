@@ -106,11 +106,17 @@ def _run_dynamic_gossip(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from dpgossip.report import make_report
+    from dpgossip.report.build import also_audited
 
     files = make_report(args.results)
     for f in files:
         print(f)
     print(f"{len(files)} plots written to {args.results.rstrip('/')}/plots")
+    if also_audited(Path(args.results)):
+        print(f"dpgossip: note: {args.results} also holds the results of dpgossip audit (worst.json, "
+              "pairs.csv), which this report of the run does not draw; to draw them, audit into "
+              "another folder (dpgossip audit SCENARIO --out OTHER) and report that one",
+              file=sys.stderr)
     return 0
 
 

@@ -159,3 +159,29 @@ def test_a_nan_of_an_ok_run_is_counted_out_of_the_title(folder, capsys):
 def test_a_whole_folders_title_says_its_repeats(folder, capsys):
     assert report(folder, capsys) == (0, "")
     assert "over 2 repeats)" in _png_title(folder / "plots" / "error_vs_iteration.png")
+
+
+def test_a_file_in_the_place_of_plots_is_named(folder, capsys):
+    # before: "File exists" and exit 1
+    (folder / "plots").write_text("not a folder")
+    code, err = report(folder, capsys)
+    assert code == 2 and err.strip() == (
+        f"dpgossip: error: {folder / 'plots'}: a file is in the place of the plots folder; the report "
+        "draws its plots into a folder of that name: move or rename the file")
+    assert (folder / "plots").read_text() == "not a folder"
+
+
+def test_a_folder_holding_a_run_and_an_audit_says_the_audit_is_not_drawn(tmp_path, capsys):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(TINY_AUDIT.replace("[privacy]", "[output]\nplots = false\n[privacy]"))
+    out = tmp_path / "both"
+    assert main(["run", str(scenario), "--out", str(out), "-q"]) == 0
+    assert main(["audit", str(scenario), "--out", str(out), "-q", "--no-plots"]) == 0
+    assert (out / "summary.json").is_file() and (out / "worst.json").is_file()
+    capsys.readouterr()
+    code, err = report(out, capsys)
+    assert code == 0
+    assert err.strip() == (f"dpgossip: note: {out} also holds the results of dpgossip audit "
+                           "(worst.json, pairs.csv), which this report of the run does not draw; to "
+                           "draw them, audit into another folder (dpgossip audit SCENARIO --out OTHER) "
+                           "and report that one")

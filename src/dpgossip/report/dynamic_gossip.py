@@ -18,7 +18,7 @@ from typing import Any
 from dpgossip.errors import ConfigError
 from dpgossip.report.checked import RERUN, read_record, read_table
 from dpgossip.report.figures import colours, new_figure, save
-from dpgossip.report.manifest import clear_previous, write_manifest
+from dpgossip.report.manifest import clear_previous, plots_folder, write_manifest
 from dpgossip.scenario.store import read_csv
 
 __all__ = ["plot_consensus", "plot_leakage", "plot_results", "dynamic_gossip_report", "PLOT_NAMES"]
@@ -129,8 +129,7 @@ def dynamic_gossip_report(path: Path) -> list[Path]:
         if missing or not rows:
             what = f"the column {missing[0]!r} is missing" if missing else "it has no rows"
             raise ConfigError(f"{table}: {what}; {RERUN}")
-    plots = path / "plots"
-    plots.mkdir(parents=True, exist_ok=True)
+    plots = plots_folder(path)
     clear_previous(plots)
     written = plot_results(path, alpha=float(alpha))
     write_manifest(plots, written)
