@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 import sys
 import textwrap
@@ -818,11 +819,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sigterm_interrupts():
             code = int(args.func(args) or 0)
+            sys.stdout.flush()  # a reader that went away (dpgossip protocols | head) shows here
         sig = received()  # a swallowed SIGTERM: the command finished, but was told to stop
         return code if sig is None else _interrupted(args, 128 + sig)
     except ConfigError as exc:
         print(f"dpgossip: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError as exc:
+        if _reader_gone():  # `| head` read what it wanted: not an error
+            return 0
+        print(f"dpgossip: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     except OSError as exc:  # an environment problem the checks before the run did not foresee
         name = exc.filename2 or exc.filename  # os.replace(tmp, target): name the target
         where = f"cannot write {str(name)!r}: " if exc.filename2 else f"{str(name)!r}: " if name else ""
@@ -841,6 +848,26 @@ def main(argv: list[str] | None = None) -> int:
         if sig is None:
             raise
         return _interrupted(args, 128 + sig)
+
+
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (``poll`` reports an error on it); if so,
+    stdout is pointed at the null device, so that nothing more (nor Python's flush at exit) fails on
+    it. A broken pipe elsewhere (a connection) is not this."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        gone = any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+    if gone:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    return gone
 
 
 def _interrupted(args: argparse.Namespace, code: int) -> int:
