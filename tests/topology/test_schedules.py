@@ -145,6 +145,15 @@ def test_files_round_trip(tmp_path) -> None:
         np.testing.assert_array_equal(a.toarray(), b.toarray())
 
 
+def test_a_text_matrix_with_a_utf8_bom_is_read(tmp_path) -> None:
+    # BOMs are accepted in scenario and data files; before, a schedule's text file with one was refused
+    W = np.full((3, 3), 1 / 3)
+    plain, bom = tmp_path / "plain.txt", tmp_path / "bom.txt"
+    np.savetxt(plain, W)
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    np.testing.assert_array_equal(schedule_from_files([bom]).matrices[0].toarray(), W)
+
+
 @pytest.mark.parametrize(("kwargs", "field"), [
     ({"m": 3, "kind": "ring"}, "kind"),
     ({"m": 3, "kind": "rounds", "matrices": (np.ones((3, 3)),)}, "matrices[0]"),

@@ -146,7 +146,7 @@ def _read_matrix(path: Path, k: int) -> object:
             return sp.load_npz(path)
         if path.suffix == ".npy":
             return np.load(path, allow_pickle=False)
-        return np.loadtxt(path, ndmin=2)
+        return np.loadtxt(path, ndmin=2, encoding="utf-8-sig")  # a BOM is accepted, as in scenarios
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{where}: cannot read {str(path)!r} as a matrix ({exc}); allowed: .npy, "
                           ".npz (scipy sparse) or whitespace-separated text", field=where) from None
