@@ -51,9 +51,10 @@ def plot_consensus(rows: Iterable[Mapping[str, Any]], path: str | Path, *, axis:
     for colour, (mode, rs) in zip(colours(len(modes), ordered=False), modes.items(), strict=True):
         keep = [r for r in rs if _num(r["error_mean"]) > 0]
         x = [_num(r[axis]) for r in keep]
+        runs = int(keep[0]["runs"]) if keep else 0
         ax.plot(x, [_num(r["error_mean"]) for r in keep], color=colour, linewidth=1.4,
-                label=f"{mode} ({keep[0]['runs'] if keep else 0} runs)")
-        if keep and int(keep[0]["runs"]) > 1:
+                label=f"{mode} ({runs} run{'' if runs == 1 else 's'})")
+        if runs > 1:
             ax.fill_between(x, [max(_num(r["error_q10"]), 1e-300) for r in keep],
                             [_num(r["error_q90"]) for r in keep], color=colour, alpha=0.15, linewidth=0)
     ax.set_yscale("log")
