@@ -125,12 +125,34 @@ _PROTOCOL_COLUMNS = ("kind", "home", "backends", "section", "views", "guarantee"
 """The columns of ``dpgossip protocols``, in order (keys of ``ProtocolKind.to_row()``)."""
 
 
-def protocols_table(rows: list[dict[str, object]]) -> str:
-    """The rows of ``dpgossip protocols`` as aligned text: a header and one line per kind."""
+def protocols_table(rows: list[dict[str, object]], width: int | None = None) -> str:
+    """The rows of ``dpgossip protocols`` as aligned text: a header and one line per kind. With
+    ``width`` (a terminal's columns) narrower than that table: one block per kind instead, its name
+    then every other column on its own lines, wrapped to ``width``."""
     cells = [list(_PROTOCOL_COLUMNS)] + [[str(r[c]) for c in _PROTOCOL_COLUMNS] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(_PROTOCOL_COLUMNS) - 1)]
-    return "\n".join("  ".join([*(c.ljust(w) for c, w in zip(line, widths, strict=False)), line[-1]])
-                     .rstrip() for line in cells)
+    table = "\n".join("  ".join([*(c.ljust(w) for c, w in zip(line, widths, strict=False)), line[-1]])
+                      .rstrip() for line in cells)
+    if width is None or max(map(len, table.splitlines())) <= width:
+        return table
+    width = max(width, 40)
+    blocks = []
+    for line in cells[1:]:
+        fields = [textwrap.fill(f"{name}: {value}", width, initial_indent="  ",
+                                subsequent_indent="      ")
+                  for name, value in zip(_PROTOCOL_COLUMNS[1:], line[1:], strict=True)]
+        blocks.append("\n".join([line[0], *fields]))
+    return "\n\n".join(blocks)
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns when stdout is one (``None`` when piped: full lines, for grep)."""
+    import shutil
+
+    try:
+        return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _cmd_protocols(args: argparse.Namespace) -> int:
@@ -141,7 +163,7 @@ def _cmd_protocols(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(protocols_table(rows))
+        print(protocols_table(rows, _terminal_width()))
     return 0
 
 
