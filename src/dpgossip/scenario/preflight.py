@@ -218,7 +218,8 @@ def input_digests(config: Mapping[str, Any], base: Path | None,
     inputs = {}
     named = [(value, input_file(value, base))
              for value in (config["data"]["source"], config["network"]["topology"])]
-    named += [(value, _existing(value, base)) for value in schedule_files(config)]
+    # a schedule's files are read as given (relative to the working directory): hash those
+    named += [(value, _existing(value, None)) for value in schedule_files(config)]
     for value, file in named:
         if file is not None:
             if file not in cache:
