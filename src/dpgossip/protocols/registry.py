@@ -19,6 +19,10 @@ How kinds are found (:func:`load_kinds`, called on first use of the registry):
       [project.entry-points."dpgossip.protocols"]
       my_home = "my_package.kinds"
 
+  A plug-in that fails (its import or callable raises, or it registers a kind named like a built-in
+  one) is skipped with one warning naming it (:func:`skip_plugin`), and so is one whose kind claims a
+  section of the scenario layer (found when the scenario layer registers the kinds' sections).
+
 The scenario layer, the CLI, the reports and the key reference read the kinds from here; no other list of
 kind names exists.
 """
