@@ -143,3 +143,13 @@ def test_numerical_failures_name_the_setting(tmp_path, capsys, kind, setting, me
     code, err, out = _als_run(tmp_path, capsys, setting, kind=kind)
     assert code == 2 and not out.exists()
     assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_edge_noise_with_only_own_noise_is_refused(tmp_path, capsys):
+    code, err, out = _als_run(tmp_path, capsys, 'noise = "own"\nedge_noise = 2.0', kind="dpals-gossip")
+    assert code == 2 and not out.exists()
+    assert err.strip().endswith("als.edge_noise = 2.0 is not read: dpals-gossip reads it with als.noise "
+                                "= 'shared' only, and its every point has als.noise = 'own'; remove it")
+    # with shared noise it is read
+    code, err, out = _als_run(tmp_path, capsys, 'noise = "shared"\nedge_noise = 2.0', kind="dpals-gossip")
+    assert code == 0, err

@@ -310,9 +310,32 @@ def example() -> PointInputs:
                        settings=inputs.settings)
 
 
+def _axis(value: Any) -> list[Any]:
+    """The values a setting takes over the sweep (a list is an axis)."""
+    return value if isinstance(value, list) else [value]
+
+
+def check(config: Mapping[str, Any]) -> None:
+    """``als.edge_noise`` away from its default is read only by a dpals-gossip point with
+    ``als.noise = "shared"``: refused when the scenario has none (``[sweep] zip`` of
+    ``protocol.kind`` and ``als.noise`` pairs them point by point)."""
+    als = config.get(SECTION)
+    if not als or all(e == FIELDS["edge_noise"].default for e in _axis(als["edge_noise"])):
+        return
+    kinds_, noises = _axis(config["protocol"]["kind"]), _axis(als["noise"])
+    zipped = any({"protocol.kind", f"{SECTION}.noise"} <= set(g)
+                 for g in (config.get("sweep") or {}).get("zip", []))
+    pairs = zip(kinds_, noises, strict=False) if zipped else [(k, n) for k in kinds_ for n in noises]
+    if "dpals-gossip" in kinds_ and not any(k == "dpals-gossip" and n == "shared" for k, n in pairs):
+        raise ConfigError(f"{SECTION}.edge_noise = {als['edge_noise']!r} is not read: dpals-gossip reads "
+                          f"it with {SECTION}.noise = 'shared' only, and its every point has "
+                          f"{SECTION}.noise = 'own'; remove it", field=f"{SECTION}.edge_noise")
+
+
 _COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1 and Theorem 1",
                side="ratings",
                section=SECTION, fields=FIELDS, example=example, reads_data=False, own_data=own_data,
+               check=check,
                metric=("rmse", "held-out RMSE of the ratings"),
                section_doc="private ALS: privacy target, sampling, clipping, gossip noise, synthetic ratings")
 
