@@ -48,3 +48,35 @@ def test_a_kind_registered_from_outside_is_listed(capsys, monkeypatch: pytest.Mo
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("toy-average"))
     assert line.split()[:4] == ["toy-average", "toyhome", "matrix", "-"]
     assert line.endswith("the mean of the rows")
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
+    """`dpgossip protocols | head -1`: the reader closes the pipe before the table is written; before,
+    "Broken pipe" and exit 1 (or Python's "Exception ignored" at exit)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from dpgossip.cli import main; "
+                             "sys.exit(main(['protocols']))"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == ""
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_on_a_terminal_the_list_fits_its_width(capsys, monkeypatch, columns):
+    """Before, the table was up to 254 characters wide whatever the terminal; piped, it stays one line
+    per kind (the tests above)."""
+    import sys
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["protocols"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= columns
+    blocks = out.strip().split("\n\n")
+    assert [b.splitlines()[0] for b in blocks] == [k.name for k in registry.kinds()]
+    ppm = next(b for b in blocks if b.startswith("ppm-gossip\n"))
+    assert "  home: ppm" in ppm and "  section: [ppm]" in ppm
+    assert "estimates: " in ppm and "guarantee: " in ppm

@@ -289,6 +289,26 @@ def test_name_must_be_a_plain_folder_name(tmp_path, capsys, monkeypatch, name):
     assert files_under(tmp_path) == before
 
 
+@pytest.mark.parametrize("shipped", ["network-dp-gossip", "dynamic-gossip-modes"])
+@pytest.mark.parametrize("name", ["../escape", "with space", "a/b", ".."])
+def test_a_section_scenarios_name_must_be_a_plain_folder_name(tmp_path, capsys, monkeypatch,
+                                                               shipped, name):
+    """Network-DP and dynamic-gossip scenarios check ``name`` as the others do: before, ``../escape``
+    wrote outside results/ and a name with a space was accepted."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    text = (Path(__file__).resolve().parents[1] / "scenarios" / f"{shipped}.toml").read_text()
+    s = write(work, text.replace(f'name = "{shipped}"', f'name = "{name}"'))
+    before = files_under(tmp_path)
+    line = error_line(capsys, ["run", s, "-q"])
+    assert line == (f"{s}: name must be a plain folder name (letters, digits, '-', '_' and '.', at "
+                    "most 200 characters, not '.' or '..'; no '/' or other separators), got "
+                    f"{name!r}; results go to results/<name> (use --out or [output] dir for another "
+                    "folder)")
+    assert files_under(tmp_path) == before
+
+
 def test_plain_names_with_dots_run(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     s = write(tmp_path, GOOD.replace('name = "t"', 'name = "v1.2_run-A"'))

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 import sys
 import textwrap
@@ -106,11 +107,17 @@ def _run_dynamic_gossip(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from dpgossip.report import make_report
+    from dpgossip.report.build import also_audited
 
     files = make_report(args.results)
     for f in files:
         print(f)
     print(f"{len(files)} plots written to {args.results.rstrip('/')}/plots")
+    if also_audited(Path(args.results)):
+        print(f"dpgossip: note: {args.results} also holds the results of dpgossip audit (worst.json, "
+              "pairs.csv), which this report of the run does not draw; to draw them, audit into "
+              "another folder (dpgossip audit SCENARIO --out OTHER) and report that one",
+              file=sys.stderr)
     return 0
 
 
@@ -118,22 +125,45 @@ _PROTOCOL_COLUMNS = ("kind", "home", "backends", "section", "views", "guarantee"
 """The columns of ``dpgossip protocols``, in order (keys of ``ProtocolKind.to_row()``)."""
 
 
-def protocols_table(rows: list[dict[str, object]]) -> str:
-    """The rows of ``dpgossip protocols`` as aligned text: a header and one line per kind."""
+def protocols_table(rows: list[dict[str, object]], width: int | None = None) -> str:
+    """The rows of ``dpgossip protocols`` as aligned text: a header and one line per kind. With
+    ``width`` (a terminal's columns) narrower than that table: one block per kind instead, its name
+    then every other column on its own lines, wrapped to ``width``."""
     cells = [list(_PROTOCOL_COLUMNS)] + [[str(r[c]) for c in _PROTOCOL_COLUMNS] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(_PROTOCOL_COLUMNS) - 1)]
-    return "\n".join("  ".join([*(c.ljust(w) for c, w in zip(line, widths, strict=False)), line[-1]])
-                     .rstrip() for line in cells)
+    table = "\n".join("  ".join([*(c.ljust(w) for c, w in zip(line, widths, strict=False)), line[-1]])
+                      .rstrip() for line in cells)
+    if width is None or max(map(len, table.splitlines())) <= width:
+        return table
+    width = max(width, 40)
+    blocks = []
+    for line in cells[1:]:
+        fields = [textwrap.fill(f"{name}: {value}", width, initial_indent="  ",
+                                subsequent_indent="      ")
+                  for name, value in zip(_PROTOCOL_COLUMNS[1:], line[1:], strict=True)]
+        blocks.append("\n".join([line[0], *fields]))
+    return "\n\n".join(blocks)
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns when stdout is one (``None`` when piped: full lines, for grep)."""
+    import shutil
+
+    try:
+        return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _cmd_protocols(args: argparse.Namespace) -> int:
+    import dpgossip.scenario.kind_sections  # noqa: F401  (a plug-in whose section clashes is skipped)
     from dpgossip.protocols.registry import kinds
 
     rows = [k.to_row() for k in kinds()]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(protocols_table(rows))
+        print(protocols_table(rows, _terminal_width()))
     return 0
 
 
@@ -795,11 +825,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sigterm_interrupts():
             code = int(args.func(args) or 0)
+            sys.stdout.flush()  # a reader that went away (dpgossip protocols | head) shows here
         sig = received()  # a swallowed SIGTERM: the command finished, but was told to stop
         return code if sig is None else _interrupted(args, 128 + sig)
     except ConfigError as exc:
         print(f"dpgossip: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError as exc:
+        if _reader_gone():  # `| head` read what it wanted: not an error
+            return 0
+        print(f"dpgossip: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     except OSError as exc:  # an environment problem the checks before the run did not foresee
         name = exc.filename2 or exc.filename  # os.replace(tmp, target): name the target
         where = f"cannot write {str(name)!r}: " if exc.filename2 else f"{str(name)!r}: " if name else ""
@@ -818,6 +854,26 @@ def main(argv: list[str] | None = None) -> int:
         if sig is None:
             raise
         return _interrupted(args, 128 + sig)
+
+
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (``poll`` reports an error on it); if so,
+    stdout is pointed at the null device, so that nothing more (nor Python's flush at exit) fails on
+    it. A broken pipe elsewhere (a connection) is not this."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        gone = any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+    if gone:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    return gone
 
 
 def _interrupted(args: argparse.Namespace, code: int) -> int:

@@ -42,3 +42,6 @@ class Field:
     sweep: bool = True
     check: Callable[[str, Any], Any] | None = None
     doc: str = ""
+    read_by: tuple[str, ...] | None = None
+    """The kinds that read this key of their section (``None``: every kind of the section); a
+    scenario that gives the key while none of its kinds reads it is refused."""

@@ -242,7 +242,9 @@ def scenario_text(spec: ProtocolKind, **override: Any) -> str:
              f"iterations = {inputs.iterations}", f"consensus_steps = {inputs.consensus_steps}",
              f"rank = {inputs.rank}", "[output]", "plots = false"]
     if spec.section:
-        settings = {k: v for k, v in inputs.settings.items() if k in (spec.fields or {})}
+        fields = spec.fields or {}
+        settings = {k: v for k, v in inputs.settings.items() if k in fields
+                    and (fields[k].read_by is None or spec.name in fields[k].read_by)}  # read by it
         settings.update(override)
         lines.append(f"[{spec.section}]")
         lines += [f"{key} = {_toml(v)}" for key, v in settings.items() if v is not None]

@@ -131,3 +131,57 @@ def test_report_redraws_a_network_dp_folder(tmp_path, capsys):
     code, err = report(broken, capsys)
     assert code == 2 and "leakage.csv: the column 'mfdl_bound' is missing" in err
     assert "dpgossip run first" not in err
+
+
+def _png_title(path: Path) -> str:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.text.get("Title", "")
+
+
+def test_a_nan_of_an_ok_run_is_counted_out_of_the_title(folder, capsys):
+    """A NaN error of one repeat is left out of its mean: the title says how many repeats contribute
+    instead of "over 2 repeats"."""
+    for name, column in (("iterations.csv", "error"), ("runs.csv", "error")):
+        path = folder / name
+        lines = path.read_text().splitlines(keepends=True)
+        header = lines[0].rstrip("\n").split(",")
+        fields = lines[-1].rstrip("\n").split(",")
+        fields[header.index(column)] = "nan"  # the last row: point 1, repeat 1
+        path.write_text("".join(lines[:-1]) + ",".join(fields) + "\n")
+    assert report(folder, capsys) == (0, "")
+    for png in ("error_vs_iteration.png", "error_vs_c.png"):
+        title = _png_title(folder / "plots" / png)
+        assert "over 1 to 2 of 2 repeats; NaN or infinite values left out" in title, (png, title)
+
+
+def test_a_whole_folders_title_says_its_repeats(folder, capsys):
+    assert report(folder, capsys) == (0, "")
+    assert "over 2 repeats)" in _png_title(folder / "plots" / "error_vs_iteration.png")
+
+
+def test_a_file_in_the_place_of_plots_is_named(folder, capsys):
+    # before: "File exists" and exit 1
+    (folder / "plots").write_text("not a folder")
+    code, err = report(folder, capsys)
+    assert code == 2 and err.strip() == (
+        f"dpgossip: error: {folder / 'plots'}: a file is in the place of the plots folder; the report "
+        "draws its plots into a folder of that name: move or rename the file")
+    assert (folder / "plots").read_text() == "not a folder"
+
+
+def test_a_folder_holding_a_run_and_an_audit_says_the_audit_is_not_drawn(tmp_path, capsys):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(TINY_AUDIT.replace("[privacy]", "[output]\nplots = false\n[privacy]"))
+    out = tmp_path / "both"
+    assert main(["run", str(scenario), "--out", str(out), "-q"]) == 0
+    assert main(["audit", str(scenario), "--out", str(out), "-q", "--no-plots"]) == 0
+    assert (out / "summary.json").is_file() and (out / "worst.json").is_file()
+    capsys.readouterr()
+    code, err = report(out, capsys)
+    assert code == 0
+    assert err.strip() == (f"dpgossip: note: {out} also holds the results of dpgossip audit "
+                           "(worst.json, pairs.csv), which this report of the run does not draw; to "
+                           "draw them, audit into another folder (dpgossip audit SCENARIO --out OTHER) "
+                           "and report that one")

@@ -33,6 +33,10 @@ def small(**sections: Any) -> Scenario:
             raw[name].update(value)
         else:
             raw[name] = value
+    kinds = raw["protocol"].get("kind", "ddppm")
+    if "ddppm" not in (kinds if isinstance(kinds, list) else [kinds]) \
+            and "noise" not in sections.get("protocol", {}):
+        del raw["protocol"]["noise"]  # D-DP-PM's noise: another kind refuses it
     return Scenario(validate(raw), None, raw)
 
 

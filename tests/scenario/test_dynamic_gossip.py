@@ -295,6 +295,51 @@ def test_a_files_schedule_of_w_is_the_fixed_mode_and_a_missing_file_names_its_ke
     assert "dynamic_gossip.modes[1].schedule.files[0]: no such file" in capsys.readouterr().err
 
 
+def test_editing_a_files_modes_matrix_recomputes_the_mode(tmp_path):
+    """The matrices of a ``files`` mode enter its stored record's key: after an edit, a rerun into the
+    same folder computes the mode again instead of keeping the old rows."""
+    grid = make_network("grid", agents=9, params={"rows": 3, "cols": 3}).W.toarray()
+    matrix = tmp_path / "w.txt"
+    np.savetxt(matrix, grid)
+    config = _config([{"label": "files", "schedule": {"sampler": "files", "files": [str(matrix)]}}])
+    run_dynamic_gossip(config, tmp_path / "res", quiet=True)
+    before = (tmp_path / "res" / "consensus_time.csv").read_text()
+    np.savetxt(matrix, (np.eye(9) + grid) / 2)
+    run_dynamic_gossip(config, tmp_path / "res", quiet=True)
+    run_dynamic_gossip(config, tmp_path / "fresh", quiet=True)
+    after = (tmp_path / "res" / "consensus_time.csv").read_text()
+    assert after == (tmp_path / "fresh" / "consensus_time.csv").read_text() != before
+
+
+def test_a_mode_of_many_runs_prints_progress_lines(tmp_path, capsys, monkeypatch):
+    """Before, a mode of many samples printed nothing until it finished (over a minute)."""
+    from dpgossip.scenario import dynamic_gossip
+
+    monkeypatch.setattr(dynamic_gossip, "PROGRESS_EVERY", 0.0)
+    config = _config([{"label": "rm", "schedule": {"sampler": "random-matchings"}}], samples=3)
+    run_dynamic_gossip(config, tmp_path / "res")
+    lines = capsys.readouterr().err.splitlines()
+    progress = [x for x in lines if x.startswith("[1/1] rm: run ")]
+    assert [x.split(" (")[0] for x in progress] == ["[1/1] rm: run 1/3", "[1/1] rm: run 2/3"]
+    assert all(" s, ETA " in x for x in progress)
+    run_dynamic_gossip(config, tmp_path / "quiet", quiet=True)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("runs, text", [(1, "fixed (1 run)"), (3, "fixed (3 runs)")])
+def test_the_consensus_legend_says_run_or_runs(tmp_path, monkeypatch, runs, text):
+    pytest.importorskip("matplotlib")
+    from dpgossip.report import dynamic_gossip as report
+
+    drawn = []
+    monkeypatch.setattr(report, "save", lambda fig, path: drawn.append(fig) or Path(path))
+    rows = [{"mode": "fixed", "time": t, "runs": runs, "error_mean": 1.0 / (t + 1),
+             "error_q10": 0.5 / (t + 1), "error_q90": 2.0 / (t + 1)} for t in range(3)]
+    report.plot_consensus(rows, tmp_path / "c.png")
+    labels = drawn[0].axes[0].get_legend_handles_labels()[1]
+    assert labels == [text]
+
+
 def test_sampled_modes_leak_as_the_backward_sweep_of_dynamic_release_says():
     """A second method: the release model of ``dynamic_release`` (messages ``y_w^r`` of each step's
     matrix, rows by a backward sweep) on the same sampled schedules, as mixing matrices."""

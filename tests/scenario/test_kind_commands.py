@@ -54,6 +54,19 @@ def test_every_kind_has_an_audit_and_a_calibration_and_others_are_refused():
         commands_for("gossip-decor")
 
 
+@pytest.mark.parametrize("name", ["dpals", "dpals-federated", "dpals-gossip"])
+def test_the_refusal_of_als_says_where_its_audit_is(name):
+    # before: "it has no auditor or accountant here", untrue of private ALS (it has both)
+    with pytest.raises(ConfigError) as err:
+        commands_for(name)
+    text = str(err.value)
+    assert "no auditor or accountant" not in text
+    assert (f"protocol.kind = {name!r}: dpgossip audit and dpgossip calibrate do not support this kind "
+            "(its guarantee and its audit are computed by dpgossip run: the guaranteed_epsilon and "
+            "audited_epsilon columns of runs.csv, views ") in text
+    assert "it has no noise calibration for dpgossip calibrate to search); supported: " in text
+
+
 def test_audit_of_capepca_is_its_aggregator_audit_not_ddppm(tmp_path):
     from dpgossip.protocols.cape.guarantee import calibrate_cape_noise, gaussian_epsilon
     from dpgossip.protocols.cape.star import second_moment_sensitivity

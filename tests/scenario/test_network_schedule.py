@@ -135,3 +135,22 @@ def test_a_list_of_schedules_is_a_sweep_axis(tmp_path: Path) -> None:
         '[network]\ntopology = "ring"\nagents = 4\nschedule = [{ sampler = "fixed" }, { sampler = "x" }]',
         '[protocol]\nkind = "ppm-gossip"\niterations = 2\nconsensus_steps = 2', PPM))
     assert re.search(r"network\.schedule\[1\]\.sampler must be one of 'fixed', ", str(err)), str(err)
+
+
+def _ring_w(self_weight: float) -> np.ndarray:
+    side = (1 - self_weight) / 2
+    return (self_weight * np.eye(4) + side * np.roll(np.eye(4), 1, axis=1)
+            + side * np.roll(np.eye(4), -1, axis=1))
+
+
+def test_editing_a_files_schedules_matrix_recomputes_the_point(tmp_path: Path) -> None:
+    """A point reads the matrices of its ``files`` schedule: they enter its key as the data file does,
+    so that a rerun into the same folder after an edit computes the point again."""
+    matrix = tmp_path / "w.txt"
+    np.savetxt(matrix, _ring_w(0.5))
+    sc = _scenario({"sampler": "files", "files": [str(matrix)]})
+    first = _rows(run_scenario(sc, tmp_path / "out", quiet=True))[0]["error"]
+    np.savetxt(matrix, np.full((4, 4), 0.25))
+    second = _rows(run_scenario(sc, tmp_path / "out", quiet=True))[0]["error"]
+    fresh = _rows(run_scenario(sc, tmp_path / "fresh", quiet=True))[0]["error"]
+    assert second == fresh != first

@@ -219,6 +219,23 @@ def test_a_rerun_keeps_the_users_files_and_the_plots_of_the_same_configuration(t
 
 
 
+@pytest.mark.parametrize("mode", [0o700, 0o750])
+def test_a_rerun_keeps_the_folders_permissions(tmp_path, earlier, mode):
+    """The staging swap replaces the folder: the new one keeps the old one's mode (not the umask's
+    755), and so do the subfolders carried over."""
+    out = tmp_path / "out"
+    shutil.copytree(earlier, out)
+    (out / "mine").mkdir()
+    for folder in (out, out / "points", out / "mine"):
+        folder.chmod(mode)
+    toml = tmp_path / "t.toml"
+    toml.write_text(scenario())
+    assert cli("run", toml, out) == 0
+    assert [oct(f.stat().st_mode & 0o777) for f in (out, out / "points", out / "mine")] == \
+        [oct(mode)] * 3
+    assert no_leftovers(out)
+
+
 def test_audit_refuses_before_writing_and_keeps_earlier_results(tmp_path, capsys):
     toml = tmp_path / "a.toml"
     toml.write_text(tiny_audit_toml(name="tiny-audit", rank=1))

@@ -105,3 +105,19 @@ def test_the_privacy_settings_are_part_of_a_points_key():
     with pytest.raises(ConfigError, match=r"privacy\.candidates = 20: this key set the candidate "
                        r"search, which was removed"):
         validate(cfg(privacy={"candidates": 20}))
+
+
+@pytest.mark.parametrize("kind, section", [("ppm-gossip", {"ppm": {"noise_multiplier": 1.5}}),
+                                           ("ppm", {"ppm": {"noise_multiplier": 1.5}})])
+@pytest.mark.parametrize("key, value", [("noise", {"schedule": "constant", "scale": 0.1}),
+                                        ("alpha", 0.5), ("sigma_q", 0.2)])
+def test_ddppm_keys_given_to_a_kind_that_does_not_read_them_are_refused(kind, section, key, value):
+    raw = {"name": "x", "data": {"source": "wine"}, "network": {"topology": "ring", "agents": 4},
+           "protocol": {"kind": kind, "iterations": 2, "consensus_steps": 2, key: value}, **section}
+    with pytest.raises(ConfigError, match=rf"^protocol.{key} is given but protocol.kind = {kind} does "
+                                          r"not read it \(read by ddppm only; the noise of another "
+                                          r"kind is in its own section\); remove it$") as err:
+        validate(raw)
+    assert err.value.field == f"protocol.{key}"
+    # read by one of the scenario's kinds: accepted
+    validate({**raw, "protocol": {**raw["protocol"], "kind": [kind, "ddppm"]}})

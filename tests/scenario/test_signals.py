@@ -158,10 +158,11 @@ def test_sigterm_on_an_in_process_sweep_exits_143(tmp_path):
 WATCHED = """
 import os, sys, time
 from pathlib import Path
+from dpgossip import _parent
 from dpgossip.scenario import execute
-execute.PARENT_POLL = 0.05
+_parent.PARENT_POLL = 0.05
 if sys.argv[1] == "watchdog":
-    execute._kill_me_with_parent = lambda: False  # as where prctl is missing
+    _parent._kill_me_with_parent = lambda: False  # as where prctl is missing
 execute._worker_init(os.getppid())
 Path(sys.argv[2]).write_text(str(os.getpid()))
 time.sleep(30)
@@ -234,3 +235,53 @@ def test_a_swallowed_sigterm_still_exits_143(monkeypatch, capsys, then):
     assert cli.main(["topology", "ring", "--agents", "4"]) == 143
     err = capsys.readouterr().err
     assert "interrupted" in err and "Traceback" not in err
+
+
+def _start_audit(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    """Start ``dpgossip audit <quickstart> --workers 2`` (its stdout and stderr a pipe, as in
+    ``dpgossip audit ... | tail``) in its own process group, and wait for its two workers."""
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.toml"
+    cmd = [sys.executable, "-m", "dpgossip.cli", "audit", str(scenario), "--out",
+           str(tmp_path / "audit"), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    workers: list[int] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(workers) < 2:
+        workers = [c for c in _descendants(proc.pid) if "spawn_main" in
+                   Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
+        time.sleep(0.1)
+    if len(workers) < 2:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("the audit's pool did not start")
+    return proc, workers
+
+
+@linux
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_an_audits_workers_die_with_its_parent(tmp_path, sig):
+    """`dpgossip audit --workers 2 | tail`: the parent alone signalled (even with SIGKILL), its
+    workers and the resource tracker go too, so the pipe reaches its end and `tail` returns."""
+    proc, workers = _start_audit(tmp_path)
+    family: list[int] = []
+    try:
+        time.sleep(0.5)
+        family = _descendants(proc.pid)  # the workers, the resource tracker
+        assert set(workers) <= set(family)
+        os.kill(proc.pid, sig)  # the parent only, not its group
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in family):
+            time.sleep(0.1)
+        left = {p: Path(f"/proc/{p}/cmdline").read_text(errors="replace").replace("\0", " ")
+                for p in family if _alive(p)}
+        assert not left, f"processes left behind by the audit: {left}"
+        proc.stdout.read()  # the end of the pipe: nobody holds it open any more
+        if sig != signal.SIGKILL:
+            assert proc.returncode == 128 + sig
+    finally:  # never leave them to the next test
+        for p in [proc.pid, *family]:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        proc.stdout.close()

@@ -116,6 +116,22 @@ def test_push_sum_converges_to_the_average_on_a_directed_graph() -> None:
     assert not np.allclose(apply_schedule(s, x), x.mean(), atol=1e-3)  # s alone is biased
 
 
+@pytest.mark.parametrize("edges", [
+    [(0, 1), (1, 2), (2, 0), (2, 3)],           # agent 3 receives, never sends back
+    [(1, 0), (2, 1), (0, 2), (3, 2)],           # agent 3 sends, never receives
+    [(0, 1), (1, 0), (2, 3), (3, 2)],           # two separate pairs
+])
+def test_push_sum_refuses_a_graph_that_is_not_strongly_connected(edges) -> None:
+    # there the ratios s_i / w_i do not tend to the average: refused, naming the property
+    g = nx.DiGraph(edges)
+    for build in (push_sum_weights, lambda g: push_sum_schedule(g, 50)):
+        with pytest.raises(ConfigError, match="graph: push-sum needs a strongly connected directed "
+                                              r"graph .* got 2 strongly connected components \(agent "
+                                              r"\d cannot reach agent \d\)") as err:
+            build(g)
+        assert err.value.field == "graph"
+
+
 def test_files_round_trip(tmp_path) -> None:
     s = random_matchings(3, 0, m=6)
     paths = []
@@ -127,6 +143,15 @@ def test_files_round_trip(tmp_path) -> None:
     back = schedule_from_files(paths)
     for a, b in zip(s.matrices, back.matrices, strict=True):
         np.testing.assert_array_equal(a.toarray(), b.toarray())
+
+
+def test_a_text_matrix_with_a_utf8_bom_is_read(tmp_path) -> None:
+    # BOMs are accepted in scenario and data files; before, a schedule's text file with one was refused
+    W = np.full((3, 3), 1 / 3)
+    plain, bom = tmp_path / "plain.txt", tmp_path / "bom.txt"
+    np.savetxt(plain, W)
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    np.testing.assert_array_equal(schedule_from_files([bom]).matrices[0].toarray(), W)
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

@@ -19,6 +19,10 @@ How kinds are found (:func:`load_kinds`, called on first use of the registry):
       [project.entry-points."dpgossip.protocols"]
       my_home = "my_package.kinds"
 
+  A plug-in that fails (its import or callable raises, or it registers a kind named like a built-in
+  one) is skipped with one warning naming it (:func:`skip_plugin`), and so is one whose kind claims a
+  section of the scenario layer (found when the scenario layer registers the kinds' sections).
+
 The scenario layer, the CLI, the reports and the key reference read the kinds from here; no other list of
 kind names exists.
 """
@@ -47,7 +51,7 @@ from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["ENTRY_POINT_GROUP", "PointInputs", "EngineForm", "KindPoint", "NoiseCalibration",
            "ProtocolKind", "register", "kind", "kinds", "kind_names", "point_kind_names", "find_kind",
-           "load_kinds", "kinds_by_section", "on_register"]
+           "load_kinds", "kinds_by_section", "on_register", "plugin_of", "skip_plugin"]
 
 ENTRY_POINT_GROUP = "dpgossip.protocols"
 """The entry-point group through which installed packages add kinds."""
@@ -310,6 +314,12 @@ def register(spec: ProtocolKind, *, replace: bool = False) -> ProtocolKind:
     if not isinstance(spec, ProtocolKind):
         raise ConfigError(f"register() takes a ProtocolKind, got {type(spec).__name__}", field="spec")
     old = _KINDS.get(spec.name)
+    if _PLUGIN is not None and spec.name in _BUILTIN:
+        raise ConfigError(f"protocol kind {spec.name!r} is a built-in kind of dpgossip (home "
+                          f"{_KINDS[spec.name].family!r}); a plug-in cannot replace it, choose another "
+                          "name", field="name")
+    if _PLUGIN is not None:
+        _PLUGIN_OF[spec.name] = _PLUGIN
     if old is not None and old is not spec and not replace and old.family != spec.family:
         raise ConfigError(f"protocol kind {spec.name!r} is registered already by home "
                           f"{old.family!r}; choose another name", field="name")
@@ -335,24 +345,70 @@ def on_register(listener: Callable[[ProtocolKind], None]) -> None:
     _LISTENERS.append(listener)
 
 
+_BUILTIN: set[str] = set()
+"""The kinds of dpgossip's own homes (a plug-in cannot replace them)."""
+_PLUGIN: str | None = None
+"""The entry point being loaded (its kinds are recorded in :data:`_PLUGIN_OF`)."""
+_PLUGIN_OF: dict[str, str] = {}
+"""Kind name -> the entry point (plug-in) that registered it."""
+
+
 def _load_homes() -> None:
     import dpgossip.protocols as package
 
     for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
         if info.ispkg and importlib.util.find_spec(info.name + ".kinds") is not None:
             importlib.import_module(info.name + ".kinds")
+    _BUILTIN.update(k for k in _KINDS if k not in _PLUGIN_OF)
 
 
 def _load_entry_points() -> None:
+    """Load every plug-in (entry point of :data:`ENTRY_POINT_GROUP`). A plug-in that fails (its import
+    or its callable raises, or it registers a kind named like a built-in one) is skipped with one
+    warning naming it: a broken third-party package must not break the built-in kinds."""
+    global _PLUGIN
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        before = dict(_KINDS)
+        _PLUGIN = ep.name
         try:
             loaded = ep.load()
-        except Exception as exc:  # a broken third-party package must not hide the built-in kinds
-            raise ConfigError(f"the protocol entry point {ep.name!r} ({ep.value}) of group "
-                              f"{ENTRY_POINT_GROUP!r} failed to load: {type(exc).__name__}: {exc}",
-                              field="entry_points") from None
-        if callable(loaded) and not isinstance(loaded, ModuleType):
-            loaded()
+            if callable(loaded) and not isinstance(loaded, ModuleType):
+                loaded()
+        except Exception as exc:
+            _KINDS.clear()
+            _KINDS.update(before)
+            why = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+            skip_plugin(ep.name, why, ep.value)
+        finally:
+            _PLUGIN = None
+
+
+def plugin_of(name: str) -> str | None:
+    """The plug-in (entry point name) that registered the kind ``name``; ``None`` for another kind."""
+    return _PLUGIN_OF.get(name)
+
+
+def skip_plugin(plugin: str, why: str, value: str | None = None) -> None:
+    """Drop every kind the plug-in ``plugin`` registered and say so once on stderr (``dpgossip:
+    warning: ...``); the other kinds are untouched.
+
+    Parameters
+    ----------
+    plugin
+        The entry point's name.
+    why
+        What is wrong with it.
+    value
+        The entry point's value (``module:callable``), when known.
+    """
+    import sys
+
+    for kind_name in [k for k, p in _PLUGIN_OF.items() if p == plugin]:
+        _KINDS.pop(kind_name, None)
+        del _PLUGIN_OF[kind_name]
+    where = f"entry point {value} of group" if value else "entry point group"
+    print(f"dpgossip: warning: protocol plug-in {plugin!r} ({where} {ENTRY_POINT_GROUP!r}) is "
+          f"skipped, its kinds are not available: {why}", file=sys.stderr)
 
 
 def load_kinds(*, force: bool = False) -> None:

@@ -35,7 +35,7 @@ from dpgossip.errors import ConfigError
 from dpgossip.report.checked import RERUN, read_record
 from dpgossip.report.figures import new_figure, require_matplotlib, save
 from dpgossip.report.leakage import is_finite_number, plot_leakage_vs_hops, plot_pair_heatmap
-from dpgossip.report.manifest import clear_previous, write_manifest
+from dpgossip.report.manifest import clear_previous, plots_folder, write_manifest
 from dpgossip.report.tables import typed_rows
 from dpgossip.scenario.audit_point import OBSERVER_VIEWS, per_target
 from dpgossip.scenario.progress import axes_label
@@ -229,8 +229,7 @@ def make_audit_report(folder: str | Path) -> list[Path]:
     _require(folder / "pairs.csv", pairs, ("point", "target", "method", "delta", "view"))
     _require(folder / "guarantees.csv", guarantees, ("point", "kind", "guaranteed_epsilon",
                                                      "guarantee_delta"))
-    plots = folder / "plots"
-    plots.mkdir(parents=True, exist_ok=True)
+    plots = plots_folder(folder)
     clear_previous(plots)
     for pattern in OLD_ROOT_PLOTS:
         for old in folder.glob(pattern):

@@ -50,13 +50,13 @@ from dpgossip.report.leakage import (
     plot_leakage_vs_iterations,
     plot_pair_heatmap,
 )
-from dpgossip.report.manifest import clear_previous, write_manifest
+from dpgossip.report.manifest import clear_previous, plots_folder, write_manifest
 from dpgossip.report.network import plot_network_file
 from dpgossip.report.network_dp import PLOT_NAME, plot_network_dp
 from dpgossip.report.tables import ResultsFolder
 from dpgossip.scenario.audit_point import OBSERVER_VIEWS, per_target
 
-__all__ = ["make_report", "folder_kind", "network_dp_report", "MAX_HEATMAPS"]
+__all__ = ["make_report", "folder_kind", "network_dp_report", "also_audited", "MAX_HEATMAPS"]
 
 MAX_HEATMAPS = 12
 """At most this many per-point leakage heatmaps are drawn."""
@@ -76,6 +76,12 @@ def folder_kind(path: Path) -> str:
 
 _NETWORK_DP_COLUMNS = ("topology", "distance", "rdp", *(f"{b}_{c}" for b in ("muffliato", "mfdl")
                                                         for c in ("bound", "ratio", "below_exact")))
+
+
+def also_audited(path: Path) -> bool:
+    """Whether the run folder ``path`` (``summary.json``) also holds the results of ``dpgossip audit``
+    (``worst.json``), which :func:`make_report` of the run does not draw."""
+    return (path / "summary.json").is_file() and (path / "worst.json").is_file()
 
 
 def network_dp_report(path: Path) -> list[Path]:
@@ -100,8 +106,7 @@ def network_dp_report(path: Path) -> list[Path]:
         except ValueError:
             raise ConfigError(f"{leakage}: line {line}: distance {r['distance']!r} and rdp "
                               f"{r['rdp']!r} must be numbers; {RERUN}") from None
-    plots = path / "plots"
-    plots.mkdir(parents=True, exist_ok=True)
+    plots = plots_folder(path)
     clear_previous(plots)
     written = [plot_network_dp(rows, plots / PLOT_NAME, alpha=float(alpha))]
     write_manifest(plots, written)
@@ -139,8 +144,7 @@ def make_report(results_dir: str | Path) -> list[Path]:
     if kind == "dynamic_gossip":
         return dynamic_gossip_report(path)
     res = ResultsFolder.load(results_dir)
-    plots = res.path / "plots"
-    plots.mkdir(parents=True, exist_ok=True)
+    plots = plots_folder(res.path)
     clear_previous(plots)
     out: list[Path | None] = []
     ranks = {int(r.get("component") or 1) for r in res.iterations}

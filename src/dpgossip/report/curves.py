@@ -10,7 +10,7 @@ ones, not intervals of the differences.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +94,29 @@ def _ldp_text(res: ResultsFolder, runs: Sequence[dict[str, Any]]) -> str:
     return "LDP baseline"
 
 
-def _title(res: ResultsFolder, what: str) -> str:
-    return f"{res.config.get('name', '')}: {what} (mean, 95% CI over {res.repeats} repeats)"
+def _title(res: ResultsFolder, what: str, stats: Iterable[Mapping[str, float]] = ()) -> str:
+    """The plot's title, with the repeats its means are over (:func:`repeats_text`)."""
+    over = repeats_text(res.repeats, [int(s["n"]) for s in stats])
+    return f"{res.config.get('name', '')}: {what} (mean, 95% CI over {over})"
+
+
+def repeats_text(repeats: int, counts: Sequence[int]) -> str:
+    """``"R repeats"``, or when some means are over fewer (a NaN or infinite value of a repeat is left
+    out of its mean) how many actually contribute: ``"1 to 2 of 2 repeats; ..."``.
+
+    Parameters
+    ----------
+    repeats
+        The folder's repeats.
+    counts
+        The number of finite values of every mean drawn.
+    """
+    plural = "repeat" if repeats == 1 else "repeats"
+    if all(n == repeats for n in counts):
+        return f"{repeats} {plural}"
+    lo, hi = min(counts), max(counts)
+    part = str(lo) if lo == hi else f"{lo} to {hi}"
+    return f"{part} of {repeats} {plural}; NaN or infinite values left out"
 
 
 def _legend(ax: Any, n: int, title: str | None = None) -> None:
@@ -176,7 +197,8 @@ def plot_error_vs_iteration(
     _yscale(axs[0][0], all_means)  # the panels share the y axis
     for f in range(len(facets), nrows * ncols):
         axs[f // ncols][f % ncols].set_visible(False)
-    fig.suptitle(_title(res, f"error per iteration, component {component}"), fontsize="medium")
+    fig.suptitle(_title(res, f"error per iteration, component {component}", stats.values()),
+                 fontsize="medium")
     return save(fig, path)
 
 
@@ -273,7 +295,8 @@ def _final_error_plot(
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(ax.get_legend_handles_labels()[1]))
-    ax.set_title(_title(res, what), fontsize="medium")
+    ax.set_title(_title(res, what, [by_point[p] for p in line_of if p in by_point]),
+                 fontsize="medium")
     return save(fig, path)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from dpgossip.errors import ConfigError
 from dpgossip.report.checked import RERUN, read_record, read_table
 from dpgossip.report.figures import colours, new_figure, save
-from dpgossip.report.manifest import clear_previous, write_manifest
+from dpgossip.report.manifest import clear_previous, plots_folder, write_manifest
 from dpgossip.scenario.store import read_csv
 
 __all__ = ["plot_consensus", "plot_leakage", "plot_results", "dynamic_gossip_report", "PLOT_NAMES"]
@@ -51,9 +51,10 @@ def plot_consensus(rows: Iterable[Mapping[str, Any]], path: str | Path, *, axis:
     for colour, (mode, rs) in zip(colours(len(modes), ordered=False), modes.items(), strict=True):
         keep = [r for r in rs if _num(r["error_mean"]) > 0]
         x = [_num(r[axis]) for r in keep]
+        runs = int(keep[0]["runs"]) if keep else 0
         ax.plot(x, [_num(r["error_mean"]) for r in keep], color=colour, linewidth=1.4,
-                label=f"{mode} ({keep[0]['runs'] if keep else 0} runs)")
-        if keep and int(keep[0]["runs"]) > 1:
+                label=f"{mode} ({runs} run{'' if runs == 1 else 's'})")
+        if runs > 1:
             ax.fill_between(x, [max(_num(r["error_q10"]), 1e-300) for r in keep],
                             [_num(r["error_q90"]) for r in keep], color=colour, alpha=0.15, linewidth=0)
     ax.set_yscale("log")
@@ -129,8 +130,7 @@ def dynamic_gossip_report(path: Path) -> list[Path]:
         if missing or not rows:
             what = f"the column {missing[0]!r} is missing" if missing else "it has no rows"
             raise ConfigError(f"{table}: {what}; {RERUN}")
-    plots = path / "plots"
-    plots.mkdir(parents=True, exist_ok=True)
+    plots = plots_folder(path)
     clear_previous(plots)
     written = plot_results(path, alpha=float(alpha))
     write_manifest(plots, written)

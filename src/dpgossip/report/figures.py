@@ -79,8 +79,9 @@ def new_figure(width: float = 6.4, height: float = 4.4) -> Any:
 def save(fig: Any, path: str | Path, *, dpi: int = 130) -> Path:
     """Write ``fig`` as PNG to ``path`` (folders created; via a temporary file, so atomically).
 
-    The PNG's ``Title`` and ``Description`` text fields carry the first axes' title and axis labels, so a
-    plot says what it shows to tools that cannot see it (and to tests)."""
+    The PNG's ``Title`` and ``Description`` text fields carry the figure's title (else the first axes')
+    and the first axes' axis labels, so a plot says what it shows to tools that cannot see it (and to
+    tests)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     path = Path(path)
@@ -90,7 +91,7 @@ def save(fig: Any, path: str | Path, *, dpi: int = 130) -> Path:
     meta = {"Software": "dpgossip"}
     if fig.axes:
         ax = fig.axes[0]
-        meta["Title"] = ax.get_title()
+        meta["Title"] = fig.get_suptitle() or ax.get_title()
         meta["Description"] = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel()}"
     fig.savefig(tmp, dpi=dpi, format="png", metadata=meta)
     tmp.replace(path)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["MANIFEST", "write_manifest", "clear_previous"]
+from dpgossip.errors import ConfigError
+
+__all__ = ["MANIFEST", "write_manifest", "clear_previous", "plots_folder"]
 
 MANIFEST = "plots.json"
 """Name of the list of drawn files in ``plots/``."""
@@ -32,3 +34,19 @@ def clear_previous(plots: Path) -> None:
         target = plots / str(name)
         if target.parent == plots and target.suffix == ".png":
             target.unlink(missing_ok=True)
+
+
+def plots_folder(results: Path) -> Path:
+    """``results/plots``, created when missing.
+
+    Raises
+    ------
+    ConfigError
+        ``plots`` exists and is not a folder (a file of that name), naming it.
+    """
+    plots = Path(results) / "plots"
+    if plots.exists() and not plots.is_dir():
+        raise ConfigError(f"{plots}: a file is in the place of the plots folder; the report draws its "
+                          "plots into a folder of that name: move or rename the file", field=str(plots))
+    plots.mkdir(parents=True, exist_ok=True)
+    return plots

@@ -33,6 +33,7 @@ def check_combinations(raw: Mapping[str, Any], config: Mapping[str, Any]) -> Non
     _check_baseline(config["baseline"])
     _check_data(config["data"])
     _check_kinds(raw, config)
+    _check_backends(config)
     _check_schedule(config)
     backends = _values(config["backend"])
     if "engine" in raw and "engine" not in backends:
@@ -85,6 +86,22 @@ def _check_data(data: Mapping[str, Any]) -> None:
         )
 
 
+def _check_backends(config: Mapping[str, Any]) -> None:
+    """``backend`` among the kind's backends (``ProtocolKind.backends``), at every point: pairwise
+    when ``backend`` and ``protocol.kind`` advance together in a ``[sweep] zip`` group, else every
+    combination."""
+    kinds_, backends = _values(config["protocol"]["kind"]), _values(config["backend"])
+    zipped = any({"backend", "protocol.kind"} <= set(g) for g in (config.get("sweep") or {}).get("zip", []))
+    pairs = (zip(kinds_, backends, strict=False) if zipped
+             else ((k, b) for k in dict.fromkeys(kinds_) for b in dict.fromkeys(backends)))
+    for name, backend in pairs:
+        found = kind(name)
+        if backend not in found.backends:
+            raise ConfigError(f"backend = {backend!r}: protocol.kind = {name!r} runs on "
+                              f"{', '.join(found.backends)} only (its declared backends); use backend "
+                              f"= {found.backends[0]!r}", field="backend")
+
+
 def _check_schedule(config: Mapping[str, Any]) -> None:
     """``network.schedule`` only with kinds that run under a schedule
     (``ProtocolKind.schedule_rounds``; the refusal says why a kind does not)."""
@@ -117,6 +134,34 @@ def _check_kinds(raw: Mapping[str, Any], config: Mapping[str, Any]) -> None:
                 f"it (it is read by {', '.join(k.name for k in readers)}; the noise, budget and "
                 f"audit of a kind are in its own section); set protocol.kind or remove [{section}]",
                 field=section)
+    _check_keys_read(raw, names, used)
     for k in used:
         if k.check is not None:
             k.check(config)
+
+
+PAIR_AUDIT_KEYS: tuple[str, ...] = ("alpha", "sigma_q", "noise")
+"""The ``[protocol]`` keys only the pair-audited kinds (``ProtocolKind.pair_audit``: D-DP-PM) read;
+the other kinds take their noise from their own section."""
+
+
+def _check_keys_read(raw: Mapping[str, Any], names: list[Any], used: list[Any]) -> None:
+    """A key given while no kind of the scenario reads it is refused: a ``[protocol]`` key of
+    :data:`PAIR_AUDIT_KEYS`, or a key of a kind's section whose field says which kinds read it
+    (``Field.read_by``)."""
+    given = ", ".join(dict.fromkeys(str(n) for n in names))
+    proto = raw.get("protocol") or {}
+    audited = [k.name for k in kinds() if k.pair_audit]
+    for key in PAIR_AUDIT_KEYS:
+        if key in proto and not any(k.pair_audit for k in used):
+            raise ConfigError(f"protocol.{key} is given but protocol.kind = {given} does not read it "
+                              f"(read by {', '.join(audited)} only; the noise of another kind is in "
+                              "its own section); remove it", field=f"protocol.{key}")
+    for k in used:
+        table = raw.get(k.section) if k.section else None
+        for key, f in (k.fields or {}).items():
+            if isinstance(table, Mapping) and key in table and f.read_by is not None \
+                    and not any(u.name in f.read_by for u in used):
+                raise ConfigError(f"{k.section}.{key} is given but protocol.kind = {given} does not "
+                                  f"read it (read by {', '.join(f.read_by)} only); remove it",
+                                  field=f"{k.section}.{key}")

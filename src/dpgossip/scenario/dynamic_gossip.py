@@ -28,6 +28,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +63,23 @@ def _key(config: DynamicGossipConfig, index: int, mode: Mode) -> str:
     shared = config.to_row()
     for drop in ("name", "description", "modes", "output"):
         shared.pop(drop)
-    text = json.dumps({"format": FORMAT, "shared": shared, "index": index, "mode": mode.to_row()},
-                      sort_keys=True, default=str)
+    text = json.dumps({"format": FORMAT, "shared": shared, "index": index, "mode": mode.to_row(),
+                       "inputs": _file_digests(mode)}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def mode_record(config: DynamicGossipConfig, setting: Setting, index: int, mode: Mode) -> dict[str, Any]:
-    """Every table of one mode (:data:`TABLES`) and its facts (module docstring)."""
-    traces = mode_runs(config, setting, index, mode)
+def _file_digests(mode: Mode) -> dict[str, str]:
+    """SHA-256 of every matrix file of a ``files`` schedule (editing one invalidates the stored mode);
+    a missing file is refused later, when the schedule is read."""
+    files = mode.schedule.files if mode.schedule.sampler == "files" else ()
+    return {f: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files if Path(f).is_file()}
+
+
+def mode_record(config: DynamicGossipConfig, setting: Setting, index: int, mode: Mode,
+                on_run: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Every table of one mode (:data:`TABLES`) and its facts (module docstring); ``on_run(done,
+    runs)`` hears of each finished run (progress only)."""
+    traces = mode_runs(config, setting, index, mode, on_run)
     settings = LinearAuditSettings(sensitivity=config.sensitivity, orders=(config.alpha,),
                                    delta=config.delta)
     steps = [int(t.ends.size) for t in traces]
@@ -133,6 +143,25 @@ def _write_results(config: DynamicGossipConfig, out_dir: Path, setting: Setting,
         "statuses": {"ok": len(config.modes)}}))
 
 
+PROGRESS_EVERY = 10.0
+"""Seconds between two progress lines of a mode's runs on stderr."""
+
+
+def _progress(prefix: str, start: float) -> Callable[[int, int], None]:
+    """A progress line on stderr every :data:`PROGRESS_EVERY` seconds while a mode's runs go on
+    (``prefix: run k/N (t s, ETA e s)``), so that a mode of many samples is not silent."""
+    last = [start]
+
+    def on_run(done: int, runs: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] < PROGRESS_EVERY or done == runs:
+            return
+        last[0] = now
+        eta = (now - start) / done * (runs - done)
+        print(f"{prefix}: run {done}/{runs} ({now - start:.1f} s, ETA {eta:.1f} s)", file=sys.stderr)
+    return on_run
+
+
 def _run_mode(config: DynamicGossipConfig, out_dir: Path, i: int, mode: Mode, setting: Setting,
               quiet: bool) -> dict[str, Any]:
     path, key = mode_file(out_dir, i, mode), _key(config, i, mode)
@@ -143,8 +172,9 @@ def _run_mode(config: DynamicGossipConfig, out_dir: Path, i: int, mode: Mode, se
             print(f"[{i + 1}/{n}] {mode.label}: stored, skipped", file=sys.stderr)
         return {**stored, "resumed": True}
     start = time.perf_counter()
+    progress = None if quiet else _progress(f"[{i + 1}/{n}] {mode.label}", start)
     with single_blas_thread():  # many small products: faster, and the same bits everywhere
-        record = mode_record(config, setting, i, mode)
+        record = mode_record(config, setting, i, mode, progress)
     seconds = time.perf_counter() - start
     write_json(path, json_safe({"key": key, **record, "seconds": seconds}))
     if not quiet:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number, reject_unknown_keys
-from dpgossip.scenario.section_files import file_has_section, load_section_file
+from dpgossip.scenario.section_files import file_has_section, load_section_file, plain_name
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.churn import SESSION_KINDS, SessionLength
 from dpgossip.topology.mixing import MIXING_RULES
@@ -178,9 +178,7 @@ def parse_dynamic_gossip(raw: Mapping[str, Any], *,
     ``base_dir``: the folder that a ``files`` schedule's relative paths are read from (the scenario
     file's)."""
     reject_unknown_keys("", raw, TOP_KEYS, "at the top level of a dynamic-gossip scenario")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"name must be a nonempty string, got {name!r}", field="name")
+    name = plain_name("name", raw.get("name"))
     section = _table(raw[SECTION], SECTION)
     reject_unknown_keys(f"{SECTION}.", section, SECTION_KEYS, f"in [{SECTION}]")
     if "graph" not in section:

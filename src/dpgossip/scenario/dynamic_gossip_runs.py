@@ -34,6 +34,7 @@ for an observer who knows the schedule. Epsilons are computed later, from ``mu``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -205,8 +206,14 @@ def trace_run(schedule: MixingSchedule, setting: Setting, config: DynamicGossipC
                     disagreement=disagreement, mu=np.array(mu))
 
 
-def mode_runs(config: DynamicGossipConfig, setting: Setting, index: int, mode: Mode) -> list[RunTrace]:
-    """Every run of a mode (one when :func:`deterministic`, else ``config.samples``)."""
+def mode_runs(config: DynamicGossipConfig, setting: Setting, index: int, mode: Mode,
+              on_run: Callable[[int, int], None] | None = None) -> list[RunTrace]:
+    """Every run of a mode (one when :func:`deterministic`, else ``config.samples``); ``on_run(done,
+    runs)`` hears of each finished run (progress only)."""
     runs = 1 if deterministic(mode) else config.samples
-    return [trace_run(realise(config, setting, index, mode, r), setting, config, mode.period)
-            for r in range(runs)]
+    traces = []
+    for r in range(runs):
+        traces.append(trace_run(realise(config, setting, index, mode, r), setting, config, mode.period))
+        if on_run is not None:
+            on_run(r + 1, runs)
+    return traces

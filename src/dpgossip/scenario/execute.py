@@ -24,7 +24,6 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpgossip._parent import die_with_parent
 from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError
 from dpgossip.interrupt import Interrupted
@@ -295,47 +295,12 @@ def run_inline(tasks: Iterable[PointTask],
         yield run_task(task, built.get(task.index))
 
 
-PARENT_POLL = 0.5
-"""Seconds between checks of the parent by a worker's watchdog thread (where ``prctl`` is missing)."""
-
-_PR_SET_PDEATHSIG = 1
-
-
 def _worker_init(parent: int) -> None:
     """Initializer of a pool worker: ignore SIGINT (Ctrl-C is the parent's to handle) and die with
-    the parent process ``parent``.
-
-    On Linux the kernel kills the worker when its parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``),
-    whatever killed the parent, SIGKILL included; elsewhere a daemon thread polls ``os.getppid()``
-    every :data:`PARENT_POLL` seconds. A parent that died before this ran is caught by the check that
-    follows. When every worker is gone, multiprocessing's resource tracker (whose pipe they and the
-    parent held) sees the end of its pipe and exits too.
-    """
+    the parent process ``parent`` (:func:`dpgossip._parent.die_with_parent`: even when the parent
+    is killed with SIGKILL)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if not _kill_me_with_parent():
-        threading.Thread(target=_watch_parent, args=(parent,), name="dpgossip-parent-watch",
-                         daemon=True).start()
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-def _kill_me_with_parent() -> bool:
-    """Ask the Linux kernel for SIGKILL when the parent dies; whether that worked."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(PARENT_POLL)
-    os._exit(1)
+    die_with_parent(parent)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

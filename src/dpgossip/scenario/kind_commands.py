@@ -89,6 +89,20 @@ def commands_for(kind: str) -> KindCommands:
     commands = None if spec is None else _commands(spec)
     if commands is None:
         raise ConfigError(f"protocol.kind = {kind!r}: dpgossip audit and dpgossip calibrate do not "
-                          f"support this kind (it has no auditor or accountant here); supported: "
+                          f"support this kind ({_why_not(spec)}); supported: "
                           f"{', '.join(kind_commands())}", field="protocol.kind")
     return commands
+
+
+def _why_not(spec: ProtocolKind | None) -> str:
+    """Why a kind has no :class:`KindCommands`, in words true of it."""
+    if spec is None:
+        return "it is not a registered protocol kind"
+    if not spec.runs_points:
+        return (f"it is run by a scenario with a [{spec.section}] table, which computes its privacy "
+                "itself")
+    if spec.views:
+        return ("its guarantee and its audit are computed by dpgossip run: the guaranteed_epsilon and "
+                f"audited_epsilon columns of runs.csv, views {', '.join(spec.views)}; it has no noise "
+                "calibration for dpgossip calibrate to search")
+    return "it has no auditor or accountant"

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.errors import ConfigError, reject_unknown_keys
-from dpgossip.protocols.registry import kinds_by_section, on_register
-from dpgossip.scenario.schema import check_field
+from dpgossip.protocols.registry import kinds_by_section, on_register, plugin_of, skip_plugin
+from dpgossip.scenario.schema import SCHEMA, check_field
 from dpgossip.scenario.sections import register_section, section_for
 from dpgossip.settings import Field
 
@@ -38,30 +38,47 @@ def _validator(name: str, fields: Mapping[str, Field]) -> Any:
 
 
 def register_kind_sections() -> None:
-    """Register the section of every registered kind that declares fields (module docstring).
+    """Register the section of every registered kind that declares fields (module docstring). A
+    plug-in's kind whose section clashes is not registered: its plug-in is skipped with a warning
+    (:func:`~dpgossip.protocols.registry.skip_plugin`), and the built-in kinds keep working.
 
     Raises
     ------
     ConfigError
-        Two kinds declare different fields for one section, or a kind's section is a section of the
-        scenario layer that its kind does not own.
+        Two kinds that are not a plug-in's declare different fields for one section, or such a kind's
+        section is a section of the scenario layer that its kind does not own.
     """
+    while not _register_all():
+        pass
+
+
+def _register_all() -> bool:
+    """One pass of :func:`register_kind_sections`; ``False`` when it skipped a plug-in (start again)."""
     for name, readers in kinds_by_section().items():
         owners = [k for k in readers if k.fields is not None]
         if not owners:
             continue
         first = owners[0]
-        other = [k.name for k in owners if dict(k.fields) != dict(first.fields)]
-        if other:
-            raise ConfigError(f"kinds {first.name!r} and {other[0]!r} declare different fields for "
-                              f"[{name}]", field="fields")
+        other = [k for k in owners if dict(k.fields) != dict(first.fields)]
         entry = section_for(name)
-        if entry is not None and entry.fields is not first.fields and entry.fields != first.fields:
-            raise ConfigError(f"kind {first.name!r}: section [{name}] is registered already by the "
-                              f"scenario layer; choose another section name", field="section")
-        register_section(name, _validator(name, first.fields),
-                         sweepable=tuple(k for k, f in first.fields.items() if f.sweep),
-                         fields=first.fields, doc=first.section_doc)
+        if other:
+            clash, blamed = (f"kinds {first.name!r} and {other[0].name!r} declare different fields for "
+                             f"[{name}]"), [other[0], first]
+        elif name in SCHEMA or name == "sweep" or (
+                entry is not None and entry.fields is not first.fields and entry.fields != first.fields):
+            clash, blamed = (f"kind {first.name!r}: section [{name}] is a section of the scenario "
+                             "layer; choose another section name"), owners
+        else:
+            register_section(name, _validator(name, first.fields),
+                             sweepable=tuple(k for k, f in first.fields.items() if f.sweep),
+                             fields=first.fields, doc=first.section_doc)
+            continue
+        plugin = next((plugin_of(k.name) for k in blamed if plugin_of(k.name)), None)
+        if plugin is None:
+            raise ConfigError(clash, field="fields" if other else "section")
+        skip_plugin(plugin, clash)
+        return False
+    return True
 
 
 register_kind_sections()

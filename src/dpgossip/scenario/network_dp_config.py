@@ -21,7 +21,7 @@ from dpgossip.errors import ConfigError, check_choice, check_int, check_number, 
 from dpgossip.protocols.gossip.kinds import default_inputs, draws_edge_secrets
 from dpgossip.protocols.gossip.linear import INPUTS
 from dpgossip.protocols.registry import kinds
-from dpgossip.scenario.section_files import file_has_section, load_section_file
+from dpgossip.scenario.section_files import file_has_section, load_section_file, plain_name
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.mixing import MIXING_RULES
 
@@ -148,9 +148,7 @@ class NetworkDpConfig:
 def parse_network_dp(raw: Mapping[str, Any]) -> NetworkDpConfig:
     """Validate a network-DP scenario document (module docstring); errors name the TOML path."""
     reject_unknown_keys("", raw, TOP_KEYS, "at the top level of a network-DP scenario")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"name must be a nonempty string, got {name!r}", field="name")
+    name = plain_name("name", raw.get("name"))
     section = _table(raw[SECTION], SECTION)
     reject_unknown_keys(f"{SECTION}.", section, SECTION_KEYS, f"in [{SECTION}]")
     graphs = section.get("graphs")

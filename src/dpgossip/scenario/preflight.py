@@ -27,7 +27,7 @@ from dpgossip.scenario.problem import build_structure
 from dpgossip.scenario.progress import axes_label
 
 __all__ = ["KEEP_BYTES", "Structures", "preflight", "check_points", "structure_key", "input_file",
-           "input_digests"]
+           "input_digests", "schedule_files"]
 
 
 def _graph_table(config: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +61,8 @@ class Structures:
         File stem -> (network, the ``[network]`` table and seed that built it).
     keys
         Point index -> the key its results are stored under: ``point_hash`` of its configuration, with
-        the SHA-256 of every user file it reads (``data.source``, ``network.topology``) mixed in, so
+        the SHA-256 of every user file it reads (``data.source``, ``network.topology``, the matrices
+        of a ``files`` schedule) mixed in, so
         that editing such a file invalidates the stored points.
     built
         Point index -> the network and data preflight built for it, kept (shared by the points with
@@ -210,12 +211,16 @@ def _checked(group: Sequence[Any], base: Path | None) -> tuple[Any, dict[str, An
 
 def input_digests(config: Mapping[str, Any], base: Path | None,
                   cache: dict[Path, str] | None = None) -> dict[str, str]:
-    """SHA-256 of every user file a point reads (``data.source``, ``network.topology``), by the value
-    that names it; ``cache`` (file -> digest) lets a sweep read each file once."""
+    """SHA-256 of every user file a point reads (``data.source``, ``network.topology``, the matrices
+    of a ``files`` schedule), by the value that names it; ``cache`` (file -> digest) lets a sweep read
+    each file once."""
     cache = {} if cache is None else cache
     inputs = {}
-    for value in (config["data"]["source"], config["network"]["topology"]):
-        file = input_file(value, base)
+    named = [(value, input_file(value, base))
+             for value in (config["data"]["source"], config["network"]["topology"])]
+    # a schedule's files are read as given (relative to the working directory): hash those
+    named += [(value, _existing(value, None)) for value in schedule_files(config)]
+    for value, file in named:
         if file is not None:
             if file not in cache:
                 cache[file] = hashlib.sha256(file.read_bytes()).hexdigest()
@@ -223,11 +228,25 @@ def input_digests(config: Mapping[str, Any], base: Path | None,
     return inputs
 
 
+def schedule_files(config: Mapping[str, Any]) -> list[str]:
+    """The matrix files of a point's ``network.schedule`` with ``sampler = "files"`` (else none)."""
+    table = config.get("network", {}).get("schedule")
+    if not isinstance(table, Mapping) or table.get("sampler") != "files":
+        return []
+    files = table.get("files")
+    return [f for f in files if isinstance(f, str) and f] if isinstance(files, list | tuple) else []
+
+
 def input_file(value: Any, base: Path | None) -> Path | None:
     """The user file a ``data.source`` or ``network.topology`` value reads, if it names one (a path
     with an extension that exists, relative to the scenario's folder or the working directory)."""
     if not isinstance(value, str) or not Path(value).suffix:
         return None
+    return _existing(value, base)
+
+
+def _existing(value: str, base: Path | None) -> Path | None:
+    """The file ``value`` names, relative to ``base`` or the working directory, if it exists."""
     for candidate in ([base / value] if base is not None else []) + [Path(value)]:
         if candidate.is_file():
             return candidate.resolve()

@@ -21,7 +21,6 @@ Combinations of settings that are valid alone but not together are rejected by
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +33,7 @@ from dpgossip.protocols.registry import kind as registered_kind
 from dpgossip.scenario.compat import check_combinations
 from dpgossip.scenario.noise import noise_schedule
 from dpgossip.scenario.point import DEFAULT_KIND
+from dpgossip.scenario.section_files import plain_name
 from dpgossip.scenario.sections import (
     EXTRA_SECTIONS,
     free_table,
@@ -83,25 +83,6 @@ def _noise_table(path: str, value: Any) -> dict[str, Any]:
     out.setdefault("schedule", "geometric")
     out.setdefault("scale", 1.0)
     return out
-
-
-_NAME = re.compile(r"[\w.-]+")
-_NAME_MAX = 200
-
-
-def _plain_name(path: str, value: str) -> str:
-    """``name``: a plain folder name (it becomes ``results/<name>``), never a path."""
-    if (
-        not _NAME.fullmatch(value)
-        or value in (".", "..")
-        or len(value) > _NAME_MAX
-    ):
-        raise ConfigError(
-            f"{path} must be a plain folder name (letters, digits, '-', '_' and '.', at most "
-            f"{_NAME_MAX} characters, not '.' or '..'; no '/' or other separators), got {value!r}; "
-            "results go to results/<name> (use --out or [output] dir for another folder)"
-        )
-    return value
 
 
 def _schedule_table(path: str, value: Any) -> dict[str, Any]:
@@ -162,7 +143,7 @@ def _sub_table(path: str, value: Any, allowed: Mapping[str, Any]) -> dict[str, A
 SCHEMA: dict[str, dict[str, Field]] = {
     "": {
         "name": Field(
-            kind=str, default=REQUIRED, sweep=False, check=_plain_name, doc="scenario name"
+            kind=str, default=REQUIRED, sweep=False, check=plain_name, doc="scenario name"
         ),
         "description": Field(kind=str, default="", sweep=False, doc="one line, shown in reports"),
         "seed": Field(kind=int, default=0, low=0, sweep=False, doc="root seed of the scenario"),
@@ -421,6 +402,8 @@ def validate(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in raw.items():
         if key in top:
             continue
+        if key not in sections:
+            _refuse_unregistered_kind(raw)
         reject_unknown_keys("", [key], list(top) + sections, "top-level keys")
         if not isinstance(value, Mapping):
             raise ConfigError(f"{key} must be a table ([{key}]), got {value!r}")
@@ -502,6 +485,26 @@ def _own_data_kinds(raw: Mapping[str, Any]) -> tuple[str, ...]:
                           f"{', '.join(sections) or 'its settings'}), so [data] is not read; remove "
                           "the [data] section", field="data")
     return own
+
+
+def _refuse_unregistered_kind(raw: Mapping[str, Any]) -> None:
+    """Before an unknown section is refused: a ``protocol.kind`` that no built-in home or installed
+    plug-in registers is the cause (the section is its kind's), so say that instead.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``protocol.kind``, the value and the registered kinds.
+    """
+    proto = raw.get("protocol")
+    names = proto.get("kind") if isinstance(proto, Mapping) else None
+    for i, name in enumerate(names if isinstance(names, list) else [names]):
+        if isinstance(name, str) and find_kind(name) is None:
+            path = f"protocol.kind[{i}]" if isinstance(names, list) else "protocol.kind"
+            registered = ", ".join(point_kind_names())
+            raise ConfigError(f"{path} = {name!r} is not installed: no built-in home or installed "
+                              "plug-in registers it (install the package that provides it; its "
+                              f"section is unknown until then); registered: {registered}", field=path)
 
 
 def _section_required(name: str) -> bool:

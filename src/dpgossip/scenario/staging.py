@@ -35,6 +35,7 @@ import ctypes
 import errno
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -164,6 +165,7 @@ class StagedFolder:
         """
         skip = stale if stale is not None else (lambda rel: False)
         real, work = self.real, self.work
+        mode = stat.S_IMODE(real.stat().st_mode) if real.is_dir() else None
         if real.is_dir():
             _carry(real, work, skip)
             (real / REPLACED_MARK).write_text("old results, replaced by a new run\n", encoding="utf-8")
@@ -178,6 +180,8 @@ class StagedFolder:
             old = None
         (real / STAGING_MARK).unlink(missing_ok=True)
         (real / REPLACED_MARK).unlink(missing_ok=True)
+        if mode is not None:  # the new folder keeps the old one's permissions (e.g. 700)
+            os.chmod(real, mode)
         _sync_dir(real.parent)
         if old is not None:
             _remove_old(old)  # what cannot be deleted stays marked, and the next run names it
@@ -253,6 +257,8 @@ def _carry(src: Path, dst: Path, skip: Callable[[str], bool], top: Path | None =
                 _carry(entry, target, skip, top)
         elif not target.exists():
             _link(entry, target)
+    if src != top:  # a carried subfolder keeps its permissions (the top one: StagedFolder.commit)
+        shutil.copymode(src, dst)
 
 
 def _remove_old(folder: Path) -> bool:

@@ -43,7 +43,7 @@ from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["random_matchings", "one_peer_exponential", "random_regular_rounds",
            "schedule_from_files", "pairwise_gossip", "neighbour_probabilities", "check_probabilities",
-           "push_sum_weights", "push_sum_schedule", "pair_matrix"]
+           "push_sum_weights", "push_sum_schedule", "pair_matrix", "check_strongly_connected"]
 
 
 def _generator(seed: int | np.random.SeedSequence | np.random.Generator) -> np.random.Generator:
@@ -146,7 +146,7 @@ def _read_matrix(path: Path, k: int) -> object:
             return sp.load_npz(path)
         if path.suffix == ".npy":
             return np.load(path, allow_pickle=False)
-        return np.loadtxt(path, ndmin=2)
+        return np.loadtxt(path, ndmin=2, encoding="utf-8-sig")  # a BOM is accepted, as in scenarios
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{where}: cannot read {str(path)!r} as a matrix ({exc}); allowed: .npy, "
                           ".npz (scipy sparse) or whitespace-separated text", field=where) from None
@@ -260,6 +260,7 @@ def push_sum_weights(graph: nx.DiGraph) -> sp.csr_array:
         if i != j:
             src.append(j)
             dst.append(i)
+    check_strongly_connected(graph, "graph", "push-sum")
     src_a, dst_a = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
     out = np.bincount(src_a, minlength=m)
     idx = np.arange(m)
@@ -267,6 +268,30 @@ def push_sum_weights(graph: nx.DiGraph) -> sp.csr_array:
     cols = np.concatenate([idx, src_a])
     vals = 1.0 / (out[cols] + 1.0)
     return sp.csr_array((vals, (rows, cols)), shape=(m, m))
+
+
+def check_strongly_connected(graph: nx.DiGraph, where: str, what: str) -> None:
+    """Refuse a directed graph that is not strongly connected: there push-sum's ratios do not tend to
+    the average (some agent's mass never reaches another).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``where``, the property and one agent that cannot reach another.
+    """
+    m = graph.number_of_nodes()
+    if m < 2 or nx.is_strongly_connected(graph):
+        return
+    reached = nx.descendants(graph, 0) | {0}
+    if len(reached) < m:
+        u, v = 0, min(set(graph.nodes) - reached)
+    else:
+        u, v = min(set(graph.nodes) - nx.ancestors(graph, 0) - {0}), 0
+    parts = nx.number_strongly_connected_components(graph)
+    raise ConfigError(f"{where}: {what} needs a strongly connected directed graph (every agent reaches "
+                      f"every other along the edges), got {parts} strongly connected components "
+                      f"(agent {u} cannot reach agent {v}); its ratios s_i / w_i would not tend to "
+                      "the average", field=where)
 
 
 def push_sum_schedule(graph: nx.DiGraph, rounds: int) -> MixingSchedule:

@@ -68,3 +68,88 @@ def test_a_kind_that_reads_data_still_requires_the_data_section():
     raw["als"]["noise"] = "shared"
     with pytest.raises(ConfigError, match="data.source is required"):
         validate(raw)
+
+
+ALS_TOML = """name = "als-small"
+seed = 1
+repeats = 1
+[network]
+topology = "ring"
+agents = 6
+[protocol]
+kind = "{kind}"
+iterations = 2
+rank = 2
+consensus_steps = 2
+[als]
+{als}
+[output]
+plots = false
+"""
+
+
+def _als_run(tmp_path, capsys, als: str, kind: str = "dpals") -> tuple[int, str, Path]:
+    from dpgossip.cli import main
+
+    path = tmp_path / "als.toml"
+    path.write_text(ALS_TOML.format(kind=kind, als=als))
+    out = tmp_path / "out"
+    code = main(["run", str(path), "--out", str(out), "-q"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err, out
+
+
+@pytest.mark.parametrize("fraction", ["0", "0.01"])
+def test_a_test_fraction_that_holds_out_nothing_is_refused(tmp_path, capsys, fraction):
+    # before: status ok and every RMSE NaN
+    code, err, out = _als_run(tmp_path, capsys, f"test_fraction = {fraction}")
+    assert code == 2 and not out.exists()
+    assert f"als.test_fraction = {float(fraction)!r} holds out no rating" in err
+    assert "with min_count = 8 at least 0.125" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["dpals", "dpals-federated"])
+@pytest.mark.parametrize("key", ['noise = "own"', "edge_noise = 2.0"])
+def test_als_gossip_keys_given_to_a_kind_that_does_not_read_them_are_refused(tmp_path, capsys,
+                                                                             kind, key):
+    code, err, out = _als_run(tmp_path, capsys, key, kind=kind)
+    name = key.split(" ")[0]
+    assert code == 2 and not out.exists()
+    assert err.strip().endswith(f"als.{name} is given but protocol.kind = {kind} does not read it "
+                                "(read by dpals-gossip only); remove it")
+
+
+def test_protocol_noise_given_to_an_als_kind_is_refused(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(ALS_TOML.format(kind="dpals", als="").replace(
+        "[protocol]", '[protocol]\nnoise = { schedule = "constant", scale = 1.0 }'))
+    raw = tomllib.loads(path.read_text())
+    with pytest.raises(ConfigError, match=r"^protocol.noise is given but protocol.kind = dpals does "
+                                          r"not read it \(read by ddppm only") as err:
+        validate(raw)
+    assert err.value.field == "protocol.noise"
+
+
+@pytest.mark.parametrize("kind", ["dpals", "dpals-gossip"])
+@pytest.mark.parametrize("setting, message", [
+    ("reg = 1e-300", "als.reg = 1e-300: a ridge solve of ALS, (V_i^T V_i + reg I) or (X_j + reg I), is "
+                     "singular in floating point"),
+    ("clip_rating = 1e308", "als.clip_rating = 1e+308 and als.clip_user = 1.0: the item factors "
+                            "overflow to inf or NaN in floating point"),
+])
+def test_numerical_failures_name_the_setting(tmp_path, capsys, kind, setting, message):
+    # before: a LinAlgError traceback, and "mahalanobis must be a finite number" naming no setting
+    code, err, out = _als_run(tmp_path, capsys, setting, kind=kind)
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_edge_noise_with_only_own_noise_is_refused(tmp_path, capsys):
+    code, err, out = _als_run(tmp_path, capsys, 'noise = "own"\nedge_noise = 2.0', kind="dpals-gossip")
+    assert code == 2 and not out.exists()
+    assert err.strip().endswith("als.edge_noise = 2.0 is not read: dpals-gossip reads it with als.noise "
+                                "= 'shared' only, and its every point has als.noise = 'own'; remove it")
+    # with shared noise it is read
+    code, err, out = _als_run(tmp_path, capsys, 'noise = "shared"\nedge_noise = 2.0', kind="dpals-gossip")
+    assert code == 0, err

@@ -21,7 +21,8 @@ model's values (docs/als.md, Audit).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -63,9 +64,10 @@ FIELDS: dict[str, Field] = {
     "clip_user": Field(kind=float, default=1.0, low=0, low_open=True, doc="Gamma_u: user factor norm"),
     "clip_rating": Field(kind=float, default=3.0, low=0, low_open=True, doc="Gamma_M: |rating|"),
     "psd": Field(kind=bool, default=True, doc="project each noisy Gram matrix on the PSD cone"),
-    "noise": Field(kind=str, default="shared", choices=GOSSIP_NOISE,
+    "noise": Field(kind=str, default="shared", choices=GOSSIP_NOISE, read_by=("dpals-gossip",),
                    doc="dpals-gossip: shared zero-sum edge noise, or each agent's own central-level noise"),
-    "edge_noise": Field(kind=float, default=1.0, low=0, doc="dpals-gossip, shared: edge draw std over z"),
+    "edge_noise": Field(kind=float, default=1.0, low=0, read_by=("dpals-gossip",),
+                        doc="dpals-gossip, shared: edge draw std over z"),
     "items": Field(kind=int, default=30, low=1, doc="synthetic ratings: number of items m"),
     "true_rank": Field(kind=int, default=2, low=1, doc="synthetic ratings: rank of the true matrix"),
     "zipf": Field(kind=float, default=0.8, low=0, doc="synthetic ratings: Zipf exponent of item popularity"),
@@ -93,11 +95,24 @@ def _ratings(inputs: PointInputs) -> Ratings:
 
 
 def settings_ratings(network: Network, settings: Mapping[str, Any]) -> Ratings:
-    """The synthetic ratings ``[als]`` describes, one user per agent of ``network``."""
+    """The synthetic ratings ``[als]`` describes, one user per agent of ``network``.
+
+    Raises
+    ------
+    ConfigError
+        ``als.test_fraction`` holds out no rating (every RMSE, which the kinds report, would be NaN).
+    """
     s = {**default_settings(), **settings}
-    return synthetic_ratings(network.m, s["items"], s["true_rank"], s["data_seed"], zipf=s["zipf"],
-                             activity_tail=s["activity_tail"], min_count=s["min_count"],
-                             noise=s["rating_noise"], test_fraction=s["test_fraction"])
+    ratings = synthetic_ratings(network.m, s["items"], s["true_rank"], s["data_seed"], zipf=s["zipf"],
+                                activity_tail=s["activity_tail"], min_count=s["min_count"],
+                                noise=s["rating_noise"], test_fraction=s["test_fraction"])
+    if not ratings.test.any():
+        raise ConfigError(f"{SECTION}.test_fraction = {s['test_fraction']!r} holds out no rating (a "
+                          "user holds out test_fraction of its ratings, rounded down), so the held-out "
+                          "RMSE the kinds report would be NaN; allowed: a fraction in (0, 1) that holds "
+                          f"out a rating, with min_count = {s['min_count']} at least "
+                          f"{1 / s['min_count']:.3g}", field=f"{SECTION}.test_fraction")
+    return ratings
 
 
 def point_parts(inputs: PointInputs) -> tuple[Ratings, DpAlsParams, GossipParams]:
@@ -122,6 +137,36 @@ def own_data(network: Network, settings: Mapping[str, Any]) -> PartitionedData:
     return ratings_data(settings_ratings(network, settings))
 
 
+@contextmanager
+def _numerics(params: AlsParams) -> Iterator[None]:
+    """Run ALS with its floating-point failures named by the setting that causes them: a singular
+    ridge solve (``reg`` too small next to the Gram matrices) and overflow (clipping bounds so large
+    that the statistics and their noise leave the floating-point range)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            yield
+    except np.linalg.LinAlgError:
+        raise ConfigError(f"{SECTION}.reg = {params.reg!r}: a ridge solve of ALS, (V_i^T V_i + reg I) "
+                          "or (X_j + reg I), is singular in floating point (reg is too small next to "
+                          "the Gram matrices); allowed: a larger reg, e.g. 1e-6 times clip_user^2 or "
+                          "more", field=f"{SECTION}.reg") from None
+
+
+def _finite(result: AlsResult) -> AlsResult:
+    """``result`` when its item factors are finite, else the error naming the clipping bounds."""
+    if np.isfinite(result.items).all():
+        return result
+    p = result.params
+    bounds = (f"{SECTION}.clip_rating = {p.clip_rating!r} and {SECTION}.clip_user = {p.clip_user!r}"
+              if isinstance(p, DpAlsParams) else f"{SECTION}.reg = {p.reg!r}")
+    scale = (f" (noise std z x clip_rating x clip_user = {p.multiplier * p.clip_rating * p.clip_user:.3g})"
+             if isinstance(p, DpAlsParams) else "")
+    raise ConfigError(f"{bounds}: the item factors overflow to inf or NaN in floating point, the "
+                      f"statistics and their noise scale with these bounds{scale}; allowed: bounds of "
+                      "the real size of the ratings and factors (e.g. clip_rating = 3 for ratings in "
+                      "[-3, 3], clip_user = 1)", field=f"{SECTION}.clip_rating")
+
+
 def _protocol_run(kind: str, res: AlsResult) -> ProtocolRun:
     if res.items.ndim == 4:                     # gossip: every agent's own item factors
         return ProtocolRun(kind=kind, side="ratings", trajectory=res.items[:, 0], agent_finals=res.items[-1],
@@ -141,7 +186,9 @@ class DpAls:
 
     def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
         """One run in the common view."""
-        return _protocol_run(self.kind, run_dpals(self.ratings, self.params, seed, form="central"))
+        with _numerics(self.params):
+            res = run_dpals(self.ratings, self.params, seed, form="central")
+        return _protocol_run(self.kind, _finite(res))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -152,7 +199,9 @@ class DpAlsFederated(DpAls):
 
     def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
         """One run in the common view."""
-        return _protocol_run(self.kind, run_dpals(self.ratings, self.params, seed, form="federated"))
+        with _numerics(self.params):
+            res = run_dpals(self.ratings, self.params, seed, form="federated")
+        return _protocol_run(self.kind, _finite(res))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -165,8 +214,10 @@ class DpAlsGossip(DpAls):
 
     def run(self, data: PartitionedData, network: Network, seed: int | np.random.SeedSequence) -> ProtocolRun:
         """One run in the common view."""
-        res = run_dpals_gossip(self.ratings, network, self.params, self.gossip, seed, schedule=self.schedule)
-        return _protocol_run(self.kind, res)
+        with _numerics(self.params):
+            res = run_dpals_gossip(self.ratings, network, self.params, self.gossip, seed,
+                                   schedule=self.schedule)
+        return _protocol_run(self.kind, _finite(res))
 
 
 _PROTOCOLS = {"dpals": DpAls, "dpals-federated": DpAlsFederated, "dpals-gossip": DpAlsGossip}
@@ -184,8 +235,12 @@ class _AlsEngine:
     def run_engine(self, data: PartitionedData, network: Network,
                    seed: int | np.random.SeedSequence) -> EngineRecord:
         """One engine run of dpals-gossip."""
-        return run_dpals_gossip_engine(self.ratings, network, self.params, self.gossip, seed,
-                                       conditions=self.conditions, schedule=self.schedule)
+        with _numerics(self.params):
+            record = run_dpals_gossip_engine(self.ratings, network, self.params, self.gossip, seed,
+                                             conditions=self.conditions, schedule=self.schedule)
+        if record.result is not None:
+            _finite(record.result)
+        return record
 
     def protocol_run(self, record: EngineRecord, data: PartitionedData) -> ProtocolRun:
         """The engine run in the common view."""
@@ -200,7 +255,8 @@ def _columns(network: Network, ratings: Ratings) -> Any:
     def columns(result: AlsResult, repeat: int) -> Mapping[str, Any]:
         audits = audit_views(result, network)
         p = result.params
-        plain = run_als(ratings, AlsParams(rank=p.rank, steps=p.steps, reg=p.reg), repeat)
+        with _numerics(p):
+            plain = run_als(ratings, AlsParams(rank=p.rank, steps=p.steps, reg=p.reg), repeat)
         row: dict[str, Any] = {"rmse": result.rmse, "rmse_nonprivate": plain.rmse,
                                "theorem_epsilon": result.params.epsilon,
                                "sigma": result.params.sigma, "guarantee_delta": result.params.delta}
@@ -254,9 +310,32 @@ def example() -> PointInputs:
                        settings=inputs.settings)
 
 
+def _axis(value: Any) -> list[Any]:
+    """The values a setting takes over the sweep (a list is an axis)."""
+    return value if isinstance(value, list) else [value]
+
+
+def check(config: Mapping[str, Any]) -> None:
+    """``als.edge_noise`` away from its default is read only by a dpals-gossip point with
+    ``als.noise = "shared"``: refused when the scenario has none (``[sweep] zip`` of
+    ``protocol.kind`` and ``als.noise`` pairs them point by point)."""
+    als = config.get(SECTION)
+    if not als or all(e == FIELDS["edge_noise"].default for e in _axis(als["edge_noise"])):
+        return
+    kinds_, noises = _axis(config["protocol"]["kind"]), _axis(als["noise"])
+    zipped = any({"protocol.kind", f"{SECTION}.noise"} <= set(g)
+                 for g in (config.get("sweep") or {}).get("zip", []))
+    pairs = zip(kinds_, noises, strict=False) if zipped else [(k, n) for k in kinds_ for n in noises]
+    if "dpals-gossip" in kinds_ and not any(k == "dpals-gossip" and n == "shared" for k, n in pairs):
+        raise ConfigError(f"{SECTION}.edge_noise = {als['edge_noise']!r} is not read: dpals-gossip reads "
+                          f"it with {SECTION}.noise = 'shared' only, and its every point has "
+                          f"{SECTION}.noise = 'own'; remove it", field=f"{SECTION}.edge_noise")
+
+
 _COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1 and Theorem 1",
                side="ratings",
                section=SECTION, fields=FIELDS, example=example, reads_data=False, own_data=own_data,
+               check=check,
                metric=("rmse", "held-out RMSE of the ratings"),
                section_doc="private ALS: privacy target, sampling, clipping, gossip noise, synthetic ratings")
 

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import networkx as nx
 import numpy as np
 
+from dpgossip._parent import die_with_parent
 from dpgossip._threads import blas_threads, single_blas_thread
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number
@@ -735,12 +736,15 @@ _WORKER_STATE: dict[str, tuple] = {}
 built once by :func:`_start_worker` for all the targets the process searches."""
 
 
-def _start_worker(problem: tuple) -> None:
-    """Initialiser of a worker process: ignore SIGINT (the parent handles Ctrl-C and stops the pool)
-    and factorise every view once, on one BLAS thread as in the parent (same bits)."""
+def _start_worker(problem: tuple, parent: int | None = None) -> None:
+    """Initialiser of a worker process: ignore SIGINT (the parent handles Ctrl-C and stops the pool),
+    die with the process ``parent`` however it ends (:func:`dpgossip._parent.die_with_parent`; None:
+    not watched) and factorise every view once, on one BLAS thread as in the parent (same bits)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        die_with_parent(parent)
     problem = received_copy(problem)
     data, network, params, run = problem[:4]
     with blas_threads(1):
@@ -771,10 +775,11 @@ def _search_in_processes(count: int, problem: tuple, keys: dict, hops: dict,
     every view once (:func:`_start_worker`) and search the targets handed to them. On an error or an
     interrupt in the caller the targets not started are cancelled and the processes terminated."""
     import multiprocessing
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(problem,))
+                               initializer=_start_worker, initargs=(problem, os.getpid()))
     finished = False
     try:
         futures = [pool.submit(_search_in_worker, keys, hops, task, spec) for task in tasks]
