@@ -58,3 +58,23 @@ def spiked_data(n: int, d: int, spectrum: list[float], m: int, seed: int = 0) ->
 @pytest.fixture
 def small_data() -> PartitionedData:
     return spiked_data(40, 6, [5, 3, 2, 1, 0.5, 0.2], 4)
+
+
+SMALLEST_SEARCH = dict(levels=1, rows=1, random=0, steps=1, starts=1, exact=1)
+"""The smallest search: one level, one row, one start, one ascent step, one exact value per view."""
+
+
+@pytest.fixture(scope="module")
+def smallest_search():
+    """Within a test of the pipeline (scenarios, commands, resume, progress), not of the search
+    (tests/protocols/ddppm/test_search.py and test_adversarial_searches.py test that), the ``quick``
+    effort is shrunk to the smallest search, in this process. Its stages, evidence and outputs are
+    those of any effort; only its cost is smaller."""
+    from dpgossip.protocols.ddppm.search import SearchSettings
+
+    of = SearchSettings.of.__func__
+    tiny = SearchSettings(name="quick", **SMALLEST_SEARCH)
+    with pytest.MonkeyPatch.context() as patch:  # module scope: module fixtures see it too
+        patch.setattr(SearchSettings, "of",
+                      classmethod(lambda cls, s: tiny if s == "quick" else of(cls, s)))
+        yield

@@ -11,6 +11,8 @@ import pytest
 
 from dpgossip.cli import main
 
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

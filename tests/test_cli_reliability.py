@@ -15,6 +15,8 @@ import pytest
 
 from dpgossip.cli import main
 
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
+
 GOOD = """
 name = "t"
 seed = 3

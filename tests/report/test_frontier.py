@@ -14,6 +14,8 @@ from dpgossip.scenario import run_scenario
 
 from ..scenario.helpers import small
 
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
+
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory):

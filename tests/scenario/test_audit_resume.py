@@ -17,6 +17,8 @@ from dpgossip.scenario.staging import staging_path
 
 from .helpers import read_bytes
 
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
+
 TABLES = ("pairs.csv", "worst.json", "epsilon_matrix_p0.csv", "epsilon_matrix_p1.csv",
           "epsilon_matrix_p2.csv")
 

@@ -22,6 +22,8 @@ from dpgossip.scenario.audit_run import plan_audit, run_audit
 from dpgossip.scenario.kind_commands import commands_for, kind_commands
 from tests.scenario.helpers import scenario_error, tiny_audit_toml, toml_scenario
 
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
+
 CAPE = toml_scenario('[protocol]\nkind = "capepca"\niterations = 3\nconsensus_steps = 1',
                      "[cape]\nepsilon = 1.0\ndelta = 1e-5")
 PPM = toml_scenario('[protocol]\nkind = "ppm"\niterations = 3\nconsensus_steps = 1',

@@ -10,6 +10,8 @@ from dpgossip.scenario.results import PointResult
 
 from .helpers import read_bytes, small
 
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
+
 
 class Tty(io.StringIO):
     def isatty(self):
