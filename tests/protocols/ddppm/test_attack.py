@@ -300,7 +300,13 @@ def _check_attack(pair: GaussianPair, V0: np.ndarray, V1: np.ndarray) -> AttackR
     return res
 
 
-@pytest.mark.parametrize("name", list(NETWORKS))
+ENGINE_NETWORKS = [pytest.param(name, marks=() if name == "paper-ring4" else pytest.mark.slow)
+                   for name in NETWORKS]
+"""The paper's ring in the default suite; the grid and the random graph (4,000 engine runs each, about
+40 s) with ``-m slow``."""
+
+
+@pytest.mark.parametrize("name", ENGINE_NETWORKS)
 def test_attack_on_engine_views_never_exceeds_the_auditor(name):
     """Section 5.3 on the engine, on the paper's ring, a grid and a random graph: N = 4000 runs per dataset,
     threshold on the first half, counts on the second; Clopper-Pearson at 95 % joint confidence (union
@@ -313,7 +319,7 @@ def test_attack_on_engine_views_never_exceeds_the_auditor(name):
     assert likelihood_ratio_attack(V0[:half], V0[half:], pair, delta=DELTA).eps_lb == 0.0
 
 
-@pytest.mark.parametrize("name", list(NETWORKS))
+@pytest.mark.parametrize("name", ENGINE_NETWORKS)
 def test_attack_score_has_the_auditors_mean(name):
     """E_P[L] = KL(P||Q) and E_Q[L] = -KL(Q||P) for the score L = ln p/q on engine views, within five
     standard errors (sample standard deviation / sqrt(N))."""
