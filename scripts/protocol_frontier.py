@@ -44,6 +44,8 @@ AUDIT = {"D-DP-PM": "lower estimate", "ddppm-floorfree": "lower estimate",
          "ppm (improved, row-replacement)": "lower estimate", "ppm-federated": "lower estimate",
          "ppm-gossip": "exact", "capepca": "exact", "capepca-gossip": "exact", "LDP": "not audited"}
 """What each series' audited epsilon is (docs/protocol-frontier.md, Section 4)."""
+AT_LEAST = "at least (the epsilon cap, exceeded by a neighbour found)"
+"""The audit of a D-DP-PM point whose worst pair's search stopped at ``privacy.epsilon_cap``."""
 ORDER = ("D-DP-PM", "ddppm-floorfree", "ppm (improved, row-replacement)", "ppm-federated", "ppm-gossip",
          "capepca", "capepca-gossip", "LDP")
 NAMES = {"wine": "Wine", "breast_cancer": "Breast Cancer", "diabetes": "Diabetes"}
@@ -95,7 +97,8 @@ def frontier_rows(folder: Path) -> list[dict[str, str]]:
                      "error": _fmt(f.error), "guaranteed_epsilon": _fmt_upper(f.guaranteed_epsilon),
                      "claimed": _fmt(_claimed(res, f.point)) if f.point >= 0 else "",
                      "audited_epsilon": _fmt(f.audited_epsilon),
-                     "audited_beyond": _fmt(f.audited_beyond), "audit": AUDIT[f.series],
+                     "audited_beyond": _fmt(f.audited_beyond),
+                     "audit": AT_LEAST if f.at_least else AUDIT[f.series],
                      "audited_upper": "", "upper_reason": ""})
         rows[-1]["audited_upper"], rows[-1]["upper_reason"] = upper.get(_key(rows[-1]), ("", ""))
     return rows
@@ -245,12 +248,15 @@ def run_time() -> dict[str, object]:
 
 
 def time_sentence(run: dict[str, object]) -> str:
-    """The run time as the README and the page print it."""
+    """The run time as the README and the page print it (how it was measured, as stored)."""
     minutes, seconds = divmod(round(float(run["wall_seconds"])), 60)
-    return (f"The whole scenario ran in {minutes} min {seconds} s wall time (`{run['command']}`, one "
-            f"worker, measured by `/usr/bin/time -v`; peak memory {run['max_rss_mb']} MB) on this "
-            f"shared 2-core machine, with a 1-minute load average of {run['load_before']} when it "
-            f"started and {run['load_after']} when it ended.")
+    workers = int(run.get("workers", 1))
+    how = ("measured by `/usr/bin/time -v`; peak memory " + f"{run['max_rss_mb']} MB"
+           if run.get("max_rss_mb") else f"measured by the shell's `time`; {run['note']}")
+    return (f"The whole scenario ran in {minutes} min {seconds} s wall time (`{run['command']}`, "
+            f"{workers} worker{'s' if workers != 1 else ''}, {how}) on this shared 2-core machine, "
+            f"with a 1-minute load average of {run['load_before']} when it started and "
+            f"{run['load_after']} when it ended.")
 
 
 def main() -> int:

@@ -90,3 +90,20 @@ def test_each_dataset_has_its_own_points_ldp_and_row_of_panels(tmp_path):
         assert f.error == pytest.approx(rows[0]["ldp_error" if f.series == "LDP" else "subspace_distance"])
     assert "privacy_utility.png" in {p.name for p in make_report(folder)}
     assert (folder / "plots" / "privacy_utility.png").stat().st_size > 10_000
+
+
+def test_a_point_whose_worst_pair_stopped_at_the_cap_is_an_at_least_value():
+    """The worst pair of point 0 stopped at the epsilon cap (1000): its audited epsilon is an "at
+    least" value; point 1's worst pair is an ordinary lower estimate even though another of its pairs
+    was capped below it (impossible in practice, but the flag follows the worst pair)."""
+    from types import SimpleNamespace
+
+    from dpgossip.report.frontier import _ddppm_audit
+
+    rows = [{"point": 0, "epsilon": 12.0, "delta": 1e-5},
+            {"point": 0, "epsilon": 1000.0, "delta": 1e-5, "stopped_at_cap": True},
+            {"point": 1, "epsilon": 5.0, "delta": 1e-5, "stopped_at_cap": "True"},
+            {"point": 1, "epsilon": 7.5, "delta": 1e-5}]
+    worst, delta, capped = _ddppm_audit(SimpleNamespace(table=lambda name: rows))
+    assert worst == {0: 1000.0, 1: 7.5} and delta == 1e-5
+    assert capped == {0}

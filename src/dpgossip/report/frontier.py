@@ -55,6 +55,9 @@ class FrontierPoint:
     """The point's network (``topology`` column); the plot has one panel per topology."""
     dataset: str = ""
     """The point's data (``dataset`` column); the plot has one row of panels per dataset."""
+    at_least: bool = False
+    """The audited epsilon is the audit's ``epsilon_cap``, which a neighbour found exceeds (its search
+    stopped there): the worst case is at least this."""
 
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
@@ -62,7 +65,7 @@ class FrontierPoint:
                 "guaranteed_epsilon": self.guaranteed_epsilon,
                 "audited_epsilon": self.audited_epsilon, "delta": self.delta,
                 "audited_beyond": self.audited_beyond, "topology": self.topology,
-                "dataset": self.dataset}
+                "dataset": self.dataset, "audited_at_least": self.at_least}
 
 
 def _kind(row: Mapping[str, Any]) -> tuple[str, ProtocolKind | None]:
@@ -101,19 +104,25 @@ def _mean(values: Sequence[float]) -> float:
     return float(sum(vals) / len(vals))
 
 
-def _ddppm_audit(res: ResultsFolder) -> tuple[dict[int, float], float]:
-    """Worst pair's epsilon of each D-DP-PM point from ``leakage.csv`` (and the delta it is at)."""
+def _ddppm_audit(res: ResultsFolder) -> tuple[dict[int, float], float, set[int]]:
+    """Worst pair's epsilon of each D-DP-PM point from ``leakage.csv``, the delta it is at, and the
+    points whose worst pair stopped at the epsilon cap (an "at least" value)."""
     rows = res.table("leakage") or []
     worst: dict[int, float] = {}
+    capped: set[int] = set()
     delta = math.nan
     for r in rows:
         eps = r.get("epsilon")
         if eps is None:
             continue
         p = int(r["point"])
-        worst[p] = max(worst.get(p, -math.inf), float(eps))
+        if float(eps) > worst.get(p, -math.inf):
+            worst[p] = float(eps)
+            capped.discard(p)
+            if str(r.get("stopped_at_cap", "")).lower() == "true":
+                capped.add(p)
         delta = float(r.get("delta", delta) or delta)
-    return worst, delta
+    return worst, delta, capped
 
 
 def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
@@ -123,7 +132,7 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
     by_point: dict[int, list[dict[str, Any]]] = {}
     for r in res.runs:
         by_point.setdefault(int(r["point"]), []).append(r)
-    ddppm, dd_delta = _ddppm_audit(res)
+    ddppm, dd_delta, capped = _ddppm_audit(res)
     out: list[FrontierPoint] = []
     ldp: dict[tuple[str, str, float], list[float]] = {}
     ldp_delta = math.nan
@@ -139,7 +148,8 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
             if p in ddppm:
                 out.append(FrontierPoint(series=series, point=p, error=err,
                                          guaranteed_epsilon=math.nan, audited_epsilon=ddppm[p],
-                                         delta=dd_delta, topology=topo, dataset=data))
+                                         delta=dd_delta, topology=topo, dataset=data,
+                                         at_least=p in capped))
         else:
             out.append(FrontierPoint(
                 series=series, point=p, error=err,
@@ -167,10 +177,14 @@ def _draw_series(ax: Any, pts: list[FrontierPoint], colour: Any, label: str, rig
         ax.plot([f.guaranteed_epsilon for f in g], [f.error for f in g], "-o", color=colour, ms=5,
                 lw=1.2, label=f"{label}: guaranteed")
     a = [f for f in pts if not math.isnan(f.audited_epsilon)]
-    finite = [f for f in a if math.isfinite(f.audited_epsilon)]
+    finite = [f for f in a if math.isfinite(f.audited_epsilon) and not f.at_least]
     if finite:
         ax.plot([f.audited_epsilon for f in finite], [f.error for f in finite], "o", color=colour,
                 mfc="white", ms=6, mew=1.3, label=f"{label}: audited")
+    capped = [f for f in a if f.at_least]
+    if capped:  # the search stopped at the cap: the worst case lies to the right of the marker
+        ax.plot([f.audited_epsilon for f in capped], [f.error for f in capped], ">", color=colour,
+                mfc="white", ms=7, mew=1.3, label=f"{label}: audited, at least the epsilon cap")
     inf = [f for f in a if math.isinf(f.audited_epsilon)]
     if inf:
         ax.plot([right] * len(inf), [f.error for f in inf], ">", color=colour, mfc="white", ms=8,
