@@ -173,7 +173,7 @@ def test_leakage_rows_one_per_pair():
     assert {"delta_rdp_at_eps_1", "delta_rdp_at_eps_10", "hops", "row", "view"} <= set(r)
 
 
-def test_prepare_calibrates_and_reports_an_unreachable_target():
+def test_prepare_calibrates_and_reports_an_unreachable_target(smallest_search):
     # the preparation's mechanics, with the quickest search (tests/protocols/ddppm/test_calibrate.py
     # covers the calibration itself); the search finds epsilon = 300 at delta = 1e-5 below the floor of
     # this tiny problem (delta levels off near 0.012 at epsilon = 300), so the met target is at 0.05

@@ -119,7 +119,8 @@ def distribution_problem(name: str):
     return net, data, p
 
 
-@pytest.mark.parametrize("name", list(NETWORKS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "paper-ring4" else pytest.mark.slow)
+                                  for n in NETWORKS])  # the grid and random graph: -m slow
 def test_observer_view_distribution_matches_auditor(name):
     """Whitened by the auditor's covariance, simulated views are N(0, I): Hotelling's test on the mean and
     entry-wise bounds on the sample covariance (tolerances from the sample size)."""
