@@ -23,7 +23,9 @@ from dpgossip.rounding import format_upper
 
 NUMBERS = Path(__file__).resolve().parents[1] / "docs" / "numbers" / "protocol-comparison.csv"
 COLUMNS = ("series", "budget", "noise_scale", "error", "guaranteed_epsilon", "audited_epsilon",
-           "audited_beyond")
+           "audited_beyond", "audited_at_least")
+"""``audited_at_least``: ``true`` where D-DP-PM's search stopped at the epsilon cap, so that its audited
+epsilon (the cap) is an "at least" value."""
 HEADER = ("| protocol | budget epsilon | error | guaranteed epsilon | audited epsilon (what the guarantee "
           "covers) | audited beyond its scope |\n|---|---|---|---|---|---|")
 
@@ -60,8 +62,17 @@ def comparison_rows(folder: Path) -> list[dict[str, str]]:
                      if f.series == "D-DP-PM" else "",
                      "error": _fmt(f.error), "guaranteed_epsilon": _fmt_upper(f.guaranteed_epsilon),
                      "audited_epsilon": _fmt(f.audited_epsilon),
-                     "audited_beyond": _fmt(f.audited_beyond)})
+                     "audited_beyond": _fmt(f.audited_beyond),
+                     "audited_at_least": "true" if f.at_least else ""})
     return rows
+
+
+def _audited(r: dict[str, str]) -> str:
+    """The audited epsilon as printed: ``at least`` before a value where the search stopped at the
+    epsilon cap."""
+    if not r["audited_epsilon"]:
+        return "not audited"
+    return f"at least {r['audited_epsilon']}" if r.get("audited_at_least") else r["audited_epsilon"]
 
 
 def table(rows: list[dict[str, str]]) -> str:
@@ -70,7 +81,7 @@ def table(rows: list[dict[str, str]]) -> str:
     for r in rows:
         budget = r["budget"] or f"(noise scale {r['noise_scale']})"
         lines.append(f"| {r['series']} | {budget} | {r['error']} | {r['guaranteed_epsilon'] or 'none'} "
-                     f"| {r['audited_epsilon'] or 'not audited'} | {r['audited_beyond']} |")
+                     f"| {_audited(r)} | {r['audited_beyond']} |")
     return "\n".join(lines)
 
 
@@ -106,13 +117,25 @@ def conclusion(rows: list[dict[str, str]]) -> str:
         f"{gos['guaranteed_epsilon']}); but a single "
         f"agent, which receives its neighbours' masked messages and knows its own noise share, learns up "
         f"to {gos_lo['audited_beyond']} at budget {lo} and {gos['audited_beyond']} at {hi}.",
-        f"D-DP-PM has no guarantee; its audited worst pair found (a lower estimate) goes from "
-        f"{dd[0]['audited_epsilon']} (error {dd[0]['error']}, noise scale {dd[0]['noise_scale']}) to "
-        f"{dd[-1]['audited_epsilon']} (error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}): at "
-        f"any error it leaks orders of magnitude more than the power method of 000. No certified upper "
-        f"bound is printed beside it: the scenario runs rank 2, which the bound does not cover "
-        f"([upper-bound.md](upper-bound.md), Section 9).",
+        _ddppm_sentence(dd),
+        "No certified upper bound is printed beside it: the scenario runs rank 2, which the bound does "
+        "not cover ([upper-bound.md](upper-bound.md), Section 9).",
     ])
+
+
+def _ddppm_sentence(dd: list[dict[str, str]]) -> str:
+    """What the reading says of D-DP-PM: its range of audited values, or that every point stopped at
+    the epsilon cap."""
+    errors = f"error {dd[0]['error']} to {dd[-1]['error']}"
+    if all(r.get("audited_at_least") for r in dd):
+        return (f"D-DP-PM has no guarantee; at every noise scale from {dd[0]['noise_scale']} to "
+                f"{dd[-1]['noise_scale']} ({errors}) the search found a neighbour above the epsilon cap, "
+                f"so its audited epsilon is at least {dd[0]['audited_epsilon']}: at any error it leaks "
+                "orders of magnitude more than the power method of 000.")
+    return (f"D-DP-PM has no guarantee; its audited worst pair found goes from {_audited(dd[0])} "
+            f"(error {dd[0]['error']}, noise scale {dd[0]['noise_scale']}) to {_audited(dd[-1])} "
+            f"(error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}), lower estimates: at any "
+            "error it leaks orders of magnitude more than the power method of 000.")
 
 
 def stored() -> list[dict[str, str]]:
