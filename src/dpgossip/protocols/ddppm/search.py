@@ -435,42 +435,11 @@ class TargetSearch:
             t = np.minimum(t, 1.0)
         return x + t[:, None] * U
 
-    def _subview_best(self, sv: FirstMessageView, r: int, U_rand: np.ndarray
-                      ) -> tuple[float, Neighbour] | None:
-        """The best replacement of row ``r`` for the closed-form sub-view: structured and random
-        directions at the largest step, then projected ascent of the closed form (the one-row reference
-        of :meth:`_subview_bests`, which the search uses; the tests compare the two)."""
-        x = self.X[r]
-        Xn = self._row_starts(x, self._start_directions(sv, U_rand))
-        f = self._sub_values(sv, x, Xn)
-        i = int(np.argmax(f))
-        y, fy = Xn[i], f[i]
-        if not math.isfinite(fy):
-            return fy, Neighbour(row=r, x_new=y, label="first-message")
-        h, step = 1e-6, 0.25
-        for _ in range(20):  # projected ascent of the closed form
-            E = y + h * np.eye(x.size)
-            g = (self._sub_values(sv, x, E) - fy) / h
-            ng = float(np.linalg.norm(g))
-            if not np.isfinite(ng) or ng == 0:
-                break
-            z = project(x, y + step * g / ng, self.kind)
-            fz = float(self._sub_values(sv, x, z[None, :])[0])
-            if fz > fy:
-                y, fy, step = z, fz, step * 1.5
-                if math.isinf(fy):  # an infinite-divergence neighbour: the best, no gradient from it
-                    break
-            else:
-                step /= 4
-                if step < 1e-6:
-                    break
-        return fy, Neighbour(row=r, x_new=y, label="first-message")
-
     def _subview_bests(self, sv: FirstMessageView, rows: Sequence[int], U_rand: np.ndarray
                        ) -> dict[int, tuple[float, Neighbour]]:
-        """:meth:`_subview_best` of every row of ``rows`` at once: the same arithmetic for each row
-        (its values are the same bits), with one surrogate evaluation per ascent step for all rows
-        instead of one per row."""
+        """The best replacement of every row of ``rows`` for the closed-form sub-view: structured and
+        random directions at the largest step, then projected ascent of the closed form (forward
+        differences), one surrogate evaluation per ascent step for all rows at once."""
         base = self._start_directions(sv, U_rand)
         starts = [self._row_starts(self.X[r], base) for r in rows]
         f = self._sub_values_rows(sv, list(rows), starts)
@@ -512,18 +481,14 @@ class TargetSearch:
 
     def _sub_values_rows(self, sv: FirstMessageView, rows: list[int], points: list[np.ndarray]
                          ) -> list[np.ndarray]:
-        """:meth:`_sub_values` of ``points[i]`` (replacements of row ``rows[i]``) for every ``i``, by
-        one surrogate evaluation."""
+        """The sub-view's surrogate at ``points[i]`` (replacements of row ``rows[i]``) for every ``i``,
+        by one surrogate evaluation."""
         if not rows:
             return []
         parts = [sv.eigenvalues(self.X[r], P) for r, P in zip(rows, points, strict=True)]
         vals = surrogate(np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                          delta=self.delta)
         return np.split(vals, np.cumsum([p[0].shape[0] for p in parts])[:-1])
-
-    def _sub_values(self, sv: FirstMessageView, x: np.ndarray, Xn: np.ndarray) -> np.ndarray:
-        lam, mismatch = sv.eigenvalues(x, Xn)
-        return surrogate(lam, mismatch, delta=self.delta)
 
     def starts(self, level: int, settings: SearchSettings) -> None:
         """Stage 2: structured and random directions for the rows covered at this level."""

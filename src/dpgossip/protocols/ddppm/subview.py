@@ -106,32 +106,6 @@ class FirstMessageView:
         mismatch = outside > 1e-10 * np.maximum(scale, 1e-300)
         return lam, mismatch
 
-    def eigenvalue_gradients(self, x: np.ndarray, Xnew: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r"""The eigenvalues of :meth:`eigenvalues` (``M x 2``) and their gradients in the replacement
-        (``M x 2 x d``): with ``s = sqrt((u + w)^2 - 4 v^2)``, ``du = 2 P x'``, ``dv = P x``,
-
-        .. math::
-
-            \nabla \lambda_\pm = \tfrac12 \bigl(du \pm ((u + w)\, du - 4 v\, dv) / s\bigr).
-
-        NaN where the formula does not hold (``s = 0``, an eigenvalue clipped at 0, different
-        supports): the caller falls back to finite differences there."""
-        Xnew = np.atleast_2d(np.asarray(Xnew, dtype=float))
-        lam, mismatch = self.eigenvalues(x, Xnew)
-        P = self.P
-        u = np.einsum("md,de,me->m", Xnew, P, Xnew)
-        v = Xnew @ (P @ x)
-        w = float(x @ P @ x)
-        disc = (u + w) ** 2 - 4 * v * v
-        du = 2 * Xnew @ P
-        dv = P @ x
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ds = ((u + w)[:, None] * du - 4 * v[:, None] * dv[None, :]) / np.sqrt(disc)[:, None]
-        grad = np.stack([(du + ds) / 2, (du - ds) / 2], axis=1)
-        bad = (disc <= 0) | np.any(lam <= 0, axis=1) | mismatch
-        grad[bad] = np.nan
-        return lam, grad
-
     def pair(self, x: np.ndarray, x_new: np.ndarray) -> GaussianPair:
         """The sub-view's :class:`GaussianPair` (``P`` under ``X``) for one replacement."""
         lam, mismatch = self.eigenvalues(x, x_new[None, :])
