@@ -320,3 +320,30 @@ def test_one_agent_one_iteration_against_the_closed_form_view():
                 dl = pair.delta(bound.epsilon, resolution=delta / 100)
             worst = max(worst, dl)
     assert worst <= delta * 1.01
+
+
+def test_a_kept_table_gives_the_bound_bit_for_bit(monkeypatch):
+    """The delta-independent tables are kept between calls; a reused table changes no bit of the
+    bound, at another delta and another noise level of the same data."""
+    import dpgossip.privacy.certified_bound as cb
+
+    built = []
+    compute = cb._EllTable._compute
+    monkeypatch.setattr(cb._EllTable, "_compute",
+                        classmethod(lambda cls, *a: built.append(1) or compute(*a)))
+    data, net, params = _problem(3, seed=5)
+    model = _model(data, net, params)
+    louder = _model(data, net, resolve_params(data, net, iterations=2, consensus_steps=2,
+                                              noise=NoiseSchedule(kind="constant", scale=3.0)))
+    cb._TABLES.clear()
+    fresh = {(id(m), delta): certified_upper_bounds(m, delta)
+             for m, delta in ((model, 1e-3), (model, 0.2), (louder, 1e-3))}
+    assert len(built) == 2                   # one table per direction, for all three calls
+    for (key, first), m, delta in zip(fresh.items(), (model, model, louder), (1e-3, 0.2, 1e-3),
+                                      strict=True):
+        cb._TABLES.clear()
+        rebuilt = certified_upper_bounds(m, delta)
+        assert [b.epsilon for b in rebuilt.values()] == [b.epsilon for b in first.values()], key
+        assert [b.order for b in rebuilt.values()] == [b.order for b in first.values()], key
+    assert len(built) == 8
+    assert next(iter(cb._TABLES.values())).values.flags.writeable is False

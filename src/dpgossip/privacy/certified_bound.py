@@ -41,7 +41,9 @@ epsilon of the two. Floating-point rounding is not part of the certificate.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -309,6 +311,13 @@ _ELL_X0 = 1e-9
 """Smallest positive ``a - 1`` of the table."""
 
 
+_TABLES: OrderedDict[tuple[bytes, bool], _EllTable] = OrderedDict()
+"""The last tables built, by a digest of their inputs (:meth:`_EllTable.build`)."""
+_TABLES_KEPT = 8
+_TABLE_KEPT_SIZE = 2_000_000
+"""Larger tables (more than this many values, 16 MB) are not kept."""
+
+
 @dataclass(frozen=True, slots=True)
 class _EllTable:
     """``ell(a)`` (the mean term's denominator, docs/upper-bound.md, Section 5) tabulated per row at
@@ -322,6 +331,28 @@ class _EllTable:
 
     @classmethod
     def build(cls, lam: np.ndarray, xh: np.ndarray, x_hi: np.ndarray, forward: bool) -> _EllTable:
+        """The table of the rows ``(lam, xh)`` up to ``a - 1 = x_hi``; a table depends on the data only
+        (not on the noise, ``W`` or ``delta``), so the last few are kept and reused when the same
+        inputs come again, bit for bit (a calibration or a bisection over ``delta``)."""
+        digest = hashlib.blake2b(digest_size=20)
+        for part in (lam, xh, x_hi):
+            part = np.ascontiguousarray(part, dtype=float)
+            digest.update(repr(part.shape).encode())
+            digest.update(part.tobytes())
+        key = (digest.digest(), forward)
+        if key in _TABLES:
+            _TABLES.move_to_end(key)
+            return _TABLES[key]
+        table = cls._compute(lam, xh, x_hi, forward)
+        if table.values.size <= _TABLE_KEPT_SIZE:
+            table.values.setflags(write=False)
+            _TABLES[key] = table
+        while len(_TABLES) > _TABLES_KEPT:
+            _TABLES.popitem(last=False)
+        return table
+
+    @classmethod
+    def _compute(cls, lam: np.ndarray, xh: np.ndarray, x_hi: np.ndarray, forward: bool) -> _EllTable:
         step = (np.log(np.maximum(x_hi, 2 * _ELL_X0)) - math.log(_ELL_X0)) / (_ELL_GRID - 1)
         x = np.concatenate([np.zeros((x_hi.size, 1)),
                             _ELL_X0 * np.exp(step[:, None] * np.arange(_ELL_GRID))], axis=1)
