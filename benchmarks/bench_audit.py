@@ -1,12 +1,13 @@
 """Benchmarks of the privacy auditor.
 
-1. The paper's setting (001, Section IV-B): 4-agent ring with the exact W, Breast Cancer (569 x 30), T = 10,
-   c = 5, Corollary 1 parameters: the full 4 x 4 (observer, target) matrix with the quick worst-case
+1. The paper's setting (Campbell et al., Section IV-B): 4-agent ring with the exact W, Breast Cancer
+   (569 x 30), T = 10, c = 5, Corollary 1 parameters: the full 4 x 4 (observer, target) matrix with
+   the quick worst-case
    search and the exact delta at the paper's epsilon grid. Wall time.
 2. Cost per candidate neighbour at a view of more than 2,000 coordinates, side by side in one run:
    the auditor (one factorisation per view, low-rank update per candidate) against a straightforward dense
-   implementation of Eqs. (33)-(34) of 001 (the view covariances built densely for each candidate, explicit
-   inverses and determinants for every order, nothing reused).
+   implementation of Eqs. (33)-(34) of Campbell et al. (the view covariances built densely for each
+   candidate, explicit inverses and determinants for every order, nothing reused).
 
     python benchmarks/bench_audit.py [--skip-audit] [--dense-orders 8]
 """
@@ -39,8 +40,8 @@ def problem(noise_scale: float, kind: str = "geometric"):
 
 
 def dense_renyi(S0: np.ndarray, S1: np.ndarray, orders: list[float]) -> list[float]:
-    """Eqs. (33)-(34) of 001 (the determinant term corrected) with explicit inverses, for every order
-    (zero means)."""
+    """Eqs. (33)-(34) of Campbell et al. (the determinant term corrected) with explicit inverses,
+    for every order (zero means)."""
     out = []
     for a in orders:
         beta = a - 1.0
@@ -54,8 +55,9 @@ def dense_renyi(S0: np.ndarray, S1: np.ndarray, orders: list[float]) -> list[flo
         _, ld_ainv = np.linalg.slogdet(Ainv)
         _, ld0 = np.linalg.slogdet(S0)
         _, ld1 = np.linalg.slogdet(S1)
-        # Gil (2011): D = (1/(2 beta)) ln( det A^{-1} / (det S0^(beta+1) det S1^(-beta)) ). Eq. (34) of 001
-        # as printed puts the powers -beta and beta+1 on the wrong covariances and flips the sign (in 1-D,
+        # Gil (2011): D = (1/(2 beta)) ln( det A^{-1} / (det S0^(beta+1) det S1^(-beta)) ). Eq. (34)
+        # of Campbell et al. # as printed puts the powers -beta and beta+1 on the wrong covariances
+        # and flips the sign (in 1-D,
         # P = N(0,1), Q = N(0,2), a = 2 it gives 0.896 instead of ln(2/sqrt 3) = 0.144).
         out.append(0.5 / beta * (ld_ainv - (beta + 1) * ld0 + beta * ld1))
     return out

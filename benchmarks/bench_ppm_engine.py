@@ -1,4 +1,5 @@
-"""The power method of 000 on the engine against the matrix backend: equality and wall time side by side.
+"""The power method of Nicolas et al. on the engine against the matrix backend: equality and wall
+time side by side.
 
 Problem: ``s`` agents (default 16) on a ring and on a connected Watts-Strogatz graph (``k = 4``,
 ``p = 0.3``, seed 5), Metropolis weights, 4 rows per agent of synthetic data with ``d = 10`` (rows in the

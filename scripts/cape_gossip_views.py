@@ -1,7 +1,8 @@
 """capepca-gossip's views against capePCA's (docs/cape-gossip.md): exact epsilon per view and network.
 
-Noise matched to capePCA at site level tau (004's Eq. (2)): own draws tau_g = tau / sqrt(S), and every edge
-draw tau_e = tau sqrt((1 - 1/S) / deg) on a ring (deg = 2), so each site's zero-sum part E_s has capePCA's
+Noise matched to capePCA at site level tau (Imtiaz and Sarwate's Eq. (2)): own draws tau_g = tau /
+sqrt(S), and every edge draw tau_e = tau sqrt((1 - 1/S) / deg) on a ring (deg = 2), so each site's
+zero-sum part E_s has capePCA's
 variance (1 - 1/S) tau^2 and the gossip limit has capePCA's aggregate noise tau^2 / S^2. tau is
 calibrate_cape_noise(1, 1e-5, S, view="site"): capePCA's single release is exactly (1, 1e-5)-DP under row
 replacement. For each network and c, the worst site (largest exact epsilon at delta = 1e-5) of: a

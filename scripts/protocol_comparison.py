@@ -106,13 +106,14 @@ def conclusion(rows: list[dict[str, str]]) -> str:
         f"{_pick(rows, rr, hi)['audited_epsilon']} against {_pick(rows, rr, hi)['guaranteed_epsilon']} "
         f"at {hi}), and the error falls to {_pick(rows, rr, hi)['error']} (ppm) and {fed['error']} "
         f"(ppm-federated: another noise draw) at budget {hi}, where LDP is still at {ldp[-1]}.",
-        f"Under 000's own element adjacency the exact audit of the same runs also stays below the "
+        f"Under Nicolas et al.'s own element adjacency the exact audit of the same runs also stays below the "
         f"guarantee ({pri['audited_epsilon']} against {pri['guaranteed_epsilon']} with the prior "
         f"sensitivity, {imp['audited_epsilon']} against {imp['guaranteed_epsilon']} with the improved "
         f"one, at budget {hi}), but that adjacency does not cover replacing a row: the same runs leak "
         f"{pri['audited_beyond']} and {imp['audited_beyond']} to a row replacement.",
         f"ppm-gossip (c = 30 rounds, masks of standard deviation 1) keeps the federated error "
-        f"({gos['error']} at budget {hi}), and the view of the sum, which is what 000's claim covers, "
+        f"({gos['error']} at budget {hi}), and the view of the sum, which is what Nicolas et al.'s "
+        f"claim covers, "
         f"is exactly the central mechanism ({gos['audited_epsilon']} against "
         f"{gos['guaranteed_epsilon']}); but a single "
         f"agent, which receives its neighbours' masked messages and knows its own noise share, learns up "
@@ -131,11 +132,11 @@ def _ddppm_sentence(dd: list[dict[str, str]]) -> str:
         return (f"D-DP-PM has no guarantee; at every noise scale from {dd[0]['noise_scale']} to "
                 f"{dd[-1]['noise_scale']} ({errors}) the search found a neighbour above the epsilon cap, "
                 f"so its audited epsilon is at least {dd[0]['audited_epsilon']}: at any error it leaks "
-                "orders of magnitude more than the power method of 000.")
+                "orders of magnitude more than the power method of Nicolas et al.")
     return (f"D-DP-PM has no guarantee; its audited worst pair found goes from {_audited(dd[0])} "
             f"(error {dd[0]['error']}, noise scale {dd[0]['noise_scale']}) to {_audited(dd[-1])} "
             f"(error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}), lower estimates: at any "
-            "error it leaks orders of magnitude more than the power method of 000.")
+            "error it leaks orders of magnitude more than the power method of Nicolas et al.")
 
 
 def stored() -> list[dict[str, str]]:

@@ -96,7 +96,8 @@ def ppm_replace_one() -> str:
 
 
 def ppm_paper_limit() -> str:
-    """docs/ppm.md, Section 5, item 1: 000's calibration holds only up to the corrected threshold."""
+    """docs/ppm.md, Section 5, item 1: Nicolas et al.'s calibration holds only up to the corrected
+    threshold."""
     from dpgossip.privacy.accountant import (
         paper_epsilon_limit,
         paper_noise_multiplier,
@@ -184,7 +185,8 @@ def cape_table() -> str:
     from dpgossip.protocols.cape.guarantee import cape_guarantee
     from dpgossip.protocols.cape.star import CapeParams
 
-    lines = ["| eps (004) | S | site, 004's `1/N` | aggregator, 004's `1/N` | site, row replacement "
+    lines = ["| eps (classical calibration) | S | site, Imtiaz and Sarwate's `1/N` "
+             "| aggregator, Imtiaz and Sarwate's `1/N` | site, row replacement "
              "| aggregator, row replacement |", "|---|---|---|---|---|---|"]
     for eps, S in CAPE_ROWS:
         params = CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
@@ -217,8 +219,8 @@ def _cape_paper_params(eps: float):
 
 
 def cape_nominal_limit(eps: float) -> float:
-    """The aggregator's exact epsilon as ``S`` grows (joint factor ``2S/(S+1) -> 2``), at 004's ``1/N``
-    sensitivity and 004's classical calibration for ``eps``."""
+    """The aggregator's exact epsilon as ``S`` grows (joint factor ``2S/(S+1) -> 2``), at Imtiaz and
+    Sarwate's ``1/N`` sensitivity and Imtiaz and Sarwate's classical calibration for ``eps``."""
     from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon
 
     site = cape_guarantee((CAPE_ROWS_PER_SITE,) * 2, _cape_paper_params(eps), CAPE_DELTA,
@@ -227,8 +229,8 @@ def cape_nominal_limit(eps: float) -> float:
 
 
 def cape_nominal_sites(eps: float) -> int | None:
-    """The smallest number of sites ``S`` at which the aggregator's exact epsilon (004's sensitivity and
-    calibration) exceeds ``eps``, or None when it never does.
+    """The smallest number of sites ``S`` at which the aggregator's exact epsilon (Imtiaz and
+    Sarwate's sensitivity and calibration) exceeds ``eps``, or None when it never does.
 
     The joint factor ``2S/(S+1)`` grows with ``S`` towards 2, so the aggregator's epsilon grows too: it
     passes ``eps`` at some ``S`` exactly when its limit :func:`cape_nominal_limit` is above ``eps``, and
@@ -246,8 +248,8 @@ def cape_nominal_sites(eps: float) -> int | None:
 
 
 def cape_nominal() -> str:
-    """docs/cape.md, Section 5: where the aggregator's exact epsilon passes the nominal one (004's
-    sensitivity), for each ``eps`` of the table."""
+    """docs/cape.md, Section 5: where the aggregator's exact epsilon passes the nominal one (Imtiaz
+    and Sarwate's sensitivity), for each ``eps`` of the table."""
     from dpgossip.protocols.cape.guarantee import cape_guarantee
 
     below, above = [], []
@@ -260,7 +262,8 @@ def cape_nominal() -> str:
             above.append(f"`eps = {eps:g}` from `S = {first}`")
     eps, S = CAPE_ROWS[-1]
     last = cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA, adjacency="paper")
-    return (f"At 004's own sensitivity that slack absorbs the joint factor only for few sites: "
+    return (f"At Imtiaz and Sarwate's own sensitivity that slack absorbs the joint factor only for "
+            f"few sites: "
             f"{'; '.join(below)}; but it exceeds the nominal epsilon at {' and at '.join(above)} on "
             f"({_ceil(last.epsilon_aggregator, 4)} against {eps:g} at `S = {S}` in the table).")
 

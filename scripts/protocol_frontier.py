@@ -9,8 +9,9 @@ scenarios/protocol-frontier.toml.
     python scripts/protocol_frontier.py --print     # the tables and the reading of the stored numbers
 
 Every number is a mean over the scenario's repeats, computed by dpgossip.report.frontier.frontier_table
-(the function that draws plots/privacy_utility.png); ``claimed`` is capePCA's claimed_epsilon (004's own
-per-site claim) from runs.csv. The column ``audit`` says what the audited epsilon is (:data:`AUDIT`):
+(the function that draws plots/privacy_utility.png); ``claimed`` is capePCA's claimed_epsilon
+(Imtiaz and Sarwate's own per-site claim) from runs.csv. The column ``audit`` says what the audited
+epsilon is (:data:`AUDIT`):
 ``lower estimate`` where a search over neighbours finds it (D-DP-PM, its floor-free variant, ppm and
 ppm-federated), ``exact`` where the view is a data-independent Gaussian audited in closed form
 (capePCA, capePCA-gossip; ppm-gossip given its realised iterates). tests/test_docs_numbers_frontier.py
@@ -117,7 +118,7 @@ def _line(data: str, series: str, pts: list[dict[str, str]]) -> str:
     budget = (f"({_cells(pts, 'noise_scale')})" if series == "D-DP-PM" else _cells(pts, "budget"))
     guar = _cells(pts, "guaranteed_epsilon") or "none"
     if any(r["claimed"] for r in pts):
-        guar += f" (004 claims {_cells(pts, 'claimed')})"
+        guar += f" (Imtiaz and Sarwate claim {_cells(pts, 'claimed')})"
     return (f"| {NAMES.get(data, data)} | {series} | {budget} | {_cells(pts, 'error')} | {guar} "
             f"| {_cells(pts, 'audited_epsilon') or 'not audited'} | {_cells(pts, 'audited_beyond')} "
             f"| {pts[0]['audit']} | {_cells(pts, 'audited_upper')} |")
@@ -125,7 +126,8 @@ def _line(data: str, series: str, pts: list[dict[str, str]]) -> str:
 
 def table(rows: list[dict[str, str]], topology: str = "ring") -> str:
     """The markdown table of one graph: a line per dataset and protocol, its four budgets (D-DP-PM: its
-    four noise scales) as ``a / b / c / d`` in each cell; capePCA's guarantee cell adds 004's claim."""
+    four noise scales) as ``a / b / c / d`` in each cell; capePCA's guarantee cell adds Imtiaz and
+    Sarwate's claim."""
     lines = [HEADER]
     for data in dict.fromkeys(r["dataset"] for r in rows):
         for series in ORDER:
@@ -190,14 +192,16 @@ def conclusion(rows: list[dict[str, str]], topology: str = "ring") -> str:
     floors, e_lo, e_hi = _dd_floor(rows, topology)
     return " ".join([
         f"On the {topology} at budget {hi}, capePCA's one-shot release reaches error "
-        f"{_each(rows, topology, 'capepca', hi, 'error')}; the power method of 000 (ppm-federated) "
+        f"{_each(rows, topology, 'capepca', hi, 'error')}; the power method of Nicolas et al. "
+        f"(ppm-federated) "
         f"{_each(rows, topology, 'ppm-federated', hi, 'error')}; LDP "
         f"{_each(rows, topology, 'LDP', hi, 'error')}.",
-        f"capePCA's guarantee here is the aggregator's joint view: at budget {lo} 004's own per-site "
+        f"capePCA's guarantee here is the aggregator's joint view: at budget {lo} Imtiaz and "
+        f"Sarwate's own per-site "
         f"claim would print {cape_lo['claimed']} on {NAMES.get(first, first)}, but the aggregator, "
         f"which sees every release and knows its own noise, gets {cape_lo['guaranteed_epsilon']} "
         f"(audited {cape_lo['audited_epsilon']}).",
-        f"capePCA on the gossip graph keeps 004's per-site guarantee "
+        f"capePCA on the gossip graph keeps Imtiaz and Sarwate's per-site guarantee "
         f"({_pick(rows, first, topology, 'capepca-gossip', hi)['guaranteed_epsilon']} at budget "
         f"{hi}; agent 0's error {_each(rows, topology, 'capepca-gossip', hi, 'error')}), but a "
         f"neighbour, which hears every round and knows its own edge draws, learns "

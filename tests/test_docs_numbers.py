@@ -179,8 +179,8 @@ def test_readme_prints_the_stored_paper_fig3_numbers():
     page = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
     deltas, errors = tables.fig3_sentences(rows)
     assert deltas in page and errors in page
-    assert ("| `paper-fig3.toml` | 001 Fig. 3: worst delta at epsilon = 5 and the error against the "
-            "number of iterations T, three datasets (standard search) |") in readme
+    assert ("| `paper-fig3.toml` | Campbell et al., Fig. 3: worst delta at epsilon = 5 and the error "
+            "against the number of iterations T, three datasets (standard search) |") in readme
 
 
 def test_readme_sentence_on_breast_cancer_epsilons_matches_the_table():

@@ -57,7 +57,7 @@ def test_the_stored_audits_respect_the_guarantees_they_audit_and_say_what_they_a
         assert float(r["audited_epsilon"]) <= float(r["guaranteed_epsilon"]) * (1 + 1e-2), r
         if r["series"] in ("capepca-gossip", "ppm-gossip"):  # a neighbour / one agent sees more
             assert float(r["audited_beyond"]) > float(r["guaranteed_epsilon"]), r
-        if r["series"] == "capepca":  # 004's per-site claim understates the aggregator's view
+        if r["series"] == "capepca":  # Imtiaz and Sarwate's per-site claim understates the aggregator's view
             assert float(r["claimed"]) < float(r["guaranteed_epsilon"]), r
     searched = {s for s, kind in FRONTIER.AUDIT.items() if kind == "lower estimate"}
     assert searched == {"D-DP-PM", "ddppm-floorfree", "ppm (improved, row-replacement)",

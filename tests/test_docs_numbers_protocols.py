@@ -71,8 +71,9 @@ def test_the_ppm_table_is_ordered_as_the_page_says():
 
 
 def test_the_cape_aggregator_passes_the_nominal_epsilon_where_the_page_says():
-    """docs/cape.md, Section 5: at 004's sensitivity and calibration the aggregator's exact epsilon is below
-    the nominal one at eps = 0.1 for every S, and above it from S = 19 at 0.5 and from S = 7 at 0.9.
+    """docs/cape.md, Section 5: at Imtiaz and Sarwate's sensitivity and calibration the aggregator's
+    exact epsilon is below the nominal one at eps = 0.1 for every S, and above it from S = 19 at 0.5
+    and from S = 7 at 0.9.
     Checked on ``cape_guarantee`` directly, on both sides of each threshold, and against the 2S/(S+1)
     closed form of the joint view (sqrt(2S/(S+1)) times the site's mu)."""
     from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon

@@ -9,7 +9,7 @@ subpackage on first use (PEP 562 ``__getattr__``).
 data                                      :func:`load_dataset`, :class:`PartitionedData`
 network                                   :func:`make_network`, :class:`Network`,
                                           :func:`spectral_summary`
-parameters (Corollary 1 of 001)           :func:`resolve_params`, :class:`ProtocolParams`,
+parameters (Campbell et al., Cor. 1)      :func:`resolve_params`, :class:`ProtocolParams`,
                                           :class:`NoiseSchedule`
 runs                                      :func:`run_matrix` (matrix backend), :func:`run_engine`
                                           (discrete-event engine, :class:`NetworkConditions`,

@@ -84,7 +84,7 @@ def draw_component_noise(
     """Draw one agent's latent noise for one component.
 
     Returns an array ``w_i`` of shape ``(T + 1, n_i)`` with ``w_i[0] = q_i^(0) ~ N(0, sigma_q^2 I)`` and
-    ``w_i[t] = p_i^(t) ~ N(0, sigma_p(t)^2 I)`` (Algorithm 1 of 001, line 1).
+    ``w_i[t] = p_i^(t) ~ N(0, sigma_p(t)^2 I)`` (Algorithm 1 of Campbell et al., line 1).
     """
     sigma_p = np.asarray(sigma_p, dtype=float)
     g = rng.standard_normal((sigma_p.size + 1, n_i))

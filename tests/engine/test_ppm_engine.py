@@ -1,4 +1,5 @@
-"""The power method of 000 on the engine (``run_ppm_engine``) against the matrix backend (docs/engine.md)."""
+"""The power method of Nicolas et al. on the engine (``run_ppm_engine``) against the matrix backend
+(docs/engine.md)."""
 
 from __future__ import annotations
 

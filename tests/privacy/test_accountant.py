@@ -102,7 +102,7 @@ def test_paper_calibration_meets_the_target_only_up_to_the_corrected_limit():
     assert limit == pytest.approx(8 * (1 - 1 / math.sqrt(2)) * math.log(1e4), rel=1e-15)
     assert limit == pytest.approx(21.58, abs=0.01)
     for eps, ok in [(0.5, True), (5.0, True), (0.999 * limit, True), (1.001 * limit, False),
-                    (4 * math.log(1 / delta), False)]:  # 000 prints eps <= 4 ln(1/delta) = 36.8
+                    (4 * math.log(1 / delta), False)]:  # Nicolas et al. print eps <= 4 ln(1/delta) = 36.8
         sigma = paper_noise_multiplier(eps, delta, L)
         achieved = zcdp_to_epsilon(zcdp_rho([sigma] * L), delta)
         assert achieved == pytest.approx(eps**2 / (8 * math.log(1 / delta)) + eps / math.sqrt(2))

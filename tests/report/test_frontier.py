@@ -52,7 +52,7 @@ def test_the_table_is_the_mean_of_the_stored_rows(folder):
                 sum(r["guaranteed_epsilon"] for r in rows) / len(rows))
             assert f.audited_epsilon == pytest.approx(
                 sum(r["audited_epsilon"] for r in rows) / len(rows))
-            if f.series == "ppm-gossip":  # the single agents, which 000's claim does not cover
+            if f.series == "ppm-gossip":  # the single agents, which Nicolas et al.'s claim does not cover
                 assert f.audited_beyond == pytest.approx(
                     sum(r["audited_epsilon_beyond"] for r in rows) / len(rows))
             else:

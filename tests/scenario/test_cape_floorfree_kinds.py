@@ -69,7 +69,7 @@ def test_capepca_rows_are_run_cape_and_its_aggregator_view(swept: Path):
         assert float(r["guaranteed_epsilon"]) == pytest.approx(gaussian_epsilon(mu, 1e-5), rel=1e-9)
         assert float(r["guaranteed_epsilon"]) == pytest.approx(2.0, rel=1e-6)
         assert float(r["audited_epsilon"]) == pytest.approx(float(r["guaranteed_epsilon"]), rel=1e-9)
-        # 004's per-site claim and one site alone are both below the joint view
+        # Imtiaz and Sarwate's per-site claim and one site alone are both below the joint view
         assert float(r["site_epsilon"]) < 2.0 and float(r["claimed_epsilon"]) < 2.0
         assert r["audit_exceeds_guarantee"] == "False"
 

@@ -74,7 +74,7 @@ def test_the_guarantee_meets_the_calibrated_budget_and_the_audit_stays_below_it(
             assert float(r["audited_epsilon"]) <= float(r["guaranteed_epsilon"]) * (1 + 1e-9)
             assert r["audit_exceeds_guarantee"] == "False"
             # on 4 agents and c = 2 every agent sees the sum and knows its own share: more than a server,
-            # which 000's claim does not cover
+            # which Nicolas et al.'s claim does not cover
             assert r["audit_beyond"].startswith("worst single agent")
             assert float(r["audited_epsilon_beyond"]) > float(r["guaranteed_epsilon"])
             assert r["beyond_exceeds_guarantee"] == "True"

@@ -72,8 +72,8 @@ FIG2 = sorted(SCENARIOS.glob("paper-fig2-*.toml"))
 
 
 def test_paper_fig2_scenarios_are_the_paper_grid():
-    """The three datasets of 001 with the paper's epsilon grid and delta limits (Section IV-B), zipped
-    so that D-DP-PM's calibration and LDP use the same budget at every point."""
+    """The three datasets of Campbell et al. with the paper's epsilon grid and delta limits (Section
+    IV-B), zipped so that D-DP-PM's calibration and LDP use the same budget at every point."""
     limits = {
         "wine": [0.44, 0.20, 0.04, 0.007, 0.007, 0.006, 0.002],
         "breast_cancer": [0.38, 0.15, 0.008, 0.0002, 0.0002, 1e-4, 1e-7],

@@ -2,7 +2,7 @@
 
 Pipeline of :func:`load_dataset`: raw matrix (bundled dataset, synthetic spectrum or user file)
 -> :func:`preprocess` (public, global-statistics preprocessing into the unit ball)
--> :func:`partition_sizes` -> :class:`PartitionedData` (Eq. (1) of 001: agent ``i`` holds the
+-> :func:`partition_sizes` -> :class:`PartitionedData` (Eq. (1) of Campbell et al.: agent ``i`` holds the
 block ``X_i`` of consecutive rows).
 """
 

@@ -1,4 +1,4 @@
-"""The three public datasets of the paper (001, Section IV), shipped as package data.
+"""The three public datasets of the paper (Campbell et al., Section IV), shipped as package data.
 
 The raw files are copied verbatim from the scikit-learn 1.9.1 wheel (see ``files/PROVENANCE.md``).
 As in the paper, class labels and regression targets are dropped: only the feature matrix is

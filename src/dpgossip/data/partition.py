@@ -1,4 +1,4 @@
-"""A data matrix split row-wise among agents (Eq. (1) of 001), and the partition rules."""
+"""A data matrix split row-wise among agents (Eq. (1) of Campbell et al.), and the partition rules."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["PartitionedData", "partition_sizes", "check_rows_per_agent"]
 class PartitionedData:
     """A data matrix ``X`` (``n x d``) whose rows are split into consecutive blocks ``X_1..X_m``.
 
-    Every row has Euclidean norm at most one (the sensitivity contract of 001, Section IV-B).
+    Every row has Euclidean norm at most one (the sensitivity contract of Campbell et al., Section IV-B).
     Agent ``i`` holds rows ``offsets[i]:offsets[i+1]``.
 
     Raises

@@ -1,6 +1,6 @@
 r"""Public preprocessing: centre or standardise columns, then bring every row into the unit ball.
 
-The privacy analysis of 001 (Section IV-B) needs every row ``x_j`` of ``X`` to satisfy
+The privacy analysis of Campbell et al. (Section IV-B) needs every row ``x_j`` of ``X`` to satisfy
 ``||x_j||_2 <= 1``; the paper preprocessed each dataset "so that every point sat within, or on the
 surface of, the unit ball".
 

@@ -1,12 +1,12 @@
 """Privacy accounting of ``L`` adaptively composed Gaussian mechanisms, as in the private power method
-(000, Theorem 3.2, corrected).
+(Nicolas et al., Theorem 3.2, corrected).
 
 Iteration ``l`` of the private power method is a Gaussian mechanism on ``A X^(l-1)`` with
 sensitivity at most ``Delta_l`` and noise ``N(0, (Delta_l sigma_l)^2)``: its *noise multiplier* (noise
 std over sensitivity) is ``sigma_l``. The ``L`` iterations compose adaptively (``Delta_l`` and ``X^(l-1)``
 are functions of earlier releases only). Three accountings of that composition:
 
-* zCDP (000, Appendix A.2): each step is ``1/(2 sigma_l^2)``-zCDP (Bun-Steinke 2016, Prop. 1.6), so
+* zCDP (Nicolas et al., Appendix A.2): each step is ``1/(2 sigma_l^2)``-zCDP (Bun-Steinke 2016, Prop. 1.6), so
   ``rho = sum_l 1/(2 sigma_l^2)`` (Lemma 2.3; ``L/(2 sigma^2)`` for a constant ``sigma``) and
   ``eps = rho + 2 sqrt(rho ln(1/delta))`` (Prop. 1.3). Inverse, exact:
   ``rho = (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2``, ``sigma = sqrt(L / (2 rho))``.
@@ -24,10 +24,12 @@ means exactly "noise std / l2 sensitivity", the sensitivity being the one of our
 row replacement); under ``REPLACE_ONE`` its PLD accountant
 would double that distance again.
 
-000's own calibration ``sigma = eps^-1 sqrt(4 L ln(1/delta))`` gives ``rho = eps^2 / (8 ln(1/delta))``
-and, with the conversion above, ``eps' = rho + eps / sqrt(2)``: it meets ``(eps, delta)`` only when
+Nicolas et al.'s own calibration ``sigma = eps^-1 sqrt(4 L ln(1/delta))`` gives
+``rho = eps^2 / (8 ln(1/delta))`` and, with the conversion above, ``eps' = rho + eps / sqrt(2)``: it
+meets ``(eps, delta)`` only when
 ``eps <= 8 (1 - 1/sqrt(2)) ln(1/delta)`` (:func:`paper_epsilon_limit`), not ``eps <= 4 ln(1/delta)`` as
-printed in 000's proof (Eqs. (27)-(31) use ``eps/2`` for ``2 sqrt(rho ln(1/delta)) = eps/sqrt(2)``).
+printed in Nicolas et al.'s proof (Eqs. (27)-(31) use ``eps/2`` for
+``2 sqrt(rho ln(1/delta)) = eps/sqrt(2)``).
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def _check_multipliers(noise_multipliers: Sequence[float] | np.ndarray) -> tuple
 
 
 def zcdp_rho(noise_multipliers: Sequence[float] | np.ndarray) -> float:
-    """``rho = sum_l 1 / (2 sigma_l^2)`` (000, Eqs. (20)-(22)); ``inf`` when some ``sigma_l = 0``."""
+    """``rho = sum_l 1 / (2 sigma_l^2)`` (Nicolas et al., Eqs. (20)-(22)); ``inf`` when some
+    ``sigma_l = 0``."""
     values = _check_multipliers(noise_multipliers)
     if min(values) == 0:
         return math.inf
@@ -82,7 +85,7 @@ def zcdp_rho(noise_multipliers: Sequence[float] | np.ndarray) -> float:
 def zcdp_to_epsilon(rho: float, delta: float) -> float:
     """``eps = rho + 2 sqrt(rho ln(1/delta))``: ``rho``-zCDP implies ``(eps, delta)``-DP.
 
-    Bun and Steinke (2016), Proposition 1.3; 000, Eq. (25).
+    Bun and Steinke (2016), Proposition 1.3; Nicolas et al., Eq. (25).
     """
     delta = _check_delta(delta)
     if isinstance(rho, bool) or not isinstance(rho, (int, float, np.integer, np.floating)) \
@@ -108,14 +111,14 @@ def calibrate_zcdp_noise(epsilon: float, delta: float, iterations: int) -> float
 
     With it, ``L`` Gaussian mechanisms of noise multiplier ``sigma`` (the iterations of the private power
     method) compose to ``rho``-zCDP, exactly ``(eps, delta)``-DP by the conversion of
-    :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects 000, Theorem 3.2).
+    :func:`zcdp_to_epsilon`, for every ``eps > 0`` (corrects Nicolas et al., Theorem 3.2).
     """
     L = check_int(iterations, "iterations", 1)
     return math.sqrt(L / (2.0 * zcdp_from_epsilon(epsilon, delta)))
 
 
 def paper_noise_multiplier(epsilon: float, delta: float, iterations: int) -> float:
-    """000's calibration ``sigma = eps^-1 sqrt(4 L ln(1/delta))`` (Algorithm 1, line 3).
+    """Nicolas et al.'s calibration ``sigma = eps^-1 sqrt(4 L ln(1/delta))`` (Algorithm 1, line 3).
 
     Valid for ``(eps, delta)`` only when ``eps <= paper_epsilon_limit(delta)``; use
     :func:`calibrate_zcdp_noise` instead (smaller noise, no range restriction).
@@ -126,9 +129,11 @@ def paper_noise_multiplier(epsilon: float, delta: float, iterations: int) -> flo
 
 
 def paper_epsilon_limit(delta: float) -> float:
-    """``8 (1 - 1/sqrt(2)) ln(1/delta)``: the largest ``eps`` that 000's calibration really achieves.
+    """``8 (1 - 1/sqrt(2)) ln(1/delta)``: the largest ``eps`` that Nicolas et al.'s calibration
+    really achieves.
 
-    From ``eps >= eps^2 / (8 ln(1/delta)) + eps / sqrt(2)`` (000's Eq. (29) with the conversion step fixed).
+    From ``eps >= eps^2 / (8 ln(1/delta)) + eps / sqrt(2)`` (Nicolas et al.'s Eq. (29) with the
+    conversion step fixed).
     """
     return 8.0 * (1.0 - 1.0 / math.sqrt(2.0)) * math.log(1.0 / _check_delta(delta))
 

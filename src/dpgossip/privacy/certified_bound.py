@@ -1,7 +1,8 @@
 """A certified upper bound on the privacy loss of a noisy linear power iteration, per target agent.
 
-docs/upper-bound.md derives every step; this module implements it. The mechanism (Algorithm 1 of 001,
-docs/model.md, Section 1) is described without the protocol layer by :class:`NoisyPowerIteration`:
+docs/upper-bound.md derives every step; this module implements it. The mechanism (Algorithm 1 of
+Campbell et al., docs/model.md, Section 1) is described without the protocol layer by
+:class:`NoisyPowerIteration`:
 row blocks ``X_i``, a mixing matrix ``W``, ``T`` iterations of ``c`` mixing rounds, ``alpha``,
 ``sigma_q`` and the schedule ``sigma_p(1..T)``. Rank one only.
 
@@ -73,7 +74,7 @@ _ROW_CHUNK = 512
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class NoisyPowerIteration:
-    """The mechanism of Algorithm 1 of 001 (rank one), without the protocol layer.
+    """The mechanism of Algorithm 1 of Campbell et al. (rank one), without the protocol layer.
 
     ``q^(0) ~ N(0, sigma_q^2 I)``; for ``t = 1..T``: ``z^(t) = D^T q^(t-1)``,
     ``z^(t+1/2) = m (W^c (x) I_d) z^(t)``, ``q^(t) = alpha D z^(t+1/2) + p^(t)`` with

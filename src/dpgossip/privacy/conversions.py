@@ -10,9 +10,10 @@ References
 ----------
 C. L. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential privacy",
 NeurIPS 2020, Proposition 12.  B. Balle, G. Barthe, M. Gaboardi, J. Hsu, T. Sato, "Hypothesis
-testing interpretations and Renyi differential privacy", AISTATS 2020, Theorem 21.  "001":
-the privacy analysis of Campbell et al. (001), Definition 2 (probabilistic DP) and Theorem 2 (Chernoff
-bound on the privacy loss from Renyi divergences).
+testing interpretations and Renyi differential privacy", AISTATS 2020, Theorem 21.  S. Campbell, A.
+Scaglione, S. Peisert,
+"Decentralized Differentially Private Power Method": its privacy analysis, Definition 2
+(probabilistic DP) and Theorem 2 (Chernoff bound on the privacy loss from Renyi divergences).
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ def chernoff_bound(log_mgf: Callable[[float], float], epsilon: float, *,
 
 def chernoff_upper_tail_from_rdp(renyi: Callable[[float], float], epsilon: float, *,
                                  a_max: float = math.inf, max_order: float = 1e8) -> OrderOptimum:
-    """``Pr_P(L > epsilon) <= inf_{a > 1} exp((a - 1)(D_a(P||Q) - epsilon))`` (001, Theorem 2).
+    """``Pr_P(L > epsilon) <= inf_{a > 1} exp((a - 1)(D_a(P||Q) - epsilon))`` (Campbell et al., Theorem 2).
 
     Markov's inequality on ``e^{(a-1)L}``, since ``E_P e^{(a-1)L} = exp((a-1) D_a(P||Q))``.
     ``order`` in the result is ``a``.

@@ -4,7 +4,7 @@ One factorisation reduces the pair to the generalised eigenvalues ``lam_i`` of t
 ``(S_1, S_0)`` and the whitened mean difference ``b = V^T L^{-1} (mu_0 - mu_1)`` (``S_0 = L L^T``,
 ``L^{-1} S_1 L^{-T} = V diag(lam) V^T``).  Everything after that costs ``O(#{lam_i != 1})``:
 
-* the Renyi divergence, Eqs. (33)-(34) of Campbell et al. (001), in whitened coordinates
+* the Renyi divergence, Eqs. (33)-(34) of Campbell et al., in whitened coordinates
 
       D_a(P||Q) = (a/2) sum b_i^2 / (a lam_i + 1 - a)
                   - 1/(2(a-1)) sum [ ln(a lam_i + 1 - a) - a ln lam_i ],
@@ -479,7 +479,7 @@ class GaussianPair:
     def renyi(self, order: float, direction: Direction = "PQ") -> float:
         """Renyi divergence ``D_a(P||Q)`` ("PQ") or ``D_a(Q||P)`` ("QP") of order ``a > 1``.
 
-        Eqs. (33)-(34) of Campbell et al. (001) in whitened coordinates (module docstring);
+        Eqs. (33)-(34) of Campbell et al. in whitened coordinates (module docstring);
         ``inf`` for ``a >= a_max`` (``S_a`` not positive definite) or different supports.
         """
         a = _check_order(order)
@@ -520,7 +520,7 @@ class GaussianPair:
         return v
 
     def pdp_tail(self, epsilon: float, direction: Direction = "PQ") -> float:
-        """Exact ``Pr_P(|L| > epsilon)`` (probabilistic DP, 001 Definition 2) by Imhof inversion.
+        """Exact ``Pr_P(|L| > epsilon)`` (probabilistic DP, Campbell et al., Definition 2) by Imhof inversion.
 
         Absolute accuracy about ``1e-12`` (:meth:`plrv.QuadraticFormLaw.tail`); 1.0 when the
         supports differ.
@@ -551,7 +551,7 @@ class GaussianPair:
         """Chernoff bounds ``(upper, lower)`` on ``Pr_P(L > eps)`` and ``Pr_P(L < -eps)``.
 
         ``inf_{s>0} exp(K(s) - s eps)`` and ``inf_{s>0} exp(K(-s) - s eps)`` over the whole domain
-        of the closed-form ``K`` (001 Theorem 2 uses ``K(s) = s D_{1+s}``, ``s > 0``).
+        of the closed-form ``K`` (Campbell et al., Theorem 2 uses ``K(s) = s D_{1+s}``, ``s > 0``).
         """
         eps = _check_eps(epsilon)
         w = self._pair(direction)
@@ -568,7 +568,7 @@ class GaussianPair:
         ``"exact"``: the hockey-stick divergence (tight ``(eps, delta)``-DP).  ``"rdp"``: the RDP
         conversion of Canonne, Kamath & Steinke 2020, Prop. 12 over continuous orders (an upper
         bound on the exact value).  ``"chernoff"``: the two-sided Chernoff bound on the PDP tail
-        ``Pr(|L| > eps)`` (001 Definition 2 / Theorem 2), also an upper bound on the exact value.
+        ``Pr(|L| > eps)`` (Campbell et al., Definition 2 / Theorem 2), also an upper bound on the exact value.
         1.0 when the supports differ. ``resolution`` (exact method): a value known to be below it is
         returned at Imhof's absolute accuracy (about ``1e-14``) without the slower relative refinement
         (for callers that only compare with a threshold far above).

@@ -1,6 +1,6 @@
 """The Gaussian mechanism: classical and analytic calibrations.
 
-* classical (Dwork & Roth 2014, Thm. A.1; used by 001, Section IV-A):
+* classical (Dwork & Roth 2014, Thm. A.1; used by Campbell et al., Section IV-A):
   ``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (proved only for ``epsilon < 1``).
 * analytic (Balle & Wang 2018, Thm. 8): the smallest ``sigma`` with
   ``Phi(Delta/(2 sigma) - eps sigma/Delta) - e^eps Phi(-Delta/(2 sigma) - eps sigma/Delta) <= delta``.
@@ -77,6 +77,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 
 def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (the calibration 001 uses for local DP)."""
+    """``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (the calibration Campbell et al. use for
+    local DP)."""
     _check(epsilon, delta)
     return float(sensitivity * np.sqrt(2 * np.log(1.25 / delta)) / epsilon)

@@ -1,7 +1,8 @@
 """Neighbouring datasets (docs/model.md, Section 3) and candidate replacements for the worst-case search.
 
-``bounded`` (default, as in 001): ``X'`` equals ``X`` except one row ``x`` of the target, replaced by ``x'``
-with ``||x'|| <= 1`` and ``||x - x'|| <= 1``. ``replace-one``: any ``x'`` in the unit ball.
+``bounded`` (default, as in Campbell et al.): ``X'`` equals ``X`` except one row ``x`` of the
+target, replaced by ``x'`` with ``||x'|| <= 1`` and ``||x - x'|| <= 1``. ``replace-one``: any ``x'``
+in the unit ball.
 
 Candidates ``x' = x + t u`` for unit directions ``u`` (top right singular directions of ``X`` and of ``X_j``,
 ``-x``, random directions), with ``t`` the largest step the constraints allow.

@@ -381,7 +381,7 @@ class WhitenedPair:
 
     ``P = N(b, I)`` and ``Q = N(0, diag(lam))`` on the nontrivial coordinates (``lam != 1``), plus
     coordinates with ``lam = 1`` whose mean differences have squared norm ``b0sq``.  The formulas
-    below are Eqs. (33)-(34) of Campbell et al. (001) with ``S_0 = I``, ``S_1 = diag(lam)``.
+    below are Eqs. (33)-(34) of Campbell et al. with ``S_0 = I``, ``S_1 = diag(lam)``.
     """
 
     lam: np.ndarray

@@ -4,9 +4,9 @@ Each home holds everything that is specific to its protocols: the maths (the mat
 programs for the engine kernel, the release model and the audit, the guarantee or accountant where its paper
 has one, and its scenario settings, registered as kinds in its ``kinds`` module:
 
-* :mod:`dpgossip.protocols.ddppm` -- D-DP-PM (001, Algorithm 1) and its floor-free variant;
-* :mod:`dpgossip.protocols.ppm` -- the private power method of 000 (central, federated, gossip);
-* :mod:`dpgossip.protocols.cape` -- capePCA of 004 (star and gossip forms);
+* :mod:`dpgossip.protocols.ddppm` -- D-DP-PM (Campbell et al., Algorithm 1) and its floor-free variant;
+* :mod:`dpgossip.protocols.ppm` -- the private power method of Nicolas et al. (central, federated, gossip);
+* :mod:`dpgossip.protocols.cape` -- capePCA of Imtiaz and Sarwate (star and gossip forms);
 * :mod:`dpgossip.protocols.gossip` -- gossip averaging (plain, noisy, DECOR) and its network-DP bounds;
 * :mod:`dpgossip.protocols.ldp` -- the local-DP baseline.
 

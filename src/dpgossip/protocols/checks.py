@@ -41,7 +41,7 @@ def check_network(network: object, agents: int | None = None, field: str = "netw
         raise ConfigError(f"{field}: the mixing matrix of {network.name!r} (mixing "
                           f"{network.mixing!r}) is not a symmetric doubly-stochastic matrix with "
                           "SLEM < 1 (the network was built with allow_nonstochastic=True); D-DP-PM "
-                          "averages by W and needs one (Assumption 2 of 001): use "
+                          "averages by W and needs one (Assumption 2 of Campbell et al.): use "
                           "dpgossip.make_network or a valid W", field=field)
     if agents is not None and network.m != agents:
         raise ConfigError(f"{field} has {network.m} agents but the data are split among {agents}; "

@@ -14,7 +14,7 @@ engine's comparison), and a common view for measurement:
   protocols with finite ``c``), else ``None``.
 
 Sides. D-DP-PM estimates the **left** singular vectors of ``X`` (``n``-dimensional, one slice per
-agent: ``q = alpha X z``); the power method of 000 (``ppm*``) estimates the top-``k`` **right**
+agent: ``q = alpha X z``); the power method of Nicolas et al. (``ppm*``) estimates the top-``k`` **right**
 singular subspace, of ``A = X^T X`` (``d``-dimensional). Both are measured by the subspace distance
 ``||(I - U U^T) U_hat||_2`` (the sine of the largest principal angle) to the exact subspace of their
 own side, so their errors are on the same scale in ``[0, 1]``.

@@ -33,7 +33,7 @@ def _same_length(n: int, q: np.ndarray, field: str, what: str) -> None:
 
 
 def sin_angle(v: np.ndarray, q: np.ndarray) -> float:
-    """``sin(v, q) = ||(I - v v^T) q|| / ||q||`` for a unit vector ``v`` (Eq. (37) of 001).
+    """``sin(v, q) = ||(I - v v^T) q|| / ||q||`` for a unit vector ``v`` (Eq. (37) of Campbell et al.).
 
     ``1`` when ``q = 0`` (no direction). Raises :class:`ConfigError` when ``v`` or ``q`` is not a
     finite vector, their lengths differ or ``v`` is not a unit vector.

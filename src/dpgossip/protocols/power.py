@@ -1,4 +1,5 @@
-"""Centralized references: the power method with deflation (Eqs. (7)-(10) of 001) and the exact SVD."""
+"""Centralized references: the power method with deflation (Eqs. (7)-(10) of Campbell et al.) and
+the exact SVD."""
 
 from __future__ import annotations
 

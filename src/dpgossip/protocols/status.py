@@ -1,8 +1,8 @@
 """Whether the iterates of a run are numbers: the arithmetic status of a result.
 
 A power-method run multiplies its iterate by ``alpha Xi`` every iteration (``q^(t) = alpha Xi q^(t-1) +
-p^(t)``, Eq. (13) of 001), so with ``alpha`` or the noise scale far from Corollary 1's range the iterates
-leave float64: they overflow to ``inf`` (or ``nan`` after ``inf - inf``), grow past
+p^(t)``, Eq. (13) of Campbell et al.), so with ``alpha`` or the noise scale far from Corollary 1's
+range the iterates leave float64: they overflow to ``inf`` (or ``nan`` after ``inf - inf``), grow past
 :data:`DIVERGENCE_BOUND` where their squared norms overflow, or shrink below the smallest normal
 float (:data:`UNDERFLOW_BOUND`) and become zero, so that the normalised estimate ``q / ||q||`` is
 ``0`` or rounding noise. :func:`arithmetic_status` names the first iterate where that happens.
@@ -100,7 +100,7 @@ def problem_reason(kind: str, component: int, iteration: int, size: float, *,
         return (f"{where} fell to {size:.3g} at iteration {iteration} (below {UNDERFLOW_BOUND:.3g}, "
                 "the smallest normal float64, so the estimate is zero or rounding noise): "
                 f"{alpha} is too small for float64 arithmetic (the iterates shrink by about "
-                f"{alpha} mu_1 per iteration; Corollary 1 of 001 asks {alpha} > 1/mu_1)")
+                f"{alpha} mu_1 per iteration; Corollary 1 of Campbell et al. asks {alpha} > 1/mu_1)")
     return (f"{where} became inf or nan at iteration {iteration}: the noise scale or {alpha} is too "
             "large for float64 arithmetic")
 

@@ -341,7 +341,7 @@ def _draw_upper(ax: Any, pts: list[tuple[int, float]] | None, colour: Any, prefi
 
 def plot_leakage_vs_iterations(res: Any, path: str | Path) -> Path | None:
     """Worst delta over the audited pairs at the first epsilon of the grid against the number of power
-    iterations ``T`` (001 Fig. 3, right), one line per value of the other axes.
+    iterations ``T`` (Campbell et al., Fig. 3, right), one line per value of the other axes.
 
     Drawn when the results have a ``leakage`` table and ``protocol.iterations`` is a sweep axis; the
     first method of the audit (its ``delta_<method>_at_eps_<e>`` column) is used. Returns None otherwise.

@@ -126,7 +126,7 @@ class ProtocolSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaselineSpec:
-    """``[baseline]``: the LDP baseline of 001 Section IV-A
+    """``[baseline]``: the LDP baseline of Campbell et al., Section IV-A
     (:func:`dpgossip.protocols.ldp.baseline.run_ldp`)."""
 
     ldp: bool

@@ -45,6 +45,12 @@ docs/scenarios.md`), and a test fails when the two differ.
   point per value, and several axes form a product unless `[sweep] zip` pairs them.
 - *required* keys have no default. Unknown keys are rejected with a did-you-mean, and every error names
   the key's path (`protocol.consensus_steps[2]`), the value and what is allowed.
+- The papers are named by their authors: Campbell et al. is Campbell, Scaglione and Peisert,
+  *Decentralized Differentially Private Power Method* (D-DP-PM); Nicolas et al. is Nicolas, Sabater,
+  Maouche, Ben Mokhtar and Coates, *Differentially private and decentralized randomized power method*;
+  Imtiaz and Sarwate is *Distributed Differentially-Private Algorithms for Matrix and Tensor
+  Factorization*; Chien et al. is *Private Alternating Least Squares* (ICML 2021). docs/index.md maps
+  each to its protocol kinds and pages.
 """
 
 _SECTION_DOCS = {
@@ -52,8 +58,8 @@ _SECTION_DOCS = {
     "data": "The data matrix and how its rows are split among the agents.",
     "network": "The communication graph and its mixing matrix W.",
     "protocol": "The protocol kind and its common settings (iterations, gossip rounds, rank); "
-                "alpha, sigma_q and noise are D-DP-PM's (001, Algorithm 1).",
-    "baseline": "The local-DP baseline of 001 Section IV-A: every agent perturbs its own rows.",
+                "alpha, sigma_q and noise are D-DP-PM's (Campbell et al., Algorithm 1).",
+    "baseline": "The local-DP baseline of Campbell et al., Section IV-A: every agent perturbs its own rows.",
     "output": "Where results go.",
 }
 

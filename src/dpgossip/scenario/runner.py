@@ -104,7 +104,7 @@ def run_point(
     runs, iterations
         Tidy rows: one per repeat (final metrics, ``status`` and ``status_reason``: see
         :mod:`dpgossip.scenario.status`), and one per repeat, component and iteration
-        (``error = sin(u_l, q_l^(t))``, Eq. (37) of 001; NaN where not computed). An engine run's
+        (``error = sin(u_l, q_l^(t))``, Eq. (37) of Campbell et al.; NaN where not computed). An engine run's
         ``status`` from its summary is the ``engine_status`` column, its crashed agents
         ``crashed_agents``.
     """

@@ -270,7 +270,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         ),
     },
     "baseline": {
-        "ldp": Field(kind=bool, default=False, doc="also run the LDP baseline of 001 Section IV-A"),
+        "ldp": Field(kind=bool, default=False,
+                     doc="also run the LDP baseline of Campbell et al., Section IV-A"),
         "epsilon": Field(kind=float, default=None, low=0, low_open=True, doc="LDP budget epsilon"),
         "delta": Field(
             kind=float,
@@ -286,7 +287,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
             default="analytic",
             choices=LDP_CALIBRATIONS,
             doc="LDP noise: the analytic Gaussian mechanism (Balle-Wang), or the classical bound as "
-            "printed in 001",
+            "printed in Campbell et al.",
         ),
     },
     "output": {

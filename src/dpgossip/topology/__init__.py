@@ -6,7 +6,7 @@ connected graph, SLEM < 1) and returns a :class:`Network`.
 
 Shipped topology files (``src/dpgossip/topology/files/``, mirrored in the repository's
 ``topologies/`` folder) can be named without a path: ``paper-ring4`` (the 4-agent ring with the
-mixing matrix of Section IV-B of 001), ``karate-club`` (Zachary 1977, 34 agents) and
+mixing matrix of Section IV-B of Campbell et al.), ``karate-club`` (Zachary 1977, 34 agents) and
 ``florentine-families`` (Padgett & Ansell 1993, 15 agents).
 """
 

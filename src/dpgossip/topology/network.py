@@ -44,7 +44,7 @@ class Network:
     """A connected undirected graph on agents ``0..m-1`` and its doubly-stochastic mixing matrix.
 
     Construct it with :func:`dpgossip.topology.make_network`, which validates ``W``
-    (Assumption 2 of 001): symmetric, nonnegative, rows and columns summing to one, weights only
+    (Assumption 2 of Campbell et al.): symmetric, nonnegative, rows and columns summing to one, weights only
     on edges and the diagonal, connected graph, second largest eigenvalue modulus (SLEM) below one.
     A ``Network(graph=..., W=...)`` built directly is checked the same way
     (:func:`~dpgossip.topology.validate.validate_network`; errors name ``graph`` or ``W``), unless
@@ -71,7 +71,7 @@ class Network:
     neighbours: tuple[tuple[int, ...], ...] = field(init=False)
     """Sorted neighbour list of each agent (derived)."""
     doubly_stochastic: bool = field(init=False)
-    """Whether ``W`` meets every condition of Assumption 2 of 001 (always, unless
+    """Whether ``W`` meets every condition of Assumption 2 of Campbell et al. (always, unless
     :attr:`allow_nonstochastic`)."""
     _dense: np.ndarray | None = field(init=False, default=None, repr=False)
     _validated: InitVar[bool] = False

@@ -1,4 +1,4 @@
-"""Checks of a communication graph and its mixing matrix (Assumption 2 of 001).
+"""Checks of a communication graph and its mixing matrix (Assumption 2 of Campbell et al.).
 
 A valid mixing matrix ``W`` for a connected graph ``G = (V, E)`` on agents ``0..m-1`` satisfies
 

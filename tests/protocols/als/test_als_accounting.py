@@ -1,4 +1,5 @@
-"""Theorem 1 of 002 (closed form) against the seed's formula, a numeric optimum and dp_accounting."""
+"""Theorem 1 of Chien et al. (closed form) against the paper's formula, a numeric optimum and
+dp_accounting."""
 
 import math
 

@@ -50,7 +50,8 @@ def ring5():
 def star_views(res, S: int) -> dict[str, np.ndarray]:
     """``(entries, S)`` per view, from the transcript only: the uploads (eavesdropper on every link) and
     the uploads minus the ``F_s`` the aggregator sent (the aggregator; column ``s`` alone is the "site"
-    view of 004's guarantee: one release seen by someone who knows ``F_s``, entry variance ``tau^2``)."""
+    view of Imtiaz and Sarwate's guarantee: one release seen by someone who knows ``F_s``, entry
+    variance ``tau^2``)."""
     up = {r.src: r.payload for r in res.transcript if r.tag == UPLOAD}
     F = {r.dst: r.payload for r in res.transcript if r.tag == F_SHARE}
     uploads = np.stack([triu_vector(up[s]) for s in range(S)], axis=1)

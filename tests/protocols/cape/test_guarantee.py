@@ -1,4 +1,5 @@
-"""capePCA's guarantee: 004's per-site statement and the aggregator's joint view (docs/cape.md)."""
+"""capePCA's guarantee: Imtiaz and Sarwate's per-site statement and the aggregator's joint view
+(docs/cape.md)."""
 
 from __future__ import annotations
 
@@ -87,8 +88,8 @@ def test_view_covariance_is_the_dense_one_and_the_drawn_one(S):
 
 
 def test_the_marginal_guarantee_is_004s():
-    """004: tau_s = (1/(N_s eps)) sqrt(2 ln(1.25/delta)) makes site s's release (eps, delta)-DP with
-    Delta_s = 1/N_s; Var(e_s + g_s) = Var(f_s + g_s) = tau_s^2."""
+    """Imtiaz and Sarwate: tau_s = (1/(N_s eps)) sqrt(2 ln(1.25/delta)) makes site s's release (eps,
+    delta)-DP with Delta_s = 1/N_s; Var(e_s + g_s) = Var(f_s + g_s) = tau_s^2."""
     N, S, delta = 100, 4, 1e-5
     for eps in (0.3, 0.5, 0.9):
         p = CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / delta)) / eps,
@@ -108,7 +109,8 @@ def test_the_marginal_guarantee_is_004s():
         # ... but not for the aggregator's joint view
         assert g.mu_aggregator ** 2 == pytest.approx(g.mu_site**2 * 2 * S / (S + 1), rel=1e-14)
         assert g.epsilon_aggregator > g.epsilon_site
-    # The classical calibration's slack hides the joint factor at 004's own sensitivity (eps < 1) ...
+    # The classical calibration's slack hides the joint factor at Imtiaz and Sarwate's own
+    # sensitivity (eps < 1) ...
     assert g.epsilon_aggregator == pytest.approx(0.8655, abs=1e-4)
     # ... but not under row replacement (sqrt(2)/N): even eps = 0.1, S = 2 is broken jointly
     p = CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / delta)) / 0.1, sensitivity="paper")

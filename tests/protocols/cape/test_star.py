@@ -1,4 +1,5 @@
-"""capePCA (004, Algorithm 2) on a star and its conventional and pooled baselines (docs/cape.md)."""
+"""capePCA (Imtiaz and Sarwate, Algorithm 2) on a star and its conventional and pooled baselines
+(docs/cape.md)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def test_entry_variances_and_cross_site_covariance_follow_eq_2():
     np.testing.assert_allclose(cov_e, expected, atol=0.2 * tau**2)  # std error ~0.07 tau^2
     np.testing.assert_allclose(np.var(F, axis=1), (1 - 1 / S) * tau**2, rtol=0.15)
     np.testing.assert_allclose(np.var(G, axis=1), tau**2 / S, rtol=0.15)
-    np.testing.assert_allclose(np.var(E + G, axis=1), tau**2, rtol=0.15)  # 004: Var(e_s + g_s)
+    np.testing.assert_allclose(np.var(E + G, axis=1), tau**2, rtol=0.15)  # Imtiaz and Sarwate: Var(e_s + g_s)
 
 
 def test_runs_are_reproducible_from_the_seed():
@@ -84,7 +85,8 @@ def test_runs_are_reproducible_from_the_seed():
 
 @pytest.mark.parametrize("S", [2, 3, 5])
 def test_the_aggregate_has_the_pooled_noise_variance(S):
-    """004, Lemma 1: tau_g^2 / S = tau^2 / S^2 = tau_pool^2 with equal sites; conventional is S times."""
+    """Imtiaz and Sarwate, Lemma 1: tau_g^2 / S = tau^2 / S^2 = tau_pool^2 with equal sites;
+    conventional is S times."""
     data, p = _data(S=S, rows=40, d=6), CapeParams(k=2, noise_multiplier=4.0)
     cape, conv, pooled = run_cape(data, p, 1), run_conventional(data, p, 1), run_pooled(data, p, 1)
     tau = p.noise_std(40)

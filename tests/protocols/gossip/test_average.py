@@ -24,7 +24,7 @@ def test_consensus_within_slem_bound(graph, c):
     Z = np.random.default_rng(c).standard_normal((m, 5))
     mean = Z.mean(axis=0)
     out = gossip(mixing_operator(W), Z, c)
-    # Appendix A1 of 001: ||W^c z - z_bar|| <= SLEM^c ||z - z_bar||
+    # Appendix A1 of Campbell et al.: ||W^c z - z_bar|| <= SLEM^c ||z - z_bar||
     assert np.linalg.norm(out - mean) <= slem**c * np.linalg.norm(Z - mean) * (1 + 1e-12)
     # the average is preserved exactly (doubly stochastic)
     np.testing.assert_allclose(out.mean(axis=0), mean, atol=1e-13)

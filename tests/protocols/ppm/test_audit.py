@@ -76,8 +76,9 @@ def test_audit_never_exceeds_the_guarantee(wine, adjacency, kinds, p):
 
 
 def test_an_element_guarantee_does_not_cover_row_replacement(wine):
-    # 000's element adjacency calibrates far less noise than one replaced row needs: the audit of a row
-    # replacement exceeds that guarantee (docs/ppm.md, section 2), which is what the check is for
+    # Nicolas et al.'s element adjacency calibrates far less noise than one replaced row needs: the
+    # audit of a row # replacement exceeds that guarantee (docs/ppm.md, section 2), which is what
+    # the check is for
     res = run_ppm(wine, PpmParams(p=2, k=1, iterations=5, noise_multiplier=2.0, adjacency="element"),
                   seed=11)
     audit = audit_ppm(wine, res, neighbours="bounded", rows=4, random=0, steps=40)

@@ -1,4 +1,4 @@
-"""The private power method of 000 (Algorithms 1 and 2) and its sensitivities (docs/ppm.md)."""
+"""The private power method of Nicolas et al. (Algorithms 1 and 2) and its sensitivities (docs/ppm.md)."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_element_change_never_exceeds_the_improved_bound(seed, d, p):
         C = C + C.T
         scale = math.sqrt(np.sum(np.sum(np.abs(C), axis=1) ** 2))
         if scale > 0:
-            C /= scale  # sqrt(sum_i ||C_i:||_1^2) = 1 (000, Eq. (7))
+            C /= scale  # sqrt(sum_i ||C_i:||_1^2) = 1 (Nicolas et al., Eq. (7))
         assert np.linalg.norm(C @ V) <= improved + 1e-12
     j = int(np.argmax(np.linalg.norm(V, axis=1)))
     E = np.zeros((d, d))

@@ -1,4 +1,5 @@
-"""ppm-gossip (000's Algorithm 2 with the sum replaced by gossip rounds and pairwise masks), docs/ppm.md."""
+"""ppm-gossip (Nicolas et al.'s Algorithm 2 with the sum replaced by gossip rounds and pairwise
+masks), docs/ppm.md."""
 
 from __future__ import annotations
 

@@ -187,8 +187,9 @@ def test_single_agent_views_stay_below_the_guarantee_while_they_cannot_see_the_s
 
 @pytest.mark.parametrize("graph", ["ring", "random"])
 def test_single_agent_views_exceed_the_servers_guarantee_once_they_see_the_sum(graph):
-    """The check that can fail, failing: 000's guarantee is against the server. An agent that sees the
-    sum knows its own share, so the noise left is (s - 1)/s of the central one; finite masks add more."""
+    """The check that can fail, failing: Nicolas et al.'s guarantee is against the server. An agent
+    that sees the sum knows its own share, so the noise left is (s - 1)/s of the central one; finite
+    masks add more."""
     G = nx.cycle_graph(16) if graph == "ring" else random_graph(16, seed=5)
     network, s, c = metropolis_network(G), 16, 40
     run = _run(network, c, 1e3)

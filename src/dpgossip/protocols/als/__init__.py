@@ -1,1 +1,2 @@
-"""Private alternating least squares (002, Algorithm 1): central, federated and over gossip (docs/als.md)."""
+"""Private alternating least squares (Chien et al., Algorithm 1): central, federated and over gossip
+(docs/als.md)."""

@@ -1,4 +1,5 @@
-"""Accounting of private ALS: Theorem 1 of 002 in closed form, and dp_accounting's RDP of the same events.
+"""Accounting of private ALS: Theorem 1 of Chien et al. in closed form, and dp_accounting's RDP of
+the same events.
 
 Theorem 1. Each of the ``T`` item steps releases, for every item, a Gaussian mechanism; a user enters at
 most ``k`` items per step, each with ``||shift|| / std <= 1 / sigma`` (the convention of
@@ -47,7 +48,7 @@ def _check(epsilon: float | None, delta: float, k: int, steps: int) -> None:
 
 
 def theorem_sigma(epsilon: float, delta: float, k: int, steps: int) -> float:
-    """``sigma = sqrt(kT/2) / (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))`` (002, Theorem 1)."""
+    """``sigma = sqrt(kT/2) / (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))`` (Chien et al., Theorem 1)."""
     _check(epsilon, delta, k, steps)
     log = math.log(1.0 / delta)
     rho = epsilon / (math.sqrt(log + epsilon) + math.sqrt(log))   # = sqrt(log + eps) - sqrt(log), stably

@@ -2,7 +2,7 @@
 
 ``run_als``: alternating ridge regressions on every training rating, nothing clipped or sampled.
 
-``run_dpals`` (002, Algorithm 1; :mod:`dpgossip.protocols.als.steps`): ratings clipped to
+``run_dpals`` (Chien et al., Algorithm 1; :mod:`dpgossip.protocols.als.steps`): ratings clipped to
 ``[-Gamma_M, Gamma_M]``; for ``t = 1..T`` every user solves and clips its factor from ``V^(t-1)``, samples
 at most ``k`` items and forms its statistic; the item factors ``V^(t)`` are solved from
 

@@ -332,7 +332,9 @@ def check(config: Mapping[str, Any]) -> None:
                           f"{SECTION}.noise = 'own'; remove it", field=f"{SECTION}.edge_noise")
 
 
-_COMMON = dict(family="als", paper="002 (Chien et al., Private ALS), Algorithm 1 and Theorem 1",
+_COMMON = dict(family="als",
+               paper="Chien et al., Private Alternating Least Squares (ICML 2021), Algorithm 1 and "
+                     "Theorem 1",
                side="ratings",
                section=SECTION, fields=FIELDS, example=example, reads_data=False, own_data=own_data,
                check=check,

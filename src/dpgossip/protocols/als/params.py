@@ -1,4 +1,4 @@
-"""Parameters of ALS and of private ALS (002, Algorithm 1; docs/als.md).
+"""Parameters of ALS and of private ALS (Chien et al., Algorithm 1; docs/als.md).
 
 Noise convention. A user's contribution to item ``j`` is the pair ``(upper(u u^T), M_ij u)``: the upper
 triangle (diagonal included) of its Gram matrix, ``p = r (r + 1) / 2`` numbers, and its right-hand side,

@@ -1,6 +1,6 @@
 """The pieces of one ALS step, per user, shared by the matrix backend and the engine's node programs.
 
-User step (002, Algorithm 1, ``A_user``; privileged: user ``i`` computes it from its own ratings and
+User step (Chien et al., Algorithm 1, ``A_user``; privileged: user ``i`` computes it from its own ratings and
 never releases it):
 
     u_i = (V_i^T V_i + lambda I)^-1 V_i^T m_i,       then u_i <- u_i min(1, Gamma_u / ||u_i||),

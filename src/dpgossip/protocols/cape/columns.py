@@ -3,16 +3,18 @@
 
 * ``capepca``: ``guaranteed_epsilon`` is the **aggregator's joint view** (every release, every
   ``F_s``: ``mu^2 = (2S/(S + 1)) (Delta/tau)^2``, :func:`dpgossip.protocols.cape.guarantee.cape_guarantee`);
-  004's own per-site claim is ``claimed_epsilon`` (its classical calibration with ``Delta = 1/N``) and
-  the exact epsilon of one site's release alone ``site_epsilon``. ``audited_epsilon`` is the exact
+  Imtiaz and Sarwate's own per-site claim is ``claimed_epsilon`` (its classical calibration with
+  ``Delta = 1/N``) and the exact epsilon of one site's release alone ``site_epsilon``.
+  ``audited_epsilon`` is the exact
   audit of the aggregator's view, computed without the closed form: ``mu_s^2 = Delta(N_s)^2 (C^-1)_ss``
   with ``C`` the sites' noise covariance (:func:`~dpgossip.protocols.cape.guarantee.view_covariance`)
   solved numerically, worst site (:func:`aggregator_audit`).
 * ``capepca-gossip`` (noise matched to capePCA at site level ``tau``: ``tau_g = tau/sqrt(S)``,
   ``tau_e = tau sqrt((1 - 1/S)/deg)`` with ``deg`` the smallest degree, so the least-connected
   site's first message has capePCA's site variance ``tau^2`` and every other site more):
-  ``guaranteed_epsilon`` is the guarantee of the view 004's theorem covers, one site's release (its
-  first message ``Y_s^(0)``) alone, worst site in closed form (``std_s^2 = deg_s tau_e^2 +
+  ``guaranteed_epsilon`` is the guarantee of the view Imtiaz and Sarwate's theorem covers, one
+  site's release (its first message ``Y_s^(0)``) alone, worst site in closed form
+  (``std_s^2 = deg_s tau_e^2 +
   tau_g^2``, :func:`gossip_site_guarantee`); ``audited_epsilon`` the exact audit of that view through
   :func:`dpgossip.privacy.linear_audit.whiten` (:func:`site_view_audit`); ``audited_epsilon_beyond`` the
   worst neighbour (every round's messages, its own edge draws known:
@@ -56,8 +58,9 @@ def aggregator_audit(sizes: tuple[int, ...], params: CapeParams, delta: float, a
 
 def gossip_site_guarantee(network: Network, params: CapeGossipParams, sizes: tuple[int, ...],
                           delta: float) -> float:
-    """004's per-site guarantee for capepca-gossip's first messages: ``Y_s^(0)`` alone is a Gaussian
-    mechanism with per-entry std ``sqrt(deg_s tau_e^2 + tau_g^2)``; worst site, closed form."""
+    """Imtiaz and Sarwate's per-site guarantee for capepca-gossip's first messages: ``Y_s^(0)``
+    alone is a Gaussian mechanism with per-entry std ``sqrt(deg_s tau_e^2 + tau_g^2)``; worst site,
+    closed form."""
     tau_e, tau_g = params.stds(min(sizes))
     deg = [len(network.neighbours[s]) for s in range(network.m)]
     mus = [second_moment_sensitivity(n, params.sensitivity) / math.sqrt(g * tau_e**2 + tau_g**2)
@@ -103,7 +106,8 @@ def cape_gossip_columns(network: Network, params: CapeGossipParams, sizes: tuple
     delta = cape["delta"]
     guaranteed = gossip_site_guarantee(network, params, sizes, delta)
     row: dict[str, Any] = {"guarantee_delta": delta, "guaranteed_epsilon": guaranteed,
-                           "guarantee_accountant": "exact Gaussian (004's claim: one site's release)",
+                           "guarantee_accountant": "exact Gaussian (Imtiaz and Sarwate's claim: one "
+                                                   "site's release)",
                            "adjacency": cape["sensitivity"]}
     if cape["audit"]:
         audited = site_view_audit(network, params, sizes, delta)

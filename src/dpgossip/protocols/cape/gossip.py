@@ -1,4 +1,5 @@
-"""capepca-gossip: capePCA (004, Alg. 2) with no trusted generator and no aggregator (docs/cape-gossip.md).
+"""capepca-gossip: capePCA (Imtiaz and Sarwate, Alg. 2) with no trusted generator and no aggregator
+(docs/cape-gossip.md).
 
 Site ``s`` (an agent of a :class:`~dpgossip.topology.network.Network`) holds ``A_s = X_s^T X_s / N_s``.
 The zero-sum noise of capePCA's generator is built from pairwise exchanges instead: every edge

@@ -1,4 +1,5 @@
-"""Privacy of capePCA (004, Theorem 1) for one site's release and for the aggregator's joint view.
+"""Privacy of capePCA (Imtiaz and Sarwate, Theorem 1) for one site's release and for the
+aggregator's joint view.
 
 :func:`dpgossip.protocols.cape.star.run_cape` releases, per upper-triangle entry ``(i, j)`` and site ``s``,
 ``a_s + e_s + f_s + g_s`` with (docs/cape.md; ``tau`` the site noise level, ``J = 11^T``)
@@ -14,7 +15,7 @@ replaced row lives at one site ``s`` and changes ``triu(A_s)`` by a vector ``v``
 
     mu^2 = Delta_s^2 (C^-1)_ss = (Delta_s / tau)^2 * factor.
 
-* ``"site"`` (004's guarantee: one release alone, or anyone who knows only ``F_s``):
+* ``"site"`` (Imtiaz and Sarwate's guarantee: one release alone, or anyone who knows only ``F_s``):
   ``Var(e_s + g_s) = Var(f_s + g_s) = tau^2``, ``factor = 1``.
 * ``"aggregator"`` (knows every ``F_s``, sees every release): ``C = tau^2 ((1 + 1/S) I - J/S)``,
   eigenvalues ``tau^2 / S`` on ``1`` and ``tau^2 (S + 1)/S`` on ``1^perp``, so
@@ -22,11 +23,13 @@ replaced row lives at one site ``s`` and changes ``triu(A_s)`` by a vector ``v``
 * ``"eavesdropper"`` (sees every release, knows no noise): ``C = tau^2 (2I - J/S)``,
   ``(C^-1)_ss = tau^-2 (S + 1)/(2S)``.
 
-So the aggregator's ``mu^2`` exceeds 004's by the factor ``2S/(S + 1)`` (``mu`` by its square root):
-004's Theorem 1 bounds each marginal release but not the joint one. The released subspace ``V_K`` is a
-function of ``(1/S) sum_s (a_s + g_s)`` only: shift ``Delta_s / S``, std ``tau / S``, so ``factor = 1``.
+So the aggregator's ``mu^2`` exceeds Imtiaz and Sarwate's by the factor ``2S/(S + 1)`` (``mu`` by
+its square root):
+Imtiaz and Sarwate's Theorem 1 bounds each marginal release but not the joint one. The released
+subspace ``V_K`` is a function of ``(1/S) sum_s (a_s + g_s)`` only: shift ``Delta_s / S``, std
+``tau / S``, so ``factor = 1``.
 
-004's stated calibration is the classical Gaussian mechanism ``tau_s = (Delta_s / eps)
+Imtiaz and Sarwate's stated calibration is the classical Gaussian mechanism ``tau_s = (Delta_s / eps)
 sqrt(2 ln(1.25/delta))`` with ``Delta_s = 1/N_s`` (:func:`paper_noise_std`, :func:`paper_epsilon`);
 under row replacement in the unit ball the sensitivity is ``sqrt(2)/N_s``.
 """
@@ -52,7 +55,7 @@ __all__ = ["VIEWS", "view_covariance", "view_factor", "mahalanobis_sq", "gaussia
            "calibrate_cape_noise", "baseline_epsilon"]
 
 VIEWS = ("site", "aggregator", "eavesdropper")
-"""Who looks: one site's release alone (004's guarantee); the aggregator (every release, every
+"""Who looks: one site's release alone (Imtiaz and Sarwate's guarantee); the aggregator (every release, every
 ``F_s``); an eavesdropper on every link (every release, no noise)."""
 
 
@@ -123,12 +126,14 @@ gaussian_epsilon = gaussian_mechanism_epsilon
 
 
 def paper_noise_std(epsilon: float, delta: float, rows: int) -> float:
-    """004's ``tau_s = (1 / (N_s eps)) sqrt(2 ln(1.25/delta))`` (Alg. 2 text; proof of Theorem 1)."""
+    """Imtiaz and Sarwate's ``tau_s = (1 / (N_s eps)) sqrt(2 ln(1.25/delta))`` (Alg. 2 text; proof
+    of Theorem 1)."""
     return classical_gaussian_sigma(epsilon, delta, second_moment_sensitivity(rows, "paper"))
 
 
 def paper_epsilon(noise_std: float, delta: float, rows: int) -> float:
-    """004's stated epsilon at ``tau``: ``eps = sqrt(2 ln(1.25/delta)) / (N_s tau)`` (inverse of
+    """Imtiaz and Sarwate's stated epsilon at ``tau``: ``eps = sqrt(2 ln(1.25/delta)) / (N_s tau)``
+    (inverse of
     :func:`paper_noise_std`; the classical mechanism is proved only for ``eps < 1``)."""
     tau = check_number(noise_std, "noise_std", low=0, low_open=True)
     return math.sqrt(2 * math.log(1.25 / _delta(delta))) * second_moment_sensitivity(rows, "paper") / tau
@@ -158,7 +163,7 @@ class CapeGuarantee:
     mu_aggregator: float
     mu_eavesdropper: float
     epsilon_paper: float
-    """004's stated epsilon at ``tau`` (classical calibration, ``Delta = 1/N``)."""
+    """Imtiaz and Sarwate's stated epsilon at ``tau`` (classical calibration, ``Delta = 1/N``)."""
     epsilon_site: float
     epsilon_aggregator: float
     epsilon_eavesdropper: float

@@ -1,13 +1,16 @@
-"""The capePCA kinds: ``capepca`` (004, Algorithm 2 on a star, every agent a site; docs/cape.md) and
-``capepca-gossip`` (its gossip form, no trusted generator and no aggregator; docs/cape-gossip.md).
+"""The capePCA kinds: ``capepca`` (Imtiaz and Sarwate, Algorithm 2 on a star, every agent a site;
+docs/cape.md) and ``capepca-gossip`` (its gossip form, no trusted generator and no aggregator;
+docs/cape-gossip.md).
 
-Both read ``[cape]`` (:data:`CAPE_FIELDS`): the noise as a multiplier ``tau / Delta(N_min)`` (004's
-site level) or a budget ``epsilon`` (the multiplier at which the kind's guarantee is exactly
+Both read ``[cape]`` (:data:`CAPE_FIELDS`): the noise as a multiplier ``tau / Delta(N_min)`` (Imtiaz
+and Sarwate's site level) or a budget ``epsilon`` (the multiplier at which the kind's guarantee is
+exactly
 ``(epsilon, delta)``: capePCA's aggregator, who sees every release and knows every ``F_s``, for
 ``capepca``; one site's release for ``capepca-gossip``,
 :func:`dpgossip.protocols.cape.guarantee.calibrate_cape_noise`); exactly one of the two; ``delta``;
 ``sensitivity`` (``row-replacement``: ``sqrt(2)/N``, exact for a row replaced in the unit ball;
-``paper``: 004's ``1/N``); ``audit``. The columns of a run: :mod:`dpgossip.protocols.cape.columns`.
+``paper``: Imtiaz and Sarwate's ``1/N``); ``audit``. The columns of a run:
+:mod:`dpgossip.protocols.cape.columns`.
 
 ``capepca-gossip``'s noise is matched to capePCA at site level ``tau``: ``tau_g = tau/sqrt(S)``,
 ``tau_e = tau sqrt((1 - 1/S)/deg)`` with ``deg`` the smallest degree (at least 1).
@@ -41,14 +44,15 @@ __all__ = ["CAPE_FIELDS", "cape_protocol", "cape_gossip_protocol"]
 
 
 CAPE_FIELDS: dict[str, Field] = {
-    **noise_fields("tau / Delta(N_min), 004's site noise level"),
+    **noise_fields("tau / Delta(N_min), Imtiaz and Sarwate's site noise level"),
     "sensitivity": Field(kind=str, default="row-replacement", choices=tuple(SENSITIVITIES),
                          doc="row-replacement (sqrt(2)/N, a row replaced in the unit ball) or paper "
-                         "(004's 1/N)"),
+                         "(Imtiaz and Sarwate's 1/N)"),
 }
 """The keys of ``[cape]``."""
 
-_DOC = ("Settings of capePCA (004) for the points whose protocol.kind is capepca or capepca-gossip "
+_DOC = ("Settings of capePCA (Imtiaz and Sarwate) for the points whose protocol.kind is capepca or "
+        "capepca-gossip "
         "(docs/cape.md, docs/cape-gossip.md, docs/protocol-frontier.md).")
 
 
@@ -121,7 +125,8 @@ _COMMON: dict[str, Any] = dict(family="cape", side="right", section="cape", fiel
 
 register(ProtocolKind(
     name="capepca", estimates="top-k eigenvectors of the sites' mean second moment X_s^T X_s / N_s",
-    paper="004, Algorithm 2 (a star: trusted noise generator, aggregator)", views=("aggregator",),
+    paper="Imtiaz and Sarwate, Algorithm 2 (a star: trusted noise generator, aggregator)",
+    views=("aggregator",),
     guarantee="exact Gaussian (eps, delta)-DP of the aggregator's joint view",
     build=_build_cape,
     calibration=NoiseCalibration(multiplier=lambda inputs: float(_multiplier(inputs, "aggregator")),
@@ -133,13 +138,14 @@ register(ProtocolKind(
 register(ProtocolKind(
     name="capepca-gossip",
     estimates="top-k eigenvectors of the sites' mean second moment X_s^T X_s / N_s",
-    paper="004, Algorithm 2 in gossip form (no generator, no aggregator)",
+    paper="Imtiaz and Sarwate, Algorithm 2 in gossip form (no generator, no aggregator)",
     views=("site", "neighbour"),
-    guarantee="004's claim: exact Gaussian (eps, delta)-DP of one site's release",
+    guarantee="Imtiaz and Sarwate's claim: exact Gaussian (eps, delta)-DP of one site's release",
     build=_build_gossip,
     calibration=NoiseCalibration(multiplier=lambda inputs: float(_multiplier(inputs, "site")),
                                  guarantee=_gossip_guarantee,
                                  calibration="exact Gaussian, one site's release",
-                                 accountant="exact Gaussian (004's claim: one site's release)"),
+                                 accountant="exact Gaussian (Imtiaz and Sarwate's claim: one site's "
+                                            "release)"),
     schedule_rounds=lambda inputs: inputs.consensus_steps,
     **_COMMON))

@@ -1,4 +1,5 @@
-"""Run capePCA (004, Alg. 2) and capepca-gossip on the discrete-event engine (docs/engine.md, CAPE).
+"""Run capePCA (Imtiaz and Sarwate, Alg. 2) and capepca-gossip on the discrete-event engine
+(docs/engine.md, CAPE).
 
 :func:`run_cape_engine` runs ``capepca`` on a star and ``capepca-gossip`` on the given graph as simpy
 processes (:mod:`dpgossip.protocols.cape.parties`) on the same

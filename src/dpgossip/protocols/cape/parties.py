@@ -1,4 +1,5 @@
-"""The parties of capePCA (004, Alg. 2) and capepca-gossip as simpy processes (docs/engine.md, CAPE).
+"""The parties of capePCA (Imtiaz and Sarwate, Alg. 2) and capepca-gossip as simpy processes
+(docs/engine.md, CAPE).
 
 Every party holds only what a real participant would: a site its own ``A_s = X_s^T X_s / N_s`` and its own
 draw ``G_s``; the trusted noise generator its draw ``W`` (and so the zero-sum ``E``); the aggregator its
@@ -73,7 +74,7 @@ class CapeGenerator(Node):
 
 class CapeAggregator(Node):
     """The aggregator: sends ``F_s``, forms ``Ahat = (1/S) sum_s (Ahat_s - F_s)`` and releases its top-``k``
-    eigenvectors (004, Alg. 2, lines 8-10)."""
+    eigenvectors (Imtiaz and Sarwate, Alg. 2, lines 8-10)."""
 
     def __init__(self, party_id: int, outbox: Outbox, compute_delay: float, *, F: np.ndarray,
                  k: int) -> None:

@@ -1,5 +1,6 @@
-"""The capePCA protocol objects (:class:`~dpgossip.protocols.interface.PrivateProtocol`): capePCA (004,
-Algorithm 2) on a star (``capepca``) and its gossip form (``capepca-gossip``, docs/cape-gossip.md), in the
+"""The capePCA protocol objects (:class:`~dpgossip.protocols.interface.PrivateProtocol`): capePCA
+(Imtiaz and Sarwate, Algorithm 2) on a star (``capepca``) and its gossip form (``capepca-gossip``,
+docs/cape-gossip.md), in the
 common view of :class:`~dpgossip.protocols.interface.ProtocolRun`."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ __all__ = ["CapePca", "CapePcaGossip"]
 
 @dataclass(frozen=True, slots=True)
 class CapePca:
-    """capePCA (004, Algorithm 2) on a star, every agent a site:
+    """capePCA (Imtiaz and Sarwate, Algorithm 2) on a star, every agent a site:
     :func:`~dpgossip.protocols.cape.star.run_cape`.
 
     One-shot: ``trajectory`` has one entry, the top-``k`` eigenvectors ``V_K`` of the aggregate

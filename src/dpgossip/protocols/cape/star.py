@@ -1,20 +1,21 @@
-"""capePCA (004, Algorithm 2) on a star of ``S`` sites, with the conventional and pooled baselines.
+"""capePCA (Imtiaz and Sarwate, Algorithm 2) on a star of ``S`` sites, with the conventional and
+pooled baselines.
 
 Site ``s`` holds the rows ``X_s`` (``N_s x d``, rows in the unit ball) of a :class:`PartitionedData`.
-004 stores samples as columns (``X_s`` is ``D x N_s``) and uses ``A_s = X_s X_s^T / N_s``; with this
-project's rows the same matrix is
+Imtiaz and Sarwate store samples as columns (``X_s`` is ``D x N_s``) and use
+``A_s = X_s X_s^T / N_s``; with this project's rows the same matrix is
 
-    A_s = X_s^T X_s / N_s                                           (004, Alg. 2, line 4)
+    A_s = X_s^T X_s / N_s                                           (Imtiaz and Sarwate, Alg. 2, line 4)
 
-(the *normalised* second-moment matrix, exactly 004's normalisation). Site ``s`` sends
+(the *normalised* second-moment matrix, exactly Imtiaz and Sarwate's normalisation). Site ``s`` sends
 
-    Ahat_s = A_s + E_s + F_s + G_s                                  (004, Alg. 2, line 6)
+    Ahat_s = A_s + E_s + F_s + G_s                                  (Imtiaz and Sarwate, Alg. 2, line 6)
 
 and the aggregator forms ``Ahat = (1/S) sum_s (Ahat_s - F_s) = (1/S) sum_s (A_s + G_s)`` (line 8, using
 ``sum_s E_s = 0``) and releases its top-``K`` eigenvectors (lines 9-10). Every noise matrix is
 **symmetric**: its upper triangle (diagonal included) is drawn i.i.d. and mirrored, so the mechanism
 adds one independent Gaussian per unordered pair ``(i, j)``. With the site noise level ``tau``
-(004's ``tau_s``) the entry variances are 004's Eq. (2):
+(Imtiaz and Sarwate's ``tau_s``) the entry variances are Imtiaz and Sarwate's Eq. (2):
 
     tau_e^2 = tau_f^2 = (1 - 1/S) tau^2,     tau_g^2 = tau^2 / S.
 
@@ -23,16 +24,20 @@ upper triangle i.i.d. ``N(0, tau^2)``. Per entry, the vector ``(E_1, .., E_S)`` 
 ``tau^2 (I - 11^T/S)``, marginal variance ``(1 - 1/S) tau^2 = tau_e^2``, and sums to zero (to rounding).
 
 Noise level: ``tau = noise_multiplier * Delta(N_min)`` with ``Delta(N) = c / N`` the sensitivity of
-``A_s`` (:func:`second_moment_sensitivity`; ``c = sqrt(2)`` under row replacement, ``c = 1`` as 004
-states it) and ``N_min`` the smallest site, so every site gets at least its own Gaussian-mechanism
-noise (004, Alg. 2 assumes equal ``N_s``; then ``tau`` is each site's ``tau_s``). The baselines:
+``A_s`` (:func:`second_moment_sensitivity`; ``c = sqrt(2)`` under row replacement, ``c = 1`` as
+Imtiaz and Sarwate states it) and ``N_min`` the smallest site, so every site gets at least its own
+Gaussian-mechanism
+noise (Imtiaz and Sarwate, Alg. 2 assumes equal ``N_s``; then ``tau`` is each site's ``tau_s``). The
+baselines:
 
-* conventional (004's reference [17] with full matrices): site ``s`` sends ``A_s + G_s^conv`` with
-  ``G_s^conv`` symmetric, entries ``N(0, tau_s^2)``, ``tau_s = noise_multiplier * Delta(N_s)``; the
+* conventional (Imtiaz and Sarwate's reference [17] with full matrices): site ``s`` sends
+  ``A_s + G_s^conv`` with ``G_s^conv`` symmetric, entries ``N(0, tau_s^2)``,
+  ``tau_s = noise_multiplier * Delta(N_s)``; the
   aggregator averages. Aggregate noise variance ``(1/S^2) sum_s tau_s^2``.
 * pooled (the centralised reference): ``A = X^T X / N + G``, entries of ``G`` ``N(0, tau_pool^2)``,
   ``tau_pool = noise_multiplier * Delta(N)``. With equal ``N_s = N/S``, ``tau_pool = tau / S`` and
-  capePCA's aggregate noise variance ``tau_g^2 / S = tau^2 / S^2`` equals ``tau_pool^2`` (004, Lemma 1).
+  capePCA's aggregate noise variance ``tau_g^2 / S = tau^2 / S^2`` equals ``tau_pool^2`` (Imtiaz and
+  Sarwate, Lemma 1).
 
 All three release Gaussian mechanisms with the same ratio ``noise std / sensitivity`` as seen by one
 site's release alone; the joint view of capePCA's aggregator is weaker
@@ -63,8 +68,8 @@ __all__ = ["SENSITIVITIES", "CapeParams", "CapeNoise", "CapeResult", "second_mom
 SENSITIVITIES = {"row-replacement": math.sqrt(2.0), "paper": 1.0}
 """``c`` in ``Delta(N) = c / N``, the l2 sensitivity of ``A = X^T X / N`` in the upper-triangle
 coordinates of the symmetric noise. ``"row-replacement"``: one row ``x`` replaced by ``x'``, both in the
-unit ball (exact supremum, attained by ``x = e_1``, ``x' = e_2``); ``"paper"``: 004's ``1/N_s``, exact
-when a row is zeroed out (Dwork et al.'s add/remove bound ``||x x^T||_F <= 1``)."""
+unit ball (exact supremum, attained by ``x = e_1``, ``x' = e_2``); ``"paper"``: Imtiaz and Sarwate's
+``1/N_s``, exact when a row is zeroed out (Dwork et al.'s add/remove bound ``||x x^T||_F <= 1``)."""
 
 _SYM_RTOL = 1e-12  # a user-given matrix counts as symmetric within this relative tolerance
 _SUM_RTOL = 1e-10  # the zero-sum check of a user-given E, relative to its largest entry
@@ -78,7 +83,7 @@ def second_moment_sensitivity(rows: int, kind: str = "row-replacement") -> float
     rows : int
         ``N >= 1``, the number of rows the matrix averages.
     kind : str
-        ``"row-replacement"`` (``c = sqrt(2)``) or ``"paper"`` (``c = 1``, 004's statement).
+        ``"row-replacement"`` (``c = sqrt(2)``) or ``"paper"`` (``c = 1``, Imtiaz and Sarwate's statement).
 
     Notes
     -----
@@ -120,10 +125,11 @@ def symmetric_gaussian(rng: np.random.Generator, shape: tuple[int, ...], d: int,
 class CapeParams:
     """Parameters of capePCA and its baselines.
 
-    ``k`` is the number of released eigenvectors (004's ``K``); ``noise_multiplier`` is the noise std
-    over the sensitivity of the matrix it protects (``tau_s = noise_multiplier * Delta(N_s)``; ``0``
+    ``k`` is the number of released eigenvectors (Imtiaz and Sarwate's ``K``); ``noise_multiplier``
+    is the noise std over the sensitivity of the matrix it protects
+    (``tau_s = noise_multiplier * Delta(N_s)``; ``0``
     releases the exact matrices); ``sensitivity`` in :data:`SENSITIVITIES` selects ``Delta``.
-    With 004's calibration ``tau_s = (Delta_s / eps) sqrt(2 ln(1.25/delta))`` the multiplier is
+    With Imtiaz and Sarwate's calibration ``tau_s = (Delta_s / eps) sqrt(2 ln(1.25/delta))`` the multiplier is
     ``sqrt(2 ln(1.25/delta)) / eps``.
     """
 
@@ -258,7 +264,8 @@ class CapeResult:
 
 
 def top_eigenvectors(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (descending) and unit eigenvectors of the symmetric ``M`` (004, Alg. 2, line 9).
+    """Eigenvalues (descending) and unit eigenvectors of the symmetric ``M`` (Imtiaz and Sarwate,
+    Alg. 2, line 9).
 
     Each eigenvector's largest-magnitude entry is made positive (deterministic signs).
     """
@@ -292,8 +299,8 @@ def cape_noise(sites: int, d: int, noise_std: float, seed: int | np.random.SeedS
     """Draw capePCA's ``E``, ``F``, ``G`` for ``S = sites`` sites at site noise level ``tau = noise_std``.
 
     ``E_s = W_s - mean_t W_t`` (``W`` entries ``N(0, tau^2)``, so ``Var E_s = (1 - 1/S) tau^2``),
-    ``F_s`` entries ``N(0, (1 - 1/S) tau^2)``, ``G_s`` entries ``N(0, tau^2 / S)`` (004, Eq. (2)); all
-    symmetric, streams as in the module docstring.
+    ``F_s`` entries ``N(0, (1 - 1/S) tau^2)``, ``G_s`` entries ``N(0, tau^2 / S)`` (Imtiaz and
+    Sarwate, Eq. (2)); all symmetric, streams as in the module docstring.
 
     Parameters
     ----------
@@ -362,7 +369,7 @@ def _result(protocol: str, released: np.ndarray, F: np.ndarray, target: np.ndarr
 
 def run_cape(data: PartitionedData, params: CapeParams, seed: int | np.random.SeedSequence, *,
              noise: CapeNoise | None = None) -> CapeResult:
-    """capePCA (004, Algorithm 2): each agent of ``data`` is a site of the star.
+    """capePCA (Imtiaz and Sarwate, Algorithm 2): each agent of ``data`` is a site of the star.
 
     Site ``s`` sends ``Ahat_s = A_s + E_s + F_s + G_s``, ``A_s = X_s^T X_s / N_s``; the aggregator
     computes ``Ahat = (1/S) sum_s (Ahat_s - F_s) = (1/S) sum_s (A_s + G_s)`` and its eigenvectors.
@@ -407,7 +414,7 @@ def run_conventional(data: PartitionedData, params: CapeParams, seed: int | np.r
 
     ``G_s`` symmetric with entries ``N(0, tau_s^2)``, ``tau_s = params.noise_std(N_s)``: each site's
     own full Gaussian-mechanism noise. Aggregate noise std ``sqrt(sum_s tau_s^2) / S``
-    (``tau / sqrt(S)`` for equal sites: ``S`` times the pooled variance, 004's Proposition 1).
+    (``tau / sqrt(S)`` for equal sites: ``S`` times the pooled variance, Imtiaz and Sarwate's Proposition 1).
 
     Parameters
     ----------

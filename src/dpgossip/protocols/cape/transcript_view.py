@@ -1,7 +1,7 @@
 r"""The views of the capePCA kinds rebuilt from an engine run's transcript, against the release model
 (the kinds' ``view_residual``; :mod:`dpgossip.protocols.transcript_views`).
 
-**capepca, the aggregator** (004, Alg. 2; docs/cape.md). Site ``s`` uploads (tag ``(0, 1, 1)``)
+**capepca, the aggregator** (Imtiaz and Sarwate, Alg. 2; docs/cape.md). Site ``s`` uploads (tag ``(0, 1, 1)``)
 
     Ahat_s = A_s + E_s + F_s + G_s,        A_s = X_s^T X_s / N_s,
 

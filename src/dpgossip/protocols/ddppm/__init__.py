@@ -1,2 +1,3 @@
-"""D-DP-PM (001, Algorithm 1) and its floor-free variant: matrix backend, node programs, release model,
-the pair auditor with its worst-case neighbour search and certified upper bound, and calibration."""
+"""D-DP-PM (Campbell et al., Algorithm 1) and its floor-free variant: matrix backend, node programs,
+release model, the pair auditor with its worst-case neighbour search and certified upper bound, and
+calibration."""

@@ -1,4 +1,4 @@
-"""One agent of D-DP-PM as a simpy process (Algorithm 1 of 001, one row block).
+"""One agent of D-DP-PM as a simpy process (Algorithm 1 of Campbell et al., one row block).
 
 An :class:`Agent` holds only what a real participant would: its id, a private copy of its block
 ``X_i``, its own random stream, its neighbour ids, its row of ``W`` restricted to itself and its

@@ -102,7 +102,7 @@ def view_gaussian(model: ReleaseModel, view: View, network: Network,
 
     Joint (default): ``V = [F w ; w_known]`` has law ``N(0, G G^T)``, ``G = [F ; E_known] diag(std)``.
     Conditional (``w_known`` given: a realised latent vector, of which the known part is used; Eq. (29) of
-    001): ``F w | w_known ~ N(F_k w_k, F_u diag(std_u^2) F_u^T)``.
+    Campbell et al.): ``F w | w_known ~ N(F_k w_k, F_u diag(std_u^2) F_u^T)``.
     """
     F, known = view_factor(model, view, network.graph)
     std = model.latent_std

@@ -3,7 +3,7 @@ r"""Noise calibration: the smallest noise scale whose audited worst case meets a
 docs/model.md, Section 6. For a schedule family
 
 * ``constant``:  ``sigma_p(t) = s``;
-* ``geometric``: ``sigma_p(t) = s (mu_2/mu_1)^t`` (Corollary 1 of 001, ``s = 1`` there);
+* ``geometric``: ``sigma_p(t) = s (mu_2/mu_1)^t`` (Corollary 1 of Campbell et al., ``s = 1`` there);
 * ``explicit``:  ``sigma_p(t) = s b_t`` for given base values ``b_1..b_T``,
 
 and every other parameter fixed (``T``, ``c``, ``alpha``, and ``sigma_q = 1/sqrt(n)`` unless given), the
@@ -541,7 +541,7 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
     epsilon, delta
         The target: worst ``epsilon`` at ``delta`` over the audited pairs ``<= epsilon``.
     family
-        ``geometric`` (``sigma_p(t) = s (mu_2/mu_1)^t``, Corollary 1 of 001), ``constant``
+        ``geometric`` (``sigma_p(t) = s (mu_2/mu_1)^t``, Corollary 1 of Campbell et al.), ``constant``
         (``sigma_p(t) = s``) or ``explicit`` (``sigma_p(t) = s * base_values[t-1]``).
     base_values
         The ``T`` base values of ``explicit``.

@@ -1,4 +1,5 @@
-"""The floor-free D-DP-PM: Algorithm 1 of 001 with its noise moved onto the gossip inputs (docs/floorfree.md).
+"""The floor-free D-DP-PM: Algorithm 1 of Campbell et al. with its noise moved onto the gossip
+inputs (docs/floorfree.md).
 
 D-DP-PM's first gossip message ``z_j = X_j^T q_j^(0)`` multiplies the data by a private Gaussian, so the
 views' covariance moves with the data and no noise level removes the leak (docs/privacy.md, "floor").

@@ -1,4 +1,4 @@
-"""The D-DP-PM kinds: ``ddppm`` (001, Algorithm 1; the default kind) and ``ddppm-floorfree`` (the
+"""The D-DP-PM kinds: ``ddppm`` (Campbell et al., Algorithm 1; the default kind) and ``ddppm-floorfree`` (the
 floor-free variant, rank 1; docs/floorfree.md).
 
 ``ddppm`` has no guarantee of its own: it is audited pair by pair with a worst-case neighbour search
@@ -123,7 +123,7 @@ def _floorfree_example() -> PointInputs:
 
 
 def ddppm_protocol(inputs: PointInputs) -> Ddppm:
-    """The ``ddppm`` protocol of a point, its parameters by the rules of Corollary 1 of 001
+    """The ``ddppm`` protocol of a point, its parameters by the rules of Corollary 1 of Campbell et al.
     (:func:`~dpgossip.protocols.ddppm.params.resolve_params`): ``alpha``, ``sigma_q`` and ``noise`` (a
     :class:`~dpgossip.protocols.ddppm.params.NoiseSchedule`) from ``inputs.settings`` when given
     (``[protocol]`` keys in a scenario, which runs ``ddppm`` through its own runner), else the rules'
@@ -154,7 +154,8 @@ def _ddppm_example() -> PointInputs:
 
 register(ProtocolKind(
     name="ddppm", family="ddppm", estimates="top-r left singular vectors of X (one slice per agent)",
-    paper="001, Algorithm 1 (gossip power method with a noise floor)", side="left", views=VIEW_KINDS,
+    paper="Campbell et al., Algorithm 1 (gossip power method with a noise floor)", side="left",
+    views=VIEW_KINDS,
     guarantee="none (audited pair by pair: a lower estimate)", section="privacy", pair_audit=True,
     build=_build_ddppm, example=_ddppm_example, label="D-DP-PM",
     schedule_refusal="its pair audit searches the worst neighbouring dataset under the release model "
@@ -162,7 +163,7 @@ register(ProtocolKind(
 register(ProtocolKind(
     name="ddppm-floorfree", family="ddppm",
     estimates="top left singular vector of X (rank 1, one slice per agent)",
-    paper="the floor-free variant of 001's Algorithm 1 (docs/floorfree.md)", side="left",
+    paper="the floor-free variant of Campbell et al.'s Algorithm 1 (docs/floorfree.md)", side="left",
     views=("eavesdropper",), guarantee="(eps, delta)-DP, PLD accountant of T + 1 Gaussian releases",
     section="floorfree", fields=FLOORFREE_FIELDS, section_doc=_DOC, requires_section=True,
     check=check_floorfree_config, preflight=floorfree_preflight, build=_build_floorfree,

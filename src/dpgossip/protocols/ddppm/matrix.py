@@ -1,4 +1,4 @@
-"""D-DP-PM on the matrix backend: the synchronous run of Algorithm 1 of 001 in vectorised algebra.
+"""D-DP-PM on the matrix backend: the synchronous run of Algorithm 1 of Campbell et al. in vectorised algebra.
 
 For each component ``l`` and iteration ``t = 1..T`` (docs/model.md, Section 1):
 
@@ -64,7 +64,7 @@ def deflation_vector(q_norm: float, alpha: float, z_half_i: np.ndarray) -> np.nd
 def run_matrix(data: PartitionedData, network: Network, params: ProtocolParams,
                seed: int | np.random.SeedSequence, *, record_states: bool = False,
                keep_messages: bool = True, schedule: MixingSchedule | None = None) -> RunResult:
-    """Run D-DP-PM (Algorithm 1 of 001) synchronously with ideal links.
+    """Run D-DP-PM (Algorithm 1 of Campbell et al.) synchronously with ideal links.
 
     Parameters
     ----------

@@ -133,7 +133,7 @@ def run_engine(data: PartitionedData, network: Network, params: ProtocolParams,
                record_transcript: bool = True, transcript_path: str | Path | None = None,
                record_states: bool = False, disseminate: bool = True,
                schedule: MixingSchedule | None = None) -> EngineResult:
-    """Simulate D-DP-PM (Algorithm 1 of 001) message by message.
+    """Simulate D-DP-PM (Algorithm 1 of Campbell et al.) message by message.
 
     Parameters
     ----------

@@ -4,8 +4,9 @@ With the latent noise standardised, ``w = diag(std) g``, ``g ~ N(0, I_N)``, a vi
 
     G g = [ (B (x) I_d) z^(1); ...; (B (x) I_d) z^(T); q^(T)[final_rows]; std[known] g[known] ]
 
-where ``q^(0) = w_0``, ``q^(t) = P q^(t-1) + w_t`` and ``z^(t) = D^T q^(t-1)`` (Eqs. (16)-(18) of 001),
-``P = alpha Xi`` applied without forming it: ``P q = alpha m D (W^c (x) I_d) D^T q``. The adjoint uses that
+where ``q^(0) = w_0``, ``q^(t) = P q^(t-1) + w_t`` and ``z^(t) = D^T q^(t-1)`` (Eqs. (16)-(18) of
+Campbell et al.), ``P = alpha Xi`` applied without forming it:
+``P q = alpha m D (W^c (x) I_d) D^T q``. The adjoint uses that
 ``P`` is symmetric: latent block ``s`` of ``G^T v`` is ``std_s * R_s`` with
 
     R_T = f,   R_s = P R_(s+1) + D (B^T (x) I_d) v_(s+1)          (f = v's final part, scattered)

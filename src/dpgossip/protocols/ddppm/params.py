@@ -1,6 +1,6 @@
-"""Protocol parameters of D-DP-PM and the rules of Corollary 1 of 001.
+"""Protocol parameters of D-DP-PM and the rules of Corollary 1 of Campbell et al.
 
-* ``sigma_q = 1 / sqrt(n)`` by default (001, after Corollary 1: keeps ``||q^(0)||`` near one).
+* ``sigma_q = 1 / sqrt(n)`` by default (Campbell et al., after Corollary 1: keeps ``||q^(0)||`` near one).
 * ``alpha`` inside ``(1/mu_1, 1/mu_2)`` (Corollary 1), the geometric mean ``1/sqrt(mu_1 mu_2)`` by default,
   where ``mu_1 > mu_2`` are the two largest eigenvalue moduli of ``Xi`` (Eq. (13)).
 * noise schedules ``sigma_p(t)``: ``none``; ``constant`` (``s``); ``geometric`` (``s (mu_2/mu_1)^t``,
@@ -9,8 +9,8 @@
 For rank ``r > 1`` component ``l`` uses ``mu_l`` and ``mu_{l+1}`` in place of ``mu_1, mu_2``: after ``l - 1``
 deflations the leading eigenvalues of the deflated problem are approximately those.
 
-Note: ``alpha`` and the geometric schedule depend on the spectrum of the data; like 001 we treat them
-as public design parameters. The auditor does not charge for choosing them.
+Note: ``alpha`` and the geometric schedule depend on the spectrum of the data; like Campbell et al.
+we treat them as public design parameters. The auditor does not charge for choosing them.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ class NoiseSchedule:
     """How ``sigma_p(t)``, ``t = 1..T``, is set.
 
     ``kind`` is one of ``none``, ``constant`` (``sigma_p(t) = scale``), ``geometric``
-    (``sigma_p(t) = scale (mu_2/mu_1)^t``, Corollary 1 of 001) or ``explicit`` (``values``, one per
-    iteration).
+    (``sigma_p(t) = scale (mu_2/mu_1)^t``, Corollary 1 of Campbell et al.) or ``explicit``
+    (``values``, one per iteration).
     """
 
     kind: str = "geometric"
@@ -94,7 +94,7 @@ class NoiseSchedule:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class ProtocolParams:
-    """Resolved parameters of one D-DP-PM run (Algorithm 1 of 001)."""
+    """Resolved parameters of one D-DP-PM run (Algorithm 1 of Campbell et al.)."""
 
     iterations: int
     """``T``, power iterations per component."""
@@ -211,7 +211,7 @@ def resolve_params(
     noise: NoiseSchedule | None = None,
     sigma_p: Sequence[Sequence[float]] | None = None,
 ) -> ProtocolParams:
-    """Apply the rules of Corollary 1 of 001 to get concrete parameters.
+    """Apply the rules of Corollary 1 of Campbell et al. to get concrete parameters.
 
     Parameters
     ----------

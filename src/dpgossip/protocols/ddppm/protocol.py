@@ -1,5 +1,5 @@
-"""The D-DP-PM protocol objects (:class:`~dpgossip.protocols.interface.PrivateProtocol`): D-DP-PM (001,
-Algorithm 1) and its floor-free variant (docs/floorfree.md), in the common view of
+"""The D-DP-PM protocol objects (:class:`~dpgossip.protocols.interface.PrivateProtocol`): D-DP-PM
+(Campbell et al., Algorithm 1) and its floor-free variant (docs/floorfree.md), in the common view of
 :class:`~dpgossip.protocols.interface.ProtocolRun`."""
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ __all__ = ["Ddppm", "DdppmFloorFree"]
 
 @dataclass(frozen=True, slots=True)
 class Ddppm:
-    """D-DP-PM (001, Algorithm 1) on the matrix backend: :func:`~dpgossip.protocols.ddppm.matrix.run_matrix`.
+    """D-DP-PM (Campbell et al., Algorithm 1) on the matrix backend:
+    :func:`~dpgossip.protocols.ddppm.matrix.run_matrix`.
 
     ``trajectory[t]`` holds, in column ``l``, component ``l``'s normalised iterate ``q_l^(t)``
     (components are computed one after another by deflation, so column ``l`` at ``t`` is not

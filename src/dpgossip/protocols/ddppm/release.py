@@ -1,7 +1,7 @@
 """The release model: every message of a D-DP-PM component as a linear map of the latent noise.
 
 docs/model.md, Section 1. With ``w = [q^(0); p^(1); ...; p^(T)]`` (``N = n (T + 1)`` coordinates, all
-independent, ``w ~ N(0, diag(std^2))``) and ``P = alpha Xi`` (Eq. (13) of 001):
+independent, ``w ~ N(0, diag(std^2))``) and ``P = alpha Xi`` (Eq. (13) of Campbell et al.):
 
     q^(t)   = A_t w,        A_t = [P^t, P^(t-1), ..., P^0, 0, ..., 0]           (Eq. (18))
     z^(t)   = D^T A_(t-1) w                                                     (Eq. (17))

@@ -1,4 +1,4 @@
-"""The consensus matrix Xi of 001, Eq. (13), and its leading eigenvalues.
+"""The consensus matrix Xi of Campbell et al., Eq. (13), and its leading eigenvalues.
 
 ``Xi = D(X) (m (W^c (x) I_d)) D(X)^T``: block ``(i, j)`` is ``m (W^c)_{ij} X_i X_j^T``. It is the matrix the
 decentralized power iteration actually multiplies by (``q^(t) = alpha Xi q^(t-1) + p^(t)``), and it tends to
@@ -29,7 +29,7 @@ _DENSE_LIMIT = 2500
 def xi_matrix(
     data: PartitionedData, W: np.ndarray, c: int, X: np.ndarray | None = None
 ) -> np.ndarray:
-    """Dense ``Xi = m D (W^c (x) I) D^T`` (Eq. (13) of 001), ``n x n``.
+    """Dense ``Xi = m D (W^c (x) I) D^T`` (Eq. (13) of Campbell et al.), ``n x n``.
 
     ``X`` overrides ``data.X`` (same partition), e.g. for deflated data.
     """
@@ -79,7 +79,7 @@ class XiOperator:
     offsets: np.ndarray
 
     def apply(self, q: np.ndarray) -> np.ndarray:
-        """``Xi q`` (Eq. (13) of 001) for ``q`` of length ``n``."""
+        """``Xi q`` (Eq. (13) of Campbell et al.) for ``q`` of length ``n``."""
         Z = block_projections(self.X, np.ravel(q), self.offsets)
         return self.m * block_products(self.X, self.mixing.power(Z, self.c), self.offsets)
 
@@ -100,8 +100,9 @@ XI_NCV = 20
 def xi_start_vector(data: PartitionedData, k: int, X: np.ndarray | None = None) -> np.ndarray:
     """Lanczos start vector ``X (v_1 + ... + v_k)`` for the top ``k`` right singular vectors ``v_j`` of ``X``.
 
-    ``Xi -> X X^T`` as ``c`` grows (Eq. (14) of 001), whose leading eigenvectors are ``X v_j / s_j``; the
-    ``d x d`` eigenproblem of ``X^T X`` costs ``O(n d^2)``. Deterministic (no random state).
+    ``Xi -> X X^T`` as ``c`` grows (Eq. (14) of Campbell et al.), whose leading eigenvectors are
+    ``X v_j / s_j``; the ``d x d`` eigenproblem of ``X^T X`` costs ``O(n d^2)``. Deterministic (no
+    random state).
     """
     X = data.X if X is None else X
     _, V = np.linalg.eigh(X.T @ X)

@@ -13,7 +13,7 @@ rebuilt from the round-``c`` messages (kept when zero) with the run's record, an
 messages to be exactly those of its rule (the origin sends to every neighbour; every other agent relays
 its first copy to every neighbour but the sender).
 
-**ddppm, every observer** (001, Algorithm 1; docs/model.md, Section 1,
+**ddppm, every observer** (Campbell et al., Algorithm 1; docs/model.md, Section 1,
 :mod:`dpgossip.protocols.ddppm.release`). Component ``l``'s messages are linear maps of its latent noise
 ``w = [q^(0); p^(1); ...; p^(T)]`` on the data deflated after the earlier components: the state
 ``s^(t,k) = (W^k (x) I_d) z^(t)``, ``z^(t) = D^T A_(t-1) w``, sent in round ``k + 1`` (tag

@@ -130,7 +130,7 @@ def view_spec(view: View, graph: nx.Graph, W: np.ndarray, *, c: int, T: int,
         rest = [i for i in range(m) if i != view.target]
         B = np.eye(m)[[view.target]] if c > 0 else np.zeros((0, m))
         final_rows, known = rows_of([view.target]), latent_indices(offsets, T, rest)
-    else:  # paper: the target's own releases y_j = [z_j^(1..T); q_j^(T)] (Eqs. (25)-(29) of 001)
+    else:  # paper: the target's own releases y_j = [z_j^(1..T); q_j^(T)] (Eqs. (25)-(29) of Campbell et al.)
         j = view.target
         B = np.eye(m)[[j]]
         final_rows = rows_of([j])

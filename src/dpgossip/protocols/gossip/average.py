@@ -2,7 +2,7 @@
 
 One round replaces every agent's vector by the ``W``-weighted average of its own and its neighbours'
 vectors: ``s^(k) = (W (x) I_d) s^(k-1)`` (docs/model.md, Section 1). After ``c`` rounds,
-``||s^(c) - 1 s_bar^T|| <= SLEM(W)^c ||s^(0) - 1 s_bar^T||`` (Appendix A1 of 001).
+``||s^(c) - 1 s_bar^T|| <= SLEM(W)^c ||s^(0) - 1 s_bar^T||`` (Appendix A1 of Campbell et al.).
 """
 
 from __future__ import annotations

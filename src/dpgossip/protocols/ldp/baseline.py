@@ -1,4 +1,4 @@
-"""The LDP baseline of 001, Section IV-A: noise on the data, then an SVD.
+"""The LDP baseline of Campbell et al., Section IV-A: noise on the data, then an SVD.
 
 Every agent releases ``X_i + G_i`` with ``G_i`` i.i.d. ``N(0, sigma^2)`` entries; a changed row
 (``||x - x'|| <= 1``) moves the release by at most 1 in L2, so ``sigma`` is a Gaussian-mechanism calibration

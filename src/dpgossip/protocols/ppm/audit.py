@@ -17,7 +17,7 @@ with ::
 ``||x'|| <= 1``): every row is screened at its starts (``-x``, plus and minus every eigenvector of ``P``,
 random directions), and the ``rows`` best are climbed by projected gradient ascent from each start.
 
-**Element adjacency** (000's Eq. (7), ``neighbours = "element"``): ``A' = A + C`` for any symmetric
+**Element adjacency** (Nicolas et al.'s Eq. (7), ``neighbours = "element"``): ``A' = A + C`` for any symmetric
 ``C`` with ``sqrt(sum_i ||C_i:||_1^2) <= 1``. Then
 ``mu^2(C) = sum_l ||C V_{l-1}||_F^2 / s_l^2 = sum_i C_i: P C_i:^T``, and the supremum is **exact**:
 ``mu^2 = max_j P_jj``. Upper bound: for a row ``c`` with ``||c||_1 = a``,
@@ -50,9 +50,9 @@ from dpgossip.protocols.ppm.central import PpmResult
 
 __all__ = ["PpmAudit", "audit_ppm", "trajectory_metric", "replacement_mu2", "MEANING", "ELEMENT_MEANING"]
 
-ELEMENT_MEANING = ("exact per-instance value under 000's element adjacency: the supremum over every "
-                   "change C of A in Eq. (7)'s ball of the releases' mu along this run's realised iterates "
-                   "(C = e_j e_j^T, j = row); the guarantee bounds every trajectory")
+ELEMENT_MEANING = ("exact per-instance value under Nicolas et al.'s element adjacency: the supremum "
+                   "over every change C of A in Eq. (7)'s ball of the releases' mu along this run's "
+                   "realised iterates (C = e_j e_j^T, j = row); the guarantee bounds every trajectory")
 MEANING = ("per-instance lower estimate: the exact mu of the releases along this run's realised iterates, "
            "maximised over neighbours by a search; the guarantee bounds every trajectory")
 
@@ -232,8 +232,8 @@ def audit_ppm(data_or_X: PartitionedData | np.ndarray, result: PpmResult, *, del
         Epsilon is reported at this delta.
     neighbours
         ``bounded`` (``||x'|| <= 1``, ``||x' - x|| <= 1``), ``replace-one`` (``||x'|| <= 1``), or
-        ``element`` (000's Eq. (7): exact, no search; ``row`` is then the coordinate ``j`` of the worst
-        change ``C = e_j e_j^T`` of ``A`` and ``x_new`` is ``e_j``).
+        ``element`` (Nicolas et al.'s Eq. (7): exact, no search; ``row`` is then the coordinate
+        ``j`` of the worst change ``C = e_j e_j^T`` of ``A`` and ``x_new`` is ``e_j``).
     rows, random, steps, seed
         Rows climbed (those whose best start is highest; every row is screened at its starts), random
         starts per row, ascent steps per start, and the seed of the random starts.

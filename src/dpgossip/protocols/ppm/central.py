@@ -1,25 +1,28 @@
-"""Private randomized (block) power method of 000: Algorithm 1 (trusted curator) and Algorithm 2 (federated).
+"""Private randomized (block) power method of Nicolas et al.: Algorithm 1 (trusted curator) and
+Algorithm 2 (federated).
 
 On this project's data model ``A = X^T X`` (``X`` is ``n x d``, rows in the unit ball), with iteration rank
 ``p``, target rank ``k <= p`` and ``L`` iterations:
 
-    X^0 = QR(G_0),                 G_0 ~ N(0, 1)^{d x p}                     (000, Alg. 1, line 3)
-    Y_l = A X^(l-1) + G_l,         G_l ~ N(0, (Delta_l sigma)^2)^{d x p}     (000, Alg. 1, line 6)
-    X^l = QR(Y_l),                 l = 1..L                                  (000, Alg. 1, line 7)
+    X^0 = QR(G_0),                 G_0 ~ N(0, 1)^{d x p}                     (Nicolas et al., Alg. 1, line 3)
+    Y_l = A X^(l-1) + G_l,         G_l ~ N(0, (Delta_l sigma)^2)^{d x p}     (Nicolas et al., Alg. 1, line 6)
+    X^l = QR(Y_l),                 l = 1..L                                  (Nicolas et al., Alg. 1, line 7)
 
 ``sigma`` is the noise multiplier (noise standard deviation over sensitivity) and ``Delta_l`` the
 sensitivity of ``A X^(l-1)`` (:mod:`dpgossip.protocols.ppm.sensitivity`), computed from the released
-iterate ``X^(l-1)``: the noise scale is public post-processing of earlier releases. 000 writes the
+iterate ``X^(l-1)``: the noise scale is public post-processing of earlier releases. Nicolas et al. write the
 scale with ``X^l`` (Eq. (3), Theorem 3.1); the product it protects is ``A X^(l-1)``, which is what we use.
-``QR`` is the thin QR factorisation with ``diag(R) >= 0`` (the Gram-Schmidt ``Q`` of 000, Section 2).
-The released estimate of the top-``k`` subspace is the span of the first ``k`` columns of ``X^L``.
+``QR`` is the thin QR factorisation with ``diag(R) >= 0`` (the Gram-Schmidt ``Q`` of Nicolas et al.,
+Section 2). The released estimate of the top-``k`` subspace is the span of the first ``k`` columns
+of ``X^L``.
 
-000 sets ``sigma = eps^-1 sqrt(4 L ln(1/delta))``; calibration lives in the privacy layer
+Nicolas et al. set ``sigma = eps^-1 sqrt(4 L ln(1/delta))``; calibration lives in the privacy layer
 (:func:`dpgossip.privacy.accountant.calibrate_zcdp_noise`), here ``sigma`` is a parameter.
 
-Federated (000, Alg. 2): client ``i`` of ``s`` sends ``Y_l^(i) = X_i^T X_i X^(l-1) + G_l^(i)`` with
+Federated (Nicolas et al., Alg. 2): client ``i`` of ``s`` sends ``Y_l^(i) = X_i^T X_i X^(l-1) + G_l^(i)`` with
 ``G_l^(i) ~ N(0, Delta_l^2 nu^2)``, ``nu = sigma / sqrt(s)``; secure aggregation reveals only
-``Y_l = sum_i Y_l^(i) = A X^(l-1) + G_l`` with ``sum_i G_l^(i) ~ N(0, (Delta_l sigma)^2)`` (000, Thm. 5.2).
+``Y_l = sum_i Y_l^(i) = A X^(l-1) + G_l`` with ``sum_i G_l^(i) ~ N(0, (Delta_l sigma)^2)`` (Nicolas
+et al., Thm. 5.2).
 
 Random streams: ``root = SeedSequence(seed)``; ``init, noise = root.spawn(2)``; ``X^0`` comes from
 ``default_rng(init)`` (shared by both algorithms); the central noise is
@@ -56,7 +59,7 @@ Release = Callable[[int, np.ndarray, float], tuple[np.ndarray, np.ndarray]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PpmParams:
-    """Parameters of the private power method (000, Algorithm 1).
+    """Parameters of the private power method (Nicolas et al., Algorithm 1).
 
     ``p`` iteration rank, ``k <= p`` target rank, ``iterations`` = ``L``, ``noise_multiplier`` =
     ``sigma`` (noise std ``Delta_l sigma`` at iteration ``l``; ``0`` runs the plain block power method),
@@ -197,7 +200,7 @@ def _iterate(V0: np.ndarray, params: PpmParams, release: Release, clients: int,
 
 def run_ppm(data_or_X: PartitionedData | np.ndarray, params: PpmParams,
             seed: int | np.random.SeedSequence, *, standard_noise: np.ndarray | None = None) -> PpmResult:
-    """Algorithm 1 of 000 (trusted curator) on ``A = X^T X``.
+    """Algorithm 1 of Nicolas et al. (trusted curator) on ``A = X^T X``.
 
     ``Y_l = A X^(l-1) + Delta_l sigma Z_l`` with ``Z_l ~ N(0, 1)^{d x p}``, ``X^l = QR(Y_l)``.
 
@@ -257,8 +260,8 @@ def federated_standard_noise(seed: int | np.random.SeedSequence, clients: int, d
                              params: PpmParams) -> np.ndarray:
     """The central standard noise equivalent to the clients' shares: ``Z = sum_i Z_i / sqrt(s)``.
 
-    With ``G_l^(i) = Delta_l (sigma / sqrt(s)) Z_i[l]`` (000, Alg. 2, line 7),
-    ``sum_i G_l^(i) = Delta_l sigma Z[l]`` and ``Z[l] ~ N(0, 1)^{d x p}`` (000, Theorem 5.2).
+    With ``G_l^(i) = Delta_l (sigma / sqrt(s)) Z_i[l]`` (Nicolas et al., Alg. 2, line 7),
+    ``sum_i G_l^(i) = Delta_l sigma Z[l]`` and ``Z[l] ~ N(0, 1)^{d x p}`` (Nicolas et al., Theorem 5.2).
 
     Returns
     -------
@@ -273,7 +276,8 @@ def federated_standard_noise(seed: int | np.random.SeedSequence, clients: int, d
 
 def run_ppm_federated(data: PartitionedData, params: PpmParams,
                       seed: int | np.random.SeedSequence) -> PpmResult:
-    """Algorithm 2 of 000: each agent of ``data`` is a client, a secure aggregation sums their releases.
+    """Algorithm 2 of Nicolas et al.: each agent of ``data`` is a client, a secure aggregation sums
+    their releases.
 
     Client ``i`` (rows ``X_i``) computes ``Y_l^(i) = X_i^T (X_i X^(l-1)) + Delta_l nu Z_i[l]`` with
     ``nu = sigma / sqrt(s)``; the server receives ``Y_l = sum_i Y_l^(i)`` only and sets

@@ -8,17 +8,18 @@
   with the neighbours of the adjacency (``bounded`` for ``bounded-row-replacement``, ``replace-one``
   for ``row-replacement``: the exact epsilon of the worst neighbour found along the realised
   trajectory, a LOWER ESTIMATE of the per-instance worst case; ``element``: the exact supremum over
-  000's Eq. (7) ball along the trajectory);
+  Nicolas et al.'s Eq. (7) ball along the trajectory);
 * ``audited_epsilon_beyond`` (with ``audit_beyond`` naming it): the audit of a view or adjacency the
   guarantee does **not** cover, where one matters: for the ``element`` adjacency, replacing a row
   (``replace-one``); for ``ppm-gossip``, the worst single agent. ``beyond_exceeds_guarantee`` flags
   rows where it exceeds the guarantee: a statement about the guarantee's scope, not a contradiction.
 
-The server of ``ppm-federated`` sees only the sums, which are the central releases (000, Theorem 5.2),
-so both kinds have the same audited view.
+The server of ``ppm-federated`` sees only the sums, which are the central releases (Nicolas et al.,
+Theorem 5.2), so both kinds have the same audited view.
 
-``ppm-gossip`` has no server. Its ``guaranteed_epsilon`` is 000's claim for Algorithm 2 (the central
-guarantee, which covers a party that sees only the sum); ``audited_epsilon`` is the exact audit of the
+``ppm-gossip`` has no server. Its ``guaranteed_epsilon`` is Nicolas et al.'s claim for Algorithm 2
+(the central guarantee, which covers a party that sees only the sum); ``audited_epsilon`` is the
+exact audit of the
 sum's view, and ``audited_epsilon_beyond`` the worst single agent's view
 (:func:`dpgossip.protocols.ppm.gossip_audit.coalition_view` of every agent, every target). Both are
 exact for the row-replacement adjacencies, conditional on the realised trajectory
@@ -82,7 +83,7 @@ def central_columns(data: PartitionedData, result: PpmResult, ppm: Mapping[str, 
 
 
 class GossipAudit:
-    """What every repeat of a ppm-gossip point shares: 000's claim (its noise multipliers do not
+    """What every repeat of a ppm-gossip point shares: Nicolas et al.'s claim (its noise multipliers do not
     depend on the run) and the views audited (they depend on the network and ``c`` only; under a
     schedule on the schedule too, one view per agent and iteration: the observer knows the
     schedule)."""
@@ -103,20 +104,21 @@ class GossipAudit:
         self.summed = sum_view(network) if ppm["audit"] else None
 
     def columns(self, result: PpmGossipResult) -> dict[str, Any]:
-        """000's claim for ppm-gossip (the central guarantee, against a server that sees only the
+        """Nicolas et al.'s claim for ppm-gossip (the central guarantee, against a server that sees only the
         sum) and the audit of every single agent's view and of the sum (exact, conditional on the
         trajectory)."""
         ppm, claim = self.ppm, self.claim
         delta = ppm["delta"]
         row: dict[str, Any] = {"guarantee_delta": delta, "guaranteed_epsilon": claim.epsilon_pld,
-                               "guarantee_accountant": "pld (000's claim: a server seeing the sum)",
+                               "guarantee_accountant": "pld (Nicolas et al.'s claim: a server seeing "
+                                                       "the sum)",
                                "adjacency": ppm["adjacency"]}
         if ppm["audit"]:
             worst = max((audit_ppm_gossip(result, v, delta=delta).worst for v in self.views),
                         key=lambda t: t.mu)
             summed = audit_ppm_gossip(result, self.summed, delta=delta).worst
             row.update({"audited_epsilon": summed.epsilon, "audit_neighbours": "row-replacement (exact)",
-                        "audit_view": "the sum (what 000's claim covers)",
+                        "audit_view": "the sum (what Nicolas et al.'s claim covers)",
                         "audit_exceeds_guarantee": exceeds(summed.epsilon, claim.epsilon_pld),
                         "audited_epsilon_beyond": worst.epsilon,
                         "audit_beyond": "worst single agent (knows its own noise share)",

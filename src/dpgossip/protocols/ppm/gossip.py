@@ -1,4 +1,5 @@
-"""ppm-gossip: the federated private power method of 000 (Algorithm 2) on a gossip graph (docs/ppm.md).
+"""ppm-gossip: the federated private power method of Nicolas et al. (Algorithm 2) on a gossip graph
+(docs/ppm.md).
 
 The ``s = m`` agents of a :class:`~dpgossip.data.partition.PartitionedData` sit on the nodes of a
 connected :class:`~dpgossip.topology.network.Network` with doubly-stochastic mixing matrix ``W``. The
@@ -10,10 +11,10 @@ Every agent ``i`` keeps its own iterate ``V_i^(l)``; all start from the same ``X
     S^(0)   = (Y^(1); ...; Y^(s)),     S^(k) = W S^(k-1),  k = 1..c     (agent i sends S_i^(k-1) in round k)
     V_i^(l) = QR(s S_i^(c))
 
-with ``nu = sigma / sqrt(s)`` (000, Algorithm 2), ``sign(i, j) = +1`` for ``i < j`` and ``-1`` for
+with ``nu = sigma / sqrt(s)`` (Nicolas et al., Algorithm 2), ``sign(i, j) = +1`` for ``i < j`` and ``-1`` for
 ``i > j``. Since ``1^T W = 1^T``, ``sum_i S_i^(k) = sum_i Y^(i) = A V + G`` in every round (masks cancel,
 the noise shares sum to the central ``N(0, (Delta sigma)^2)``), and ``S_i^(c) -> sum_i Y^(i) / s`` as
-``SLEM(W)^c``: with large ``c`` every agent's iterate is the federated run's (000, Theorem 5.2).
+``SLEM(W)^c``: with large ``c`` every agent's iterate is the federated run's (Nicolas et al., Theorem 5.2).
 
 Under a schedule of rounds (``schedule``, docs/dynamic-gossip.md, section 8) round ``k`` of iteration
 ``l`` mixes with ``W_t``, ``t = (l - 1) c + (k - 1)``, instead of ``W`` (:func:`ppm_mixing`); a doubly
@@ -220,7 +221,8 @@ def _operator(W: object) -> object:
 def run_ppm_gossip(data: PartitionedData, network: Network, params: PpmGossipParams,
                    seed: int | np.random.SeedSequence, *,
                    schedule: MixingSchedule | None = None) -> PpmGossipResult:
-    """Run ppm-gossip (module docstring): 000's Algorithm 2 with the sum replaced by ``c`` gossip rounds.
+    """Run ppm-gossip (module docstring): Nicolas et al.'s Algorithm 2 with the sum replaced by
+    ``c`` gossip rounds.
 
     Parameters
     ----------

@@ -14,7 +14,7 @@ independent ``z`` and ``m``. A view is a set of linear combinations ``R S^(0)`` 
   edge's stream); it conditions on them (drops those columns). Masks of edges with both ends outside
   remain noise. Its own states are functions of what it receives and knows.
 * ``eavesdropper`` on a set of edges: both ends' states on each watched edge; it knows nothing.
-* ``sum``: ``1^T S^(0) = sum_i Y^(i)``, what 000's server sees (masks cancel: ``1^T E = 0``).
+* ``sum``: ``1^T S^(0) = sum_i Y^(i)``, what Nicolas et al.'s server sees (masks cancel: ``1^T E = 0``).
 
 The view is ``O = J x + B w`` with ``J = R_U`` (columns of the unknown agents ``U``) and
 ``B = [R_U diag(n_U), tau R E_F]`` (``F``: unknown masks). Shifting target ``u``'s input by ``1``
@@ -172,7 +172,7 @@ def schedule_coalition_view(mixing: RoundMixing, start: int, consensus_steps: in
 
 
 def sum_view(network: Network) -> PpmGossipView:
-    """The network sum ``sum_i Y^(i)`` (000's server behind the secure aggregation)."""
+    """The network sum ``sum_i Y^(i)`` (Nicolas et al.'s server behind the secure aggregation)."""
     edges = edge_list(network)
     return PpmGossipView(kind="sum", label="sum", rows=np.ones((1, network.m)), known_agents=(),
                          known_masks=np.zeros(edges.shape[0], dtype=bool), edges=edges)

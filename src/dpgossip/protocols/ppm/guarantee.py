@@ -1,4 +1,4 @@
-"""The guarantee of the private power method of 000: the composition of its ``L`` Gaussian steps.
+"""The guarantee of the private power method of Nicolas et al.: the composition of its ``L`` Gaussian steps.
 
 Each iteration releases ``A V + noise`` with multiplier ``noise_std / Delta`` (``Delta`` the sensitivity of
 the iterate under the adjacency); the ``L`` steps compose by

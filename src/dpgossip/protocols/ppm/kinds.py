@@ -1,4 +1,4 @@
-"""The kinds of the private power method of 000: ``ppm`` (Algorithm 1, a trusted curator),
+"""The kinds of the private power method of Nicolas et al.: ``ppm`` (Algorithm 1, a trusted curator),
 ``ppm-federated`` (Algorithm 2, every agent a client of a server behind a secure aggregation) and
 ``ppm-gossip`` (Algorithm 2 on the point's graph: ``protocol.consensus_steps`` rounds of gossip
 averaging, pairwise edge masks); docs/ppm.md.
@@ -11,8 +11,9 @@ by the exact zCDP conversion, is ``epsilon`` at ``delta``:
 
 Each run's row carries (:mod:`dpgossip.protocols.ppm.columns`) ``guaranteed_epsilon`` (the PLD
 accountant's epsilon at ``delta`` for the run's realised noise multipliers under ``adjacency``: a DP
-guarantee; for ppm-gossip 000's claim, the central guarantee) and, with ``audit``, ``audited_epsilon``
-(the per-instance audit of the view the guarantee covers: a LOWER ESTIMATE of the worst case, flagged
+guarantee; for ppm-gossip Nicolas et al.'s claim, the central guarantee) and, with ``audit``,
+``audited_epsilon`` (the per-instance audit of the view the guarantee covers: a LOWER ESTIMATE of
+the worst case, flagged
 ``audit_exceeds_guarantee`` when it exceeds the guarantee, which must not happen).
 """
 
@@ -56,7 +57,7 @@ PPM_FIELDS: dict[str, Field] = {
     "delta": Field(kind=float, default=1e-5, low=0, low_open=True, high=1, high_open=True,
                    doc="delta of the calibration and of the reported epsilons"),
     "sensitivity": Field(kind=str, default="improved", choices=SENSITIVITY_KINDS,
-                         doc="improved (max row norm of the iterate, 000 Thm 3.1) or prior "
+                         doc="improved (max row norm of the iterate, Nicolas et al., Thm 3.1) or prior "
                          "(sqrt(p) max entry); only the element adjacency distinguishes them"),
     "adjacency": Field(kind=str, default="row-replacement", choices=ADJACENCIES,
                        doc="which neighbouring datasets the guarantee covers (docs/ppm.md)"),
@@ -67,7 +68,7 @@ PPM_FIELDS: dict[str, Field] = {
 }
 """The keys of ``[ppm]``."""
 
-_DOC = ("Settings of the private power method of 000 for the points whose protocol.kind is ppm, "
+_DOC = ("Settings of the private power method of Nicolas et al. for the points whose protocol.kind is ppm, "
         "ppm-federated or ppm-gossip (docs/ppm.md).")
 
 
@@ -159,25 +160,25 @@ _CENTRAL_ACCOUNTANT = "PLD accountant of the T releases"
 
 register(ProtocolKind(
     name="ppm", estimates="top-k right singular subspace of X (A = X^T X)",
-    paper="000, Algorithm 1 (trusted curator)", views=("curator",),
+    paper="Nicolas et al., Algorithm 1 (trusted curator)", views=("curator",),
     guarantee="(eps, delta)-DP, PLD accountant of the L releases", build=_build_central(Ppm),
     calibration=_calibration(_CENTRAL_ACCOUNTANT), label_columns=("sensitivity", "adjacency"),
     engine_network=lambda network, parties: star_network(parties),
     schedule_refusal="it runs no gossip rounds (a star to a server)", **_COMMON))
 register(ProtocolKind(
     name="ppm-federated", estimates="top-k right singular subspace of X (A = X^T X)",
-    paper="000, Algorithm 2 (server, secure aggregation)", views=("server",),
+    paper="Nicolas et al., Algorithm 2 (server, secure aggregation)", views=("server",),
     guarantee="(eps, delta)-DP, PLD accountant of the L releases", build=_build_central(PpmFederated),
     calibration=_calibration(_CENTRAL_ACCOUNTANT),
     engine_network=lambda network, parties: star_network(parties),
     schedule_refusal="it runs no gossip rounds (a star to a server)", **_COMMON))
 register(ProtocolKind(
     name="ppm-gossip", estimates="top-k right singular subspace of X (A = X^T X)",
-    paper="000, Algorithm 2 on a gossip graph (pairwise edge masks)",
+    paper="Nicolas et al., Algorithm 2 on a gossip graph (pairwise edge masks)",
     views=("sum", "single agent"),
-    guarantee="000's claim: the central guarantee (a party that sees only the sum)",
+    guarantee="Nicolas et al.'s claim: the central guarantee (a party that sees only the sum)",
     build=_build_gossip,
     calibration=_calibration(_CENTRAL_ACCOUNTANT
-                             + " (000's claim: a party that sees only the sum)"),
+                             + " (Nicolas et al.'s claim: a party that sees only the sum)"),
     schedule_rounds=lambda inputs: inputs.iterations * inputs.consensus_steps,
     **_COMMON))

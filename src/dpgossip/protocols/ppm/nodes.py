@@ -1,4 +1,4 @@
-"""Run the private power method of 000 on the discrete-event engine (docs/engine.md, power method).
+"""Run the private power method of Nicolas et al. on the discrete-event engine (docs/engine.md, power method).
 
 :func:`run_ppm_engine` runs ``ppm`` (Algorithm 1, a trusted curator), ``ppm-federated`` (Algorithm 2, a
 server behind a secure aggregation) and ``ppm-gossip`` (Algorithm 2 with the sum replaced by ``c`` gossip

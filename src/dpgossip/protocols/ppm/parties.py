@@ -1,4 +1,5 @@
-"""The parties of the private power method of 000 as simpy processes (docs/engine.md, power method).
+"""The parties of the private power method of Nicolas et al. as simpy processes (docs/engine.md,
+power method).
 
 Every party holds only what a real participant would: its id, its own rows ``X_i`` (clients and gossip
 agents; the server and the curator hold no data), its own random draws, the public parameters and what it

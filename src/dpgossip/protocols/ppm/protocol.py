@@ -1,4 +1,4 @@
-"""The protocol objects of the private power method of 000
+"""The protocol objects of the private power method of Nicolas et al.
 (:class:`~dpgossip.protocols.interface.PrivateProtocol`): Algorithm 1 (``ppm``), Algorithm 2 with a server
 (``ppm-federated``) and on a gossip graph (``ppm-gossip``), in the common view of
 :class:`~dpgossip.protocols.interface.ProtocolRun`."""
@@ -28,7 +28,8 @@ def _ppm_run(kind: str, res: PpmResult) -> ProtocolRun:
 
 @dataclass(frozen=True, slots=True)
 class Ppm:
-    """000's Algorithm 1 (trusted curator): :func:`~dpgossip.protocols.ppm.central.run_ppm`; no network."""
+    """Nicolas et al.'s Algorithm 1 (trusted curator):
+    :func:`~dpgossip.protocols.ppm.central.run_ppm`; no network."""
 
     params: PpmParams
     kind: ClassVar[str] = "ppm"
@@ -42,7 +43,7 @@ class Ppm:
 
 @dataclass(frozen=True, slots=True)
 class PpmFederated:
-    """000's Algorithm 2 (a server, every agent a client, secure aggregation):
+    """Nicolas et al.'s Algorithm 2 (a server, every agent a client, secure aggregation):
     :func:`~dpgossip.protocols.ppm.central.run_ppm_federated`; the graph is not used (a star to the
     server)."""
 
@@ -58,7 +59,7 @@ class PpmFederated:
 
 @dataclass(frozen=True, slots=True)
 class PpmGossip:
-    """000's Algorithm 2 on the network: :func:`~dpgossip.protocols.ppm.gossip.run_ppm_gossip`.
+    """Nicolas et al.'s Algorithm 2 on the network: :func:`~dpgossip.protocols.ppm.gossip.run_ppm_gossip`.
 
     Agents end with their own iterates; ``trajectory`` is agent 0's (every agent's final estimate is in
     ``agent_finals``). ``schedule``: time-varying rounds (``None``: ``W`` every round).

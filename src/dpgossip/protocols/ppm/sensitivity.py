@@ -1,4 +1,5 @@
-"""Per-iteration l2 sensitivity of the private power method (000, Section 3; derivation in docs/ppm.md).
+"""Per-iteration l2 sensitivity of the private power method (Nicolas et al., Section 3; derivation
+in docs/ppm.md).
 
 Iteration ``l`` releases ``Y_l = A V + G_l`` with ``A = X^T X`` (``d x d``) and ``V = X^(l-1)`` the
 released iterate (``d x p``, orthonormal columns). Its sensitivity is
@@ -7,11 +8,12 @@ released iterate (``d x p``, orthonormal columns). Its sensitivity is
 
 and depends on what counts as adjacent (``adjacency``) and on how it is bounded (``kind``):
 
-``"element"`` (000, Eq. (7); the protected unit is a symmetric change ``C = A' - A`` of ``A`` with
+``"element"`` (Nicolas et al., Eq. (7); the protected unit is a symmetric change ``C = A' - A`` of ``A`` with
 ``sqrt(sum_i ||C_i:||_1^2) <= 1``):
 
-* ``"prior"``:    ``Delta_l = sqrt(p) ||V||_max``            (000, Eq. (3); Hardt-Price, Balcan et al.)
-* ``"improved"``: ``Delta_l = max_i ||V_i:||_2``              (000, Theorem 3.1, Eq. (8))
+* ``"prior"``:    ``Delta_l = sqrt(p) ||V||_max``            (Nicolas et al., Eq. (3); Hardt-Price,
+  Balcan et al.)
+* ``"improved"``: ``Delta_l = max_i ||V_i:||_2``              (Nicolas et al., Theorem 3.1, Eq. (8))
 
 ``"row-replacement"`` (this project: one row ``x`` of ``X`` becomes ``x'``, ``||x||, ||x'|| <= 1``,
 so ``C = x' x'^T - x x^T``):
@@ -44,22 +46,22 @@ __all__ = ["ADJACENCIES", "SENSITIVITY_KINDS", "iterate_sensitivity", "element_s
            "row_replacement_sensitivity", "replacement_change"]
 
 ADJACENCIES = ("element", "row-replacement", "bounded-row-replacement")
-"""``"element"``: 000's Eq. (7) on ``A``; ``"row-replacement"``: one row of ``X`` replaced within the unit
-ball; ``"bounded-row-replacement"``: the same with ``||x - x'|| <= 1``."""
+"""``"element"``: Nicolas et al.'s Eq. (7) on ``A``; ``"row-replacement"``: one row of ``X``
+replaced within the unit ball; ``"bounded-row-replacement"``: the same with ``||x - x'|| <= 1``."""
 SENSITIVITY_KINDS = ("prior", "improved")
 """``"prior"``: the bound extrapolated column by column (``sqrt(p)``); ``"improved"``: the joint bound."""
 
 
 def element_sensitivity(V: np.ndarray, kind: str = "improved") -> float:
-    """Sensitivity of ``A V`` under 000's element adjacency (Eq. (7)).
+    """Sensitivity of ``A V`` under Nicolas et al.'s element adjacency (Eq. (7)).
 
     Parameters
     ----------
     V : numpy.ndarray
         The iterate multiplied by ``A`` (``d x p``; any matrix, orthonormality is not used).
     kind : {"prior", "improved"}
-        ``"prior"``: ``sqrt(p) ||V||_max`` (000, Eq. (3)); ``"improved"``: ``max_i ||V_i:||_2``
-        (000, Theorem 3.1).
+        ``"prior"``: ``sqrt(p) ||V||_max`` (Nicolas et al., Eq. (3)); ``"improved"``: ``max_i ||V_i:||_2``
+        (Nicolas et al., Theorem 3.1).
 
     Returns
     -------
