@@ -225,10 +225,6 @@ def chernoff_lower_tail_from_rdp(renyi_reverse: Callable[[float], float], epsilo
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 _BATCH_UTOL = 1e-13
 """Bracket width (in ``u = ln(a - 1)``) at which the vectorised refinement stops."""
-_SMOOTH_UTOL = 1e-8
-"""The same for a unimodal objective: a true Renyi curve is smooth, so at a minimum inside the range
-the value is off by about ``f''(u) utol^2 / 2`` (``1e-16`` relative); a minimum at an end of the range is
-one of the two end values, computed exactly."""
 
 
 def _order_ranges(a_max: np.ndarray, max_order: float) -> tuple[np.ndarray, np.ndarray]:
@@ -244,8 +240,7 @@ def _order_ranges(a_max: np.ndarray, max_order: float) -> tuple[np.ndarray, np.n
 
 
 def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndarray,
-                    x_hi: np.ndarray, *, independent: bool = False,
-                    unimodal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                    x_hi: np.ndarray, *, independent: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_minimise` for ``P`` objectives at once: ``objective(x)`` maps a ``(P, k)`` array of points
     to their ``(P, k)`` values (row ``i`` is objective ``i``).
 
@@ -254,29 +249,22 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
     Returns the minimum values (``inf`` where none is finite) and the minimising ``x``.
     ``independent``: each bracket stops as soon as it is narrow enough, so each objective's result is
     the same bits alone or in any batch (otherwise every bracket shrinks until the widest is narrow).
-    ``unimodal``: every objective is known to have no other local minimum in ``u`` (true Renyi curves:
-    :func:`rdp_to_epsilon_batch`), so the golden sections start from the whole range and its two ends,
-    without the grid, to ``_SMOOTH_UTOL`` (about 50 evaluations instead of about 160).
     """
     def g(u: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             v = objective(np.exp(u))
         return np.where(np.isfinite(v), v, 1e300)
 
-    grid = np.linspace(np.log(x_lo), np.log(x_hi), 2 if unimodal else _GRID, axis=1)  # (P, G)
+    grid = np.linspace(np.log(x_lo), np.log(x_hi), _GRID, axis=1)  # (P, _GRID)
     values = g(grid)
     rows = np.arange(grid.shape[0])
     i = np.argmin(values, axis=1)
     best_u, best = grid[rows, i], values[rows, i]
-    if unimodal:
-        lo, hi = grid[:, 0], grid[:, -1]
-    else:
-        lo, hi = grid[rows, np.maximum(i - 1, 0)], grid[rows, np.minimum(i + 1, _GRID - 1)]
+    lo, hi = grid[rows, np.maximum(i - 1, 0)], grid[rows, np.minimum(i + 1, _GRID - 1)]
     c = hi - _GOLDEN * (hi - lo)
     d = lo + _GOLDEN * (hi - lo)
     fc, fd = g(np.stack([c, d], axis=1)).T
-    utol = _SMOOTH_UTOL if unimodal else _BATCH_UTOL
-    active = hi - lo > utol * np.maximum(1.0, np.abs(best_u))
+    active = hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))
     if not independent:
         active = np.full(active.shape, bool(np.any(active)))
     while np.any(active):
@@ -290,7 +278,7 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
         hi, lo = np.where(active, hi_n, hi), np.where(active, lo_n, lo)
         c, d = np.where(active, c_new, c), np.where(active, d_new, d)
         fc, fd = np.where(active, fc_n, fc), np.where(active, fd_n, fd)
-        wide = hi - lo > utol * np.maximum(1.0, np.abs(best_u))
+        wide = hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))
         active = active & wide if independent else np.full(active.shape, bool(np.any(wide)))
     u_ref = np.where(fc < fd, c, d)
     f_ref = np.minimum(fc, fd)
@@ -302,8 +290,7 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
 def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float, *,
                          a_max: np.ndarray | float = math.inf, count: int | None = None,
                          max_order: float = 1e8, with_orders: bool = False,
-                         independent: bool = False,
-                         unimodal: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+                         independent: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """:func:`rdp_to_epsilon` for ``P`` RDP curves at once, all orders vectorised.
 
     ``renyi(a)`` maps a ``(P, k)`` array of orders to ``D_a`` of curve ``i`` in row ``i`` (``inf``
@@ -316,12 +303,6 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
     (scipy's bounded Brent in the scalar path): the two agree to about ``1e-12`` relative wherever the
     curve is smooth at its optimum. No edge warnings. ``with_orders``: also return the order ``a`` at
     which each value was attained.
-
-    ``unimodal=True`` is for curves that are true Renyi divergences of some pair (not upper bounds of
-    them): ``(a - 1) D_a`` is then convex in ``a`` (van Erven and Harremoes 2014, Cor. 2), the objective
-    above is ``(g(x) - ln delta) / x`` with ``g`` convex, ``g(0) = 0`` and ``x = a - 1``, whose derivative
-    has the sign of ``x g'(x) - g(x) + ln delta``, a non-decreasing function: one minimum, found without
-    the grid. The same holds for the delta form of :func:`rdp_to_delta_batch` (convex in ``x``).
     """
     log_d = math.log(_check_delta(delta))
     a_arr = np.atleast_1d(np.asarray(a_max, dtype=float))
@@ -332,7 +313,7 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
     def eps_at(x: np.ndarray) -> np.ndarray:
         return renyi(1.0 + x) + np.log(x) - np.log1p(x) - (log_d + np.log1p(x)) / x
 
-    value, x = _minimise_batch(eps_at, x_lo, x_hi, independent=independent, unimodal=unimodal)
+    value, x = _minimise_batch(eps_at, x_lo, x_hi, independent=independent)
     if with_orders:
         return np.maximum(0.0, value), 1.0 + x
     return np.maximum(0.0, value)
@@ -340,8 +321,7 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
 
 def rdp_to_delta_batch(renyi: Callable[[np.ndarray], np.ndarray], epsilon: float, *,
                        a_max: np.ndarray | float = math.inf, count: int | None = None,
-                       max_order: float = 1e8, independent: bool = False,
-                       unimodal: bool = False) -> np.ndarray:
+                       max_order: float = 1e8, independent: bool = False) -> np.ndarray:
     """:func:`rdp_to_delta` for ``P`` RDP curves at once (arguments as :func:`rdp_to_epsilon_batch`):
 
         delta = min(1, inf_{1 < a < a_max} exp((a - 1)(D_a - epsilon)) / a * (1 - 1/a)^(a - 1)).
@@ -355,5 +335,5 @@ def rdp_to_delta_batch(renyi: Callable[[np.ndarray], np.ndarray], epsilon: float
     def log_delta(x: np.ndarray) -> np.ndarray:
         return x * (renyi(1.0 + x) - eps) + x * (np.log(x) - np.log1p(x)) - np.log1p(x)
 
-    value, _ = _minimise_batch(log_delta, x_lo, x_hi, independent=independent, unimodal=unimodal)
+    value, _ = _minimise_batch(log_delta, x_lo, x_hi, independent=independent)
     return np.minimum(1.0, np.exp(np.minimum(value, 0.0)))

@@ -70,7 +70,7 @@ def whitened_rdp_epsilons(pairs: Sequence[WhitenedPair], delta: float) -> np.nda
     if not pairs:
         return np.zeros(0)
     c = RenyiCurves(pairs)
-    return rdp_to_epsilon_batch(c, delta, a_max=c.a_max, independent=True, unimodal=True)
+    return rdp_to_epsilon_batch(c, delta, a_max=c.a_max, independent=True)
 
 
 def whitened_rdp_deltas(pairs: Sequence[WhitenedPair], epsilon: float | np.ndarray) -> np.ndarray:
@@ -79,4 +79,4 @@ def whitened_rdp_deltas(pairs: Sequence[WhitenedPair], epsilon: float | np.ndarr
     if not pairs:
         return np.zeros(0)
     c = RenyiCurves(pairs)
-    return rdp_to_delta_batch(c, epsilon, a_max=c.a_max, independent=True, unimodal=True)
+    return rdp_to_delta_batch(c, epsilon, a_max=c.a_max, independent=True)
