@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import traceback
@@ -43,6 +44,8 @@ def snapshot(folder: Path) -> dict[str, Any]:
             out[key] = ("link", os.readlink(p))
         elif p.is_dir():
             out[key] = "dir"
+        elif not p.is_file():  # a pipe or device: its kind, never its content
+            out[key] = ("special", stat.S_IFMT(p.stat().st_mode))
         else:
             out[key] = p.read_bytes()
     return out
@@ -147,6 +150,8 @@ def _setup_one(box: Sandbox, step: str) -> None:  # noqa: C901 - one branch per 
         (out / "config.resolved.json").write_text('{"name": ', encoding="utf-8")
     elif step == "lock_is_folder":
         lock_path(out).mkdir(parents=True)
+    elif step == "fifo":
+        os.mkfifo(tmp / "fifo")
     elif step == "symlink_loop":
         (tmp / "loop").symlink_to(tmp / "loop")
     elif step == "env_memory_lots":

@@ -164,6 +164,9 @@ def check_out_file(path: str | Path, flag: str = "--out") -> Path:
     if path.is_dir():
         raise ConfigError(f"{flag} {str(path)!r} is a folder; give a file name, e.g. "
                           f"{str(path / 'calibration.json')!r}")
+    if path.exists() and not path.is_file():  # the file is written beside and renamed over it
+        raise ConfigError(f"{flag} {str(path)!r} is not a regular file (a device, pipe or socket), "
+                          "which writing the results would replace with one; give a file name")
     anchor = _check_path(path.parent, flag, path)
     _probe(anchor, flag, path.parent)
     return path
