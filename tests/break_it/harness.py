@@ -245,6 +245,9 @@ def check_problem(box: Sandbox, code: int, out: str, err: str) -> str:
     if case.check == "ok_dyn":
         return "" if any(box.out.glob("*.csv")) else "no table written"
     rows = list(csv.DictReader((box.out / "runs.csv").open(encoding="utf-8")))
+    if case.check == "flagged_not_ok":  # not ok, and said so on stderr and in the status column
+        flagged = rows and all(r["status"] != "ok" and r["status_reason"] for r in rows)
+        return "" if flagged and "not ok" in err else f"not flagged: {err.strip()[-200:]}"
     if not rows or any(r["status"] != "ok" for r in rows):
         return f"runs.csv: {len(rows)} rows, statuses {sorted({r['status'] for r in rows})}"
     if case.check == "no_plots" and any((box.out / "plots").glob("*.png")):
