@@ -109,7 +109,7 @@ class Sandbox:
         code, _, err = cli([*(argv or ("run",)), str(first), "--out", str(self.out), "-q"])
         assert code == 0, err
         first.unlink()
-        self.first = {t: (self.out / t).read_bytes() for t in TABLES if (self.out / t).is_file()}
+        self.first = {p.name: p.read_bytes() for p in sorted(self.out.glob("*.csv"))}
 
 
 def chattr(path: Path, on: bool) -> bool:
@@ -146,6 +146,9 @@ def _setup_one(box: Sandbox, step: str) -> None:  # noqa: C901 - one branch per 
     elif step == "corrupt_point":
         point = sorted((out / "points").glob("*.json"))[0]
         point.write_bytes(point.read_bytes()[: len(point.read_bytes()) // 2])
+    elif step in ("corrupt_graph", "corrupt_mode"):  # a network-DP graph's or a mode's stored record
+        stored = sorted((out / ("graphs" if step == "corrupt_graph" else "modes")).glob("*.json"))[0]
+        stored.write_text("{garbage", encoding="utf-8")
     elif step == "corrupt_config":
         (out / "config.resolved.json").write_text('{"name": ', encoding="utf-8")
     elif step == "lock_is_folder":
@@ -242,8 +245,12 @@ def check_problem(box: Sandbox, code: int, out: str, err: str) -> str:
     if case.check == "protocols_json":
         rows = json.loads(out)
         return "" if any(r["kind"] == "ddppm" for r in rows) else f"no ddppm row in {out[:200]}"
-    if case.check == "ok_dyn":
-        return "" if any(box.out.glob("*.csv")) else "no table written"
+    tables = {p.name: p.read_bytes() for p in sorted(box.out.glob("*.csv"))}
+    if case.check == "same_tables_as_first" and tables != box.first:
+        return f"tables differ from the first run's: {sorted(set(tables) ^ set(box.first))} " \
+               f"{[t for t in tables if tables[t] != box.first.get(t)]}"
+    if case.check in ("ok_dyn", "same_tables_as_first") and not (box.out / "runs.csv").is_file():
+        return "" if tables else "no table written"
     rows = list(csv.DictReader((box.out / "runs.csv").open(encoding="utf-8")))
     if case.check == "flagged_not_ok":  # not ok, and said so on stderr and in the status column
         flagged = rows and all(r["status"] != "ok" and r["status_reason"] for r in rows)
@@ -252,10 +259,6 @@ def check_problem(box: Sandbox, code: int, out: str, err: str) -> str:
         return f"runs.csv: {len(rows)} rows, statuses {sorted({r['status'] for r in rows})}"
     if case.check == "no_plots" and any((box.out / "plots").glob("*.png")):
         return "plots drawn despite --no-plots"
-    tables = {t: (box.out / t).read_bytes() for t in TABLES if (box.out / t).is_file()}
-    if case.check == "same_tables_as_first" and tables != box.first:
-        differ = [t for t in TABLES if tables.get(t) != box.first.get(t)]
-        return f"tables differ from the first run's: {differ}"
     if case.check == "not_first_tables" and tables["runs.csv"] == box.first["runs.csv"]:
         return "runs.csv of the first seed reused (stale)"
     return ""
