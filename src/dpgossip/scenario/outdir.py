@@ -50,7 +50,7 @@ def check_path_text(text: str, flag: str) -> str:
                           "out for the default, results/<name>)")
     if "\0" in str(text):
         raise ConfigError(f"{flag} {str(text)!r} contains a NUL byte; give a folder name without it")
-    longest = max(len(os.fsencode(part)) for part in Path(text).parts)
+    longest = max((len(os.fsencode(part)) for part in Path(text).parts), default=0)
     limit = os.pathconf(_existing_ancestor_quiet(Path(text)), "PC_NAME_MAX")
     if longest > limit:
         raise ConfigError(f"{flag} {str(text)[:60]!r}...: a name of {longest} bytes, longer than the "
