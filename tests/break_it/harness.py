@@ -149,6 +149,20 @@ def _setup_one(box: Sandbox, step: str) -> None:  # noqa: C901 - one branch per 
     elif step in ("corrupt_graph", "corrupt_mode"):  # a network-DP graph's or a mode's stored record
         stored = sorted((out / ("graphs" if step == "corrupt_graph" else "modes")).glob("*.json"))[0]
         stored.write_text("{garbage", encoding="utf-8")
+    elif step == "first_audit":
+        box.first_run(argv=("audit", "--no-plots"))
+    elif step in ("point_empty_json", "point_list_json", "audit_point_other_json"):
+        text = {"point_empty_json": "{}", "point_list_json": "[1, 2]",
+                "audit_point_other_json": '{"x": 1}'}[step]
+        for stored in (out / "points").glob("*.json"):
+            stored.write_text(text, encoding="utf-8")
+    elif step == "targets_garbage":
+        for stored in (out / "points").rglob("*.targets/*"):
+            stored.write_text("{garbage", encoding="utf-8")
+    elif step == "summary_list":
+        (out / "summary.json").write_text("[]", encoding="utf-8")
+    elif step == "config_list":
+        (out / "config.resolved.json").write_text("[1]", encoding="utf-8")
     elif step == "corrupt_config":
         (out / "config.resolved.json").write_text('{"name": ', encoding="utf-8")
     elif step == "lock_is_folder":
