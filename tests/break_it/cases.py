@@ -857,6 +857,13 @@ API_CASES = [
       ("W", "'ring'")),
 ]
 
+def B(id: str, does: str, topology: str, params: dict, agents: int, names: tuple) -> Case:
+    """A graph builder's parameters (40 synthetic rows, so that the rows never limit the agents)."""
+    return E(id, "scenario key", does,
+             (("data.synthetic", {"n": 40, "d": 2, "spectrum": [1.0, 0.5]}),
+              ("network", {"topology": topology, "agents": agents, "params": params})), names)
+
+
 # --- a second round: cases tried after the first fixes ----------------------------------------------
 MORE_CASES = [
     C("top-seed-largest", "scenario key", "seed = 2^63 - 1, the largest TOML integer", "ok_run",
@@ -977,6 +984,31 @@ MORE_CASES = [
       "an audit rerun after its stored points were replaced by other JSON: the same pairs",
       "same_tables_as_first", base="audit", argv=AUDIT, setup="first_audit,audit_point_other_json",
       slow=True),
+    E("disk-memory-limit-overflow", "disk+permissions", "DPGOSSIP_MEMORY_LIMIT=1e999",
+      setup="env_memory_1e999", names=("DPGOSSIP_MEMORY_LIMIT", "1e999"),
+      found="an OverflowError traceback (cannot convert float infinity to integer)"),
+    K("top-name-too-long", "a 300-character name", "name", "x" * 300),
+    B("builder-regular-odd", "random_regular of degree 3 on 5 agents", "random_regular", {"degree": 3},
+      5, ("degree",)),
+    B("builder-regular-degree-big", "random_regular of degree 9 on 6 agents", "random_regular",
+      {"degree": 9}, 6, ("degree",)),
+    B("builder-ws-k-big", "watts_strogatz k = 8 on 6 agents", "watts_strogatz", {"k": 8, "p": 0.1}, 6,
+      ("k",)),
+    B("builder-ws-p-negative", "watts_strogatz p = -0.1", "watts_strogatz", {"k": 2, "p": -0.1}, 6,
+      ("p",)),
+    B("builder-ba-m-big", "barabasi_albert m = 7 on 6 agents", "barabasi_albert", {"m": 7}, 6, ("m",)),
+    B("builder-ba-m-zero", "barabasi_albert m = 0", "barabasi_albert", {"m": 0}, 6, ("m",)),
+    B("builder-rg-radius-negative", "random_geometric radius -1", "random_geometric", {"radius": -1.0},
+      6, ("radius",)),
+    B("builder-rg-radius-tiny", "random_geometric radius 1e-9 (disconnected)", "random_geometric",
+      {"radius": 1e-9}, 6, ("connected",)),
+    B("builder-hypercube-six", "hypercube of 6 agents", "hypercube", {}, 6, ("agents",)),
+    B("builder-torus-shape", "a 2 x 2 torus for 6 agents", "torus", {"rows": 2, "cols": 2}, 6, ("rows",)),
+    B("builder-grid-rows-float", "grid rows = 2.5", "grid", {"rows": 2.5, "cols": 2}, 6, ("rows",)),
+    B("builder-er-p-nan", "erdos_renyi p = nan", "erdos_renyi", {"p": NAN}, 6, ("p",)),
+    B("builder-star-center", "a star with a center parameter it does not take", "star", {"center": 2},
+      6, ("center",)),
+    B("builder-ws-k-odd", "watts_strogatz k = 3 (odd)", "watts_strogatz", {"k": 3, "p": 0.1}, 6, ("k",)),
     C("als-k-above-items", "scenario key", "k 50 of 10 items: the cap never binds, the run is right",
       "ok_run", (("als.k", 50),), base="als"),
 ]

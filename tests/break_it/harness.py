@@ -173,6 +173,8 @@ def _setup_one(box: Sandbox, step: str) -> None:  # noqa: C901 - one branch per 
         (tmp / "loop").symlink_to(tmp / "loop")
     elif step == "env_memory_lots":
         box.env["DPGOSSIP_MEMORY_LIMIT"] = "lots"
+    elif step == "env_memory_1e999":
+        box.env["DPGOSSIP_MEMORY_LIMIT"] = "1e999"
     elif step == "env_memory_1kb":
         box.env["DPGOSSIP_MEMORY_LIMIT"] = "1KB"
     elif step == "hold_lock":
