@@ -289,7 +289,14 @@ def api_namespace() -> dict[str, Any]:
     params = dg.resolve_params(data, net, iterations=2, consensus_steps=1)
     noisy = dg.resolve_params(data, net, iterations=2, consensus_steps=1,
                               noise=dg.NoiseSchedule(kind="constant", scale=1.0))
-    return {"dg": dg, "np": np, "DATA": data, "NET": net, "PARAMS": params, "NOISY": noisy}
+    from dpgossip.privacy.accountant import calibrate_zcdp_noise
+    from dpgossip.privacy.linear_audit import LinearAuditSettings
+    from dpgossip.protocols.gossip.linear import LinearGossip
+    from dpgossip.protocols.ppm.central import PpmParams
+
+    return {"dg": dg, "np": np, "DATA": data, "NET": net, "PARAMS": params, "NOISY": noisy,
+            "LinearGossip": LinearGossip, "LinearAuditSettings": LinearAuditSettings,
+            "calibrate_zcdp_noise": calibrate_zcdp_noise, "PpmParams": PpmParams}
 
 
 def api_problem(case: Case) -> str:
