@@ -5,6 +5,7 @@ by ``eval``, or, for the slow cases, subprocesses."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dpgossip.cli import build_parser as _build_parser
 from tests.break_it.cases import BASES, Case
 from tests.break_it.toml_text import dump, edited
 
@@ -51,13 +53,21 @@ def snapshot(folder: Path) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _parser() -> Any:
+    return _build_parser()
+
+
 def cli(argv: list[str]) -> tuple[int, str, str]:
     """``main(argv)`` in this process: exit code (argparse's ``SystemExit`` included), stdout, stderr;
-    an exception that escapes ``main`` is returned as its traceback on stderr with code -1."""
+    an exception that escapes ``main`` is returned as its traceback on stderr with code -1. The parser
+    is built once (parsing does not change it; building it is most of a refused case's time)."""
+    import dpgossip.cli
     from dpgossip.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            _patched(dpgossip.cli, "build_parser", _parser):
         try:
             code = main(argv)
         except SystemExit as exc:
@@ -280,6 +290,21 @@ def check_problem(box: Sandbox, code: int, out: str, err: str) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
+
+
+@functools.cache
+def _api_objects() -> dict[str, Any]:
+    return api_namespace()
+
+
 def api_namespace() -> dict[str, Any]:
     import dpgossip as dg
 
@@ -303,7 +328,7 @@ def api_problem(case: Case) -> str:
     from dpgossip.errors import ConfigError
 
     try:
-        eval(case.api, api_namespace())  # noqa: S307 - the case's own expression
+        eval(case.api, dict(_api_objects()))  # noqa: S307 - the case's own expression
     except ConfigError as exc:
         missing = [n for n in case.names if n not in str(exc)]
         return f"the error does not name {missing}: {exc}" if missing else ""
