@@ -124,6 +124,9 @@ PLUGINS = {
     "plugin_raise": {"one": "register(kind('bad-good'))\n    raise RuntimeError('boom')"},
     "plugin_duplicate": {"one": "register(kind('dup'))", "two": "register(kind('dup'))"},
     "plugin_build": {"one": "register(kind('bad-build', build=broken))"},
+    "plugin_not_callable": {"one": "pass\n\n\nregister_kinds = 5  # noqa"},
+    "plugin_section_clash": {"one": "register(ProtocolKind(name='clash', family='plug_one', "
+                                    "estimates='-', section='ppm', fields={}, build=lambda i: None))"},
 }
 PLUGIN_MODULE = '''
 from dpgossip.protocols.registry import ProtocolKind, register
