@@ -8,6 +8,7 @@ import contextlib
 import functools
 import io
 import json
+import math
 import os
 import shutil
 import stat
@@ -283,6 +284,10 @@ def check_problem(box: Sandbox, code: int, out: str, err: str) -> str:
         return "" if flagged and "not ok" in err else f"not flagged: {err.strip()[-200:]}"
     if not rows or any(r["status"] != "ok" for r in rows):
         return f"runs.csv: {len(rows)} rows, statuses {sorted({r['status'] for r in rows})}"
+    for r in rows:  # the estimate's error is a sine in [0, 1]; ALS's is its held-out RMSE
+        error, rmse = float(r.get("error") or "nan"), float(r.get("rmse") or "nan")
+        if not (0 <= error <= 1 or (math.isnan(error) and 0 < rmse < math.inf)):
+            return f"repeat {r.get('repeat')}: error {error}, rmse {rmse}"
     if case.check == "no_plots" and any((box.out / "plots").glob("*.png")):
         return "plots drawn despite --no-plots"
     if case.check == "not_first_tables" and tables["runs.csv"] == box.first["runs.csv"]:
@@ -340,6 +345,11 @@ def api_problem(case: Case) -> str:
 def problem(case: Case, folder: Path) -> str:
     """Run ``case`` in the empty folder ``folder``; "" when its outcome is the expected one, else what
     went wrong."""
+    import importlib.util
+
+    if case.expect == "correct" and "fastest" in repr(case.edits) and \
+            importlib.util.find_spec("cvxpy") is None:
+        raise RuntimeError("skip: the fastest mixing rule needs cvxpy (pip install 'dpgossip[fmmc]')")
     box = Sandbox(case, folder)
     prepare(box)
     with environment(box):
