@@ -862,6 +862,15 @@ API_CASES = [
       ("W", "'ring'")),
 ]
 
+JSON_NAN = ('{"nodes": [{"id": 0}, {"id": 1}, {"id": 2}], "edges": [{"source": 0, "target": 1, '
+            '"weight": NaN}, {"source": 1, "target": 2, "weight": 0.5}]}')
+JSON_W = ('{"nodes": [{"id": 0}, {"id": 1}, {"id": 2}], "edges": [{"source": 0, "target": 1}, '
+          '{"source": 1, "target": 2}], "W": [[0.5, 0.5], [0.5, 0.5]]}')
+GRAPHML_DIRECTED = ('<?xml version="1.0"?><graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+                    '<graph edgedefault="directed"><node id="a"/><node id="b"/>'
+                    '<edge source="a" target="b"/></graph></graphml>')
+
+
 def B(id: str, does: str, topology: str, params: dict, agents: int, names: tuple) -> Case:
     """A graph builder's parameters (40 synthetic rows, so that the rows never limit the agents)."""
     return E(id, "scenario key", does,
@@ -1120,6 +1129,26 @@ MORE_CASES = [
       (("network.mixing", "fastest"),)),
     C("combo-privacy-audit-run", "scenario key", "run with privacy.audit = true (leakage.csv)", "ok_run",
       (("privacy.audit", True),), base="audit", slow=True),
+    E("cli-scenario-dash", "cli", "run - (no scenario from stdin)", argv=("run", "-", "-q"), names=("-",)),
+    E("cli-topology-json-nan-weight", "data file", "a node-link JSON with a NaN edge weight",
+      argv=("topology", "{tmp}/g.json"), files=(("g.json", JSON_NAN),), names=("weight",)),
+    E("cli-topology-json-w-shape", "data file", "a node-link JSON whose W is 2 x 2 for 3 nodes",
+      argv=("topology", "{tmp}/g.json"), files=(("g.json", JSON_W),), names=("W",)),
+    E("cli-calibrate-epsilon-inf", "cli", "calibrate --epsilon inf", base="audit",
+      argv=(*CALIBRATE, "--epsilon", "inf", "--delta", "1e-5"), names=("epsilon",)),
+    E("cli-calibrate-delta-zero", "cli", "calibrate --delta 0", base="audit",
+      argv=(*CALIBRATE, "--epsilon", "1", "--delta", "0"), names=("delta",)),
+    E("cli-topology-param-no-key", "cli", "topology --param =3",
+      argv=("topology", "ring", "--agents", "4", "--param", "=3"), names=("--param",)),
+    E("cli-topology-empty-name", "cli", "topology ''", argv=("topology", ""), names=("NAME_OR_FILE",)),
+    E("cli-topology-folder", "cli", "topology of a folder", argv=("topology", "{tmp}"),
+      names=("NAME_OR_FILE",)),
+    E("cli-topology-weight-text", "data file", "an edge list with a weight 'abc'",
+      argv=("topology", "{tmp}/g.edgelist"), files=(("g.edgelist", "0 1 abc\n1 2 0.5\n"),),
+      names=("abc",)),
+    E("cli-topology-graphml-directed", "data file", "a directed GraphML graph",
+      argv=("topology", "{tmp}/g.graphml"), files=(("g.graphml", GRAPHML_DIRECTED),),
+      names=("directed",)),
     C("als-k-above-items", "scenario key", "k 50 of 10 items: the cap never binds, the run is right",
       "ok_run", (("als.k", 50),), base="als"),
 ]
