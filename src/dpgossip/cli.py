@@ -606,6 +606,17 @@ def _version() -> str:
         return __version__
 
 
+def _out_arg(value: str) -> str:
+    """``--out``'s value, refused when it cannot name a folder or file (empty, a NUL byte, a name too
+    long): an empty one used to fall back to results/<name> silently."""
+    from dpgossip.scenario.outdir import check_path_text
+
+    try:
+        return check_path_text(value, "--out")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--out ")) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (sub-commands run, report, topology, audit, calibrate, protocols)."""
     p = _Parser(prog="dpgossip", description=__doc__, epilog=_EPILOG)
@@ -696,7 +707,7 @@ def _add_run(sub: Any) -> None:
                        "summary.json) and draw its plots; an interrupted run resumes where it "
                        "stopped.")
     r.add_argument("scenario", help="the scenario, a TOML file (docs/scenarios.md)")
-    r.add_argument("--out", default=None, metavar="FOLDER",
+    r.add_argument("--out", default=None, metavar="FOLDER", type=_out_arg,
                    help="results folder (default: results/<scenario name>)")
     r.add_argument(
         "--workers",
@@ -755,7 +766,7 @@ def _add_audit(sub: Any) -> None:
         "says; write the tables and draw the heatmap and hops plots.",
     )
     a.add_argument("scenario", help="the scenario, a TOML file (docs/scenarios.md)")
-    a.add_argument("--out", default=None, metavar="FOLDER",
+    a.add_argument("--out", default=None, metavar="FOLDER", type=_out_arg,
                    help="output folder (default: results/<scenario name>-audit)")
     _add_privacy_flags(a)
     a.add_argument("--no-plots", action="store_true", help="do not draw the heatmap and hops plots")
@@ -798,7 +809,7 @@ def _add_calibrate(sub: Any) -> None:
     c.lazy(method, "help", lambda: _calibrate_help("method", "exact is the hockey-stick delta, "
                                                    "rdp a faster conservative bound"))
     _add_privacy_flags(c)
-    c.add_argument("--out", default=None, metavar="FILE",
+    c.add_argument("--out", default=None, metavar="FILE", type=_out_arg,
                    help="also write the result as JSON to FILE (default: print only)")
     c.add_argument("-q", "--quiet", action="store_true",
                    help="no progress lines (the result is still printed)")

@@ -14,6 +14,7 @@ they catch settings that are off by orders of magnitude, not settings that are 2
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -63,7 +64,11 @@ def _parse_size(text: str) -> int:
     if not match:
         raise ConfigError(f"{MEMORY_LIMIT_ENV} must be a size such as 8GiB, 500MB or 1048576 "
                           f"(bytes), or 'none'; got {text!r}")
-    return int(float(match.group(1)) * _UNITS[match.group(2) or ""])
+    size = float(match.group(1)) * _UNITS[match.group(2) or ""]
+    if not math.isfinite(size):  # 1e999 is a number to the pattern: an OverflowError traceback
+        raise ConfigError(f"{MEMORY_LIMIT_ENV} must be a finite size such as 8GiB, 500MB or 1048576 "
+                          f"(bytes), or 'none'; got {text!r}")
+    return int(size)
 
 
 def memory_limit() -> tuple[int, str] | None:

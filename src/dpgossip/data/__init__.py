@@ -226,16 +226,40 @@ def source_shape(source: object, synthetic: object = None) -> tuple[int, int] | 
                 shape = read(fh)[0]
             return (int(shape[0]), int(shape[1])) if len(shape) == 2 else None
         if p.suffix.lower() == ".csv":
-            rows, first = 0, b""
+            rows, heads = 0, []
             with open(p, "rb") as fh:
                 for line in fh:
                     if line.strip():
                         rows += 1
-                        first = first or line
-            return (rows, first.count(b",") + 1) if rows else None
+                        if len(heads) < 2:
+                            heads.append(line)
+            return _csv_shape(rows, heads)
     except (OSError, ValueError, TypeError, IndexError):
         return None
     return None
+
+
+def _csv_shape(rows: int, heads: list[bytes]) -> tuple[int, int] | None:
+    """``(rows, columns)`` of a CSV file of ``rows`` non-blank lines starting with ``heads``: a header
+    line is not a row; ``None`` (the loader reports the problem) when the file is not UTF-8 or its
+    first data line is not all numbers (another separator, text)."""
+    try:
+        cells = [h.decode("utf-8-sig").split(",") for h in heads]
+    except UnicodeDecodeError:
+        return None
+    if cells and any(c.strip() and not _is_number_text(c) for c in cells[0]):
+        rows, cells = rows - 1, cells[1:]
+    if not rows or not cells or not all(_is_number_text(c) for c in cells[0]):
+        return None
+    return rows, len(cells[0])
+
+
+def _is_number_text(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def _looks_like_path(source: str) -> bool:

@@ -36,7 +36,7 @@ from dpgossip.scenario.execute import (
 )
 from dpgossip.scenario.expand import Point, expand, point_hash
 from dpgossip.scenario.options import check_scheduler
-from dpgossip.scenario.outdir import check_out_dir
+from dpgossip.scenario.outdir import check_out_dir, check_path_text
 from dpgossip.scenario.pair_targets import TargetStore
 from dpgossip.scenario.preflight import Structures, preflight
 from dpgossip.scenario.progress import Progress
@@ -195,6 +195,8 @@ def run_scenario(
     n_workers, scheduler, scheduler_timeout = _check_run_arguments(scenario, workers, scheduler,
                                                                    scheduler_timeout)
     cfg = scenario.config
+    if out is not None:
+        check_path_text(str(out), "out")  # '' would fall back to the default folder
     out_dir = Path(out or cfg["output"].get("dir") or Path("results") / scenario.name)
     flag = "--out" if out else "output.dir" if cfg["output"].get("dir") else "the results folder"
     check_out_dir(out_dir, scenario.name, flag=flag, force=force)

@@ -200,7 +200,7 @@ def parse_dynamic_gossip(raw: Mapping[str, Any], *,
     plots = out.get("plots", True)
     if not isinstance(plots, bool):
         raise ConfigError(f"output.plots must be true or false, got {plots!r}", field="output.plots")
-    return DynamicGossipConfig(
+    config = DynamicGossipConfig(
         name=name, description=str(raw.get("description", "")),
         alpha=check_number(section.get("alpha", 2.0), f"{SECTION}.alpha", low=1.0, low_open=True),
         delta=check_number(section.get("delta", 1e-5), f"{SECTION}.delta", low=0.0, high=1.0,
@@ -214,6 +214,30 @@ def parse_dynamic_gossip(raw: Mapping[str, Any], *,
         observers=_observers(f"{SECTION}.observers", section.get("observers", [0])),
         graph=_graph(f"{SECTION}.graph", section["graph"]), modes=parsed,
         out_dir=_out_dir(out.get("dir")), plots=plots)
+    check_sizes(config)
+    return config
+
+
+def check_sizes(config: DynamicGossipConfig) -> None:
+    """Refuse, before anything runs, a horizon whose rounds or clock ticks, or a number of curve
+    points, that do not fit in memory (``horizon = 1e12`` and ``points = 1e9`` ran into 'out of
+    memory' or a machine out of swap). One run of a mode holds its ``m`` values at every round or tick;
+    every curve point is a row of two tables per mode."""
+    from dpgossip.resources import FLOAT, Need, check_needs
+    from dpgossip.scenario.sizes import ROW_BYTES
+
+    m = config.graph.agents
+    for i, mode in enumerate(config.modes):
+        pairwise = mode.schedule.sampler == "pairwise"
+        steps = config.horizon * (mode.schedule.rate * m if pairwise else 1.0 / mode.period)
+        what = "clock ticks" if pairwise else "rounds"
+        check_needs([Need(f"{SECTION}.horizon = {config.horizon:g} gives mode {mode.label!r} (modes[{i}]) "
+                          f"{steps:.3g} {what}, each holding the {m} agents' values",
+                          int(min(steps, 1e18)) * 4 * FLOAT * m)],
+                    advice=f"use a shorter {SECTION}.horizon", field=f"{SECTION}.horizon")
+    rows = config.points * len(config.modes) * 2
+    check_needs([Need(f"{SECTION}.points = {config.points} gives {rows} rows of curves",
+                      rows * ROW_BYTES)], advice=f"use fewer {SECTION}.points", field=f"{SECTION}.points")
 
 
 def _positive(value: Any, path: str) -> float:

@@ -39,6 +39,7 @@ from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError
 from dpgossip.interrupt import Interrupted
 from dpgossip.protocols.registry import kind as registered_kind
+from dpgossip.protocols.registry import plugin_of
 from dpgossip.scenario import runner
 from dpgossip.scenario.point import PointSpec
 from dpgossip.scenario.problem import Problem, build_structure, make_problem
@@ -107,7 +108,21 @@ def run_point_of_kind(spec: PointSpec, problem: Problem, axes: Mapping[str, Any]
     ``runs`` and ``iterations`` rows)."""
     if registered_kind(spec.protocol.kind).pair_audit:
         return runner.run_point(spec, problem, axes)
-    return run_protocol_point(spec, problem, axes)
+    plugin = plugin_of(spec.protocol.kind)
+    if plugin is None:
+        return run_protocol_point(spec, problem, axes)
+    try:
+        return run_protocol_point(spec, problem, axes)
+    except (ConfigError, MemoryError, OSError):
+        raise
+    except Exception as exc:  # a plug-in's own bug: named in one line, not a traceback of dpgossip
+        from dpgossip.interrupt import received
+
+        if received() is not None:  # SIGTERM surfaced inside the plug-in: an interruption
+            raise
+        raise ConfigError(f"protocol.kind = {spec.protocol.kind!r}: its plug-in {plugin!r} failed while "
+                          f"the point ran ({type(exc).__name__}: {exc}); the built-in kinds are not "
+                          "affected", field="protocol.kind") from exc
 
 
 def run_task(task: PointTask, structure: Any = None) -> PointResult:
@@ -266,13 +281,18 @@ class _Plan:
         return self._todo.pop()
 
 
+MAX_WORKERS_PER_CPU = 8
+"""``--workers`` above this many per CPU (and above 64) is refused: the points are CPU-bound, so more
+processes only cost memory, and a typo (``--workers 100000``) would start that many."""
+
+
 def resolve_workers(workers: int | None) -> int:
     """``workers`` as a count: ``None`` or 1 is in-process, 0 means one per CPU.
 
     Raises
     ------
     ConfigError
-        For a negative or non-integer count.
+        For a negative or non-integer count, or one above :data:`MAX_WORKERS_PER_CPU` per CPU.
     """
     import os
 
@@ -280,7 +300,12 @@ def resolve_workers(workers: int | None) -> int:
         return 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise ConfigError(f"--workers must be an integer >= 0 (0 = one per CPU), got {workers!r}")
-    return workers or (os.cpu_count() or 1)
+    cpus = os.cpu_count() or 1
+    if workers > max(MAX_WORKERS_PER_CPU * cpus, 64):  # each is a process: a typo must not fork-bomb
+        raise ConfigError(f"--workers {workers} is more than this machine can run usefully (at most "
+                          f"{max(MAX_WORKERS_PER_CPU * cpus, 64)}: {MAX_WORKERS_PER_CPU} per CPU, "
+                          f"{cpus} CPUs); each worker is a process, 0 gives one per CPU")
+    return workers or cpus
 
 
 def run_inline(tasks: Iterable[PointTask],

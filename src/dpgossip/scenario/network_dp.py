@@ -234,6 +234,11 @@ def _check_view_size(network: Network, spec: LinearGossip, path: str) -> None:
     check_needs([Need(f"{path}.agents = {m} with rounds T = {T} and largest degree {degree} needs "
                       f"views of {rows} x {cols}", copies * FLOAT * rows * cols)],
                 advice="use fewer agents or rounds", field=f"{path}.agents")
+    # the view is reduced from the messages of every round (rounds = 1e9 on a ring of 6 ran 30 s into
+    # 'out of memory' although its reduced view is 6 x 6)
+    check_needs([Need(f"{path}.rounds: T = {T} rounds of messages from up to {degree + 1} agents, each a "
+                      f"combination of the {m} agents' noise", FLOAT * T * (degree + 1) * m)],
+                advice="use fewer rounds", field=f"{path}.rounds")
 
 
 def graph_file(out_dir: Path, index: int, case: GraphCase) -> Path:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from dpgossip.errors import ConfigError
 
-__all__ = ["check_out_dir", "check_out_file", "owner_of"]
+__all__ = ["check_out_dir", "check_out_file", "owner_of", "check_path_text"]
 
 _MARKERS: tuple[tuple[str, str], ...] = (
     ("config.resolved.json", "name"),
@@ -39,6 +39,33 @@ def owner_of(folder: Path) -> str | None:
         if isinstance(record, dict) and isinstance(record.get(key), str):
             return record[key]
     return None
+
+
+def check_path_text(text: str, flag: str) -> str:
+    """``text`` if it can name a file or folder: not empty, no NUL byte, no name longer than the file
+    system allows (these used to run into results/<name>, a ``ValueError`` traceback, or a bare
+    'File name too long')."""
+    if not str(text).strip():
+        raise ConfigError(f"{flag} {str(text)!r} is empty; give a folder for the results (or leave it "
+                          "out for the default, results/<name>)")
+    if "\0" in str(text):
+        raise ConfigError(f"{flag} {str(text)!r} contains a NUL byte; give a folder name without it")
+    longest = max((len(os.fsencode(part)) for part in Path(text).parts), default=0)
+    limit = os.pathconf(_existing_ancestor_quiet(Path(text)), "PC_NAME_MAX")
+    if longest > limit:
+        raise ConfigError(f"{flag} {str(text)[:60]!r}...: a name of {longest} bytes, longer than the "
+                          f"file system allows ({limit}); choose a shorter name")
+    return text
+
+
+def _existing_ancestor_quiet(path: Path) -> Path:
+    for candidate in (path.parent, *path.parent.parents):
+        try:
+            if candidate.is_dir():
+                return candidate
+        except OSError:
+            continue
+    return Path(".")
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -90,7 +117,7 @@ def check_out_dir(path: str | Path, scenario: str, *, flag: str = "--out", force
         The path is a file, lies under a file, is not writable, or holds another scenario's results
         (without ``force``).
     """
-    path = Path(path)
+    path = Path(check_path_text(str(path), flag))
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{flag} {str(path)!r} is a file, not a folder; give a folder for the "
                           "results (it is created when missing)")
@@ -133,10 +160,13 @@ def _check_beside(path: Path, flag: str) -> None:
 
 def check_out_file(path: str | Path, flag: str = "--out") -> Path:
     """Check that the file ``path`` can be written (not a folder, its folder creatable and writable)."""
-    path = Path(path)
+    path = Path(check_path_text(str(path), flag))
     if path.is_dir():
         raise ConfigError(f"{flag} {str(path)!r} is a folder; give a file name, e.g. "
                           f"{str(path / 'calibration.json')!r}")
+    if path.exists() and not path.is_file():  # the file is written beside and renamed over it
+        raise ConfigError(f"{flag} {str(path)!r} is not a regular file (a device, pipe or socket), "
+                          "which writing the results would replace with one; give a file name")
     anchor = _check_path(path.parent, flag, path)
     _probe(anchor, flag, path.parent)
     return path

@@ -116,6 +116,13 @@ def _alpha_value(path: str, value: Any) -> Any:
     )
 
 
+def _out_dir_text(path: str, value: str) -> str:
+    """``output.dir`` must name a folder: an empty one used to fall back to results/<name>."""
+    from dpgossip.scenario.outdir import check_path_text
+
+    return check_path_text(value, f"{path} =")
+
+
 def _free_table(path: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{path} must be a table, got {value!r}")
@@ -295,6 +302,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
             kind=str,
             default=None,
             sweep=False,
+            check=_out_dir_text,
             doc="results folder; default results/<name>",
         ),
         "plots": Field(kind=bool, default=True, sweep=False, doc="draw the plots after the run"),

@@ -293,4 +293,11 @@ def mixing_matrix(graph: nx.Graph, rule: str, **opts: Any) -> sp.csr_array:
                               f"allowed: {', '.join(allowed) if allowed else 'none'}",
                               field="mixing")
     check_graph(graph)
+    if rule == "fastest":  # an SDP over dense m x m matrices: ran into 'out of memory' for 100000
+        from dpgossip.resources import check_needs, dense_matrix_needs
+
+        m = graph.number_of_nodes()
+        check_needs(dense_matrix_needs(m, f"mixing = 'fastest' on {m} agents"),
+                    advice="it solves a semidefinite program over dense m x m matrices; use "
+                    "'metropolis' or fewer agents", field="mixing")
     return _RULES[rule](graph, **opts)

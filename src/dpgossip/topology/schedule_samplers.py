@@ -30,6 +30,8 @@ its mass and sends as much to each out-neighbour: ``A_ij = 1 / (d_j + 1)`` for `
 from __future__ import annotations
 
 import math
+import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -146,7 +148,12 @@ def _read_matrix(path: Path, k: int) -> object:
             return sp.load_npz(path)
         if path.suffix == ".npy":
             return np.load(path, allow_pickle=False)
-        return np.loadtxt(path, ndmin=2, encoding="utf-8-sig")  # a BOM is accepted, as in scenarios
+        with warnings.catch_warnings():  # an empty file: numpy warns, then returns no matrix
+            warnings.simplefilter("ignore", UserWarning)
+            W = np.loadtxt(path, ndmin=2, encoding="utf-8-sig")  # a BOM is accepted, as in scenarios
+        if W.size == 0:
+            raise ValueError("it holds no numbers")
+        return W
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{where}: cannot read {str(path)!r} as a matrix ({exc}); allowed: .npy, "
                           ".npz (scipy sparse) or whitespace-separated text", field=where) from None
@@ -162,8 +169,18 @@ def schedule_from_files(paths: Sequence[str | Path], *, stochastic: str = "doubl
             raise ConfigError(f"files[{k}]: every file must hold the same square m x m matrix, got "
                               f"shape {W.shape} (first file: {mats[0].shape})", field=f"files[{k}]")
     m = mats[0].shape[0]
-    return MixingSchedule(m=m, kind="rounds", matrices=tuple(mats), stochastic=stochastic,
-                          label="files")
+    try:
+        return MixingSchedule(m=m, kind="rounds", matrices=tuple(mats), stochastic=stochastic,
+                              label="files")
+    except ConfigError as exc:  # name the file, not the schedule's internal matrices[k]
+        match = re.match(r"matrices\[(\d+)\]", exc.field or "")
+        if match is None:
+            raise
+        k = int(match.group(1))
+        where = f"files[{k}]"
+        rest = str(exc).removeprefix(match.group(0)).lstrip(": ")
+        sep = " " if rest.startswith("must") else ": "
+        raise ConfigError(f"{where} ({str(paths[k])!r}){sep}{rest}", field=where) from None
 
 
 def neighbour_probabilities(graph: nx.Graph) -> sp.csr_array:

@@ -44,6 +44,7 @@ from dpgossip.protocols.als.params import GOSSIP_NOISE, AlsParams, DpAlsParams, 
 from dpgossip.protocols.als.ratings import Ratings, synthetic_ratings
 from dpgossip.protocols.interface import ProtocolRun
 from dpgossip.protocols.registry import KindPoint, PointInputs, ProtocolKind, register
+from dpgossip.resources import FLOAT, Need, check_needs
 from dpgossip.settings import Field
 from dpgossip.topology import make_network
 from dpgossip.topology.network import Network
@@ -315,11 +316,36 @@ def _axis(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def _check_ratings(config: Mapping[str, Any]) -> None:
+    """``als.true_rank`` and ``als.min_count`` above ``als.items`` are refused naming them (a rank
+    above the items ran with a true matrix of lower rank than it said), and ratings that do not fit in
+    memory are refused before they are drawn (``als.items = 10**9`` ran out of memory after minutes)."""
+    als = config[SECTION]
+    items_ = [i for i in _axis(als["items"]) if isinstance(i, int)]
+    for items in items_:
+        for key, what in (("true_rank", "the rank of a ratings matrix of"), ("min_count",
+                                                                             "a user rates at most")):
+            for value in _axis(als[key]):
+                if isinstance(value, int) and value > items:
+                    raise ConfigError(f"{SECTION}.{key} = {value} is more than {SECTION}.items = {items} "
+                                      f"({what} {items} items); allowed: 1..{items}",
+                                      field=f"{SECTION}.{key}")
+    agents = [a for a in _axis((config.get("network") or {}).get("agents")) if isinstance(a, int)]
+    if items_ and agents:
+        users, items = max(agents), max(items_)
+        check_needs([Need(f"{SECTION}.items = {items} with network.agents = {users} users draws "
+                          f"dense {users} x {items} rating arrays", users * items * (4 * FLOAT + 2))],
+                    advice="use fewer items or agents", field=f"{SECTION}.items")
+
+
 def check(config: Mapping[str, Any]) -> None:
     """``als.edge_noise`` away from its default is read only by a dpals-gossip point with
     ``als.noise = "shared"``: refused when the scenario has none (``[sweep] zip`` of
-    ``protocol.kind`` and ``als.noise`` pairs them point by point)."""
+    ``protocol.kind`` and ``als.noise`` pairs them point by point). The sizes of the synthetic ratings
+    are checked too (:func:`_check_ratings`)."""
     als = config.get(SECTION)
+    if als:
+        _check_ratings(config)
     if not als or all(e == FIELDS["edge_noise"].default for e in _axis(als["edge_noise"])):
         return
     kinds_, noises = _axis(config["protocol"]["kind"]), _axis(als["noise"])

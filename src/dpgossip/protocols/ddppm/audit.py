@@ -47,7 +47,7 @@ from dpgossip.privacy.certified_bound import (
     NoisyPowerIteration,
     certified_upper_bounds,
 )
-from dpgossip.privacy.gaussian_pair import GaussianPair, rdp_deltas
+from dpgossip.privacy.gaussian_pair import METHODS, GaussianPair, rdp_deltas
 from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour
 from dpgossip.protocols.checks import check_data, check_network
 from dpgossip.protocols.ddppm.auditor import ComponentAuditor
@@ -542,6 +542,12 @@ def audit_pairs(data: PartitionedData, network: Network, params: ProtocolParams,
     if isinstance(methods, str):
         raise ConfigError(f"methods must be a list of method names (e.g. ['exact']), got "
                           f"{methods!r}", field="methods")
+    methods = tuple(methods)
+    if not methods:
+        raise ConfigError("methods must name at least one of exact, rdp, chernoff, got []",
+                          field="methods")
+    for i, method in enumerate(methods):  # before the search: an unknown one failed after it
+        check_choice(method, f"methods[{i}]", METHODS)
     opts = options if options is not None else AuditOptions()
     cap = None if epsilon_cap is None else check_number(
         epsilon_cap, "epsilon_cap", low=0, low_open=True, expected="a finite number > 0, or None for no cap")

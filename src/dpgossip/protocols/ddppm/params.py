@@ -68,6 +68,10 @@ class NoiseSchedule:
         if self.kind == "explicit" and not checked:
             raise ConfigError("values: schedule 'explicit' needs values = [one per iteration]",
                               field="values")
+        if self.kind != "explicit" and checked:  # were ignored: the run used another schedule
+            raise ConfigError(f"values = {list(checked)!r} are read by schedule 'explicit' only, got "
+                              f"schedule {self.kind!r}; remove them or set schedule = 'explicit'",
+                              field="values")
         object.__setattr__(self, "scale", scale)
         object.__setattr__(self, "values", checked)
 
