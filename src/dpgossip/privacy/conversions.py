@@ -319,18 +319,14 @@ def rdp_to_epsilon_batch(renyi: Callable[[np.ndarray], np.ndarray], delta: float
     return np.maximum(0.0, value)
 
 
-def rdp_to_delta_batch(renyi: Callable[[np.ndarray], np.ndarray], epsilon: float | np.ndarray, *,
+def rdp_to_delta_batch(renyi: Callable[[np.ndarray], np.ndarray], epsilon: float, *,
                        a_max: np.ndarray | float = math.inf, count: int | None = None,
                        max_order: float = 1e8, independent: bool = False) -> np.ndarray:
-    """:func:`rdp_to_delta` for ``P`` RDP curves at once (arguments as :func:`rdp_to_epsilon_batch`;
-    ``epsilon`` a number or one per curve):
+    """:func:`rdp_to_delta` for ``P`` RDP curves at once (arguments as :func:`rdp_to_epsilon_batch`):
 
         delta = min(1, inf_{1 < a < a_max} exp((a - 1)(D_a - epsilon)) / a * (1 - 1/a)^(a - 1)).
     """
-    if np.ndim(epsilon) == 0:
-        eps = _check_eps(epsilon)
-    else:
-        eps = np.array([_check_eps(e) for e in np.asarray(epsilon, dtype=object).ravel()])[:, None]
+    eps = _check_eps(epsilon)
     a_arr = np.atleast_1d(np.asarray(a_max, dtype=float))
     if a_arr.size == 1 and count is not None:
         a_arr = np.full(int(count), float(a_arr[0]))
