@@ -37,7 +37,7 @@ __all__ = ["GaussianPair", "SupportMismatch", "rdp_epsilons", "rdp_deltas"]
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -689,11 +689,9 @@ class GaussianPair:
                             V.T @ self.cov1 @ V, rank_rtol=self.rank_rtol, unit_tol=self.unit_tol)
 
 
-def _batched_rdp(pairs: list[GaussianPair], solve, argument: float | np.ndarray, *,
-                 mismatch: float) -> np.ndarray:
+def _batched_rdp(pairs: list[GaussianPair], solve, argument: float, *, mismatch: float) -> np.ndarray:
     """Both directions of every pair through one vectorised RDP conversion ``solve`` (each curve's
-    result is the same bits alone or batched: :func:`~dpgossip.privacy.conversions._minimise_batch`);
-    ``argument`` a number or one per pair."""
+    result is the same bits alone or batched: :func:`~dpgossip.privacy.conversions._minimise_batch`)."""
     out = np.full(len(pairs), mismatch)
     live = [i for i, p in enumerate(pairs) if p._white is not None]
     equal = [i for i in live if pairs[i]._white.lam.size == 0 and pairs[i]._white.b0sq == 0]
@@ -701,8 +699,7 @@ def _batched_rdp(pairs: list[GaussianPair], solve, argument: float | np.ndarray,
     todo = [i for i in live if i not in set(equal)]
     if todo:
         curves = [w for i in todo for w in (pairs[i]._white, pairs[i]._swapped)]
-        arg = argument if np.ndim(argument) == 0 else np.repeat(np.asarray(argument)[todo], 2)
-        out[todo] = solve(curves, arg).reshape(-1, 2).max(axis=1)
+        out[todo] = solve(curves, argument).reshape(-1, 2).max(axis=1)
     return out
 
 
@@ -713,13 +710,8 @@ def rdp_epsilons(pairs: list[GaussianPair], delta: float) -> np.ndarray:
     return np.maximum(0.0, _batched_rdp(pairs, whitened_rdp_epsilons, target, mismatch=math.inf))
 
 
-def rdp_deltas(pairs: list[GaussianPair], epsilon: float | Sequence[float]) -> np.ndarray:
-    """``[p.delta(e, "rdp") for p, e in zip(pairs, epsilon)]`` (``epsilon`` one number for all or one
-    per pair) in one vectorised conversion (the same values, bit for bit): ``1`` where the supports
-    differ."""
-    if np.ndim(epsilon) == 0:
-        return _batched_rdp(pairs, whitened_rdp_deltas, _check_eps(epsilon), mismatch=1.0)
-    eps = np.array([_check_eps(e) for e in epsilon], dtype=float)
-    if eps.size != len(pairs):
-        raise ConfigError(f"epsilon: one value per pair ({len(pairs)}), got {eps.size}")
+def rdp_deltas(pairs: list[GaussianPair], epsilon: float) -> np.ndarray:
+    """``[p.delta(epsilon, "rdp") for p in pairs]`` in one vectorised conversion (the same values, bit
+    for bit): ``1`` where the supports differ."""
+    eps = _check_eps(epsilon)
     return _batched_rdp(pairs, whitened_rdp_deltas, eps, mismatch=1.0)

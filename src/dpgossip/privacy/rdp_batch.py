@@ -73,9 +73,9 @@ def whitened_rdp_epsilons(pairs: Sequence[WhitenedPair], delta: float) -> np.nda
     return rdp_to_epsilon_batch(c, delta, a_max=c.a_max, independent=True)
 
 
-def whitened_rdp_deltas(pairs: Sequence[WhitenedPair], epsilon: float | np.ndarray) -> np.ndarray:
-    """The RDP delta at ``epsilon`` (a number, or one per pair) of each whitened pair (as
-    :func:`whitened_rdp_epsilons`, for :func:`~dpgossip.privacy.conversions.rdp_to_delta`)."""
+def whitened_rdp_deltas(pairs: Sequence[WhitenedPair], epsilon: float) -> np.ndarray:
+    """The RDP delta at ``epsilon`` of each whitened pair (as :func:`whitened_rdp_epsilons`, for
+    :func:`~dpgossip.privacy.conversions.rdp_to_delta`)."""
     if not pairs:
         return np.zeros(0)
     c = RenyiCurves(pairs)

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from dpgossip.data.partition import PartitionedData
-from dpgossip.errors import ConfigError
 from dpgossip.privacy.gaussian_pair import GaussianPair, rdp_deltas, rdp_epsilons
 from dpgossip.protocols.ddppm.audit import (
     AuditOptions,
@@ -148,11 +147,6 @@ def test_batched_rdp_conversions_are_the_scalar_ones_bit_for_bit():
     assert [float(e) for e in eps] == [p.epsilon(DELTA, "rdp") for p in pairs]
     assert [float(x) for x in dl] == [p.delta(1.0, "rdp") for p in pairs]
     assert np.isinf(eps[-1]) and dl[-1] == 1.0 and eps[-2] == 0.0
-    own = rng.uniform(0.0, 20.0, len(pairs))  # one epsilon per pair
-    assert [float(x) for x in rdp_deltas(pairs, own)] == [p.delta(e, "rdp")
-                                                         for p, e in zip(pairs, own, strict=True)]
-    with pytest.raises(ConfigError, match="one value per pair"):
-        rdp_deltas(pairs, own[:3])
 
 
 def test_the_search_on_reduced_views_reports_actual_neighbours_and_is_independent_of_processes():

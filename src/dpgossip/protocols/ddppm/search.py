@@ -594,11 +594,10 @@ class TargetSearch:
         cands = [(s, nb) for s, nb in self.pool[k] if nb.row == r]
         return max(cands, key=lambda t: t[0])[1] if cands else None
 
-    def _offer(self, k: Hashable, nb: Neighbour, pair: GaussianPair, *, rank_rows: bool = True,
-               score: float | None = None) -> float:
+    def _offer(self, k: Hashable, nb: Neighbour, pair: GaussianPair, *, rank_rows: bool = True
+               ) -> float:
         """Compare a neighbour with the best of view ``k`` on the asked quantity; returns its score (the
-        delta at the asked epsilon, or at the best epsilon so far in epsilon mode; ``score``: that
-        delta already computed, in epsilon mode with a finite best)."""
+        delta at the asked epsilon, or at the best epsilon so far in epsilon mode)."""
         best = self.best[k]
         if self.epsilon is not None:
             score = float(pair.delta(self.epsilon, self.method, resolution=self.resolution))
@@ -609,7 +608,7 @@ class TargetSearch:
         elif not math.isfinite(best.value):
             score, value = (1.0, math.inf) if pair.support_mismatch is not None else (0.0, -math.inf)
         else:  # better iff delta(best epsilon) > delta: an epsilon is solved only for improvements
-            score = float(pair.delta(best.value, self.method)) if score is None else float(score)
+            score = float(pair.delta(best.value, self.method))
             value = self._exact_value(pair) if score > self.delta else -math.inf
         if value > best.value:
             best.value, best.neighbour, best.pair = value, nb, pair
@@ -617,18 +616,6 @@ class TargetSearch:
         if rank_rows and (old is None or score > old[0]):
             self.row_exact[k][nb.row] = (score, nb, pair)
         return score
-
-    def _offer_views(self, nb: Neighbour, offers: list[tuple[Hashable, GaussianPair]]) -> None:
-        """:meth:`_offer` of one neighbour to several views (each at most once): with the RDP
-        conversion in epsilon mode, the deltas at every view's best epsilon in one vectorised
-        conversion (the same bits as one by one; the views do not depend on each other)."""
-        ready = [(k, p) for k, p in offers if self.epsilon is None and self.method == "rdp"
-                 and self.best[k].neighbour is not None and math.isfinite(self.best[k].value)]
-        scores = dict(zip([k for k, _ in ready],
-                          rdp_deltas([p for _, p in ready], [self.best[k].value for k, _ in ready])
-                          if ready else [], strict=True))
-        for k, pair in offers:
-            self._offer(k, nb, pair, score=scores.get(k))
 
     def _polish(self, k: Hashable, nb: Neighbour, pair: GaussianPair, steps: int) -> None:
         """Projected ascent of the asked quantity itself from ``nb`` for view ``k``: the delta at the
@@ -747,15 +734,13 @@ class TargetSearch:
             if not keys:
                 continue
             self.evals += 1
-            offers = []
             for k, pair in self.evaluate_pairs(nb, keys).items():
                 s = self._sur(pair)
                 self.pool[k].append((s, nb))
                 if prune and not s > self.best[k].value:
                     continue
                 self.exact_done[k].add(tag)
-                offers.append((k, pair))
-            self._offer_views(nb, offers)
+                self._offer(k, nb, pair)
         level = settings.levels - 1
         self._record(level, "exchange")
         for k in self.keys:
