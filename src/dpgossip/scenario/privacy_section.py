@@ -78,7 +78,7 @@ from dpgossip.scenario.problem import Problem, Structure
 from dpgossip.scenario.runner import repeat_seed, stage_hook
 from dpgossip.scenario.scratch import current_scratch
 from dpgossip.scenario.sections import register_section
-from dpgossip.scenario.step_progress import TargetProgress
+from dpgossip.scenario.step_progress import LevelProgress, TargetProgress
 from dpgossip.settings import REQUIRED, Field
 
 __all__ = [
@@ -407,7 +407,12 @@ def prepare_point(config: Mapping[str, Any], structure: Structure
     priv = config.get("privacy") or {}
     if not priv.get("calibrate") or not _is_ddppm(config):
         return dict(config), {}
-    cal = calibrate_point(config, structure)
+    say = stage_hook()  # a point run in the driver's thread: every candidate scale is said
+    target = priv["calibrate"]
+    levels = None if say is None else LevelProgress(
+        lambda text: say(f"calibration: {text}"), target_epsilon=float(target["epsilon"]),
+        target_delta=float(target["delta"]), every=10.0)
+    cal = calibrate_point(config, structure, on_level=levels)
     if not cal.met and priv["calibrate"].get("infeasible", "error") != "floor":
         raise ConfigError(
             f"privacy.calibrate: cannot meet epsilon = {cal.target_epsilon:g} at delta = "
