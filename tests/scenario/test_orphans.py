@@ -88,12 +88,13 @@ def _workers(mark: str) -> list[int]:
 class Command:
     """A ``dpgossip`` command started with a marked environment, its stdout and stderr one pipe."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, session: bool = False) -> None:
         self.mark = uuid.uuid4().hex
         env = dict(os.environ, DPGOSSIP_TEST_MARK=self.mark,
                    PYTHONPATH=os.pathsep.join([SRC, *filter(None, [os.environ.get("PYTHONPATH")])]))
         self.proc = subprocess.Popen([sys.executable, "-m", "dpgossip.cli", *args], env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=session)
         self.output = b""
 
     def wait_for(self, ready: Callable[[], bool], what: str, timeout: float = 90) -> None:
@@ -115,12 +116,13 @@ class Command:
                 self.output += chunk
         return None
 
-    def signal_and_check(self, sig: signal.Signals) -> None:
-        """Send ``sig`` to the command's process alone; check that it and everything it started are
-        gone within seconds, that the pipe ends, and the exit status."""
+    def signal_and_check(self, sig: signal.Signals, group: bool = False) -> None:
+        """Send ``sig`` to the command's process alone (``group``: to its process group, as Ctrl-C at
+        a terminal does); check that it and everything it started are gone within seconds, that the
+        pipe ends, and the exit status."""
         family = _marked(self.mark)
         assert self.proc.pid in family
-        os.kill(self.proc.pid, sig)
+        (os.killpg if group else os.kill)(self.proc.pid, sig)
         self.proc.wait(timeout=30)
         gone = time.monotonic()
         while time.monotonic() < gone + WORKERS_GONE and _workers(self.mark):
@@ -154,8 +156,8 @@ class Command:
 def command() -> Iterator[Callable[..., Command]]:
     started: list[Command] = []
 
-    def start(*args: str) -> Command:
-        started.append(Command(*args))
+    def start(*args: str, session: bool = False) -> Command:
+        started.append(Command(*args, session=session))
         return started[-1]
 
     yield start
@@ -245,11 +247,23 @@ def test_audit_workers(tmp_path, command, sig, when):
     cmd.signal_and_check(sig)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["run", "audit"])
+def test_ctrl_c_at_the_terminal(tmp_path, command, what):
+    """Ctrl-C at a terminal signals the whole process group while the workers still start (spawned
+    with SIGINT ignored, :func:`dpgossip._parent.spawning`): no traceback, nothing left, exit 130."""
+    scenario = _sweep(tmp_path) if what == "run" else QUICKSTART
+    cmd = command(what, str(scenario), "--out", str(tmp_path / "out"), "--workers", "3", "-q",
+                  session=True)
+    cmd.wait_for(lambda: len(_workers(cmd.mark)) >= 2, "the pool's start")
+    cmd.signal_and_check(signal.SIGINT, group=True)
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[object]:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         with distributed.Client(cluster.scheduler_address) as client:
             yield client
 
