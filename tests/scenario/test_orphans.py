@@ -321,3 +321,23 @@ def test_calibrate(tmp_path, command, sig):
     time.sleep(1.0)
     cmd.signal_and_check(sig)
     assert earlier.read_text() == '{"earlier": true}\n'
+
+
+def test_stop_pool_terminates_workers_still_in_their_initializer():
+    """:func:`dpgossip._parent.stop_pool` terminates the workers before ``shutdown`` forgets them: a
+    pool stopped while its workers are still starting (here: an initializer that sleeps) leaves none
+    behind, and nothing waits for them (before, an interrupted audit waited at its exit for its
+    workers to finish their targets)."""
+    from dpgossip._parent import spawning, stop_pool, watched_pool
+
+    pool = watched_pool(2, "time:sleep", 60)
+    with spawning():
+        futures = [pool.submit(int, "1") for _ in range(4)]  # never run: the workers sleep
+    workers = list(pool._processes.values())
+    start = time.monotonic()
+    stop_pool(pool)
+    for proc in workers:
+        proc.join(10)
+    assert not [p.pid for p in workers if p.is_alive()]
+    assert time.monotonic() - start < 5
+    assert all(f.cancelled() or f.done() for f in futures[2:])
