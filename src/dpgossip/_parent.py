@@ -104,17 +104,20 @@ def _start_worker(parent: int, initializer: str, args: bytes) -> None:
 
 @contextlib.contextmanager
 def spawning() -> Iterator[None]:
-    """SIGINT ignored while the block runs (main thread only): a ``submit`` that spawns a worker
-    passes that on, so a Ctrl-C at the terminal (sent to the whole process group) reaches the
-    command, which stops the pool, and not a worker still importing the package."""
-    if threading.current_thread() is not threading.main_thread():
+    """SIGINT blocked while the block runs: a ``submit`` that spawns a worker passes the blocked signal
+    mask on, so a Ctrl-C at the terminal (sent to the whole process group) reaches the command, which
+    stops the pool, and not a worker still importing the package. A SIGINT sent to the command meanwhile
+    is held, not lost: it arrives when the block ends (ignoring it instead would drop it). Where
+    signals cannot be blocked, nothing changes."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - no pthread_sigmask (Windows)
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:

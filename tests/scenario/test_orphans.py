@@ -18,6 +18,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -79,6 +80,14 @@ def _marked(mark: str) -> dict[int, str]:
         except (OSError, IndexError):
             continue  # gone meanwhile, or not ours to read
     return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not a zombie)."""
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return False
 
 
 def _workers(mark: str) -> list[int]:
@@ -333,11 +342,33 @@ def test_stop_pool_terminates_workers_still_in_their_initializer():
     pool = watched_pool(2, "time:sleep", 60)
     with spawning():
         futures = [pool.submit(int, "1") for _ in range(4)]  # never run: the workers sleep
-    workers = list(pool._processes.values())
+    workers = [proc.pid for proc in pool._processes.values()]
     start = time.monotonic()
     stop_pool(pool)
-    for proc in workers:
-        proc.join(10)
-    assert not [p.pid for p in workers if p.is_alive()]
+    # by /proc, not Process.is_alive(): the pool's thread may reap a worker first, and a Process whose
+    # pid another thread reaped says it is alive for ever
+    while time.monotonic() < start + 10 and [p for p in workers if _running(p)]:
+        time.sleep(0.05)
+    assert not [p for p in workers if _running(p)]
     assert time.monotonic() - start < 5
     assert all(f.cancelled() or f.done() for f in futures[2:])
+
+
+def test_a_sigint_while_workers_are_spawned_is_held_not_lost():
+    """:func:`dpgossip._parent.spawning` blocks SIGINT (the workers inherit the mask, so a Ctrl-C at the
+    terminal does not reach them while they start); a SIGINT sent to the command meanwhile arrives when
+    the block ends. Before, SIGINT was ignored there, and a Ctrl-C in that moment was lost: the command
+    ran to its end (seen as exit 0 after SIGINT in test_run_one_point_audit_pool)."""
+    from dpgossip._parent import spawning
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with spawning():
+            # to this thread: sent to the process, another thread (not blocking it) could take it,
+            # and the handler would interrupt the block at once (not lost either)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            time.sleep(0.1)
+            reached.append("the block ran on")
+        time.sleep(5)  # interrupted at once
+    assert reached == ["the block ran on"]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
