@@ -366,3 +366,28 @@ def test_sampled_modes_leak_as_the_backward_sweep_of_dynamic_release_says():
             seen.extend(mu)
     local = 0.7 / 0.8  # mu of an observer that recovers y_u^0 = x_u + 0.8 z_u
     assert np.any((np.array(seen) > 0.01) & (np.array(seen) < 0.99 * local))
+
+
+def test_a_leakage_curve_under_another_is_drawn_visible_and_says_so(tmp_path, monkeypatch):
+    """A mode whose mean lies exactly under a later curve (the synchronous mean under random-regular's in
+    dynamic-gossip-modes) is drawn with larger hollow markers, larger the more curves cover it, and its
+    legend says which curve it coincides with; the others are drawn as before."""
+    pytest.importorskip("matplotlib")
+    from dpgossip.report import dynamic_gossip as report
+
+    drawn = []
+    monkeypatch.setattr(report, "save", lambda fig, path: drawn.append(fig) or Path(path))
+    rows = [{"mode": mode, "distance": d, "schedules": n, "rdp_mean": mean / d ** (mode == "pairwise"),
+             "rdp_max": top} for mode, n, mean, top in [("synchronous", 1, 1.0, 1.0),
+                                                        ("pairwise", 10, 0.5, 0.8),
+                                                        ("random-regular", 10, 1.0, 1.0)]
+            for d in (1, 2, 3)]
+    report.plot_leakage(rows, tmp_path / "l.png")
+    lines, labels = drawn[0].axes[0].get_legend_handles_labels()
+    assert labels == ["synchronous: mean (coincides with random-regular: mean)", "pairwise: mean",
+                      "pairwise: max over 10 sampled (estimate)",
+                      "random-regular: mean (coincides with random-regular: max)",
+                      "random-regular: max over 10 sampled (estimate)"]
+    sizes = [line.get_markersize() for line in lines]
+    assert sizes == [14, 4, 4, 9, 4]  # synchronous: under two curves; random-regular's mean: one
+    assert lines[0].get_markerfacecolor() == "none" and lines[3].get_markerfacecolor() == "none"

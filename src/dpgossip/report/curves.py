@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpgossip.report.audited import audit_text, audited_worst
 from dpgossip.report.figures import colours, new_figure, save, short_name, value_text
 from dpgossip.report.tables import ResultsFolder, aggregate
 from dpgossip.scenario.summary import mean_ci
@@ -94,6 +95,16 @@ def _ldp_text(res: ResultsFolder, runs: Sequence[dict[str, Any]]) -> str:
     return "LDP baseline"
 
 
+def _privacy_label(label: str, worst: Mapping[str, Any] | None, has_ldp: bool) -> str:
+    """A D-DP-PM line's legend text with what ``dpgossip audit`` found for its point
+    (:mod:`dpgossip.report.audited`); beside an LDP baseline without an audit, that it is not audited
+    (the LDP's budget is only the LDP's)."""
+    said = audit_text(worst) if worst is not None else None
+    if said is not None:
+        return f"{label}; {said}"
+    return f"{label} (privacy not audited here)" if has_ldp else label
+
+
 def _title(res: ResultsFolder, what: str, stats: Iterable[Mapping[str, float]] = ()) -> str:
     """The plot's title, with the repeats its means are over (:func:`repeats_text`)."""
     over = repeats_text(res.repeats, [int(s["n"]) for s in stats])
@@ -159,9 +170,10 @@ def plot_error_vs_iteration(
     colour = dict(zip(line_keys, cols, strict=True))
     ncols = min(3, len(facets))
     nrows = math.ceil(len(facets) / ncols)
-    fig = new_figure(4.6 * ncols + (1.2 if ncols == 1 else 0), 3.6 * nrows + 0.5)
-    axs = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
     has_ldp = any(r.get("ldp_error") is not None for r in res.runs)
+    fig = new_figure(4.6 * ncols + (1.2 if ncols == 1 else 0), (3.6 + 1.1 * has_ldp) * nrows + 0.5)
+    axs = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    audited = audited_worst(res.path, res.runs)
     all_means: list[float] = []
     for f, fkey in enumerate(facets):
         ax = axs[f // ncols][f % ncols]
@@ -175,7 +187,8 @@ def plot_error_vs_iteration(
             lo, hi = zip(*(_band(s["ci_low"], s["ci_high"], s["mean"]) for _, s in series),
                          strict=True)
             c = colour[line_of[p]]
-            label = _line_label(res, line_paths, line_of[p], [p]) or "D-DP-PM"
+            label = _privacy_label(_line_label(res, line_paths, line_of[p], [p]) or "D-DP-PM",
+                                   audited.get(p), has_ldp)
             ax.plot(t, mean, color=c, lw=1.6, label=label)
             all_means.extend(mean)
             ax.fill_between(t, lo, hi, color=c, alpha=0.2, lw=0)
@@ -183,7 +196,8 @@ def plot_error_vs_iteration(
             runs = [r for r in res.runs if int(r["point"]) in pts and r.get("ldp_error") is not None]
             if len({r.get("epsilon") for r in runs}) == 1:
                 s = mean_ci([float(r["ldp_error"]) for r in runs])
-                ax.axhline(s["mean"], color="0.3", ls="--", lw=1.2, label=_ldp_text(res, runs))
+                ax.axhline(s["mean"], color="0.3", ls="--", lw=1.2,
+                           label=_ldp_text(res, runs).replace("baseline (", "baseline at its own budget ("))
                 if math.isfinite(s["ci_low"]):
                     ax.axhspan(*_band(s["ci_low"], s["ci_high"], s["mean"]), color="0.5", alpha=0.12)
         ax.set_xlabel("iteration $t$")
@@ -193,7 +207,10 @@ def plot_error_vs_iteration(
         if f % ncols == 0:
             ax.set_ylabel(rf"error $\sin\theta(u_{component}, q^{{(t)}})$")
         ax.grid(True, which="major", alpha=0.3)
-        _legend(ax, len(ax.get_legend_handles_labels()[1]))
+        if has_ldp:  # the privacy labels are long: below the panel, never over a curve
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.13))
+        else:
+            _legend(ax, len(ax.get_legend_handles_labels()[1]))
     _yscale(axs[0][0], all_means)  # the panels share the y axis
     for f in range(len(facets), nrows * ncols):
         axs[f // ncols][f % ncols].set_visible(False)

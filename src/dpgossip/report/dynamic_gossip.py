@@ -11,7 +11,8 @@ the largest over the sampled schedules (dashed: an estimate of the worst schedul
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,29 +73,65 @@ def plot_leakage(rows: Iterable[Mapping[str, Any]], path: str | Path, *, alpha: 
     mode (solid, circles), and the largest over the sampled schedules (dashed, crosses: an estimate
     from below of the worst schedule, not a bound); log y, zero values not drawn."""
     modes = _by_mode(rows)
-    fig = new_figure(7.2, 4.6)
+    fig = new_figure(7.2, 5.6)
     ax = fig.add_subplot()
+    curves = []
     for colour, (mode, rs) in zip(colours(len(modes), ordered=False), modes.items(), strict=True):
         d = [int(r["distance"]) for r in rs]
-        _curve(ax, d, [_num(r["rdp_mean"]) for r in rs], colour, "-", "o", f"{mode}: mean")
+        curves.append(_Curve(d, [_num(r["rdp_mean"]) for r in rs], colour, "-", "o", f"{mode}: mean"))
         if int(rs[0]["schedules"]) > 1:
-            _curve(ax, d, [_num(r["rdp_max"]) for r in rs], colour, "--", "x",
-                   f"{mode}: max over {rs[0]['schedules']} sampled (estimate)")
+            curves.append(_Curve(d, [_num(r["rdp_max"]) for r in rs], colour, "--", "x",
+                                 f"{mode}: max over {rs[0]['schedules']} sampled (estimate)"))
+    for k, curve in enumerate(curves):
+        _curve(ax, curve, [c for c in curves[k + 1:] if _coincide(c, curve)])
     ax.set_yscale("log")
     ax.set_xlabel("graph distance between observer and target")
     ax.set_ylabel(f"exact Renyi divergence at alpha = {alpha:g}")
     ax.set_title(title or "Leakage to an observer who knows the schedule")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     return save(fig, path)
 
 
-def _curve(ax: Any, x: list[int], y: list[float], colour: Any, style: str, marker: str,
-           label: str) -> None:
-    keep = [(a, b) for a, b in zip(x, y, strict=True) if a >= 0 and math.isfinite(b) and b > 0]
-    if keep:
-        ax.plot([a for a, _ in keep], [b for _, b in keep], linestyle=style, marker=marker, color=colour,
-                label=label, markersize=4, linewidth=1.2)
+@dataclass(frozen=True)
+class _Curve:
+    """One line of the leakage plot: distances, values, colour, line style, marker, legend text."""
+
+    x: list[int]
+    y: list[float]
+    colour: Any
+    style: str
+    marker: str
+    label: str
+
+    def points(self) -> list[tuple[int, float]]:
+        """The points drawn: distance >= 0 and a finite value > 0 (a log axis)."""
+        return [(a, b) for a, b in zip(self.x, self.y, strict=True) if a >= 0 and math.isfinite(b) and b > 0]
+
+
+def _coincide(a: _Curve, b: _Curve) -> bool:
+    """Whether the two curves are drawn at the same points (values within 0.1 %: one line on the log
+    axis)."""
+    pa, pb = a.points(), b.points()
+    return bool(pa) and len(pa) == len(pb) and all(
+        xa == xb and math.isclose(ya, yb, rel_tol=1e-3) for (xa, ya), (xb, yb) in zip(pa, pb, strict=True))
+
+
+def _curve(ax: Any, curve: _Curve, hidden_by: Sequence[_Curve] = ()) -> None:
+    """Draw ``curve``. One that later curves ``hidden_by`` would cover exactly is drawn with hollow
+    markers, larger the more curves lie over it (each ring shows around the next), and its legend says
+    which curve it coincides with."""
+    keep = curve.points()
+    if not keep:
+        return
+    style: dict[str, Any] = {"markersize": 4, "linewidth": 1.2}
+    label = curve.label
+    if hidden_by:
+        style = {"markersize": 4 + 5 * len(hidden_by), "markerfacecolor": "none",
+                 "markeredgewidth": 1.5, "linewidth": 1.2}
+        label += f" (coincides with {hidden_by[0].label.split(' over ')[0]})"
+    ax.plot([a for a, _ in keep], [b for _, b in keep], linestyle=curve.style, marker=curve.marker,
+            color=curve.colour, label=label, **style)
 
 
 def plot_results(out_dir: str | Path, *, alpha: float = 2.0) -> list[Path]:

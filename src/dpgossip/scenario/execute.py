@@ -21,7 +21,6 @@ pay a round trip per point; see ``docs/sweeps.md``.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import threading
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpgossip._parent import die_with_parent
+from dpgossip._parent import die_with_parent, spawning, stop_pool, watched_pool
 from dpgossip._threads import single_blas_thread
 from dpgossip.errors import ConfigError
 from dpgossip.interrupt import Interrupted
@@ -328,16 +327,6 @@ def _worker_init(parent: int) -> None:
     die_with_parent(parent)
 
 
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
-    if stop is not None:
-        stop()
-        return
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        if proc.is_alive():
-            proc.terminate()
-
-
 @contextlib.contextmanager
 def _sigint(handler: Any, *, also_sigterm: bool = False) -> Iterator[bool]:
     """Install ``handler`` for SIGINT (and SIGTERM) while the block runs (main thread only; yields
@@ -395,13 +384,8 @@ class _Lanes:
         two chunks for each."""
         if threading.current_thread() is threading.main_thread():
             self.outer = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-        self.pool = ProcessPoolExecutor(
-            max_workers=self.spawned,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init,
-            initargs=(os.getpid(),),
-        )
-        with _sigint(signal.SIG_IGN):  # a submit without an idle worker spawns one
+        self.pool = watched_pool(self.spawned, f"{__name__}:_worker_init", os.getpid())
+        with spawning():  # a submit without an idle worker spawns one
             self.refill()
 
     def refill(self) -> None:
@@ -435,8 +419,7 @@ class _Lanes:
         if clean:
             self.pool.shutdown(wait=True)
         else:
-            _terminate(self.pool)  # before shutdown, which forgets the processes
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            stop_pool(self.pool)
 
 
 def run_pool(tasks: Iterable[PointTask], workers: int) -> Iterator[PointResult]:

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import networkx as nx
 import numpy as np
 
-from dpgossip._parent import die_with_parent
+from dpgossip._parent import die_with_parent, spawning, stop_pool, watched_pool
 from dpgossip._threads import blas_threads, single_blas_thread
 from dpgossip.data.partition import PartitionedData
 from dpgossip.errors import ConfigError, check_choice, check_int, check_number
@@ -780,15 +780,13 @@ def _search_in_processes(count: int, problem: tuple, keys: dict, hops: dict,
     """Each target's results, in target order, from ``count`` spawned processes that each factorise
     every view once (:func:`_start_worker`) and search the targets handed to them. On an error or an
     interrupt in the caller the targets not started are cancelled and the processes terminated."""
-    import multiprocessing
     import os
-    from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(problem, os.getpid()))
+    pool = watched_pool(count, f"{__name__}:_start_worker", problem, os.getpid())
     finished = False
     try:
-        futures = [pool.submit(_search_in_worker, keys, hops, task, spec) for task in tasks]
+        with spawning():  # a submit may spawn a worker
+            futures = [pool.submit(_search_in_worker, keys, hops, task, spec) for task in tasks]
         for fut in futures:
             yield fut.result()
         finished = True
@@ -796,10 +794,7 @@ def _search_in_processes(count: int, problem: tuple, keys: dict, hops: dict,
         if finished:
             pool.shutdown(wait=True)
         else:
-            pool.shutdown(wait=False, cancel_futures=True)
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                if proc.is_alive():
-                    proc.terminate()
+            stop_pool(pool)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
