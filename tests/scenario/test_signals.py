@@ -116,6 +116,7 @@ def test_sigterm_stops_the_workers_and_the_sweep_resumes(tmp_path):
 
 
 @linux
+@pytest.mark.slow  # the default suite has tests/scenario/test_orphans.py's run --workers under SIGKILL
 def test_workers_die_with_a_killed_parent(tmp_path):
     proc, workers, _ = _start_pool(tmp_path, SCENARIO.replace("repeats = 10", "repeats = 40"),
                                    output=subprocess.DEVNULL)  # orphans would hold a pipe open
