@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import math
 import os
@@ -848,9 +849,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dpgossip: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # an environment problem the checks before the run did not foresee
-        name = exc.filename2 or exc.filename  # os.replace(tmp, target): name the target
-        where = f"cannot write {str(name)!r}: " if exc.filename2 else f"{str(name)!r}: " if name else ""
-        print(f"dpgossip: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"dpgossip: error: {_os_error_text(exc, getattr(args, 'out', None))}", file=sys.stderr)
         return 1
     except MemoryError:
         print("dpgossip: error: out of memory; make the scenario smaller (agents, rows, iterations, "
@@ -865,6 +864,24 @@ def main(argv: list[str] | None = None) -> int:
         if sig is None:
             raise
         return _interrupted(args, 128 + sig)
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+"""A write that failed for want of space: the disk, a quota or the largest file allowed."""
+
+
+def _os_error_text(exc: OSError, out: object) -> str:
+    """The one line of an ``OSError``: the file it names (of ``os.replace(tmp, target)`` the target);
+    a write that failed for want of space without a file name names the output folder, says that the
+    work finished before it is kept (every result is written atomically) and what to do."""
+    name = exc.filename2 or exc.filename
+    text = str(exc.strerror or exc)
+    if name is None and exc.errno in _FULL:
+        where = f"cannot write into {str(out)!r}" if out else "cannot write the results"
+        return (f"{where}: {text}; free some space or choose another --out, then run the same "
+                "command again (what was finished before is kept and resumed)")
+    where = f"cannot write {str(name)!r}: " if exc.filename2 else f"{str(name)!r}: " if name else ""
+    return f"{where}{text}"
 
 
 def _reader_gone() -> bool:

@@ -152,6 +152,25 @@ def _setup_one(box: Sandbox, step: str) -> None:  # noqa: C901 - one branch per 
         if not chattr(target, True):
             raise RuntimeError("skip: chattr +i is not available here")
         box.cleanups.append(lambda: chattr(target, False))
+    elif step == "tmpfs_out":  # the output folder on a small file system of its own (root only)
+        disk = tmp / "disk"
+        disk.mkdir()
+        if shutil.which("mount") is None or subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+                capture_output=True, check=False).returncode != 0:
+            raise RuntimeError("skip: a tmpfs cannot be mounted here (root only)")
+        box.cleanups.append(lambda: subprocess.run(["umount", "-l", str(disk)], check=False))
+        box.out = disk / "out"
+    elif step in ("fill_disk", "fill_disk_but_32k"):  # that file system taken by another file
+        filler = tmp / "disk" / "filler"
+        with open(filler, "wb", buffering=0) as fh:
+            try:
+                while True:
+                    fh.write(b"\0" * 4096)
+            except OSError:
+                pass
+        if step == "fill_disk_but_32k":  # room for the lock and a few files, not for the results
+            os.truncate(filler, max(filler.stat().st_size - 32768, 0))
     elif step == "delete_runs_csv":
         (out / "runs.csv").unlink()
     elif step == "corrupt_point":
@@ -351,7 +370,12 @@ def problem(case: Case, folder: Path) -> str:
             importlib.util.find_spec("cvxpy") is None:
         raise RuntimeError("skip: the fastest mixing rule needs cvxpy (pip install 'dpgossip[fmmc]')")
     box = Sandbox(case, folder)
-    prepare(box)
+    try:
+        prepare(box)
+    except BaseException:  # a setup that failed half-way undoes what it did (a mounted tmpfs)
+        for undo in reversed(box.cleanups):
+            undo()
+        raise
     with environment(box):
         if case.expect == "api":
             return api_problem(case)

@@ -137,9 +137,14 @@ class FolderLock:
                                   f"{str(self.path)!r} ({exc.strerror or exc})") from None
             if _same_file(fd, self.path):
                 self.previous = LockHolder.parse(_read(fd))
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, LockHolder.me().to_json().encode(), 0)
-                os.fsync(fd)
+                try:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, LockHolder.me().to_json().encode(), 0)
+                    os.fsync(fd)
+                except OSError:  # a full disk: leave no lock file behind (we hold the lock)
+                    self.path.unlink(missing_ok=True)
+                    os.close(fd)
+                    raise
                 self._fd = fd
                 return self
             os.close(fd)  # unlinked by the holder that released it meanwhile: open the new one
