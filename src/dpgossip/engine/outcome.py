@@ -43,11 +43,6 @@ class EngineSummary:
     wall_time: float
     """Wall-clock seconds of the simulation."""
 
-    @property
-    def messages_per_second(self) -> float:
-        """Delivered messages per wall-clock second."""
-        return self.messages_delivered / self.wall_time if self.wall_time > 0 else float("inf")
-
     def to_row(self) -> dict[str, object]:
         """Tidy row of every field."""
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -120,14 +115,6 @@ class EngineOutcome:
     progress: tuple[AgentProgress, ...]
     halted_at: float | None
     """Simulated time at which the run was stopped, if it was."""
-
-    @property
-    def detection_times(self) -> dict[int, float]:
-        """First detection time of each suspected agent."""
-        out: dict[int, float] = {}
-        for d in self.detections:
-            out.setdefault(d.suspect, d.time)
-        return out
 
     def to_row(self) -> dict[str, object]:
         """Tidy row."""

@@ -74,12 +74,6 @@ class ProtocolRun:
         """``(L + 1,)``: subspace distance of each iterate's estimate to ``truth`` (``dim x k``)."""
         return np.array([_distance(truth, V) for V in self.trajectory])
 
-    def agent_errors(self, truth: np.ndarray) -> np.ndarray:
-        """``(m,)`` subspace distance of each agent's final estimate (the output's when all agree)."""
-        if self.agent_finals is None:
-            return np.array([_distance(truth, self.final)])
-        return np.array([_distance(truth, V) for V in self.agent_finals])
-
 
 def _distance(truth: np.ndarray, V: np.ndarray) -> float:
     """:func:`subspace_distance`, NaN for an estimate that is not finite or has a zero column (the

@@ -157,10 +157,6 @@ class AuditRun:
         the leakage plots (:mod:`dpgossip.report.audit`)."""
         return [row for p in self.points if isinstance(p, AuditPoint) for row in p.leakage_rows()]
 
-    def guarantee_rows(self) -> list[dict[str, Any]]:
-        """The rows of ``guarantees.csv``: one per point of a kind with its own auditor."""
-        return [p.table_row() for p in self.points if isinstance(p, KindAuditPoint)]
-
 
 def audit_key(config: dict[str, Any], base: Path | None = None,
               digests: dict[Path, str] | None = None) -> str:

@@ -186,12 +186,6 @@ def _positive(path: str, value: Any) -> float:
     return check_number(value, path, low=0, low_open=True, expected="a finite number > 0")
 
 
-def _integer(path: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"{path} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
 def _choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ConfigError(
