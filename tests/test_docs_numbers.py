@@ -34,6 +34,18 @@ def test_readme_prints_the_stored_paper_fig2_tables():
     assert "**No noise level meets any of the paper's budgets** on the three datasets" in readme
 
 
+def test_the_stored_paper_fig2_wine_table_is_the_stored_run_of_its_scenario():
+    """docs/results/paper-fig2-wine holds the tables of ``dpgossip run scenarios/paper-fig2-wine.toml``
+    (the one search); the published table's lower estimates, noise and errors are read from them."""
+    tables = load_script("readme_tables")
+    folder = ROOT / "docs" / "results" / "paper-fig2-wine"
+    assert json.loads((folder / "config.resolved.json").read_text(encoding="utf-8"))["name"] == \
+        "paper-fig2-wine"
+    stored = tables.stored()["paper-fig2-wine"]
+    lower = [k for k in tables.COLUMNS if k in tables.from_results(folder)[0]]
+    assert [{k: r[k] for k in lower} for r in stored] == tables.from_results(folder)
+
+
 def test_docs_privacy_prints_the_stored_example():
     example = load_script("privacy_example")
     numbers = json.loads(example.OUT.read_text(encoding="utf-8"))
