@@ -21,6 +21,8 @@ pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the
 def folder(tmp_path_factory: pytest.TempPathFactory):
     sc = small(
         repeats=1,
+        data={"source": "synthetic", "standardize": False,
+              "synthetic": {"n": 24, "d": 3, "spectrum": [1.0, 0.8, 0.6]}},
         protocol={"kind": ["ppm", "ppm-gossip", "ddppm"], "iterations": 3, "consensus_steps": 2,
                   "rank": 1},
         ppm={"epsilon": [1.0, 4.0], "sensitivity": "improved"},

@@ -117,6 +117,8 @@ def test_a_run_of_one_audited_point_says_its_targets_with_an_eta(tmp_path, capsy
     """The pair audit of a point run in the driver's thread says its first and last target (and the
     ones between at most every 10 s) with the elapsed time and the ETA; quiet says nothing."""
     sc = small(protocol={"consensus_steps": 1, "iterations": 1}, repeats=1,
+               data={"source": "synthetic", "standardize": False,
+                     "synthetic": {"n": 24, "d": 3, "spectrum": [1.0, 0.8, 0.6]}},
                privacy={"audit": True, "search": "quick", "methods": ["rdp"],
                         "epsilon": [50.0]})
     run_scenario(sc, tmp_path / "loud", quiet=False)

@@ -94,6 +94,8 @@ def test_paper_fig2_scenarios_are_the_paper_grid():
             assert p.config["data"]["source"] == ds
 
 
+@pytest.mark.slow  # the calibrating pipeline in the default suite: test_privacy_section,
+# test_progress (a calibrated point), test_cli (run with privacy audit and calibration, calibrate)
 def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path, smallest_search):
     """The pipeline, with the smallest search (the search itself:
     tests/protocols/ddppm/test_search.py). Two budgets of the Wine scenario at T = 2 (the shipped T = 5 costs
