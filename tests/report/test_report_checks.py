@@ -14,6 +14,7 @@ from dpgossip.scenario import run_scenario
 from tests.scenario.helpers import small, tiny_audit_toml
 
 pytest.importorskip("matplotlib")
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 
 from dpgossip.protocols.ddppm.matrix import run_matrix
 from dpgossip.scenario import execute, problem
@@ -13,6 +14,8 @@ from dpgossip.scenario.expand import expand
 from dpgossip.scenario.privacy_section import AUDITED_REPEAT, audit_config
 from dpgossip.scenario.runner import repeat_seed
 from dpgossip.scenario.schema import validate
+
+pytestmark = pytest.mark.usefixtures("smallest_search")  # the pipeline, not the search: tests/conftest.py
 
 POINT = {
     "name": "count",

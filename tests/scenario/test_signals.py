@@ -260,7 +260,9 @@ def _start_audit(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
 
 
 @linux
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGKILL,  # SIGTERM, SIGINT: -m slow (and test_orphans')
+                                 pytest.param(signal.SIGTERM, marks=pytest.mark.slow),
+                                 pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_an_audits_workers_die_with_its_parent(tmp_path, sig):
     """`dpgossip audit --workers 2 | tail`: the parent alone signalled (even with SIGKILL), its
     workers and the resource tracker go too, so the pipe reaches its end and `tail` returns."""
