@@ -284,6 +284,7 @@ def _small_memory_limit():
         os.environ["DPGOSSIP_MEMORY_LIMIT"] = old
 
 
+@pytest.mark.slow  # the default suite has the break-it table (tests/break_it: 505 fixed cases)
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=st.integers(0, 2**32 - 1).map(make_case))

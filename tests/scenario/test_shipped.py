@@ -123,6 +123,7 @@ def test_paper_fig2_runs_reduced_and_flags_unmet_budgets(tmp_path, smallest_sear
     assert (tmp_path / "plots" / "error_vs_epsilon.png").exists()
 
 
+@pytest.mark.slow  # a swept audit's pipeline in the default suite: test_audit_resume, test_cli
 def test_paper_fig3_runs_reduced_and_delta_grows_with_iterations(tmp_path, smallest_search):
     sc = load_scenario(SCENARIOS / "paper-fig3.toml").with_overrides({
         "repeats": 2, "data.source": "wine", "protocol.iterations": [1, 2],

@@ -251,35 +251,42 @@ def _minimise_batch(objective: Callable[[np.ndarray], np.ndarray], x_lo: np.ndar
     the same bits alone or in any batch (otherwise every bracket shrinks until the widest is narrow).
     """
     def g(u: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            v = objective(np.exp(u))
+        v = objective(np.exp(u))
         return np.where(np.isfinite(v), v, 1e300)
 
-    grid = np.linspace(np.log(x_lo), np.log(x_hi), _GRID, axis=1)  # (P, _GRID)
-    values = g(grid)
-    rows = np.arange(grid.shape[0])
-    i = np.argmin(values, axis=1)
-    best_u, best = grid[rows, i], values[rows, i]
-    lo, hi = grid[rows, np.maximum(i - 1, 0)], grid[rows, np.minimum(i + 1, _GRID - 1)]
-    c = hi - _GOLDEN * (hi - lo)
-    d = lo + _GOLDEN * (hi - lo)
-    fc, fd = g(np.stack([c, d], axis=1)).T
-    active = hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))
-    if not independent:
-        active = np.full(active.shape, bool(np.any(active)))
-    while np.any(active):
-        left = fc < fd  # the minimum is in [lo, d]
-        hi_n, lo_n = np.where(left, d, hi), np.where(left, lo, c)
-        c_new = np.where(left, hi_n - _GOLDEN * (hi_n - lo_n), d)
-        d_new = np.where(left, c, lo_n + _GOLDEN * (hi_n - lo_n))
-        fresh = np.where(left, c_new, d_new)
-        f_fresh = g(fresh[:, None])[:, 0]
-        fc_n, fd_n = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
-        hi, lo = np.where(active, hi_n, hi), np.where(active, lo_n, lo)
-        c, d = np.where(active, c_new, c), np.where(active, d_new, d)
-        fc, fd = np.where(active, fc_n, fc), np.where(active, fd_n, fd)
-        wide = hi - lo > _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))
-        active = active & wide if independent else np.full(active.shape, bool(np.any(wide)))
+    with np.errstate(all="ignore"):
+        grid = np.linspace(np.log(x_lo), np.log(x_hi), _GRID, axis=1)  # (P, _GRID)
+        values = g(grid)
+        rows = np.arange(grid.shape[0])
+        i = np.argmin(values, axis=1)
+        best_u, best = grid[rows, i], values[rows, i]
+        lo, hi = grid[rows, np.maximum(i - 1, 0)], grid[rows, np.minimum(i + 1, _GRID - 1)]
+        c = hi - _GOLDEN * (hi - lo)
+        d = lo + _GOLDEN * (hi - lo)
+        fc, fd = g(np.stack([c, d], axis=1)).T
+        tol = _BATCH_UTOL * np.maximum(1.0, np.abs(best_u))  # best_u is not changed by the loop
+        active = hi - lo > tol
+        if not independent:
+            active = np.full(active.shape, bool(np.any(active)))
+        while active.any():
+            # the same arithmetic as the textbook step (c, d the interior points, fresh the new one)
+            left = fc < fd  # the minimum is in [lo, d]
+            hi_n, lo_n = np.where(left, d, hi), np.where(left, lo, c)
+            span = hi_n - lo_n
+            fresh = np.where(left, hi_n - _GOLDEN * span, lo_n + _GOLDEN * span)
+            f_fresh = g(fresh[:, None])[:, 0]
+            if active.all():
+                c, d = np.where(left, fresh, d), np.where(left, c, fresh)
+                fc, fd = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
+                hi, lo = hi_n, lo_n
+            else:
+                c, d = (np.where(active, np.where(left, fresh, d), c),
+                        np.where(active, np.where(left, c, fresh), d))
+                fc, fd = (np.where(active, np.where(left, f_fresh, fd), fc),
+                          np.where(active, np.where(left, fc, f_fresh), fd))
+                hi, lo = np.where(active, hi_n, hi), np.where(active, lo_n, lo)
+            wide = hi - lo > tol
+            active = active & wide if independent else np.full(active.shape, bool(wide.any()))
     u_ref = np.where(fc < fd, c, d)
     f_ref = np.minimum(fc, fd)
     take = f_ref < best

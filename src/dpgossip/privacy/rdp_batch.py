@@ -42,22 +42,29 @@ class RenyiCurves:
         """Rows of each eigenvalue count (one group: no padding to leave out of the sums)."""
         self.b0sq = np.array([w.b0sq for w in pairs], dtype=float)
         self.a_max = np.array([w.a_max for w in pairs], dtype=float)
+        # the order-free parts, shaped (P, 1, width) (the same values as computed at every call)
+        self._lam = self.lam[:, None, :]
+        self._lam_m1 = self._lam - 1.0
+        self._b2 = self.b[:, None, :] ** 2
+        self._log_lam = np.log(self._lam)
+        self._b0sq = self.b0sq[:, None]
+        self._a_max = self.a_max[:, None]
 
     def __call__(self, a: np.ndarray) -> np.ndarray:
         a = np.asarray(a, dtype=float)
         x = (a - 1.0)[:, :, None]
-        lam, b = self.lam[:, None, :], self.b[:, None, :]
-        t = x * (lam - 1.0) / lam
+        lam = self._lam
+        t = x * self._lam_m1 / lam
         with np.errstate(all="ignore"):
-            terms = a[:, :, None] * b**2 / (lam * (1.0 + t)) - np.log1p(t) / x + np.log(lam)
+            terms = a[:, :, None] * self._b2 / (lam * (1.0 + t)) - np.log1p(t) / x + self._log_lam
             if len(self.groups) == 1:
                 total = terms.sum(axis=2)
             else:  # each pair summed over its own width, so that its value does not depend on the
                 total = np.empty(terms.shape[:2])  # batch (numpy's summation order depends on it)
                 for size, rows in self.groups:
                     total[rows] = np.ascontiguousarray(terms[rows, :, :size]).sum(axis=2)
-        out = 0.5 * total + 0.5 * a * self.b0sq[:, None]
-        bad = (a >= self.a_max[:, None]) | np.any(t <= -1.0, axis=2)
+        out = 0.5 * total + 0.5 * a * self._b0sq
+        bad = (a >= self._a_max) | np.any(t <= -1.0, axis=2)
         return np.where(bad, np.inf, out)
 
 

@@ -96,6 +96,7 @@ def test_random_restarts_over_the_whole_region_do_not_beat_the_search(ring):
     _assert_not_beaten(default, tried, "random restarts")
 
 
+@pytest.mark.slow  # the default suite keeps the random restarts and the other observers' neighbours
 @pytest.mark.parametrize("other", [0.25, 4.0])
 def test_neighbours_found_at_other_noise_scales_do_not_beat_the_search(ring, other):
     data, net, params, default = ring
