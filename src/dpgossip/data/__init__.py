@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from dpgossip.data.bundled import DATASETS, bundled_shape, load_bundled
-from dpgossip.data.loading import MATRIX_SUFFIXES, load_matrix
+from dpgossip.data.loading import MATRIX_SUFFIXES, _is_number, load_matrix
 from dpgossip.data.partition import PartitionedData, check_rows_per_agent, partition_sizes
 from dpgossip.data.preprocess import SCALES, preprocess
 from dpgossip.data.raw import RawData
@@ -247,19 +247,11 @@ def _csv_shape(rows: int, heads: list[bytes]) -> tuple[int, int] | None:
         cells = [h.decode("utf-8-sig").split(",") for h in heads]
     except UnicodeDecodeError:
         return None
-    if cells and any(c.strip() and not _is_number_text(c) for c in cells[0]):
+    if cells and any(c.strip() and not _is_number(c) for c in cells[0]):
         rows, cells = rows - 1, cells[1:]
-    if not rows or not cells or not all(_is_number_text(c) for c in cells[0]):
+    if not rows or not cells or not all(_is_number(c) for c in cells[0]):
         return None
     return rows, len(cells[0])
-
-
-def _is_number_text(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 def _looks_like_path(source: str) -> bool:
