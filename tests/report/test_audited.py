@@ -1,4 +1,4 @@
-"""The run's error plot says what ``dpgossip audit`` found for D-DP-PM (issue 40): the worst pair's
+"""The run's error plot says what ``dpgossip audit`` found for D-DP-PM: the worst pair's
 audited epsilon from the sibling ``<folder>-audit`` when a point there has the same problem, else that
 D-DP-PM is not audited; the LDP baseline's budget is labelled as its own."""
 

@@ -1,4 +1,4 @@
-"""No process started by a command outlives it (issue 40): ``dpgossip run``, ``audit`` and ``calibrate``,
+"""No process started by a command outlives it: ``dpgossip run``, ``audit`` and ``calibrate``,
 with a process pool (``--workers``) and on a Dask cluster (``--scheduler``), signalled with SIGINT,
 SIGTERM or SIGKILL (the command's own process only, not its group).
 

@@ -84,12 +84,15 @@ def _line_label(
     return text
 
 
-def _ldp_text(res: ResultsFolder, runs: Sequence[dict[str, Any]]) -> str:
+def _ldp_text(res: ResultsFolder, runs: Sequence[dict[str, Any]], *, own_budget: bool = False) -> str:
+    """The LDP line's legend text, with its budget when one; ``own_budget``: said to be the LDP's own
+    (beside D-DP-PM, whose privacy is another matter)."""
     eps = {r.get("epsilon") for r in runs}
     delta = {r.get("delta") for r in runs}
     if len(eps) == 1 and len(delta) == 1:
         return (
-            f"LDP baseline (\N{GREEK SMALL LETTER EPSILON}={value_text(eps.pop())}, "
+            f"LDP baseline{' at its own budget' if own_budget else ''} "
+            f"(\N{GREEK SMALL LETTER EPSILON}={value_text(eps.pop())}, "
             f"\N{GREEK SMALL LETTER DELTA}={value_text(delta.pop())})"
         )
     return "LDP baseline"
@@ -197,7 +200,7 @@ def plot_error_vs_iteration(
             if len({r.get("epsilon") for r in runs}) == 1:
                 s = mean_ci([float(r["ldp_error"]) for r in runs])
                 ax.axhline(s["mean"], color="0.3", ls="--", lw=1.2,
-                           label=_ldp_text(res, runs).replace("baseline (", "baseline at its own budget ("))
+                           label=_ldp_text(res, runs, own_budget=True))
                 if math.isfinite(s["ci_low"]):
                     ax.axhspan(*_band(s["ci_low"], s["ci_high"], s["mean"]), color="0.5", alpha=0.12)
         ax.set_xlabel("iteration $t$")
