@@ -34,8 +34,9 @@ class Neighbour:
         return Xn
 
     def to_row(self) -> dict[str, object]:
-        """Tidy row."""
-        return {"row": self.row, "replacement": " ".join(f"{v:.6g}" for v in self.x_new),
+        """Tidy row; the replacement at full precision (each value's shortest ``repr``, which reads
+        back to the same double), so a neighbour in a table can be evaluated again exactly."""
+        return {"row": self.row, "replacement": " ".join(repr(float(v)) for v in self.x_new),
                 "direction": self.label}
 
 

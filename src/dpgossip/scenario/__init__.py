@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import time
 import tomllib
 from collections.abc import Mapping
@@ -45,6 +46,7 @@ from dpgossip.scenario.runner import repeat_progress, stage_progress
 from dpgossip.scenario.schema import SCHEMA, register_section, validate
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 from dpgossip.scenario.staging import staged_folder
+from dpgossip.scenario.sweep_neighbours import share_neighbours
 
 __all__ = [
     "load_scenario",
@@ -284,11 +286,15 @@ def _run(
         _save_all(stream, BatchWriter(out_dir), results, progress)
     for key in results:  # each point's file holds what its scratch folder kept
         TargetStore(_scratch(out_dir, key)).clear()
+    say = None if quiet else (lambda text: print(f"sweep: {text}", file=sys.stderr, flush=True))
+    with audit_processes(n_workers if client is None else 1):  # the same bits for any count
+        final = share_neighbours(points, results, structures.keys, scenario.base, structures.built,
+                                 say=say)
     assemble(
         out_dir,
         cfg,
         points,
-        results,
+        final,
         structures.stems,
         structures.keys,
         {

@@ -39,7 +39,7 @@ same defaults).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -51,13 +51,14 @@ from dpgossip.errors import (
     renamed_fields,
 )
 from dpgossip.privacy.gaussian_pair import METHODS
-from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS
+from dpgossip.privacy.neighbours import NEIGHBOUR_KINDS, Neighbour
 from dpgossip.privacy.scale_search import ScaleSearchOptions
 from dpgossip.protocols.ddppm.audit import (
     EPSILON_CAP,
     PAIR_VIEWS,
     AuditOptions,
     PairAudit,
+    audit_neighbours,
     audit_pairs,
     upper_bounds,
 )
@@ -442,11 +443,15 @@ AUDITED_REPEAT = 0
 
 def audit_config(config: Mapping[str, Any], problem: Problem,
                  on_target: Callable[[int, int, int], None] | None = None,
-                 on_stage: Callable[[int, str], None] | None = None, **options: Any) -> PairAudit:
+                 on_stage: Callable[[int, str], None] | None = None, *,
+                 neighbours: Mapping[int, Sequence[Neighbour]] | None = None,
+                 **options: Any) -> PairAudit:
     """Audit one point's problem as its ``[privacy]`` section says (``on_target(target, done, total)``
     is called after each target and ``on_stage(target, text)`` at each stage of its search:
     progress only; ``options``: more :class:`~dpgossip.protocols.ddppm.audit.AuditOptions`, e.g. the
-    targets and ``on_target_results`` of a resumed audit).
+    targets and ``on_target_results`` of a resumed audit). With ``neighbours`` (by target), no search:
+    the exact values of those neighbours only
+    (:func:`~dpgossip.protocols.ddppm.audit.audit_neighbours`).
 
     For rank ``r > 1`` the audit is conditional on the realised earlier components of the point's
     recorded repeat :data:`AUDITED_REPEAT` (its seed ``SeedSequence(seed, spawn_key=(0,))``): the
@@ -459,12 +464,15 @@ def audit_config(config: Mapping[str, Any], problem: Problem,
     run = None
     if params.rank > 1:
         run = run_matrix(data, network, params, repeat_seed(spec.seed, AUDITED_REPEAT))
+    opts = AuditOptions(run=run, rank_by=priv.rank_by, on_target=on_target, on_stage=on_stage,
+                        **options)
+    common = {"delta": priv.delta, "epsilons": list(priv.epsilon), "view": priv.view,
+              "seed": spec.seed, "methods": priv.methods, "options": opts}
     with renamed_fields(_AUDIT_FIELDS):
-        return audit_pairs(data, network, params, delta=priv.delta, epsilons=list(priv.epsilon),
-                           view=priv.view, neighbours=priv.neighbours, search=priv.search,
-                           seed=spec.seed, methods=priv.methods, epsilon_cap=priv.epsilon_cap,
-                           options=AuditOptions(run=run, rank_by=priv.rank_by, on_target=on_target,
-                                                on_stage=on_stage, **options))
+        if neighbours is not None:
+            return audit_neighbours(data, network, params, neighbours, **common)
+        return audit_pairs(data, network, params, neighbours=priv.neighbours, search=priv.search,
+                           epsilon_cap=priv.epsilon_cap, **common)
 
 
 def audit_with_store(config: Mapping[str, Any], problem: Problem, store: TargetStore | None,

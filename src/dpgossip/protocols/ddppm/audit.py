@@ -76,7 +76,7 @@ __all__ = ["EPSILON_CAP", "value_kind", "AuditOptions", "PairAudit", "audit_proc
            "result_pair",
            "view_pair",
            "view_gaussian",
-           "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds"]
+           "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds", "upper_gap"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
 _T = TypeVar("_T")
@@ -252,10 +252,8 @@ class PairAudit:
         up = self.upper.get(target)
         if up is None:
             return {}
-        low = float(lower)
         return {"epsilon_upper": up.epsilon, "upper_reason": up.reason or "",
-                "gap_upper_lower": (math.nan if math.isinf(low) or math.isnan(low) else
-                                    up.epsilon / low if low > 0 else math.inf)}
+                "gap_upper_lower": upper_gap(up.epsilon, lower)}
 
     def rows(self) -> list[dict[str, object]]:
         """Tidy rows: one per (observer, target, method), with the certified side
@@ -264,6 +262,13 @@ class PairAudit:
                  **self.upper_columns(key[1], float(row["epsilon"]))}
                 for key in sorted(self.results)
                 for row in self.results[key].rows(self.epsilons, self.delta)]
+
+
+def upper_gap(upper: float, lower: float) -> float:
+    """``upper / lower``: how far apart the certified bound and the lower estimate are (NaN where the
+    lower value is infinite or not solved, infinite where it is 0)."""
+    low = float(lower)
+    return math.nan if math.isinf(low) or math.isnan(low) else upper / low if low > 0 else math.inf
 
 
 def _renyi2(pair: GaussianPair) -> dict[str, float]:
