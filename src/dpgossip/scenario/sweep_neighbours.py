@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dpgossip.privacy.neighbours import Neighbour
+from dpgossip.privacy.neighbours import Neighbour, project
 from dpgossip.protocols.ddppm.audit import upper_gap
 from dpgossip.scenario.expand import Point
 from dpgossip.scenario.privacy_section import _is_ddppm, audit_config, leakage_rows
@@ -70,16 +70,17 @@ def _value(row: Mapping[str, Any], by_delta: bool) -> float:
 
 def _audited(points: Sequence[Point], results: Mapping[str, PointResult], keys: Mapping[int, str],
              base: Path | None, built: Mapping[int, Any]) -> list[_Audited]:
-    out, seen = [], set()
+    chosen: dict[str, Point] = {}
     for p in points:
-        key = keys[p.index]
         priv = p.config.get("privacy") or {}
-        if key in seen or not priv.get("audit") or priv.get("calibrate") or not _is_ddppm(p.config):
-            continue
-        seen.add(key)
-        rows = results[key].tables.get("leakage") or []
-        if not rows:
-            continue
+        if priv.get("audit") and not priv.get("calibrate") and _is_ddppm(p.config) \
+                and results[keys[p.index]].tables.get("leakage"):
+            chosen.setdefault(keys[p.index], p)
+    if len(chosen) < 2:  # nothing to share: no point's problem is built
+        return []
+    out = []
+    for key, p in chosen.items():
+        rows = results[key].tables["leakage"]
         structure = built.get(p.index) or build_structure(p.config, base)
         out.append(_Audited(point=p, key=key, problem=resolve_problem(p.config, structure),
                             rows=rows, found={_neighbour_of(r): str(r.get("direction", ""))
@@ -142,9 +143,13 @@ def _raised_rows(a: _Audited, offered: Sequence[tuple[int, tuple[float, ...]]],
     ``found_at_point`` and the search's label of it from ``origin``)."""
     offsets = np.asarray(a.problem.data.offsets)
     by_target: dict[int, list[Neighbour]] = {}
-    for row, x_new in offered:
+    X, kind = a.problem.data.X, str(a.point.config["privacy"]["neighbours"])
+    where: dict[tuple[int, tuple[float, ...]], tuple[int, str]] = {}
+    for row, x_new in offered:  # projected: a table of an older version printed 6 digits
         j = int(np.searchsorted(offsets, row, side="right") - 1)
-        by_target.setdefault(j, []).append(Neighbour(row=row, x_new=np.array(x_new), label="sweep"))
+        nb = Neighbour(row=row, x_new=project(X[row], np.array(x_new), kind), label="sweep")
+        by_target.setdefault(j, []).append(nb)
+        where.setdefault((row, tuple(float(v) for v in nb.x_new)), origin[(row, x_new)])
     audit = audit_config(a.point.config, a.problem, neighbours=by_target, upper_bound=False)
     by_delta = audit.rank_by == "delta"
     fresh = {(r["observer"], r["target"]): r for r in jsonable(leakage_rows(audit))}
@@ -157,7 +162,7 @@ def _raised_rows(a: _Audited, offered: Sequence[tuple[int, tuple[float, ...]]],
         changed = True
         merged = {k: v for k, v in old.items() if k != "stopped_at_cap"}
         merged.update({k: v for k, v in new.items() if k not in ("view", "delta")})
-        merged["found_at_point"], merged["direction"] = origin[_neighbour_of(new)]
+        merged["found_at_point"], merged["direction"] = where[_neighbour_of(new)]
         if "epsilon_upper" in old and not by_delta:
             merged["gap_upper_lower"] = upper_gap(float(old["epsilon_upper"]), float(new["epsilon"]))
         rows.append(merged)
