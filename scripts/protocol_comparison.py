@@ -133,10 +133,13 @@ def _ddppm_sentence(dd: list[dict[str, str]]) -> str:
                 f"{dd[-1]['noise_scale']} ({errors}) the search found a neighbour above the epsilon cap, "
                 f"so its audited epsilon is at least {dd[0]['audited_epsilon']}: at any error it leaks "
                 "orders of magnitude more than the power method of Nicolas et al.")
-    return (f"D-DP-PM has no guarantee; its audited worst pair found goes from {_audited(dd[0])} "
+    return (f"D-DP-PM has no guarantee; the RDP conversion of its worst pair's neighbour found (by the "
+            f"point's search or at another noise scale of the sweep; above that neighbour's exact "
+            f"epsilon, so neither a lower estimate nor a bound) goes from {_audited(dd[0])} "
             f"(error {dd[0]['error']}, noise scale {dd[0]['noise_scale']}) to {_audited(dd[-1])} "
-            f"(error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}), lower estimates: at any "
-            "error it leaks orders of magnitude more than the power method of Nicolas et al.")
+            f"(error {dd[-1]['error']}, noise scale {dd[-1]['noise_scale']}, where the search stopped "
+            "at the epsilon cap): at any error it leaks orders of magnitude more than the power method "
+            "of Nicolas et al.")
 
 
 def stored() -> list[dict[str, str]]:

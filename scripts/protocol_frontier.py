@@ -41,7 +41,8 @@ COLUMNS = ("dataset", "topology", "series", "budget", "noise_scale", "error", "g
 """``audited_upper`` (D-DP-PM's certified upper bound, largest over the targets, at delta = 1e-5) and
 ``upper_reason`` (why it is infinite) are written by scripts/upper_numbers.py; this script leaves them
 empty."""
-AUDIT = {"D-DP-PM": "lower estimate", "ddppm-floorfree": "lower estimate",
+AUDIT = {"D-DP-PM": "RDP conversion of the worst neighbour found (neither a lower estimate nor a bound)",
+         "ddppm-floorfree": "lower estimate",
          "ppm (improved, row-replacement)": "lower estimate", "ppm-federated": "lower estimate",
          "ppm-gossip": "exact", "capepca": "exact", "capepca-gossip": "exact", "LDP": "not audited"}
 """What each series' audited epsilon is (docs/protocol-frontier.md, Section 4)."""
@@ -164,8 +165,7 @@ def _dd_floor(rows: list[dict[str, str]], topology: str) -> tuple[str, str, str]
     for d in dict.fromkeys(r["dataset"] for r in dd):
         low = min((r for r in dd if r["dataset"] == d), key=lambda r: float(r["audited_epsilon"]))
         value = low["audited_epsilon"]
-        parts.append(f"{value} on {NAMES.get(d, d)}" if value == "inf"
-                     else f"at least {value} on {NAMES.get(d, d)}")
+        parts.append(f"{value} on {NAMES.get(d, d)}")
     errs = sorted(float(r["error"]) for r in dd)
     return ", ".join(parts[:-1]) + " and " + parts[-1], _fmt(errs[0]), _fmt(errs[-1])
 
@@ -212,7 +212,9 @@ def conclusion(rows: list[dict[str, str]], topology: str = "ring") -> str:
         f"its released left vector is drowned: error "
         f"{_each(rows, topology, 'ddppm-floorfree', hi, 'error')}.",
         f"D-DP-PM, with no guarantee, leaks to an eavesdropper on every edge far beyond every budget "
-        f"here at all four noise scales: its audited epsilon (a lower estimate) is {floors} (error "
+        f"here at all four noise scales: its audited epsilon (the RDP conversion of the worst neighbour "
+        f"found at the point or at another point of the sweep, above that neighbour's exact epsilon: "
+        f"neither a lower estimate nor a bound) is at its smallest {floors} (error "
         f"{e_lo} to {e_hi}); its certified upper bound (every neighbour, every view without the "
         f"target; [upper-bound.md](upper-bound.md)) is at its smallest {_dd_upper(rows, topology)}.",
     ])

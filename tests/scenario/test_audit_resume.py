@@ -147,7 +147,9 @@ def test_progress_names_each_step_and_the_eta(tmp_path):
     assert done[0].startswith("[1/3] point 0 (c=1): target 0 done (1/4 targets, ") and "ETA" in done[0]
     assert any(line.startswith("[1/3] point 0 (c=1): target 3 done (4/4 targets, ") for line in lines)
     assert any(line.startswith("[1/3] c=1: worst epsilon (rdp) ") and "ETA" in line for line in lines)
-    assert lines[-1].startswith("[3/3] c=3: worst epsilon (rdp) ")
+    sweep = [line for line in lines if line.startswith("sweep: ")]  # after every point: shared
+    assert sweep and lines[-len(sweep):] == sweep  # neighbours (dpgossip.scenario.sweep_neighbours)
+    assert lines[-len(sweep) - 1].startswith("[3/3] c=3: worst epsilon (rdp) ")
     assert sum(" done (" in line for line in lines) == 3 * 4
     # ranked by the RDP conversion: labelled as that, not as a lower estimate
     assert all("(rdp conversion of the neighbour found: above its exact value, neither a lower "
@@ -155,7 +157,8 @@ def test_progress_names_each_step_and_the_eta(tmp_path):
                for line in lines if "worst epsilon" in line)
     err = io.StringIO()
     run_audit(plan_audit(tiny(), tmp_path), stream=err)
-    assert err.getvalue() == f"resuming: 3 of 3 points already finished in {tmp_path / 'points'}\n"
+    assert err.getvalue().splitlines() == [
+        f"resuming: 3 of 3 points already finished in {tmp_path / 'points'}", *sweep]  # pass redone
 
 
 def test_command_resumes_and_prints_the_same_report(tmp_path, monkeypatch, capsys):

@@ -98,3 +98,28 @@ def test_the_order_of_the_points_does_not_change_a_bit(sweep, tmp_path):
             if other["found_at_point"]:
                 other["found_at_point"] = str(len(NOISES) - 1 - int(other["found_at_point"]))
             assert {**other, "point": r["point"]} == r
+
+
+def test_the_audit_command_raises_the_same_pairs_and_its_worst_pair_follows(sweep, tmp_path):
+    """``dpgossip audit`` of the sweep: every pair's value is the run's (the same search, the same
+    pass), the matrices hold them, and each point's worst pair is the largest."""
+    import json
+
+    from dpgossip.scenario.audit_run import plan_audit, run_audit
+
+    rows, _ = sweep
+    run = run_audit(plan_audit(_scenario(NOISES), tmp_path / "audit"), quiet=True)
+    pairs = [r for r in csv.DictReader(open(run.out / "pairs.csv", newline="", encoding="utf-8"))]
+    worst = json.loads((run.out / "worst.json").read_text(encoding="utf-8"))["points"]
+    for k in range(len(NOISES)):
+        mine = _by_pair(r for r in rows if int(r["point"]) == k)
+        theirs = _by_pair(r for r in pairs if int(r["point"]) == k)
+        assert {key: (r["epsilon"], r["found_at_point"]) for key, r in theirs.items()} == \
+            {key: (r["epsilon"], r["found_at_point"]) for key, r in mine.items()}
+        with open(run.out / f"epsilon_matrix_p{k}.csv", newline="", encoding="utf-8") as f:
+            matrix = list(csv.DictReader(f))
+        for (o, j), r in mine.items():
+            assert matrix[o][f"target_{j}"] == r["epsilon"]
+        top = max(mine.values(), key=lambda r: float(r["epsilon"]))
+        assert worst[k]["epsilon"]["rdp"] == float(top["epsilon"])
+        assert (worst[k]["observer"], worst[k]["target"]) == (int(top["observer"]), int(top["target"]))

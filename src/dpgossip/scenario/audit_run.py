@@ -23,6 +23,7 @@ per-point audits below it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
@@ -61,6 +62,7 @@ from dpgossip.scenario.privacy_overrides import (
 )
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.staging import staged_folder, stale_audit_files
+from dpgossip.scenario.sweep_neighbours import share_audit_neighbours
 
 __all__ = ["plan_audit", "run_audit"]
 
@@ -127,7 +129,9 @@ def run_audit(plan: AuditPlan, *, on_point: Callable[[AuditPoint], None] | None 
     plan
         From :func:`plan_audit`.
     on_point
-        Called with each point in sweep order, as soon as it is audited or read back.
+        Called with each point in sweep order once every point is audited or read back and the
+        neighbours found at each were tried at the others
+        (:func:`~dpgossip.scenario.sweep_neighbours.share_audit_neighbours`).
     quiet
         No progress on ``stream``.
     stream
@@ -201,10 +205,13 @@ def _run_audit(plan: AuditPlan, on_point: Callable[[AuditPoint], None] | None, q
             elif point.index != t.index:  # the same configuration at another point of the sweep
                 point = replace(point, index=t.index, axes=dict(t.axes))
             points.append(point)
-            if on_point is not None:
-                on_point(point)
     finally:
         progress.close()
+    say = None if quiet else (lambda text: print(f"sweep: {text}", file=stream or sys.stderr,
+                                                 flush=True))
+    points = share_audit_neighbours(plan.tasks, points, plan.base, say)
+    for point in points if on_point is not None else ():
+        on_point(point)
     files = write_audit_tables(plan, points)
     return AuditRun(out=plan.out, points=tuple(points), files=tuple(files),
                     computed=len(first) - resumed, resumed=resumed)
