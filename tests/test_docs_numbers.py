@@ -34,14 +34,14 @@ def test_readme_prints_the_stored_paper_fig2_tables():
     assert "**No noise level meets any of the paper's budgets** on the three datasets" in readme
 
 
-def test_the_stored_paper_fig2_wine_table_is_the_stored_run_of_its_scenario():
-    """docs/results/paper-fig2-wine holds the tables of ``dpgossip run scenarios/paper-fig2-wine.toml``
-    (the one search); the published table's lower estimates, noise and errors are read from them."""
+@pytest.mark.parametrize("name", ["paper-fig2-wine", "paper-fig2-diabetes"])
+def test_the_stored_paper_fig2_table_is_the_stored_run_of_its_scenario(name):
+    """docs/results/<name> holds the tables of ``dpgossip run scenarios/<name>.toml`` (the one
+    search); the published table's lower estimates, noise and errors are read from them."""
     tables = load_script("readme_tables")
-    folder = ROOT / "docs" / "results" / "paper-fig2-wine"
-    assert json.loads((folder / "config.resolved.json").read_text(encoding="utf-8"))["name"] == \
-        "paper-fig2-wine"
-    stored = tables.stored()["paper-fig2-wine"]
+    folder = ROOT / "docs" / "results" / name
+    assert json.loads((folder / "config.resolved.json").read_text(encoding="utf-8"))["name"] == name
+    stored = tables.stored()[name]
     lower = [k for k in tables.COLUMNS if k in tables.from_results(folder)[0]]
     assert [{k: r[k] for k in lower} for r in stored] == tables.from_results(folder)
 
