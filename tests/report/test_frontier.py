@@ -106,6 +106,8 @@ def test_a_point_whose_worst_pair_stopped_at_the_cap_is_an_at_least_value():
             {"point": 0, "epsilon": 1000.0, "delta": 1e-5, "stopped_at_cap": True},
             {"point": 1, "epsilon": 5.0, "delta": 1e-5, "stopped_at_cap": "True"},
             {"point": 1, "epsilon": 7.5, "delta": 1e-5}]
-    worst, delta, capped = _ddppm_audit(SimpleNamespace(table=lambda name: rows))
+    worst, delta, capped, conversion = _ddppm_audit(SimpleNamespace(table=lambda name: rows))
     assert worst == {0: 1000.0, 1: 7.5} and delta == 1e-5
-    assert capped == {0}
+    assert capped == {0} and conversion == ""  # no method column: the exact value
+    rdp = [{**r, "method": "rdp"} for r in rows]  # an RDP audit: the legend says it is the conversion
+    assert _ddppm_audit(SimpleNamespace(table=lambda name: rdp))[3] == "rdp"

@@ -58,6 +58,9 @@ class FrontierPoint:
     at_least: bool = False
     """The audited epsilon is the audit's ``epsilon_cap``, which a neighbour found exceeds (its search
     stopped there): the worst case is at least this."""
+    conversion: str = ""
+    """A pair audit's method when it is a conversion other than ``exact`` (``rdp``, ``chernoff``): the
+    audited epsilon is then that conversion of the neighbour found (the legend says so)."""
 
     def to_row(self) -> dict[str, object]:
         """Tidy row."""
@@ -104,13 +107,16 @@ def _mean(values: Sequence[float]) -> float:
     return float(sum(vals) / len(vals))
 
 
-def _ddppm_audit(res: ResultsFolder) -> tuple[dict[int, float], float, set[int]]:
-    """Worst pair's epsilon of each D-DP-PM point from ``leakage.csv``, the delta it is at, and the
-    points whose worst pair stopped at the epsilon cap (an "at least" value)."""
+def _ddppm_audit(res: ResultsFolder) -> tuple[dict[int, float], float, set[int], str]:
+    """Worst pair's epsilon of each D-DP-PM point from ``leakage.csv``, the delta it is at, the
+    points whose worst pair stopped at the epsilon cap (an "at least" value) and the audit's method
+    when it is a conversion other than ``exact``."""
     rows = res.table("leakage") or []
     worst: dict[int, float] = {}
     capped: set[int] = set()
     delta = math.nan
+    methods = {str(r.get("method") or "exact") for r in rows}
+    conversion = "" if methods <= {"exact"} else "/".join(sorted(methods - {"exact"}))
     for r in rows:
         eps = r.get("epsilon")
         if eps is None:
@@ -122,7 +128,7 @@ def _ddppm_audit(res: ResultsFolder) -> tuple[dict[int, float], float, set[int]]
             if str(r.get("stopped_at_cap", "")).lower() == "true":
                 capped.add(p)
         delta = float(r.get("delta", delta) or delta)
-    return worst, delta, capped
+    return worst, delta, capped, conversion
 
 
 def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
@@ -132,7 +138,7 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
     by_point: dict[int, list[dict[str, Any]]] = {}
     for r in res.runs:
         by_point.setdefault(int(r["point"]), []).append(r)
-    ddppm, dd_delta, capped = _ddppm_audit(res)
+    ddppm, dd_delta, capped, conversion = _ddppm_audit(res)
     out: list[FrontierPoint] = []
     ldp: dict[tuple[str, str, float], list[float]] = {}
     ldp_delta = math.nan
@@ -149,7 +155,7 @@ def frontier_table(res: ResultsFolder) -> list[FrontierPoint]:
                 out.append(FrontierPoint(series=series, point=p, error=err,
                                          guaranteed_epsilon=math.nan, audited_epsilon=ddppm[p],
                                          delta=dd_delta, topology=topo, dataset=data,
-                                         at_least=p in capped))
+                                         at_least=p in capped, conversion=conversion))
         else:
             out.append(FrontierPoint(
                 series=series, point=p, error=err,
@@ -179,8 +185,10 @@ def _draw_series(ax: Any, pts: list[FrontierPoint], colour: Any, label: str, rig
     a = [f for f in pts if not math.isnan(f.audited_epsilon)]
     finite = [f for f in a if math.isfinite(f.audited_epsilon) and not f.at_least]
     if finite:
+        how = (f" ({finite[0].conversion.upper()} conversion of the worst neighbour found)"
+               if finite[0].conversion else "")
         ax.plot([f.audited_epsilon for f in finite], [f.error for f in finite], "o", color=colour,
-                mfc="white", ms=6, mew=1.3, label=f"{label}: audited")
+                mfc="white", ms=6, mew=1.3, label=f"{label}: audited{how}")
     capped = [f for f in a if f.at_least]
     if capped:  # the search stopped at the cap: the worst case lies to the right of the marker
         ax.plot([f.audited_epsilon for f in capped], [f.error for f in capped], ">", color=colour,
