@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 import time
 import tomllib
 from collections.abc import Mapping
@@ -46,7 +45,7 @@ from dpgossip.scenario.runner import repeat_progress, stage_progress
 from dpgossip.scenario.schema import SCHEMA, register_section, validate
 from dpgossip.scenario.sizes import check_point_sizes, check_sweep_size
 from dpgossip.scenario.staging import staged_folder
-from dpgossip.scenario.sweep_neighbours import share_neighbours
+from dpgossip.scenario.sweep_neighbours import say_sweep, share_neighbours
 
 __all__ = [
     "load_scenario",
@@ -286,10 +285,9 @@ def _run(
         _save_all(stream, BatchWriter(out_dir), results, progress)
     for key in results:  # each point's file holds what its scratch folder kept
         TargetStore(_scratch(out_dir, key)).clear()
-    say = None if quiet else (lambda text: print(f"sweep: {text}", file=sys.stderr, flush=True))
     with audit_processes(n_workers if client is None else 1):  # the same bits for any count
         final = share_neighbours(points, results, structures.keys, scenario.base, structures.built,
-                                 say=say)
+                                 say=say_sweep(quiet))
     assemble(
         out_dir,
         cfg,

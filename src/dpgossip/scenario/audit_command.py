@@ -215,10 +215,6 @@ def audit_task(task: AuditTask, base: Path | None = None,
         exact = jsonable(privacy_section.exact_for_pair(problem.data, problem.network,
                                                         problem.params, audit, w.observer, w.target))
     by_delta = audit.rank_by == "delta"
-    groups: dict[int, list[float]] = {}  # hop distances mean nothing without an observer
-    for r in audit.results.values() if per_observer else ():
-        value = r.delta[method][0] if by_delta else r.epsilon[method]
-        groups.setdefault(int(r.hops), []).append(float(value))
     mat_method = "exact" if "exact" in audit.methods else method
     return AuditPoint(
         index=task.index, key=task.key, axes=dict(task.axes), problem=ProblemSummary.of(problem),
@@ -226,8 +222,9 @@ def audit_task(task: AuditTask, base: Path | None = None,
         method=method, rank_by="delta" if by_delta else "epsilon",
         rank_epsilon=float(audit.epsilons[0]) if by_delta else None,
         worst=WorstPair.from_row(_worst_row(audit, w, problem, cfg), exact),
-        by_hops=tuple(HopLeakage(hops=h, worst=max(v), mean=float(sum(v) / len(v)))
-                      for h, v in sorted(groups.items())),
+        by_hops=HopLeakage.table(  # hop distances mean nothing without an observer
+            (r.hops, r.delta[method][0] if by_delta else r.epsilon[method])
+            for r in (audit.results.values() if per_observer else ())),
         matrix_method=mat_method,
         matrix=audit.matrix(mat_method, "delta" if by_delta else "epsilon", 0).tolist(),
         pairs=jsonable(audit.rows()), leakage=jsonable(privacy_section.leakage_rows(audit)),

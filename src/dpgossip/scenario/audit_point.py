@@ -11,7 +11,7 @@ from a ``dpgossip run`` point file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,15 @@ class HopLeakage:
     hops: int
     worst: float
     mean: float
+
+    @staticmethod
+    def table(values: Iterable[tuple[int, float]]) -> tuple[HopLeakage, ...]:
+        """One entry per hop distance of ``(hops, value)`` pairs, by increasing distance."""
+        groups: dict[int, list[float]] = {}
+        for hops, value in values:
+            groups.setdefault(int(hops), []).append(float(value))
+        return tuple(HopLeakage(hops=h, worst=max(v), mean=float(sum(v) / len(v)))
+                     for h, v in sorted(groups.items()))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -23,7 +23,6 @@ per-point audits below it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
@@ -62,7 +61,7 @@ from dpgossip.scenario.privacy_overrides import (
 )
 from dpgossip.scenario.progress import Progress
 from dpgossip.scenario.staging import staged_folder, stale_audit_files
-from dpgossip.scenario.sweep_neighbours import share_audit_neighbours
+from dpgossip.scenario.sweep_neighbours import say_sweep, share_audit_neighbours
 
 __all__ = ["plan_audit", "run_audit"]
 
@@ -207,9 +206,7 @@ def _run_audit(plan: AuditPlan, on_point: Callable[[AuditPoint], None] | None, q
             points.append(point)
     finally:
         progress.close()
-    say = None if quiet else (lambda text: print(f"sweep: {text}", file=stream or sys.stderr,
-                                                 flush=True))
-    points = share_audit_neighbours(plan.tasks, points, plan.base, say)
+    points = share_audit_neighbours(plan.tasks, points, plan.base, say_sweep(quiet, stream))
     for point in points if on_point is not None else ():
         on_point(point)
     files = write_audit_tables(plan, points)

@@ -51,27 +51,21 @@ def check_path_text(text: str, flag: str) -> str:
     if "\0" in str(text):
         raise ConfigError(f"{flag} {str(text)!r} contains a NUL byte; give a folder name without it")
     longest = max((len(os.fsencode(part)) for part in Path(text).parts), default=0)
-    limit = os.pathconf(_existing_ancestor_quiet(Path(text)), "PC_NAME_MAX")
+    limit = os.pathconf(_existing_ancestor(Path(text).parent), "PC_NAME_MAX")
     if longest > limit:
         raise ConfigError(f"{flag} {str(text)[:60]!r}...: a name of {longest} bytes, longer than the "
                           f"file system allows ({limit}); choose a shorter name")
     return text
 
 
-def _existing_ancestor_quiet(path: Path) -> Path:
-    for candidate in (path.parent, *path.parent.parents):
-        try:
-            if candidate.is_dir():
-                return candidate
-        except OSError:
-            continue
-    return Path(".")
-
-
 def _existing_ancestor(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (a name the system refuses counts as missing)."""
     for candidate in (path, *path.parents):
-        if candidate.exists() or candidate.is_symlink():
-            return candidate
+        try:
+            if candidate.exists() or candidate.is_symlink():
+                return candidate
+        except OSError:  # e.g. a name too long
+            continue
     return Path(".")
 
 

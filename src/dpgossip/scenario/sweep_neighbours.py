@@ -23,10 +23,11 @@ noise comes from the calibration, which warm-starts from its own neighbours).
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from dpgossip.scenario.privacy_section import _is_ddppm, audit_config, exact_for
 from dpgossip.scenario.problem import Problem, build_structure, resolve_problem
 from dpgossip.scenario.results import PointResult, jsonable
 
-__all__ = ["share_neighbours", "share_audit_neighbours"]
+__all__ = ["share_neighbours", "share_audit_neighbours", "say_sweep"]
 
 
 Found = tuple[int, tuple[float, ...]]
@@ -72,6 +73,18 @@ class _Raised:
 
 def _neighbour_of(row: Mapping[str, Any]) -> Found:
     return int(row["row"]), tuple(float(v) for v in str(row["replacement"]).split())
+
+
+def _found(nb: Neighbour) -> Found:
+    return nb.row, tuple(float(v) for v in nb.x_new)
+
+
+def say_sweep(quiet: bool, stream: IO[str] | None = None) -> Callable[[str], None] | None:
+    """The progress of the pass: one ``sweep: ...`` line per point on ``stream`` (default
+    ``sys.stderr``); None when quiet."""
+    if quiet:
+        return None
+    return lambda text: print(f"sweep: {text}", file=stream or sys.stderr, flush=True)
 
 
 def _identity(problem: Problem, config: Mapping[str, Any]) -> str:
@@ -142,7 +155,7 @@ def _raised(a: _Audited, origin: Mapping[Found, tuple[int, str]], upper: bool) -
         j = int(np.searchsorted(offsets, row, side="right") - 1)
         nb = Neighbour(row=row, x_new=project(X[row], np.array(x_new), kind), label="sweep")
         by_target.setdefault(j, []).append(nb)
-        where.setdefault((row, tuple(float(v) for v in nb.x_new)), origin[(row, x_new)])
+        where.setdefault(_found(nb), origin[(row, x_new)])
     audit = audit_config(a.config, a.problem, neighbours=by_target, upper_bound=upper)
     by_delta = audit.rank_by == "delta"
     fresh = {(r["observer"], r["target"]): r for r in jsonable(leakage_rows(audit))}
@@ -227,8 +240,7 @@ def _raised_point(p: AuditPoint, a: _Audited, raised: _Raised) -> AuditPoint:
         elif key not in done:  # the new rows keep the evidence of the pair's own search
             done.add(key)
             olds = {r["method"]: r for r in p.pairs if (int(r["observer"]), int(r["target"])) == key}
-            found = raised.where[(audit.results[key].neighbour.row,
-                                  tuple(float(v) for v in audit.results[key].neighbour.x_new))]
+            found = raised.where[_found(audit.results[key].neighbour)]
             pairs.extend({**olds.get(new["method"], {}), **new, "view": audit.view,
                           **audit.upper_columns(key[1], float(new["epsilon"])),
                           **({"stopped_at_cap": False} if "stopped_at_cap" in olds.get(
@@ -238,13 +250,11 @@ def _raised_point(p: AuditPoint, a: _Audited, raised: _Raised) -> AuditPoint:
     matrix = [list(r) for r in p.matrix]
     column = (f"delta_{p.matrix_method}_at_eps_{p.rank_epsilon:g}" if by_delta
               else f"epsilon_{p.matrix_method}")
-    groups: dict[int, list[float]] = {}
     for row in raised.rows:
         if (int(row["observer"]), int(row["target"])) in raised.changed:
             matrix[int(row["observer"])][int(row["target"])] = float(row[column])
-        groups.setdefault(int(row["hops"]), []).append(_value(row, by_delta))
-    by_hops = (tuple(HopLeakage(hops=h, worst=max(v), mean=float(sum(v) / len(v)))
-                     for h, v in sorted(groups.items())) if p.per_observer else p.by_hops)
+    by_hops = (HopLeakage.table((row["hops"], _value(row, by_delta)) for row in raised.rows)
+               if p.per_observer else p.by_hops)
     return replace(p, pairs=pairs, leakage=raised.rows, matrix=matrix, by_hops=by_hops,
                    worst=_worst(p, a, raised))
 
@@ -261,7 +271,7 @@ def _worst(p: AuditPoint, a: _Audited, raised: _Raised) -> WorstPair:
     exact = None if "exact" in audit.methods else jsonable(exact_for_pair(
         problem.data, problem.network, problem.params, audit, w.observer, w.target))
     row = _worst_row(audit, w, problem, a.config)
-    origin = raised.where[(w.neighbour.row, tuple(float(v) for v in w.neighbour.x_new))]
+    origin = raised.where[_found(w.neighbour)]
     row["direction"] = f"{origin[1]} (found at point {origin[0]})"
     row.update({"epsilon_upper": best.get("epsilon_upper"),
                 "epsilon_upper_max": p.worst.epsilon_upper_max})
