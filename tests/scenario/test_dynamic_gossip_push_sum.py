@@ -162,6 +162,8 @@ def test_the_shipped_push_sum_scenario_runs(tmp_path):
     err = {m: float(rows[-1]["error_mean"]) for m, rows in curves.items()}
     assert err["averaging"] < err["push-sum-cycle"] < float(curves["push-sum-cycle"][0]["error_mean"])
     pairs = _by_mode(out / "pairs.csv")
+    for a, b in zip(pairs["averaging"], pairs["push-sum-both"], strict=True):  # A = W: the same view
+        assert float(a["rdp_max"]) == pytest.approx(float(b["rdp_max"]), rel=1e-9, abs=1e-12)
     assert {r["schedules"] for r in pairs["push-sum-cycle-lossy"]} == {"20"}
     rdp = {int(r["target"]): float(r["rdp_max"]) for r in pairs["push-sum-cycle"]}
     local = config.alpha * config.sensitivity**2 / (2 * config.sigma**2)
