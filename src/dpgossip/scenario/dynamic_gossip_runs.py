@@ -18,12 +18,12 @@ recorded schedule).  After step ``k`` the error is ``||x^k - avg(x^0) 1||_2`` an
 agent's estimate of the average (:func:`estimates`): its value, or for a push-sum mode
 (``sampler = "push-sum"``, a column-stochastic schedule) the ratio ``s_i^k / w_i^k`` of the pair
 ``(s, w)`` started from ``(x^0, 1)``; a push-sum message lost under ``conditions`` loses mass, and the
-ratio's bias that follows is reported as it is.  Step ``k`` ends at its
-time (a pairwise exchange) or at ``(t + 1) period`` (round ``t``), and its delivered messages are
-those of the release model (:func:`~dpgossip.topology.schedule_backend.schedule_messages`: a round's
-``W_t[i, j] != 0``, ``i != j``, and its late messages; an exchange's request, and its reply when the
-initiator received it).  A curve at time ``tau`` (at ``M`` messages) takes the values after the last
-step that ended by ``tau`` (whose cumulative count is at most ``M``).
+ratio's bias that follows is reported as it is.  Step ``k`` ends at its time (a pairwise exchange) or
+at ``(t + 1) period`` (round ``t``), and its delivered messages are those of the release model
+(:func:`~dpgossip.topology.schedule_backend.schedule_messages`: a round's ``W_t[i, j] != 0``,
+``i != j``, and its late messages; an exchange's request, and its reply when the initiator received
+it).  A curve at time ``tau`` (at ``M`` messages) takes the values after the last step that ended by
+``tau`` (whose cumulative count is at most ``M``).
 
 **Leakage.** Noisy gossip averaging with noise once, ``y^0 = x + sigma z`` then the schedule
 (``gossip-average``): each observer's view of the realised schedule
