@@ -227,7 +227,9 @@ conditions = { drop = 0.5, delay = [1.0, 5.0], sessions = { law = "lognormal", m
      "dynamic_gossip.modes[1].conditions.delay[1] must be a number >= low = 5, got 1.0"),
     ('sampler = "pairwise" }', 'sampler = "pairwize" }', "dynamic_gossip.modes[0].schedule.sampler must be "
                                                          "one of"),
-    ('sampler = "pairwise" }', 'sampler = "push-sum" }', "'push-sum' is not run by a dynamic-gossip"),
+    ('sampler = "pairwise" }', 'sampler = "push-sum", arcs = "cycle" }',
+     "dynamic_gossip.modes[0].schedule.arcs: 'cycle' orients the ring 0 -> 1 -> ... -> 8 -> 0 along the "
+     "graph's edges, but (2, 3) is not an edge of the graph"),
     ('sampler = "pairwise" }', 'sampler = "pairwise", horizon = 3.0 }',
      "dynamic_gossip.modes[0].schedule.horizon: every mode runs until dynamic_gossip.horizon = 4"),
     ("observers = [4]", "observers = [99]", "dynamic_gossip.observers[0] must be an agent in 0..8, got 99"),

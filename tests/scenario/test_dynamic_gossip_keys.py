@@ -49,3 +49,11 @@ def test_the_documented_defaults_are_the_ones_the_parser_fills():
     c = files.conditions
     assert (c.drop, c.online, c.offline, c.pairwise_timeout) == (0.0, None, None, 2 * 2.5 + 1)
     assert TABLES["conditions"]["drop"][1] == repr(c.drop)
+
+
+def test_the_documented_arcs_default_is_the_one_a_push_sum_mode_gets():
+    config = dgc.parse_dynamic_gossip({"name": "d", "dynamic_gossip": {
+        "graph": {"topology": "ring", "agents": 4}, "modes": [{"schedule": {"sampler": "push-sum"}}]}})
+    spec = config.modes[0].schedule
+    assert TABLES["schedule"]["arcs"][1] == f'"{spec.arcs}"' == '"both"'
+    assert '"push-sum"' in TABLES["schedule"]["sampler"][2]

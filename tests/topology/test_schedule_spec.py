@@ -126,3 +126,23 @@ def test_not_a_table_and_every_sampler_reads_from_a_table(net) -> None:
                  **({"files": ["x.npy"]} if name == "files" else {})}
         spec = schedule_spec_from_mapping(table, WHERE)
         assert spec.sampler == name and spec.to_row()["schedule_sampler"] == name
+
+
+def test_push_sum_arcs_give_the_directed_graph_of_the_weights() -> None:
+    ring = make_network("ring", agents=5)
+    cycle = ScheduleSpec(sampler="push-sum", arcs="cycle")
+    assert sorted(cycle.digraph(ring).edges()) == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
+    A = cycle.sample(ring, 2).matrices[0].toarray()
+    np.testing.assert_array_equal(A, 0.5 * (np.eye(5) + np.roll(np.eye(5), 1, axis=0)))  # A[i+1, i]
+    listed = ScheduleSpec(sampler="push-sum", arcs=[[0, 1], [1, 0], [1, 2], [2, 3], [3, 4], [4, 0]])
+    assert listed.arcs == ((0, 1), (1, 0), (1, 2), (2, 3), (3, 4), (4, 0))
+    B = listed.sample(ring, 1).matrices[0].toarray()
+    assert B[0, 1] == B[2, 1] == B[1, 1] == 1 / 3 and B[1, 0] == B[0, 0] == 1 / 2 and B[4, 0] == 0
+    assert listed.to_row() == {"schedule_sampler": "push-sum",
+                               "schedule_arcs": "0->1, 1->0, 1->2, 2->3, 3->4, 4->0"}
+    assert ScheduleSpec(sampler="push-sum").to_row()["schedule_arcs"] == "both"
+    with pytest.raises(ConfigError, match=r"^arcs: sampler 'fixed' does not read it") as caught:
+        ScheduleSpec(sampler="fixed", arcs="cycle")
+    assert caught.value.field == "arcs"
+    with pytest.raises(ConfigError, match=r"^network\.schedule\.arcs\[1\] = \[1, 1\] is a self-loop"):
+        schedule_spec_from_mapping({"sampler": "push-sum", "arcs": [[0, 1], [1, 1]]}, WHERE)

@@ -1,16 +1,16 @@
 """A dynamic-gossip scenario file: ``[dynamic_gossip]``, its graph and its modes (docs/dynamic-scenarios.md).
 
-A scenario file whose top level has a ``[dynamic_gossip]`` table compares modes of gossip averaging
-(a fixed ``W`` in synchronous rounds, randomized pairwise gossip, time-varying rounds), optionally under
-message drop, delays and churn, on one graph with one noise level: the consensus error against
-simulated time and against messages, and the exact leakage of noisy gossip averaging (noise once,
-``gossip-average``) to an observer who knows the realised schedule, over sampled schedules.  Top-level
-keys: ``name``, ``description``, ``[output]`` (``dir``, ``plots``) and ``[dynamic_gossip]``, whose keys
-are :data:`SECTION_KEYS`; ``[dynamic_gossip.graph]`` holds :data:`GRAPH_KEYS` and each
-``[[dynamic_gossip.modes]]`` :data:`MODE_KEYS`.  A mode's ``schedule`` table is read by
-:func:`~dpgossip.topology.schedule_spec.schedule_spec_from_mapping` (the same table as the protocol
-scenarios' schedules); its ``conditions`` table (:data:`CONDITION_KEYS`) says how the engine runs it.
-Every error is a :class:`~dpgossip.errors.ConfigError` naming the path
+A scenario file whose top level has a ``[dynamic_gossip]`` table compares modes of gossip averaging (a
+fixed ``W`` in synchronous rounds, randomized pairwise gossip, time-varying rounds, push-sum on directed
+arcs of the graph), optionally under message drop, delays and churn, on one graph with one noise level:
+the consensus error against simulated time and against messages, and the exact leakage of noisy gossip
+averaging (noise once, ``gossip-average``) to an observer who knows the realised schedule, over sampled
+schedules. Top-level keys: ``name``, ``description``, ``[output]`` (``dir``, ``plots``) and
+``[dynamic_gossip]``, whose keys are :data:`SECTION_KEYS`; ``[dynamic_gossip.graph]`` holds
+:data:`GRAPH_KEYS` and each ``[[dynamic_gossip.modes]]`` :data:`MODE_KEYS`. A mode's ``schedule`` table
+is read by :func:`~dpgossip.topology.schedule_spec.schedule_spec_from_mapping` (the same table as the
+protocol scenarios' schedules); its ``conditions`` table (:data:`CONDITION_KEYS`) says how the engine
+runs it. Every error is a :class:`~dpgossip.errors.ConfigError` naming the path
 (``dynamic_gossip.modes[1].conditions.drop``), the value and what is allowed.
 """
 

@@ -16,12 +16,13 @@ from dpgossip.scenario import dynamic_gossip_config as dgc
 from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.churn import SESSION_KINDS
 from dpgossip.topology.mixing import MIXING_RULES
-from dpgossip.topology.schedule_spec import SAMPLER_KEYS, SCHEDULE_SAMPLERS
+from dpgossip.topology.schedule_spec import SAMPLER_KEYS, SCHEDULE_SAMPLERS, ScheduleSpec
 
 __all__ = ["TABLES", "key_rows", "INTRO", "SCHEDULE_KEYS"]
 
 _CONFIG = {f.name: f.default for f in dataclasses.fields(dgc.DynamicGossipConfig)
            if f.default is not dataclasses.MISSING}
+_ARCS_DEFAULT = next(f.default for f in dataclasses.fields(ScheduleSpec) if f.name == "arcs")
 _GRAPH = {f.name: f.default for f in dataclasses.fields(dgc.GraphSpec)
           if f.default is not dataclasses.MISSING}
 
@@ -36,7 +37,7 @@ def _users(key: str) -> str:
     return ", ".join(s for s, keys in SAMPLER_KEYS.items() if key in keys)
 
 
-SCHEDULE_KEYS: tuple[str, ...] = ("sampler", "seed", "degree", "files", "stochastic", "rate")
+SCHEDULE_KEYS: tuple[str, ...] = ("sampler", "seed", "degree", "files", "stochastic", "rate", "arcs")
 """The keys of a mode's ``schedule`` table (``horizon`` is refused: the scenario's applies)."""
 
 _SECTION = {
@@ -80,9 +81,10 @@ _MODE = {
     "period": ("number", "dynamic_gossip.period", "> 0", "duration of one round of a rounds mode"),
 }
 _SCHEDULE = {
-    "sampler": ("string", "*required*", " \\| ".join(f'"{s}"' for s in SCHEDULE_SAMPLERS if s != "push-sum"),
+    "sampler": ("string", "*required*", " \\| ".join(f'"{s}"' for s in SCHEDULE_SAMPLERS),
                 "fixed: W every round; random-matchings, one-peer-exponential, random-regular, files: "
-                "time-varying rounds; pairwise: randomized pairwise gossip (Poisson clocks)"),
+                "time-varying rounds; pairwise: randomized pairwise gossip (Poisson clocks); push-sum: "
+                "push-sum rounds on directed arcs, A_ij = 1 / (outdeg(j) + 1), estimate s_i / w_i"),
     "seed": ("integer", "-", ">= 0", f"a fixed schedule for every run ({_users('seed')}); default: "
              "each run draws its own"),
     "degree": ("integer", "-", ">= 1", f"degree of every round's graph ({_users('degree')}; required)"),
@@ -91,6 +93,11 @@ _SCHEDULE = {
     "stochastic": ("string", '"doubly"', '"doubly" \\| "row"',
                    f"which sums are one ({_users('stochastic')})"),
     "rate": ("number", "1.0", "> 0", f"rate of every agent's clock ({_users('rate')})"),
+    "arcs": ("string or list of [sender, receiver]", _show(_ARCS_DEFAULT),
+             '"both" \\| "cycle" \\| [[j, i], ...]',
+             f"the directed links ({_users('arcs')}): both: every graph edge both ways; cycle: "
+             "i -> i + 1 mod m (each an edge of the graph); a list: those arcs, each an edge of the "
+             "graph, no duplicate or self-loop; strongly connected"),
 }
 _CONDITIONS = {
     "drop": ("number", "0.0", "[0, 1)", "probability that a message is lost (no retransmission)"),

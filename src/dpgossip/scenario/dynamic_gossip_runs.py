@@ -14,12 +14,16 @@ A run of a mode is a realised :class:`~dpgossip.topology.schedules.MixingSchedul
 the matrix backend applies the schedule step by step
 (:func:`~dpgossip.topology.schedule_backend.schedule_trajectory`; it equals the engine's values on the
 recorded schedule).  After step ``k`` the error is ``||x^k - avg(x^0) 1||_2`` and the disagreement
-``||x^k - avg(x^k) 1||_2`` (they differ once lost replies move the mean).  Step ``k`` ends at its
-time (a pairwise exchange) or at ``(t + 1) period`` (round ``t``), and its delivered messages are
-those of the release model (:func:`~dpgossip.topology.schedule_backend.schedule_messages`: a round's
-``W_t[i, j] != 0``, ``i != j``, and its late messages; an exchange's request, and its reply when the
-initiator received it).  A curve at time ``tau`` (at ``M`` messages) takes the values after the last
-step that ended by ``tau`` (whose cumulative count is at most ``M``).
+``||x^k - avg(x^k) 1||_2`` (they differ once lost replies move the mean), where ``x^k`` is every
+agent's estimate of the average (:func:`estimates`): its value, or for a push-sum mode
+(``sampler = "push-sum"``, a column-stochastic schedule) the ratio ``s_i^k / w_i^k`` of the pair
+``(s, w)`` started from ``(x^0, 1)``; a push-sum message lost under ``conditions`` loses mass, and the
+ratio's bias that follows is reported as it is.  Step ``k`` ends at its time (a pairwise exchange) or
+at ``(t + 1) period`` (round ``t``), and its delivered messages are those of the release model
+(:func:`~dpgossip.topology.schedule_backend.schedule_messages`: a round's ``W_t[i, j] != 0``,
+``i != j``, and its late messages; an exchange's request, and its reply when the initiator received
+it).  A curve at time ``tau`` (at ``M`` messages) takes the values after the last step that ended by
+``tau`` (whose cumulative count is at most ``M``).
 
 **Leakage.** Noisy gossip averaging with noise once, ``y^0 = x + sigma z`` then the schedule
 (``gossip-average``): each observer's view of the realised schedule
@@ -28,7 +32,12 @@ included) is audited exactly, as :func:`~dpgossip.protocols.gossip.dynamic_relea
 does: one whitening of the view (:func:`~dpgossip.privacy.linear_audit.whiten`) and
 ``mu_u^2 = Delta^2 ||c_u||^2`` for target ``u``'s whitened column
 (:func:`~dpgossip.privacy.linear_audit.target_box`; ``inf`` outside the support of the noise), exact
-for an observer who knows the schedule. Epsilons are computed later, from ``mu``, in bulk.
+for an observer who knows the schedule. Epsilons are computed later, from ``mu``, in bulk. A push-sum
+message carries ``A_t[i, j] (s_j, w_j)``: its ``s`` part is ``A_t[i, j]`` times a linear map of
+``y^0`` and its ``w`` part does not depend on the data, so the same view applies. The graph distance of
+every audited pair is the undirected distance in ``[dynamic_gossip.graph]``, for every mode (a
+push-sum mode's arcs may be fewer: on ``arcs = "cycle"`` a target's mass reaches its observer only
+along the ring's direction, but the pairs are grouped by the same distances as the other modes').
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ from dpgossip.topology.schedule_backend import schedule_messages, schedule_traje
 from dpgossip.topology.schedule_samplers import neighbour_probabilities
 from dpgossip.topology.schedules import MixingSchedule
 
-__all__ = ["Setting", "RunTrace", "build_setting", "mode_runs", "realise", "trace_run",
+__all__ = ["Setting", "RunTrace", "build_setting", "mode_runs", "realise", "trace_run", "estimates",
            "deterministic", "rounds_of", "stream"]
 
 
@@ -111,10 +120,6 @@ def build_setting(config: DynamicGossipConfig) -> Setting:
 def _check_mode(mode: Mode, i: int, network: Network, config: DynamicGossipConfig) -> None:
     where = f"dynamic_gossip.modes[{i}].schedule"
     spec = mode.schedule
-    if spec.sampler == "push-sum":
-        raise ConfigError(f"{where}.sampler: 'push-sum' is not run by a dynamic-gossip scenario (its "
-                          "values s_i alone do not reach the average, and its release weights every "
-                          "message); allowed: the averaging samplers", field=f"{where}.sampler")
     if spec.horizon is not None:
         raise ConfigError(f"{where}.horizon: every mode runs until dynamic_gossip.horizon = "
                           f"{config.horizon:g}; leave the schedule's horizon out", field=f"{where}.horizon")
@@ -125,6 +130,9 @@ def _check_mode(mode: Mode, i: int, network: Network, config: DynamicGossipConfi
     if spec.sampler == "random-regular" and (spec.degree >= network.m or network.m * spec.degree % 2):
         raise ConfigError(f"{where}.degree must be < {network.m} agents with agents * degree even, got "
                           f"{spec.degree}", field=f"{where}.degree")
+    if spec.sampler == "push-sum":  # its arcs against the graph, before anything is written
+        with renamed_fields({"arcs": f"{where}.arcs"}):
+            spec.digraph(network)
     if spec.sampler == "files":  # read the matrices now: a bad file fails before anything is written
         with renamed_fields({"files": f"{where}.files", "matrices": f"{where}.files",
                              "stochastic": f"{where}.stochastic"}):
@@ -181,11 +189,26 @@ class RunTrace:
     mu: np.ndarray
 
 
+def estimates(schedule: MixingSchedule, x0: np.ndarray) -> np.ndarray:
+    """``(steps + 1, m)``: every agent's estimate of the average after each step (row 0: ``x^0``).
+
+    An averaging schedule's estimate is the value, ``x^k = W_{k-1} ... W_0 x^0`` (or the pairwise
+    updates). Push-sum's (``stochastic == "column"``) is the ratio ``s_i^k / w_i^k`` of
+    ``(s^k, w^k) = A_{k-1} ... A_0 (x^0, 1)`` (Kempe et al. 2003): the values ``s`` alone do not reach
+    the average. A realised push-sum round that lost a message lost mass from both ``s`` and ``w``, so
+    the ratio may then tend to a biased value; it is reported as it is.
+    """
+    if schedule.kind == "rounds" and schedule.stochastic == "column":
+        both = schedule_trajectory(schedule, np.column_stack([x0, np.ones_like(x0)]))
+        return both[:, :, 0] / both[:, :, 1]
+    return schedule_trajectory(schedule, x0)
+
+
 def trace_run(schedule: MixingSchedule, setting: Setting, config: DynamicGossipConfig,
               period: float) -> RunTrace:
     """Curves and leakage of one realised schedule (module docstring)."""
     x0 = setting.x0
-    traj = schedule_trajectory(schedule, x0)
+    traj = estimates(schedule, x0)
     error = np.linalg.norm(traj - x0.mean(), axis=1)
     disagreement = np.linalg.norm(traj - traj.mean(axis=1, keepdims=True), axis=1)
     if schedule.kind == "rounds":

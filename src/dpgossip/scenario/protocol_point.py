@@ -74,7 +74,7 @@ def point_schedule(spec: PointSpec, inputs: PointInputs) -> MixingSchedule | Non
                           f"schedule: {found.schedule_refusal}", field="network.schedule")
     where = "network.schedule"
     sampler = schedule_spec_from_mapping(table, where)
-    with renamed_fields({k: f"{where}.{k}" for k in ("seed", "degree", "files", "steps")}):
+    with renamed_fields({k: f"{where}.{k}" for k in ("seed", "degree", "files", "steps", "arcs")}):
         return sampler.sample(inputs.network, found.schedule_rounds(inputs),
                               seed=np.random.SeedSequence(spec.seed, spawn_key=(SCHEDULE_SPAWN_KEY,)))
 

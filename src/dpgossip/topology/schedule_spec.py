@@ -15,7 +15,15 @@ what step ``t`` is, and the keys each reads besides ``sampler``:
 * ``files``: the matrix of file ``t mod n`` (``n`` files, cycled) (``files``, ``stochastic``);
 * ``pairwise``: exchange ``t`` of randomized pairwise gossip on the network's edges (``seed``,
   ``rate``, ``horizon``);
-* ``push-sum``: the push-sum weights ``A_ij = 1 / (deg(j) + 1)`` on the network (no key).
+* ``push-sum``: the push-sum weights ``A_ij = 1 / (outdeg(j) + 1)`` for ``i = j`` or ``j -> i`` on a
+  directed graph of the network's agents (``arcs``, :meth:`ScheduleSpec.digraph`).
+
+``arcs`` (push-sum only) says which directed links ``j -> i`` carry messages: ``"both"`` (default) every
+edge of the network in both directions; ``"cycle"`` the ring ``i -> i + 1 mod m`` (each ``(i, i + 1 mod
+m)`` must be an edge of the network); or a list of ``[sender, receiver]`` pairs of agents, each an edge
+of the network (messages travel over its links), without duplicates or self-loops. The directed graph
+must be strongly connected (every agent's mass reaches every other), else the ratios ``s_i / w_i`` do
+not tend to the average.
 
 ``one-peer-exponential`` and ``random-regular`` ignore the network's edges (their pairs need not be
 edges of it). A spec without ``seed`` draws from the seed :meth:`ScheduleSpec.sample` is given (the
@@ -46,6 +54,7 @@ from dpgossip.errors import (
 )
 from dpgossip.topology.network import Network
 from dpgossip.topology.schedule_samplers import (
+    check_strongly_connected,
     neighbour_probabilities,
     one_peer_exponential,
     pairwise_gossip,
@@ -56,8 +65,8 @@ from dpgossip.topology.schedule_samplers import (
 )
 from dpgossip.topology.schedules import MixingSchedule
 
-__all__ = ["ScheduleSpec", "SCHEDULE_SAMPLERS", "SAMPLER_KEYS", "schedule_spec_from_mapping",
-           "fixed_schedule"]
+__all__ = ["ScheduleSpec", "SCHEDULE_SAMPLERS", "SAMPLER_KEYS", "ARC_WORDS",
+           "schedule_spec_from_mapping", "fixed_schedule"]
 
 SAMPLER_KEYS: dict[str, tuple[str, ...]] = {
     "fixed": (),
@@ -66,14 +75,19 @@ SAMPLER_KEYS: dict[str, tuple[str, ...]] = {
     "random-regular": ("seed", "degree"),
     "files": ("files", "stochastic"),
     "pairwise": ("seed", "rate", "horizon"),
-    "push-sum": (),
+    "push-sum": ("arcs",),
 }
 """Each sampler and the keys it reads besides ``sampler``."""
 SCHEDULE_SAMPLERS: tuple[str, ...] = tuple(SAMPLER_KEYS)
 """The values of ``sampler``."""
-_ALL_KEYS: tuple[str, ...] = ("sampler", "seed", "degree", "files", "stochastic", "rate", "horizon")
+_ALL_KEYS: tuple[str, ...] = ("sampler", "seed", "degree", "files", "stochastic", "rate", "horizon",
+                              "arcs")
 _DEFAULTS: dict[str, Any] = {"seed": None, "degree": None, "files": (), "stochastic": "doubly",
-                             "rate": 1.0, "horizon": None}
+                             "rate": 1.0, "horizon": None, "arcs": "both"}
+ARC_WORDS: tuple[str, ...] = ("both", "cycle")
+"""The named values of ``arcs`` (a push-sum schedule's directed links; module docstring)."""
+_ARCS_ALLOWED = ('allowed: "both" (every edge both ways), "cycle" (i -> i + 1 mod m) or a nonempty list '
+                 "of [sender, receiver] pairs of distinct agents, each an edge of the graph")
 _TOL = 1e-9
 
 Seed = int | np.random.SeedSequence | np.random.Generator
@@ -103,6 +117,9 @@ class ScheduleSpec:
         ``pairwise``: the rate of every agent's Poisson clock.
     horizon : float, optional
         ``pairwise``: every tick in ``[0, horizon)`` instead of ``steps`` ticks.
+    arcs : str or tuple of (int, int)
+        ``push-sum``: its directed links, ``"both"`` (default), ``"cycle"`` or ``(sender, receiver)``
+        pairs (module docstring; checked against a network by :meth:`digraph`).
     """
 
     sampler: str
@@ -112,6 +129,7 @@ class ScheduleSpec:
     stochastic: str = "doubly"
     rate: float = 1.0
     horizon: float | None = None
+    arcs: str | tuple[tuple[int, int], ...] = "both"
 
     def __post_init__(self) -> None:
         check_choice(self.sampler, "sampler", SCHEDULE_SAMPLERS)
@@ -129,6 +147,7 @@ class ScheduleSpec:
                                   "an integer >= 1 (e.g. degree = 3)", field="degree")
             object.__setattr__(self, "degree", check_int(self.degree, "degree", 1))
         self._check_files()
+        object.__setattr__(self, "arcs", _checked_arcs(self.arcs))
         object.__setattr__(self, "rate", check_number(self.rate, "rate", low=0.0, low_open=True))
         if self.horizon is not None:
             object.__setattr__(self, "horizon", check_number(self.horizon, "horizon", low=0.0,
@@ -196,8 +215,39 @@ class ScheduleSpec:
         if self.sampler == "random-regular":
             return random_regular_rounds(m, self.degree, T, rng)
         if self.sampler == "push-sum":
-            return push_sum_schedule(nx.DiGraph(network.graph), T)
+            return push_sum_schedule(self.digraph(network), T)
         return self._from_files(m, T)
+
+    def digraph(self, network: Network) -> nx.DiGraph:
+        """The directed graph of a push-sum schedule on ``network``: its agents and :attr:`arcs`.
+
+        Raises
+        ------
+        ConfigError
+            (field ``arcs`` or ``arcs[k]``) an arc whose agents are not in ``0..m-1`` or that is not an
+            edge of the network; ``"cycle"`` on a network without every edge ``(i, i + 1 mod m)``; a
+            directed graph that is not strongly connected.
+        """
+        m, graph = network.m, network.graph
+        if self.arcs == "both":
+            arcs = [(j, i) for a, b in graph.edges() if a != b for j, i in ((a, b), (b, a))]
+        elif self.arcs == "cycle":
+            arcs = [(i, (i + 1) % m) for i in range(m)]
+            missing = [a for a in arcs if not graph.has_edge(*a)]
+            if missing:
+                raise ConfigError(f"arcs: 'cycle' orients the ring 0 -> 1 -> ... -> {m - 1} -> 0 along "
+                                  f"the graph's edges, but ({missing[0][0]}, {missing[0][1]}) is not an "
+                                  f"edge of the graph ({len(missing)} of the {m} ring edges are missing); "
+                                  f"{_ARCS_ALLOWED}", field="arcs")
+        else:
+            arcs = list(self.arcs)
+            _check_arcs_on(arcs, m, graph)
+        digraph = nx.DiGraph()
+        digraph.add_nodes_from(range(m))
+        digraph.add_edges_from(arcs)
+        what = "push-sum" if isinstance(self.arcs, str) else f"push-sum on arcs = {_arcs_text(self.arcs)}"
+        check_strongly_connected(digraph, "arcs", what)
+        return digraph
 
     def _from_files(self, m: int, steps: int) -> MixingSchedule:
         base = schedule_from_files(self.files, stochastic=self.stochastic)
@@ -213,8 +263,68 @@ class ScheduleSpec:
         row: dict[str, object] = {"schedule_sampler": self.sampler}
         for key in SAMPLER_KEYS[self.sampler]:
             value = getattr(self, key)
-            row[f"schedule_{key}"] = ", ".join(value) if key == "files" else value
+            if key == "files":
+                value = ", ".join(value)
+            elif key == "arcs" and not isinstance(value, str):
+                value = ", ".join(f"{j}->{i}" for j, i in value)
+            row[f"schedule_{key}"] = value
         return row
+
+
+def _arcs_text(arcs: object) -> str:
+    """``arcs`` as written in TOML (``[[0, 1], [1, 2]]``), for messages."""
+    if isinstance(arcs, (list, tuple)):
+        return "[" + ", ".join(_arcs_text(a) for a in arcs) + "]"
+    return repr(arcs)
+
+
+def _checked_arcs(arcs: object) -> str | tuple[tuple[int, int], ...]:
+    """``arcs`` checked without a graph: one of :data:`ARC_WORDS`, or a nonempty list of distinct
+    ``[sender, receiver]`` pairs of two different agent numbers (as a tuple of tuples).
+
+    Raises
+    ------
+    ConfigError
+        Field ``arcs`` (not a word or a list, empty) or ``arcs[k]`` (not a pair of agents, a self-loop,
+        a duplicate), naming the value and what is allowed.
+    """
+    if isinstance(arcs, str):
+        if arcs in ARC_WORDS:
+            return arcs
+        raise ConfigError(f"arcs: {arcs!r} is not a value of arcs{did_you_mean(arcs, ARC_WORDS)}; "
+                          f"{_ARCS_ALLOWED}", field="arcs")
+    if not isinstance(arcs, (list, tuple)) or not arcs:
+        raise ConfigError(f"arcs must be a string or a list of arcs, got {_arcs_text(arcs)}; "
+                          f"{_ARCS_ALLOWED}", field="arcs")
+    seen: dict[tuple[int, int], int] = {}
+    for k, arc in enumerate(arcs):
+        where = f"arcs[{k}]"
+        if not isinstance(arc, (list, tuple)) or len(arc) != 2 or not all(
+                isinstance(a, (int, np.integer)) and not isinstance(a, bool) and a >= 0 for a in arc):
+            raise ConfigError(f"{where} must be a pair [sender, receiver] of agents (integers >= 0), "
+                              f"got {_arcs_text(arc)}; {_ARCS_ALLOWED}", field=where)
+        pair = (int(arc[0]), int(arc[1]))
+        if pair[0] == pair[1]:
+            raise ConfigError(f"{where} = {_arcs_text(arc)} is a self-loop (agent {pair[0]} to "
+                              f"itself: push-sum keeps its own share without a message); "
+                              f"{_ARCS_ALLOWED}", field=where)
+        if pair in seen:
+            raise ConfigError(f"{where} = {_arcs_text(arc)} repeats arcs[{seen[pair]}]; every arc "
+                              f"once; {_ARCS_ALLOWED}", field=where)
+        seen[pair] = k
+    return tuple(seen)
+
+
+def _check_arcs_on(arcs: list[tuple[int, int]], m: int, graph: nx.Graph) -> None:
+    """Every arc joins two agents of ``0..m-1`` along an edge of ``graph`` (field ``arcs[k]``)."""
+    for k, (j, i) in enumerate(arcs):
+        where = f"arcs[{k}]"
+        if j >= m or i >= m:
+            raise ConfigError(f"{where} = [{j}, {i}] names an agent outside 0..{m - 1} (the graph has "
+                              f"{m} agents); {_ARCS_ALLOWED}", field=where)
+        if not graph.has_edge(j, i):
+            raise ConfigError(f"{where} = [{j}, {i}] is not an edge of the graph (messages travel over "
+                              f"its links); {_ARCS_ALLOWED}", field=where)
 
 
 def fixed_schedule(network: Network, steps: int) -> MixingSchedule:
