@@ -35,7 +35,8 @@ __all__ = ["SECTION", "SECTION_KEYS", "GRAPH_KEYS", "MODE_KEYS", "CONDITION_KEYS
 SECTION = "dynamic_gossip"
 """The TOML table that makes a scenario file a dynamic-gossip scenario."""
 SECTION_KEYS: tuple[str, ...] = ("alpha", "delta", "sensitivity", "sigma", "horizon", "period",
-                                 "samples", "seed", "points", "observers", "graph", "modes")
+                                 "samples", "seed", "points", "observers", "muffliato", "graph",
+                                 "modes")
 GRAPH_KEYS: tuple[str, ...] = ("topology", "agents", "seed", "params", "mixing")
 MODE_KEYS: tuple[str, ...] = ("label", "schedule", "conditions", "period")
 CONDITION_KEYS: tuple[str, ...] = ("drop", "delay", "sessions", "offline", "timeout")
@@ -156,6 +157,9 @@ class DynamicGossipConfig:
     seed: int = 0
     points: int = 61
     observers: tuple[int, ...] | str = (0,)
+    muffliato: bool = False
+    """Also charge every run's schedule with Muffliato's per-message accounting (modes on ideal links
+    whose schedules average: not push-sum, no ``conditions``)."""
     graph: GraphSpec
     modes: tuple[Mode, ...] = ()
     out_dir: str | None = None
@@ -168,7 +172,8 @@ class DynamicGossipConfig:
                 "horizon": self.horizon, "samples": self.samples, "seed": self.seed,
                 "points": self.points,
                 "observers": self.observers if isinstance(self.observers, str) else list(self.observers),
-                "graph": self.graph.to_row(), "modes": [m.to_row() for m in self.modes],
+                "muffliato": self.muffliato, "graph": self.graph.to_row(),
+                "modes": [m.to_row() for m in self.modes],
                 "output": {"dir": self.out_dir, "plots": self.plots}}
 
 
@@ -200,6 +205,10 @@ def parse_dynamic_gossip(raw: Mapping[str, Any], *,
     plots = out.get("plots", True)
     if not isinstance(plots, bool):
         raise ConfigError(f"output.plots must be true or false, got {plots!r}", field="output.plots")
+    muffliato = section.get("muffliato", False)
+    if not isinstance(muffliato, bool):
+        raise ConfigError(f"{SECTION}.muffliato must be true or false, got {muffliato!r}",
+                          field=f"{SECTION}.muffliato")
     config = DynamicGossipConfig(
         name=name, description=str(raw.get("description", "")),
         alpha=check_number(section.get("alpha", 2.0), f"{SECTION}.alpha", low=1.0, low_open=True),
@@ -212,7 +221,7 @@ def parse_dynamic_gossip(raw: Mapping[str, Any], *,
         seed=check_int(section.get("seed", 0), f"{SECTION}.seed", 0),
         points=check_int(section.get("points", 61), f"{SECTION}.points", 2),
         observers=_observers(f"{SECTION}.observers", section.get("observers", [0])),
-        graph=_graph(f"{SECTION}.graph", section["graph"]), modes=parsed,
+        muffliato=muffliato, graph=_graph(f"{SECTION}.graph", section["graph"]), modes=parsed,
         out_dir=_out_dir(out.get("dir")), plots=plots)
     check_sizes(config)
     return config

@@ -59,6 +59,10 @@ _SECTION = {
                "points of each consensus-error curve (times over [0, horizon], message counts)"),
     "observers": ("integer, list or string", "[0]", '"all" \\| agent \\| [agents]',
                   "the observers audited; every other agent is a target"),
+    "muffliato": ("boolean", "false", "true \\| false",
+                  "also charge each run's schedule with Muffliato's per-message accounting (the "
+                  "charge columns of leakage.csv and pairs.csv); every mode on ideal links, not "
+                  "push-sum"),
     "graph": ("table", "*required*", "", "[dynamic_gossip.graph]: the one graph of every mode (below)"),
     "modes": ("array of tables", "*required*", "nonempty", "one [[dynamic_gossip.modes]] table each "
               "(below)"),

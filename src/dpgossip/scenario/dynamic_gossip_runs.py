@@ -52,6 +52,8 @@ import numpy as np
 from dpgossip.engine.dynamic import run_pairwise, run_rounds
 from dpgossip.errors import ConfigError, renamed_fields
 from dpgossip.privacy.linear_audit import LinearAuditSettings, target_box, whiten
+from dpgossip.protocols.gossip.linear import LinearGossip
+from dpgossip.protocols.gossip.schedule_mixture import averaging_steps, muffliato_schedule_charge
 from dpgossip.protocols.gossip.scheduled import observe_schedule
 from dpgossip.scenario.dynamic_gossip_config import DynamicGossipConfig, GraphSpec, Mode
 from dpgossip.topology import make_network
@@ -62,7 +64,7 @@ from dpgossip.topology.schedule_samplers import neighbour_probabilities
 from dpgossip.topology.schedules import MixingSchedule
 
 __all__ = ["Setting", "RunTrace", "build_setting", "mode_runs", "realise", "trace_run", "estimates",
-           "deterministic", "rounds_of", "stream"]
+           "deterministic", "rounds_of", "stream", "muffliato_charges"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -130,6 +132,11 @@ def _check_mode(mode: Mode, i: int, network: Network, config: DynamicGossipConfi
     if spec.sampler == "random-regular" and (spec.degree >= network.m or network.m * spec.degree % 2):
         raise ConfigError(f"{where}.degree must be < {network.m} agents with agents * degree even, got "
                           f"{spec.degree}", field=f"{where}.degree")
+    if config.muffliato and (mode.conditions is not None or spec.sampler == "push-sum"):
+        raise ConfigError(f"dynamic_gossip.modes[{i}]: Muffliato's charge (dynamic_gossip.muffliato = "
+                          f"true) is for averaging schedules on ideal links, got sampler "
+                          f"{spec.sampler!r}{' with conditions' if mode.conditions else ''}; allowed: "
+                          "no conditions, not push-sum", field=f"dynamic_gossip.modes[{i}]")
     if spec.sampler == "push-sum":  # its arcs against the graph, before anything is written
         with renamed_fields({"arcs": f"{where}.arcs"}):
             spec.digraph(network)
@@ -187,6 +194,9 @@ class RunTrace:
     error: np.ndarray
     disagreement: np.ndarray
     mu: np.ndarray
+    charge: np.ndarray | None = None
+    """Muffliato's per-message charge of every audited pair (Renyi at ``alpha``), when the scenario
+    asks for it (:func:`muffliato_charges`)."""
 
 
 def estimates(schedule: MixingSchedule, x0: np.ndarray) -> np.ndarray:
@@ -225,8 +235,25 @@ def trace_run(schedule: MixingSchedule, setting: Setting, config: DynamicGossipC
         white = whiten(view.J, view.B, rank_rtol=settings.rank_rtol, range_rtol=settings.range_rtol)
         for u in setting.pairs[setting.pairs[:, 0] == v, 1].tolist():
             mu.append(math.sqrt(max(target_box(white, view.columns_of[u], settings).upper, 0.0)))
+    charge = muffliato_charges(schedule, setting, config) if config.muffliato else None
     return RunTrace(ends=ends, messages=np.cumsum(counts[:schedule.steps]), error=error,
-                    disagreement=disagreement, mu=np.array(mu))
+                    disagreement=disagreement, mu=np.array(mu), charge=charge)
+
+
+def muffliato_charges(schedule: MixingSchedule, setting: Setting,
+                      config: DynamicGossipConfig) -> np.ndarray:
+    """Muffliato's per-message Renyi charge at ``alpha`` of every audited pair, in the order of
+    ``setting.pairs``, along the schedule's averaging steps
+    (:func:`~dpgossip.protocols.gossip.schedule_mixture.muffliato_schedule_charge`: every message
+    charged as if its noise were fresh, so not a bound; docs/dynamic-leakage.md)."""
+    steps = averaging_steps(schedule)
+    spec = LinearGossip(rounds=len(steps), sigma=config.sigma)
+    out = []
+    for v in setting.observers:
+        charge = muffliato_schedule_charge(steps, spec, v, order=config.alpha,
+                                           sensitivity=config.sensitivity)
+        out.extend(charge[setting.pairs[setting.pairs[:, 0] == v, 1]].tolist())
+    return np.array(out)
 
 
 def mode_runs(config: DynamicGossipConfig, setting: Setting, index: int, mode: Mode,

@@ -85,15 +85,28 @@ def distance_rows(mode: str, traces: list[RunTrace], pairs: np.ndarray,
     """Per graph distance, the spread of the exact known-schedule leakage over every (run, pair)
     (module docstring)."""
     mu = np.array([t.mu for t in traces])
+    charge = _charges(traces)
     out = []
-    for s in spread_by_distance(mu, pairs[:, 2], settings):
-        out.append({"mode": mode, "distance": s.distance, "pairs": s.targets, "schedules": s.schedules,
-                    "rdp_mean": s.exact_rdp_mean, "rdp_median": s.exact_rdp_median,
-                    "rdp_q90": s.exact_rdp_q90, "rdp_max": s.exact_rdp_max,
-                    "epsilon_mean": s.exact_eps_mean, "epsilon_max": s.exact_eps_max,
-                    "mixture_rdp": s.mixture_rdp, "mixture_epsilon": s.mixture_eps,
-                    "note": _note(s.schedules)})
+    for s in spread_by_distance(mu, pairs[:, 2], settings, bound=charge):
+        row = {"mode": mode, "distance": s.distance, "pairs": s.targets, "schedules": s.schedules,
+               "rdp_mean": s.exact_rdp_mean, "rdp_median": s.exact_rdp_median,
+               "rdp_q90": s.exact_rdp_q90, "rdp_max": s.exact_rdp_max,
+               "epsilon_mean": s.exact_eps_mean, "epsilon_max": s.exact_eps_max,
+               "mixture_rdp": s.mixture_rdp, "mixture_epsilon": s.mixture_eps}
+        if charge is not None:
+            row.update({"charge_mean": s.bound_mean, "charge_max": s.bound_max,
+                        "charge_below_exact": s.below_exact,
+                        "mean_charge_below_mean_exact": s.mean_below_exact_mean,
+                        "mean_charge_below_mixture": s.mean_below_mixture})
+        out.append({**row, "note": _note(s.schedules)})
     return out
+
+
+def _charges(traces: list[RunTrace]) -> np.ndarray | None:
+    """``(runs, pairs)`` Muffliato charges, or ``None`` when the scenario does not ask for them."""
+    if traces[0].charge is None:
+        return None
+    return np.array([t.charge for t in traces])
 
 
 def pair_rows(mode: str, traces: list[RunTrace], pairs: np.ndarray,
@@ -104,13 +117,18 @@ def pair_rows(mode: str, traces: list[RunTrace], pairs: np.ndarray,
     a, d = settings.orders[0], settings.delta
     rdp = a * mu ** 2 / 2
     eps = gaussian_epsilons(mu.ravel(), d).reshape(mu.shape)
+    charge = _charges(traces)
     out = []
     for k, (v, u, dist) in enumerate(pairs.tolist()):
-        out.append({"mode": mode, "observer": v, "target": u, "distance": dist,
-                    "schedules": mu.shape[0], "rdp_mean": float(rdp[:, k].mean()),
-                    "rdp_median": float(np.median(rdp[:, k])), "rdp_max": float(rdp[:, k].max()),
-                    "epsilon_mean": float(eps[:, k].mean()), "epsilon_max": float(eps[:, k].max()),
-                    "mixture_rdp": mixture_rdp(mu[:, k], a),
-                    "mixture_epsilon": mixture_epsilon(mu[:, k], d) if mu.shape[0] > 1
-                    else float(eps[0, k]), "note": _note(mu.shape[0])})
+        row = {"mode": mode, "observer": v, "target": u, "distance": dist,
+               "schedules": mu.shape[0], "rdp_mean": float(rdp[:, k].mean()),
+               "rdp_median": float(np.median(rdp[:, k])), "rdp_max": float(rdp[:, k].max()),
+               "epsilon_mean": float(eps[:, k].mean()), "epsilon_max": float(eps[:, k].max()),
+               "mixture_rdp": mixture_rdp(mu[:, k], a),
+               "mixture_epsilon": mixture_epsilon(mu[:, k], d) if mu.shape[0] > 1
+               else float(eps[0, k])}
+        if charge is not None:  # the flag of spread_by_distance, per pair
+            row.update({"charge_mean": float(charge[:, k].mean()), "charge_max": float(charge[:, k].max()),
+                        "charge_below_exact": int(np.sum(charge[:, k] < rdp[:, k] * (1 - 1e-12)))})
+        out.append({**row, "note": _note(mu.shape[0])})
     return out
