@@ -1,9 +1,8 @@
-"""docs/floorfree.md and docs/cape-gossip.md print the numbers their scripts stored, and their readings hold
-in those numbers (recompute: ``python scripts/floorfree_wine.py --check``,
-``python scripts/cape_gossip_views.py --check``)."""
+"""docs/floorfree.md prints the numbers its scripts stored, and its readings hold in those numbers
+(recompute: ``python scripts/floorfree_wine.py --check``). docs/cape-gossip.md's table:
+tests/test_docs_cape_gossip_views.py."""
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -37,27 +36,6 @@ def test_floorfree_page_prints_the_stored_wine_table_and_its_reading_holds():
     assert f"{numbers['top_eigenvalue']:.1f}" == "22.0"
 
 
-def test_cape_gossip_page_prints_the_stored_table_and_its_reading_holds():
-    numbers = _stored("cape-gossip-views")
-    page = (ROOT / "docs" / "cape-gossip.md").read_text(encoding="utf-8")
-    assert load_script("cape_gossip_views").table(numbers) in page
-    rows = {(r["sites"], r["c"]): r for r in numbers["rows"]}
-    for (S, c), r in rows.items():
-        if c == 1:                                          # a neighbour with one round = the aggregator
-            assert r["neighbour"] == pytest.approx(r["cape_aggregator"], rel=1e-9)
-        assert r["neighbour"] >= rows[(S, 1)]["neighbour"] - 1e-12
-        assert r["coalition"] == pytest.approx(rows[(S, 1)]["coalition"], rel=1e-9)
-        assert r["edge"] <= r["all_edges"] + 1e-12 and r["edge"] <= r["neighbour"] + 1e-12
-    assert rows[(16, 10)]["neighbour"] > rows[(16, 10)]["cape_aggregator"]
-    assert rows[(16, 10)]["edge"] == pytest.approx(rows[(16, 10)]["all_edges"], rel=1e-9)
-    assert math.isclose(rows[(4, 5)]["edge"], rows[(4, 5)]["all_edges"], rel_tol=1e-9)
-
-
-def test_cape_gossip_numbers_are_what_the_code_computes():
-    views = load_script("cape_gossip_views")                     # seconds: closed forms per view
-    _assert_close(json.loads(json.dumps(views.compute())), _stored("cape-gossip-views"))
-
-
 @pytest.mark.slow
 def test_floorfree_wine_numbers_are_what_the_code_computes():
     """About four minutes: the whole Wine table, audits and errors, recomputed."""
@@ -80,19 +58,6 @@ def _assert_close(got: object, want: object, rel: float = 1e-9, where: str = "")
         assert got == pytest.approx(want, rel=rel, abs=1e-300), where
     else:
         assert got == want, where
-
-
-def test_cape_gossip_reading_quotes_the_stored_numbers():
-    """docs/cape-gossip.md, "What it shows": the numbers of items 2-4 are the stored table's."""
-    rows = {(r["sites"], r["c"]): r for r in _stored("cape-gossip-views")["rows"]}
-    page = " ".join((ROOT / "docs" / "cape-gossip.md").read_text(encoding="utf-8").split())
-    assert (f"On the 16-ring a neighbour goes from {rows[(16, 1)]['neighbour']:.3g} (`c = 1`) to "
-            f"{rows[(16, 10)]['neighbour']:.3g} (`c = 10`), beyond capePCA's aggregator") in page
-    assert rows[(16, 10)]["neighbour"] > rows[(16, 10)]["cape_aggregator"]
-    assert (f"whatever `c` is: {rows[(4, 1)]['coalition']:.3g} for 4 sites and "
-            f"{rows[(16, 1)]['coalition']:.3g} for 16") in page
-    assert (f"{rows[(4, 5)]['all_edges']:.3g} on the paper ring, {rows[(16, 10)]['all_edges']:.3g} on the "
-            f"16-ring") in page
 
 
 def test_floorfree_page_quotes_the_privacy_example():
