@@ -18,7 +18,8 @@
   tau_g^2``, :func:`gossip_site_guarantee`); ``audited_epsilon`` the exact audit of that view through
   :func:`dpgossip.privacy.linear_audit.whiten` (:func:`site_view_audit`); ``audited_epsilon_beyond`` the
   worst neighbour (every round's messages, its own edge draws known:
-  :func:`dpgossip.protocols.cape.gossip_audit.audit_cape_gossip`).
+  :func:`dpgossip.protocols.cape.gossip_audit.audit_cape_gossip`); with ``[cape] views``, one column
+  ``audited_epsilon_<label>`` per named view (:mod:`dpgossip.protocols.cape.named_views`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dpgossip.privacy.linear_audit import whiten
 from dpgossip.protocols.cape.gossip import CapeGossipParams, incidence
 from dpgossip.protocols.cape.gossip_audit import audit_cape_gossip
 from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon, view_covariance
+from dpgossip.protocols.cape.named_views import named_view_epsilons
 from dpgossip.protocols.cape.star import CapeParams, second_moment_sensitivity
 from dpgossip.protocols.ppm.gossip import edge_list
 from dpgossip.topology.network import Network
@@ -119,4 +121,7 @@ def cape_gossip_columns(network: Network, params: CapeGossipParams, sizes: tuple
                     "audited_epsilon_beyond": worst,
                     "audit_beyond": "worst neighbour (every round, its own edge draws known)",
                     "beyond_exceeds_guarantee": _exceeds(worst, guaranteed)})
+        if cape.get("views"):
+            row.update(named_view_epsilons(network, params, sizes, cape["views"], delta=delta,
+                                           adjacency=cape["sensitivity"], schedule=schedule))
     return row

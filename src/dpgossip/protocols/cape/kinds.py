@@ -9,7 +9,8 @@ exactly
 ``capepca``; one site's release for ``capepca-gossip``,
 :func:`dpgossip.protocols.cape.guarantee.calibrate_cape_noise`); exactly one of the two; ``delta``;
 ``sensitivity`` (``row-replacement``: ``sqrt(2)/N``, exact for a row replaced in the unit ball;
-``paper``: Imtiaz and Sarwate's ``1/N``); ``audit``. The columns of a run:
+``paper``: Imtiaz and Sarwate's ``1/N``); ``audit``; ``views`` (capepca-gossip only: named views
+audited at every point, :mod:`dpgossip.protocols.cape.named_views`). The columns of a run:
 :mod:`dpgossip.protocols.cape.columns`.
 
 ``capepca-gossip``'s noise is matched to capePCA at site level ``tau``: ``tau_g = tau/sqrt(S)``,
@@ -24,6 +25,7 @@ from typing import Any
 from dpgossip.protocols.cape.columns import cape_columns, cape_gossip_columns, gossip_site_guarantee
 from dpgossip.protocols.cape.gossip import CapeGossipParams
 from dpgossip.protocols.cape.guarantee import calibrate_cape_noise, cape_guarantee
+from dpgossip.protocols.cape.named_views import check_views_table
 from dpgossip.protocols.cape.nodes import cape_star_network
 from dpgossip.protocols.cape.protocol import CapePca, CapePcaGossip
 from dpgossip.protocols.cape.star import SENSITIVITIES, CapeParams
@@ -48,6 +50,12 @@ CAPE_FIELDS: dict[str, Field] = {
     "sensitivity": Field(kind=str, default="row-replacement", choices=tuple(SENSITIVITIES),
                          doc="row-replacement (sqrt(2)/N, a row replaced in the unit ball) or paper "
                          "(Imtiaz and Sarwate's 1/N)"),
+    "views": Field(kind="table", default=None, sweep=False, check=check_views_table,
+                   read_by=("capepca-gossip",),
+                   doc="named views audited at every capepca-gossip point, label = { view = neighbour "
+                   "| coalition, agents = [...] } or { view = \"eavesdropper\", edges = [[i, j], ...] | "
+                   "\"all\" }: the column audited_epsilon_<label>, worst site's exact epsilon "
+                   "(docs/cape-gossip.md); when audit is on"),
 }
 """The keys of ``[cape]``."""
 
