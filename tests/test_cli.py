@@ -494,3 +494,18 @@ def test_the_quickstart_audit_stops_at_the_epsilon_cap_and_says_so(tmp_path, cap
     stored = ROOT / "docs" / "results" / "quickstart-audit"
     for name in ("pairs.csv", "worst.json", "epsilon_matrix.csv"):
         assert (out / name).read_bytes() == (stored / name).read_bytes(), name
+
+
+def test_audit_prints_the_other_guarantees_of_a_kind_rounded_up(capsys):
+    """``also: gdp_epsilon ...`` is a bound: printed at or above the stored value, never to nearest."""
+    from dpgossip.cli import _print_kind_point
+    from dpgossip.scenario.audit_point import KindAuditPoint
+
+    gdp = 1.34105  # to nearest at 4 digits: 1.341, below the bound
+    columns = {"guaranteed_epsilon": 2.0, "guarantee_delta": 1e-5, "guarantee_accountant": "pld",
+               "adjacency": "replace-one", "gdp_epsilon": gdp, "site_epsilon": 0.50001}
+    point = KindAuditPoint(index=0, key="k", axes={}, kind="ddppm-floorfree", columns=columns,
+                           size={"agents": 4, "rows": 178, "columns": 13, "iterations": 5})
+    _print_kind_point(point)
+    line = [t for t in capsys.readouterr().out.splitlines() if "also:" in t][0]
+    assert "gdp_epsilon 1.342" in line and "site_epsilon 0.5001" in line

@@ -281,8 +281,8 @@ def _print_kind_point(point: KindAuditPoint) -> None:
         print(f"  beyond the guarantee: audited epsilon {_num(float(c['audited_epsilon_beyond']))} "
               f"({c['audit_beyond']})")
     others = [k for k in ("claimed_epsilon", "site_epsilon", "gdp_epsilon") if k in c]
-    if others:
-        print("  also: " + ", ".join(f"{k} {_num(float(c[k]))}" for k in others), flush=True)
+    if others:  # each a guarantee (a claimed one, a site's, the exact GDP one): rounded up
+        print("  also: " + ", ".join(f"{k} {_upper(float(c[k]))}" for k in others), flush=True)
 
 
 def _print_audit_point(point: AuditPoint | KindAuditPoint) -> None:
