@@ -313,19 +313,21 @@ def _compare(stored: list[dict[str, str]], fresh: list[dict[str, object]]) -> No
 def _recompute(folder: Path, label: str,
                distances: set[int] | None = None) -> tuple[list[dict[str, object]], dict[str, object]]:
     """The rows and facts of graph ``label`` by the product's :func:`audit_case`, with only the
-    observers at ``distances`` from the target (every observer: ``None``), as the run computes them."""
+    observers at ``distances`` from the target (every observer: ``None``), as the run computes them;
+    the facts' ``observers`` counts every observer the scenario samples."""
     config = scenario(folder)
     (index,) = [i for i, g in enumerate(config.graphs) if g.label == label]
     case, path = config.graphs[index], f"network_dp.graphs[{index}]"
     with single_blas_thread():
         prepared = prepare_case(case, path)
+        sampled = len(prepared.observers)
         if distances is not None:
             hops = nx.single_source_shortest_path_length(prepared.network.graph, case.target)
             prepared = dataclasses.replace(
                 prepared, observers=tuple(v for v in prepared.observers if hops[v] in distances))
         rows, info = audit_case(case, alpha=config.alpha, delta=config.delta,
                                 sensitivity=config.sensitivity, path=path, prepared=prepared)
-    return [r.to_row() for r in rows], info
+    return [r.to_row() for r in rows], {**info, "observers": sampled}
 
 
 @pytest.mark.parametrize(("label", "distances"), [
@@ -337,12 +339,12 @@ def test_sampled_graphs_recomputed(label, distances):
     stored = read_rows(GOSSIP / "leakage.csv")
     fresh, info = _recompute(GOSSIP, label, distances)
     (graph,) = [g for g in read_json(GOSSIP / "summary.json")["graphs"] if g["label"] == label]
-    assert info["rounds"] == graph["rounds"] and info["edges"] == graph["edges"]
-    wanted = {int(r["observer"]) for r in fresh} if distances else None
+    assert (info["rounds"], info["edges"], info["observers"]) == \
+        (graph["rounds"], graph["edges"], graph["observers"])
     mine = [r for r in stored if r["topology"] == label
-            and (wanted is None or int(r["observer"]) in wanted)]
-    _compare(mine, fresh)
-    if distances:  # every stored observer at those distances was recomputed
+            and (distances is None or int(r["distance"]) in distances)]
+    _compare(mine, fresh)  # every stored row of the graph (at those distances), in the stored order
+    if distances:
         assert {int(r["distance"]) for r in mine} == distances
 
 
