@@ -26,6 +26,8 @@ declare -A COMMAND=(
   [floorfree-wine]="run scenarios/floorfree-wine.toml --no-plots"
   [floorfree-wine-audit]="audit scenarios/floorfree-wine.toml --no-plots"
   [cape-gossip-views]="run scenarios/cape-gossip-views.toml --no-plots"
+  [network-dp-gossip]="run scenarios/network-dp-gossip.toml"
+  [network-dp-decor]="run scenarios/network-dp-decor.toml --no-plots"
   [paper-fig2-wine]="run scenarios/paper-fig2-wine.toml --workers 2"
   [paper-fig2-diabetes]="run scenarios/paper-fig2-diabetes.toml --workers 2"
 )
