@@ -17,8 +17,6 @@ minutes. It writes:
 * ``docs/numbers/paper-fig3.csv``: ``delta_upper_at_5`` and ``epsilon_upper_at_delta`` (the bound's
   epsilon at the printed lower delta, so that both sides are at one delta: the neighbour found has
   epsilon about 5 there);
-* ``docs/numbers/privacy-example-upper.json``: agent 1's bound for each row of the docs/privacy.md
-  example (its lower numbers stay in ``privacy-example.json``, written by scripts/privacy_example.py);
 * ``docs/numbers/protocol-frontier.csv``: ``audited_upper`` of the D-DP-PM rows (the largest target bound
   at delta = 1e-5; it covers the eavesdropper the audit takes).
 
@@ -26,7 +24,7 @@ Then it rewrites, in docs/, every table and sentence that prints these numbers (
 each is rendered from the stored files before and after, and the old text replaced by the new). A bound
 that is infinite says why (``upper_reason``); where no bound is defined (rank ``r > 1``) the value is
 empty and the reason says so. Run it after the scripts that write the lower numbers
-(scripts/readme_tables.py, scripts/privacy_example.py, scripts/protocol_frontier.py), which rewrite those
+(scripts/readme_tables.py, scripts/protocol_frontier.py), which rewrite those
 files without the upper columns. tests/test_docs_upper_numbers.py recomputes a sample and checks that the
 docs print the stored values.
 """
@@ -50,7 +48,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = ROOT / "docs" / "numbers"
 SCENARIOS = ROOT / "scenarios"
 FIG2 = ("wine", "diabetes", "breast_cancer")
-EXAMPLE_OUT = NUMBERS / "privacy-example-upper.json"
 FIG3_EPSILON = 5.0
 FRONTIER_DELTA = 1e-5
 NEAR_ONE = 1.0 - 1e-9
@@ -177,37 +174,6 @@ def fig3_row(row: dict[str, str]) -> dict[str, str]:
             "upper_reason": why}
 
 
-# --- the docs/privacy.md example ----------------------------------------------------------------
-def example_upper() -> dict[str, Any]:
-    """Agent 1's bound for every row of the docs/privacy.md example (scripts/privacy_example.py)."""
-    from dpgossip.data import load_dataset
-    from dpgossip.protocols.ddppm.params import NoiseSchedule, resolve_params
-    from dpgossip.topology import make_network
-
-    stored = json.loads((NUMBERS / "privacy-example.json").read_text(encoding="utf-8"))
-    net = make_network(stored["topology"])
-    data = load_dataset(stored["dataset"], agents=4)
-    target, delta, epsilon = stored["target"], stored["delta"], stored["epsilon"]
-    rows = []
-    for r in stored["rows"]:
-        params = resolve_params(data, net, iterations=stored["T"], consensus_steps=stored["c"],
-                                noise=NoiseSchedule(kind=r["schedule"], scale=r["scale"]))
-        problem = _Problem(data, net, params)
-        eps_up, why, _ = worst_bound(problem, delta, "bounded", [target])
-        d_up = delta_upper(bound_function(problem, "bounded", [target]), epsilon,
-                           r["delta_exact_at_5"])
-        rows.append({"view": r["view"], "schedule": r["schedule"], "scale": r["scale"],
-                     "epsilon_upper": eps_up, "delta_upper_at_5": d_up, "upper_reason": why})
-    return {"target": target, "delta": delta, "epsilon": epsilon, "rows": rows}
-
-
-class _Problem:
-    """The three parts of a problem :func:`worst_bound` reads."""
-
-    def __init__(self, data, network, params) -> None:
-        self.data, self.network, self.params = data, network, params
-
-
 # --- the protocol frontier's D-DP-PM rows -------------------------------------------------------
 def frontier_points() -> Iterator[tuple[str, str, str, int]]:
     """``(dataset, topology, noise scale as printed, point index)`` of every D-DP-PM point of
@@ -278,7 +244,6 @@ def frontier_table() -> list[dict[str, str]]:
 
 
 PARTS: dict[str, tuple[Path, Callable[[], Any]]] = {
-    "example": (EXAMPLE_OUT, lambda: json.loads(json.dumps(example_upper()))),
     **{f"fig2-{ds}": (NUMBERS / f"paper-fig2-{ds}.csv", lambda ds=ds: fig2_table(ds)) for ds in FIG2},
     "fig3": (NUMBERS / "paper-fig3.csv", fig3_table),
     "frontier": (NUMBERS / "protocol-frontier.csv", frontier_table),
@@ -293,11 +258,10 @@ DOCS = ROOT / "docs"
 def doc_fragments() -> list[tuple[Path, str]]:
     """Every table and sentence of docs/ that prints a stored upper bound, rendered from the stored files
     by the functions the tests check the pages with: ``(page, text)``."""
-    import privacy_example as example  # scripts/ is on sys.path when a script runs
     import protocol_frontier as frontier
     import readme_tables as tables
 
-    paper, privacy, results = DOCS / "paper.md", DOCS / "privacy.md", DOCS / "results.md"
+    paper, results = DOCS / "paper.md", DOCS / "results.md"
     out = [(paper, tables.table(rows)) for rows in tables.stored().values()]
     out.append((paper, tables.fig2_upper_sentence(tables.stored())))
     fig3 = tables.stored_fig3()
@@ -305,11 +269,6 @@ def doc_fragments() -> list[tuple[Path, str]]:
     (w1,) = [r for r in fig3 if r["dataset"] == "wine" and r["T"] == "1"]
     out.append((DOCS / "audit-scale.md", f"proves no delta below {w1['delta_upper_at_5']} at epsilon = 5, "
                 f"and epsilon at most {w1['epsilon_upper_at_delta']} at delta = {w1['worst_delta_at_5']}"))
-    lower, upper = (json.loads(f.read_text(encoding="utf-8")) for f in (example.OUT, example.UPPER))
-    out.append((privacy, example.stored_table()))
-    out.append((privacy, example.upper_sentence(lower, upper)))
-    (u10,) = [r["epsilon_upper"] for r in upper["rows"] if r["view"] == "observer" and r["scale"] == 10.0]
-    out.append((privacy, f"the certified upper bound at delta = 1e-5 is {round_up(u10, 4)} there"))
     rows = frontier.stored()
     out += [(DOCS / "protocol-frontier.md", frontier.page(rows)),
             (results, frontier.table(rows, "ring")), (results, frontier.conclusion(rows, "ring"))]
