@@ -1,6 +1,6 @@
-"""The numbers printed in docs/ppm.md, docs/cape.md and docs/network-dp.md, computed with the repo's code.
+"""The numbers printed in docs/ppm.md and docs/network-dp.md, computed with the repo's code.
 
-    python scripts/protocol_docs_numbers.py [--ppm] [--cape] [--network]
+    python scripts/protocol_docs_numbers.py [--ppm] [--network]
 
 Each function returns the exact markdown the page prints (a table, a sentence or a number string).
 ``main`` prints them (all pages when no flag is given; about ten seconds, the 2,048-node hypercube
@@ -20,8 +20,6 @@ import numpy as np
 from dpgossip.rounding import format_upper
 
 PPM_ROWS = ((1.0, 1e-5, 3), (10.0, 1e-4, 3), (0.5, 1e-6, 10), (4.0, 1e-4, 2))
-CAPE_ROWS = ((0.1, 2), (0.5, 4), (0.9, 4), (0.9, 100))
-CAPE_DELTA, CAPE_ROWS_PER_SITE = 1e-5, 100
 HOPS = (1, 2, 4, 6, 7, 8, 10, 11)
 
 
@@ -176,100 +174,6 @@ def ppm_gossip_limits() -> str:
 def ppm_texts() -> list[str]:
     return [ppm_table(), ppm_pld_gap(), ppm_replace_one(), ppm_paper_limit(), ppm_search(),
             ppm_gossip_table(), ppm_gossip_limits()]
-
-
-# -------------------------------------------------------------------------------------------- cape.md
-
-def cape_table() -> str:
-    """docs/cape.md, Section 5: exact epsilons of one release and of the aggregator's joint view."""
-    from dpgossip.protocols.cape.guarantee import cape_guarantee
-    from dpgossip.protocols.cape.star import CapeParams
-
-    lines = ["| eps (classical calibration) | S | site, Imtiaz and Sarwate's `1/N` "
-             "| aggregator, Imtiaz and Sarwate's `1/N` | site, row replacement "
-             "| aggregator, row replacement |", "|---|---|---|---|---|---|"]
-    for eps, S in CAPE_ROWS:
-        params = CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
-                            sensitivity="paper")
-        sizes = (CAPE_ROWS_PER_SITE,) * S
-        paper = cape_guarantee(sizes, params, CAPE_DELTA, adjacency="paper")
-        row = cape_guarantee(sizes, params, CAPE_DELTA)
-        lines.append(f"| {eps:g} | {S} | {_ceil(paper.epsilon_site, 4)} "
-                     f"| {_ceil(paper.epsilon_aggregator, 4)} | {_ceil(row.epsilon_site, 4)} "
-                     f"| {_ceil(row.epsilon_aggregator, 4)} |")
-    return "\n".join(lines)
-
-
-def cape_factors() -> str:
-    """docs/cape.md, Section 5: the joint view's factor ``2S/(S+1)``."""
-    from fractions import Fraction
-
-    from dpgossip.protocols.cape.guarantee import view_factor
-
-    two, four = view_factor(2), view_factor(4)
-    return (f"`2S/(S+1)`: `{Fraction(two).limit_denominator(10)}` for `S = 2`, `{four:g}` for `S = 4`, "
-            f"and towards `2` for many sites.")
-
-
-def _cape_paper_params(eps: float):
-    from dpgossip.protocols.cape.star import CapeParams
-
-    return CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
-                      sensitivity="paper")
-
-
-def cape_nominal_limit(eps: float) -> float:
-    """The aggregator's exact epsilon as ``S`` grows (joint factor ``2S/(S+1) -> 2``), at Imtiaz and
-    Sarwate's ``1/N`` sensitivity and Imtiaz and Sarwate's classical calibration for ``eps``."""
-    from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon
-
-    site = cape_guarantee((CAPE_ROWS_PER_SITE,) * 2, _cape_paper_params(eps), CAPE_DELTA,
-                          adjacency="paper").mu_site
-    return gaussian_epsilon(math.sqrt(2.0) * site, CAPE_DELTA)
-
-
-def cape_nominal_sites(eps: float) -> int | None:
-    """The smallest number of sites ``S`` at which the aggregator's exact epsilon (Imtiaz and
-    Sarwate's sensitivity and calibration) exceeds ``eps``, or None when it never does.
-
-    The joint factor ``2S/(S+1)`` grows with ``S`` towards 2, so the aggregator's epsilon grows too: it
-    passes ``eps`` at some ``S`` exactly when its limit :func:`cape_nominal_limit` is above ``eps``, and
-    stays above from there on.
-    """
-    from dpgossip.protocols.cape.guarantee import cape_guarantee
-
-    if cape_nominal_limit(eps) <= eps:
-        return None
-    S = 2
-    while cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA,
-                         adjacency="paper").epsilon_aggregator <= eps:
-        S += 1
-    return S
-
-
-def cape_nominal() -> str:
-    """docs/cape.md, Section 5: where the aggregator's exact epsilon passes the nominal one (Imtiaz
-    and Sarwate's sensitivity), for each ``eps`` of the table."""
-    from dpgossip.protocols.cape.guarantee import cape_guarantee
-
-    below, above = [], []
-    for eps in dict.fromkeys(e for e, _ in CAPE_ROWS):
-        first = cape_nominal_sites(eps)
-        if first is None:
-            below.append(f"at `eps = {eps:g}` it stays below `{eps:g}` for every `S` (it tends to "
-                         f"`{_ceil(cape_nominal_limit(eps), 4)}` as `S` grows)")
-        else:
-            above.append(f"`eps = {eps:g}` from `S = {first}`")
-    eps, S = CAPE_ROWS[-1]
-    last = cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA, adjacency="paper")
-    return (f"At Imtiaz and Sarwate's own sensitivity that slack absorbs the joint factor only for "
-            f"few sites: "
-            f"{'; '.join(below)}; but it exceeds the nominal epsilon at {' and at '.join(above)} on "
-            f"({_ceil(last.epsilon_aggregator, 4)} against {eps:g} at `S = {S}` in the table).")
-
-
-def cape_texts() -> list[str]:
-    return [cape_table(), cape_factors(), cape_nominal()]
 
 
 # -------------------------------------------------------------------------------------- network-dp.md
@@ -462,11 +366,11 @@ def network_texts() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for page in ("ppm", "cape", "network"):
+    for page in ("ppm", "network"):
         parser.add_argument(f"--{page}", action="store_true", help=f"print the numbers of docs/{page}.md")
     args = parser.parse_args(argv)
-    every = not (args.ppm or args.cape or args.network)
-    for flag, texts in (("ppm", ppm_texts), ("cape", cape_texts), ("network", network_texts)):
+    every = not (args.ppm or args.network)
+    for flag, texts in (("ppm", ppm_texts), ("network", network_texts)):
         if every or getattr(args, flag):
             print("\n\n".join(texts()) + "\n")
     return 0

@@ -37,14 +37,29 @@ def test_ppm_table_prints_every_accountant_epsilon_rounded_up():
             assert _rounded_up(text, value), (eps, text, value)
 
 
+def _page_table_rows(page: str, header: str) -> list[list[str]]:
+    """The cells of the body rows of the markdown table of ``docs/<page>.md`` whose header starts with
+    ``header``."""
+    lines = (ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    body = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        body.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return body
+
+
 def test_cape_table_prints_every_exact_epsilon_rounded_up():
+    """docs/cape.md, Section 5 (stored results of cape-classical-calibration): every exact epsilon of the
+    page's table, recomputed here by ``cape_guarantee`` for the row's classical calibration."""
     from dpgossip.protocols.cape.guarantee import cape_guarantee
     from dpgossip.protocols.cape.star import CapeParams
 
-    numbers = load_script("protocol_docs_numbers")
-    lines = numbers.cape_table().splitlines()[2:]
-    for (eps, S), line in zip(numbers.CAPE_ROWS, lines, strict=True):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    rows = _page_table_rows("cape", "| eps (classical calibration) |")
+    assert len(rows) == 4
+    for cells in rows:
+        eps, S = float(cells[0]), int(cells[1])
         params = CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / 1e-5)) / eps,
                             sensitivity="paper")
         paper = cape_guarantee((100,) * S, params, 1e-5, adjacency="paper")

@@ -25,6 +25,7 @@ declare -A COMMAND=(
   [privacy-example-paper]="audit scenarios/privacy-example.toml --view paper --no-plots"
   [floorfree-wine]="run scenarios/floorfree-wine.toml --no-plots"
   [floorfree-wine-audit]="audit scenarios/floorfree-wine.toml --no-plots"
+  [cape-classical-calibration]="run scenarios/cape-classical-calibration.toml --no-plots"
   [cape-gossip-views]="run scenarios/cape-gossip-views.toml --no-plots"
   [network-dp-gossip]="run scenarios/network-dp-gossip.toml"
   [network-dp-decor]="run scenarios/network-dp-decor.toml --no-plots"
