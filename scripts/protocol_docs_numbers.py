@@ -1,179 +1,22 @@
-"""The numbers printed in docs/ppm.md and docs/network-dp.md, computed with the repo's code.
+"""The numbers printed in docs/network-dp.md, computed with the repo's code.
 
-    python scripts/protocol_docs_numbers.py [--ppm] [--network]
+    python scripts/protocol_docs_numbers.py
 
 Each function returns the exact markdown the page prints (a table, a sentence or a number string).
-``main`` prints them (all pages when no flag is given; about ten seconds, the 2,048-node hypercube
-included). tests/test_docs_numbers_protocols.py checks that the pages print exactly these texts.
+``main`` prints them (about ten seconds, the 2,048-node hypercube included).
+tests/test_docs_numbers_protocols.py checks that the page prints exactly these texts. docs/ppm.md and
+docs/cape.md no longer use it: tests/test_docs_ppm.py and tests/test_docs_cape.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
-from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
-from dpgossip.rounding import format_upper
-
-PPM_ROWS = ((1.0, 1e-5, 3), (10.0, 1e-4, 3), (0.5, 1e-6, 10), (4.0, 1e-4, 2))
 HOPS = (1, 2, 4, 6, 7, 8, 10, 11)
-
-
-def _e(x: float) -> str:
-    """A power of ten as the docs print it: ``1e-5``."""
-    text = re.sub(r"e(-?)0*(\d)", r"e\1\2", f"{x:.0e}")
-    if float(text) != x:
-        raise ValueError(f"{x!r} is not a power of ten")
-    return text
-
-
-def _up(x: float) -> str:
-    """``x`` rounded up to one significant digit, printed as ``4e-7``."""
-    e = math.floor(math.log10(x))
-    m = math.ceil(x / 10.0 ** e - 1e-9)
-    if m == 10:
-        m, e = 1, e + 1
-    return f"{m}e{e}"
-
-
-def _ceil(x: float, places: int) -> str:
-    """A guarantee (an upper bound on epsilon, or an exact one) with ``places`` decimals rounded **up**:
-    the printed number reads back at or above ``x`` (:class:`decimal.Decimal` holds a double exactly)."""
-    return str(Decimal(x).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING))
-
-
-# --------------------------------------------------------------------------------------------- ppm.md
-
-def ppm_table() -> str:
-    """docs/ppm.md, Section 4: calibrated noise and the four accountings, one row per budget."""
-    from dpgossip.privacy.accountant import (
-        calibrate_zcdp_noise,
-        composition_guarantee,
-        paper_noise_multiplier,
-        zcdp_rho,
-        zcdp_to_epsilon,
-    )
-
-    lines = ["| eps | delta | L | sigma_cal | sigma_paper | rho | eps zCDP | eps RDP (order) | eps PLD "
-             "| eps GDP | eps zCDP of sigma_paper |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for eps, delta, L in PPM_ROWS:
-        sigma = calibrate_zcdp_noise(eps, delta, L)
-        paper = paper_noise_multiplier(eps, delta, L)
-        g = composition_guarantee([sigma] * L, delta)
-        lines.append(f"| {eps:g} | {_e(delta)} | {L} | {sigma:.4f} | {paper:.4f} | {g.rho:.5f} "
-                     f"| {_ceil(g.epsilon_zcdp, 9)} | {_ceil(g.epsilon_rdp, 6)} ({g.rdp_order:g}) "
-                     f"| {_ceil(g.epsilon_pld, 6)} | {_ceil(g.epsilon_gdp, 6)} "
-                     f"| {_ceil(zcdp_to_epsilon(zcdp_rho([paper] * L), delta), 6)} |")
-    return "\n".join(lines)
-
-
-def ppm_pld_gap() -> str:
-    """docs/ppm.md, after the table: how close the PLD is to the exact GDP value."""
-    from dpgossip.privacy.accountant import calibrate_zcdp_noise, composition_guarantee
-
-    gap = max(abs(g.epsilon_pld - g.epsilon_gdp) for g in (
-        composition_guarantee([calibrate_zcdp_noise(e, d, L)] * L, d) for e, d, L in PPM_ROWS))
-    return f"The PLD is within `{_up(gap)}` of the exact GDP value here."
-
-
-def ppm_replace_one() -> str:
-    """docs/ppm.md, Section 4: the PLD accountant under REPLACE_ONE counts a replacement twice."""
-    from dp_accounting import GaussianDpEvent, NeighboringRelation, get_epsilon_gaussian
-    from dp_accounting.pld import PLDAccountant
-
-    acc = PLDAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE,
-                        value_discretization_interval=1e-4)
-    acc.compose(GaussianDpEvent(noise_multiplier=2.0))
-    wrong, right = float(acc.get_epsilon(1e-5)), float(get_epsilon_gaussian(2.0, 1e-5))
-    return (f"at `sigma = 2`, `delta = 1e-5` it gives {format_upper(wrong, 4)} where the right value is "
-            f"{format_upper(right, 4)}.")  # epsilons of guarantees: rounded up
-
-
-def ppm_paper_limit() -> str:
-    """docs/ppm.md, Section 5, item 1: Nicolas et al.'s calibration holds only up to the corrected
-    threshold."""
-    from dpgossip.privacy.accountant import (
-        paper_epsilon_limit,
-        paper_noise_multiplier,
-        zcdp_rho,
-        zcdp_to_epsilon,
-    )
-
-    eps = 4 * math.log(1e4)
-    reached = zcdp_to_epsilon(zcdp_rho([paper_noise_multiplier(eps, 1e-4, 3)] * 3), 1e-4)
-    return (f"`eps <= 8 (1 - 1/sqrt(2)) ln(1/delta)`, about `{8 * (1 - 1 / math.sqrt(2)):.2f} ln(1/delta)` "
-            f"({paper_epsilon_limit(1e-4):.2f} at `delta = 1e-4`), not when `eps <= 4 ln(1/delta)`, the "
-            f"condition stated as `delta <= exp(-eps/4)`. Between the two thresholds the paper's noise does "
-            f"not give the claimed guarantee. At `eps = 4 ln(1/delta) = {eps:.1f}`, for example, it gives "
-            f"`eps' = {_ceil(reached, 1)}` (tested).")
-
-
-def ppm_search() -> str:
-    """docs/ppm.md, Section 3: the seeded random search of tests/protocols/ppm/test_central.py."""
-    from dpgossip.protocols.ppm.sensitivity import replacement_change
-
-    rng = np.random.default_rng(4)
-    d, p = 6, 3
-    V, _ = np.linalg.qr(rng.standard_normal((d, p)))  # as tests/protocols/ppm/test_central.py's _stiefel
-    best = 0.0
-    for _ in range(4000):
-        a, b = V @ rng.standard_normal(p), V @ rng.standard_normal(p)
-        a = a + 0.05 * rng.standard_normal(d)
-        b = b + 0.05 * rng.standard_normal(d)
-        best = max(best, replacement_change(a / np.linalg.norm(a), b / np.linalg.norm(b), V))
-    return (f"A seeded random search over unit vectors near `range(V)` (`d = 6`, `p = 3`, 4,000 pairs) "
-            f"reaches `{best:.4f}`, against `sqrt(2) = {math.sqrt(2):.4f}`, and never goes above it")
-
-
-GOSSIP_ROUNDS, GOSSIP_MASKS = (1, 4, 8, 30), (0.0, 1.0, 10.0, 100.0)
-
-
-def ppm_gossip_table() -> str:
-    """docs/ppm.md, ppm-gossip: the worst single-agent leakage on a 16-agent ring, over the central one."""
-    import networkx as nx
-
-    from dpgossip.data.partition import PartitionedData
-    from dpgossip.protocols.ppm.central import PpmParams
-    from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
-    from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view
-    from dpgossip.topology.mixing import metropolis_weights
-    from dpgossip.topology.network import Network
-
-    s, sigma, L = 16, 2.0, 3
-    graph = nx.cycle_graph(s)
-    network = Network(graph=graph, W=metropolis_weights(graph), name="ring", mixing="metropolis")
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((4 * s, 6))
-    data = PartitionedData(X=X / np.linalg.norm(X, axis=1).max(), sizes=(4,) * s)
-    ppm = PpmParams(p=3, k=2, iterations=L, noise_multiplier=sigma)
-    central = math.sqrt(L) / sigma
-    lines = ["| c | " + " | ".join(f"tau = {t:g}" for t in GOSSIP_MASKS) + " |",
-             "|---|" + "---|" * len(GOSSIP_MASKS)]
-    for c in GOSSIP_ROUNDS:
-        cells = []
-        for tau in GOSSIP_MASKS:
-            run = run_ppm_gossip(data, network, PpmGossipParams(ppm=ppm, consensus_steps=c, mask_std=tau), 1)
-            worst = max(audit_ppm_gossip(run, coalition_view(network, c, v)).worst.mu for v in range(s))
-            cells.append(f"{worst / central:.4f}")
-        lines.append(f"| {c} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def ppm_gossip_limits() -> str:
-    """docs/ppm.md, ppm-gossip: the two closed forms the table approaches, for s = 16."""
-    s = 16
-    limit = math.sqrt(s / (s - 1))
-    return (f"`sqrt(s) = {math.sqrt(s):.4f}` without masks, and `sqrt(s/(s-1)) = {limit:.4f}` once a "
-            "single agent's view contains the sum")
-
-
-def ppm_texts() -> list[str]:
-    return [ppm_table(), ppm_pld_gap(), ppm_replace_one(), ppm_paper_limit(), ppm_search(),
-            ppm_gossip_table(), ppm_gossip_limits()]
 
 
 # -------------------------------------------------------------------------------------- network-dp.md
@@ -365,14 +208,8 @@ def network_texts() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for page in ("ppm", "network"):
-        parser.add_argument(f"--{page}", action="store_true", help=f"print the numbers of docs/{page}.md")
-    args = parser.parse_args(argv)
-    every = not (args.ppm or args.network)
-    for flag, texts in (("ppm", ppm_texts), ("network", network_texts)):
-        if every or getattr(args, flag):
-            print("\n\n".join(texts()) + "\n")
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    print("\n\n".join(network_texts()) + "\n")
     return 0
 
 

@@ -1,7 +1,7 @@
-"""The numbers printed in docs/ppm.md and docs/network-dp.md are those the code computes (docs/cape.md:
-tests/test_docs_cape.py).
+"""The numbers printed in docs/network-dp.md are those the code computes (docs/ppm.md:
+tests/test_docs_ppm.py; docs/cape.md: tests/test_docs_cape.py).
 
-``scripts/protocol_docs_numbers.py`` computes every table and number string of the two pages with the
+``scripts/protocol_docs_numbers.py`` computes every table and number string of the page with the
 project's code; these tests recompute them and fail when a page prints something else (whitespace
 normalised, as in tests/test_docs_numbers.py). About ten seconds, the 2,048-node hypercube included.
 """
@@ -27,8 +27,6 @@ def _doc(page: str) -> str:
 
 
 PAGES = {
-    "ppm": ("ppm_table", "ppm_pld_gap", "ppm_replace_one", "ppm_paper_limit", "ppm_search",
-            "ppm_gossip_table", "ppm_gossip_limits"),
     "network-dp": ("network_grid", "network_erdos_renyi", "network_cycle", "hypercube_table",
                    "hypercube_closed_form", "hypercube_antipode", "muffliato_forms_table",
                    "muffliato_forms_reading"),
@@ -43,29 +41,19 @@ def test_the_page_prints_what_the_code_computes(page, name):
 
 def test_every_text_function_is_checked():
     listed = {n for names in PAGES.values() for n in names}
-    assert set(NUMBERS.ppm_texts.__code__.co_names) >= set(PAGES["ppm"])
     assert set(NUMBERS.network_texts.__code__.co_names) >= set(PAGES["network-dp"])
     assert len(listed) == sum(len(v) for v in PAGES.values())
 
 
 def test_the_tables_have_the_printed_shape():
-    assert NUMBERS.ppm_table().count("\n") == 1 + len(NUMBERS.PPM_ROWS)
     # the hypercube's antipode: exact Renyi-2 is the local-DP level 1, the authors' sum is far below it
     assert NUMBERS.hypercube_table().splitlines()[-1] == "| 11 | | **1 / 0.0121** |"
 
 
 def test_main_prints_the_page_asked_for(capsys):
-    assert NUMBERS.main(["--ppm"]) == 0
+    assert NUMBERS.main([]) == 0
     out = capsys.readouterr().out
-    assert NUMBERS.ppm_table() in out and NUMBERS.ppm_search() in out
-
-
-def test_the_ppm_table_is_ordered_as_the_page_says():
-    # docs/ppm.md: "In every row eps_GDP <= eps_PLD <= eps_RDP <= eps_zCDP"
-    for line in NUMBERS.ppm_table().splitlines()[2:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        zcdp, rdp, pld, gdp = float(cells[6]), float(cells[7].split()[0]), float(cells[8]), float(cells[9])
-        assert gdp <= pld <= rdp <= zcdp, line
+    assert NUMBERS.network_grid() in out and NUMBERS.hypercube_closed_form() in out
 
 
 def test_the_muffliato_forms_reading_holds_in_its_rows():
