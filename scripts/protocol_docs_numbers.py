@@ -1,17 +1,18 @@
-"""The numbers printed in docs/network-dp.md, computed with the repo's code.
+"""The result tables of docs/network-dp.md, Section 4, computed with the repo's code (pending: no shipped
+scenario writes them yet).
 
     python scripts/protocol_docs_numbers.py
 
 Each function returns the exact markdown the page prints (a table, a sentence or a number string).
 ``main`` prints them (about ten seconds, the 2,048-node hypercube included).
-tests/test_docs_numbers_protocols.py checks that the page prints exactly these texts. docs/ppm.md and
-docs/cape.md no longer use it: tests/test_docs_ppm.py and tests/test_docs_cape.py.
+tests/test_docs_numbers_protocols.py checks that the page prints exactly these texts. The page's worked
+numbers are computed by tests/test_docs_network_dp_derivations.py; docs/ppm.md and docs/cape.md print
+stored results (tests/test_docs_ppm.py, tests/test_docs_cape.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 import numpy as np
@@ -20,53 +21,6 @@ HOPS = (1, 2, 4, 6, 7, 8, 10, 11)
 
 
 # -------------------------------------------------------------------------------------- network-dp.md
-
-def network_grid() -> str:
-    """docs/network-dp.md, Section 2: the literal message matrix underestimates on the 8 x 8 grid."""
-    from dpgossip.protocols.gossip.audit import audit_gossip
-    from dpgossip.protocols.gossip.linear import LinearGossip
-    from dpgossip.topology import make_network
-
-    network = make_network("grid", agents=64, params={"rows": 8, "cols": 8})
-    spec = LinearGossip(rounds=20, sigma=1.0)
-    krylov = {r.target: r.mu ** 2 for r in audit_gossip(network, spec, 0)}
-    literal = {r.target: r.mu ** 2 for r in audit_gossip(network, spec, 0, basis="messages")}
-    under = max(krylov[u] - literal[u] for u in krylov)
-    corner = {r.target: r.mu ** 2 for r in audit_gossip(network, LinearGossip(rounds=40, sigma=1.0), 0,
-                                                       basis="messages")}[63]
-    return (f"the literal matrix gives `mu^2` too small by up to `{under:.2f}`, and at `T = 40` it reports "
-            f"`{corner:.2f}` at the far corner")
-
-
-def network_erdos_renyi() -> str:
-    """docs/network-dp.md, Section 3: per-round inputs of a neighbour on the Erdos-Renyi graph."""
-    from dpgossip.privacy.linear_audit import box_maximum, dual_certificate, whiten
-    from dpgossip.protocols.gossip.linear import LinearGossip, observe
-    from dpgossip.topology import make_network
-
-    network = make_network("erdos_renyi", agents=100, seed=42)
-    spec = LinearGossip(protocol="gossip-noisy", rounds=10, sigma=1.0, inputs="per-round")
-    view = observe(network, spec, 0)
-    cu = whiten(view.J, view.B).C[:, view.columns_of[9]]
-    M = cu.T @ cu
-    box = box_maximum(M)
-    assert box.exact
-    return (f"the all-equal shift gives `mu^2 = {float(np.ones(10) @ M @ np.ones(10)):.2f}`, the exact "
-            f"supremum over the box ({2 ** 10:,} vertices up to sign) is `{box.lower:.2f}`, "
-            f"the absolute-value bound `{float(np.abs(M).sum()):.2f}` and the dual certificate "
-            f"`{dual_certificate(M):.2f}`.")
-
-
-def network_cycle() -> str:
-    """docs/network-dp.md, Section 3: the 5-cycle Laplacian, scalar box against planar shifts."""
-    from dpgossip.privacy.linear_audit import box_maximum
-
-    M = 2 * np.eye(5) - np.roll(np.eye(5), 1, axis=1) - np.roll(np.eye(5), -1, axis=1)
-    angles = 4 * np.pi * np.arange(5) / 5
-    S = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    planar = float(np.trace(M @ S @ S.T))
-    return f"on the 5-cycle Laplacian the box gives {box_maximum(M).lower:g} and planar shifts {planar:.2f}"
-
 
 def _hypercube_network(d: int):
     from dpgossip.topology import Network, build_graph, mixing_matrix
@@ -108,27 +62,6 @@ def hypercube_table(columns: dict[int, dict[int, str]] | None = None) -> str:
         cells = [columns[d].get(hops, "") for d in (8, 11)]
         lines.append(f"| {hops} | {cells[0]} | {cells[1]} |".replace("|  |", "| |"))
     return "\n".join(lines)
-
-
-def hypercube_closed_form() -> str:
-    """docs/network-dp.md, Section 4: the two worked examples of ``min(d, C(d, h)) / C(d, h)``."""
-    a, b = math.comb(8, 2), math.comb(11, 5)
-    return (f"`8 / {a} = {8 / a:.3g}` at `h = 2` for `d = 8`, `11 / {b} = {11 / b:.3g}` at `h = 5` "
-            f"for `d = 11`")
-
-
-def hypercube_antipode() -> str:
-    """docs/network-dp.md, Section 4: the authors' sum at the antipode of the 2,048-node hypercube."""
-    from dpgossip.protocols.gossip.bounds import muffliato_per_message
-    from dpgossip.protocols.gossip.linear import LinearGossip
-
-    network = _hypercube_network(11)
-    spec = LinearGossip(rounds=19, sigma=1.0)
-    theirs = float(muffliato_per_message(network, spec, 2047, order=2.0, rounds=range(1, 20))[0])
-    ours = float(muffliato_per_message(network, spec, 2047, order=2.0)[0])
-    return (f"`{theirs:.3g}` for `d = 11`, `T = 19` (reproduced to eight digits by the tests), "
-            f"{round(1 / theirs)} times below the exact value; with this project's rounds `t = 0..T-1` it is "
-            f"`{ours:.3g}`.")
 
 
 def _bound_cell(bound: np.ndarray, exact: np.ndarray) -> str:
@@ -202,9 +135,7 @@ def muffliato_forms_reading(rows: list[dict[str, object]] | None = None) -> str:
 
 def network_texts() -> list[str]:
     rows = muffliato_forms_rows()
-    return [network_grid(), network_erdos_renyi(), network_cycle(), hypercube_table(),
-            hypercube_closed_form(), hypercube_antipode(), muffliato_forms_table(rows),
-            muffliato_forms_reading(rows)]
+    return [hypercube_table(), muffliato_forms_table(rows), muffliato_forms_reading(rows)]
 
 
 def main(argv: list[str] | None = None) -> int:
