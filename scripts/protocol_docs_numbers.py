@@ -1,325 +1,26 @@
-"""The numbers printed in docs/ppm.md, docs/cape.md and docs/network-dp.md, computed with the repo's code.
+"""The result tables of docs/network-dp.md, Section 4, computed with the repo's code (pending: no shipped
+scenario writes them yet).
 
-    python scripts/protocol_docs_numbers.py [--ppm] [--cape] [--network]
+    python scripts/protocol_docs_numbers.py
 
 Each function returns the exact markdown the page prints (a table, a sentence or a number string).
-``main`` prints them (all pages when no flag is given; about ten seconds, the 2,048-node hypercube
-included). tests/test_docs_numbers_protocols.py checks that the pages print exactly these texts.
+``main`` prints them (about ten seconds, the 2,048-node hypercube included).
+tests/test_docs_numbers_protocols.py checks that the page prints exactly these texts. The page's worked
+numbers are computed by tests/test_docs_network_dp_derivations.py; docs/ppm.md and docs/cape.md print
+stored results (tests/test_docs_ppm.py, tests/test_docs_cape.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import re
 import sys
-from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
-from dpgossip.rounding import format_upper
-
-PPM_ROWS = ((1.0, 1e-5, 3), (10.0, 1e-4, 3), (0.5, 1e-6, 10), (4.0, 1e-4, 2))
-CAPE_ROWS = ((0.1, 2), (0.5, 4), (0.9, 4), (0.9, 100))
-CAPE_DELTA, CAPE_ROWS_PER_SITE = 1e-5, 100
 HOPS = (1, 2, 4, 6, 7, 8, 10, 11)
 
 
-def _e(x: float) -> str:
-    """A power of ten as the docs print it: ``1e-5``."""
-    text = re.sub(r"e(-?)0*(\d)", r"e\1\2", f"{x:.0e}")
-    if float(text) != x:
-        raise ValueError(f"{x!r} is not a power of ten")
-    return text
-
-
-def _up(x: float) -> str:
-    """``x`` rounded up to one significant digit, printed as ``4e-7``."""
-    e = math.floor(math.log10(x))
-    m = math.ceil(x / 10.0 ** e - 1e-9)
-    if m == 10:
-        m, e = 1, e + 1
-    return f"{m}e{e}"
-
-
-def _ceil(x: float, places: int) -> str:
-    """A guarantee (an upper bound on epsilon, or an exact one) with ``places`` decimals rounded **up**:
-    the printed number reads back at or above ``x`` (:class:`decimal.Decimal` holds a double exactly)."""
-    return str(Decimal(x).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING))
-
-
-# --------------------------------------------------------------------------------------------- ppm.md
-
-def ppm_table() -> str:
-    """docs/ppm.md, Section 4: calibrated noise and the four accountings, one row per budget."""
-    from dpgossip.privacy.accountant import (
-        calibrate_zcdp_noise,
-        composition_guarantee,
-        paper_noise_multiplier,
-        zcdp_rho,
-        zcdp_to_epsilon,
-    )
-
-    lines = ["| eps | delta | L | sigma_cal | sigma_paper | rho | eps zCDP | eps RDP (order) | eps PLD "
-             "| eps GDP | eps zCDP of sigma_paper |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for eps, delta, L in PPM_ROWS:
-        sigma = calibrate_zcdp_noise(eps, delta, L)
-        paper = paper_noise_multiplier(eps, delta, L)
-        g = composition_guarantee([sigma] * L, delta)
-        lines.append(f"| {eps:g} | {_e(delta)} | {L} | {sigma:.4f} | {paper:.4f} | {g.rho:.5f} "
-                     f"| {_ceil(g.epsilon_zcdp, 9)} | {_ceil(g.epsilon_rdp, 6)} ({g.rdp_order:g}) "
-                     f"| {_ceil(g.epsilon_pld, 6)} | {_ceil(g.epsilon_gdp, 6)} "
-                     f"| {_ceil(zcdp_to_epsilon(zcdp_rho([paper] * L), delta), 6)} |")
-    return "\n".join(lines)
-
-
-def ppm_pld_gap() -> str:
-    """docs/ppm.md, after the table: how close the PLD is to the exact GDP value."""
-    from dpgossip.privacy.accountant import calibrate_zcdp_noise, composition_guarantee
-
-    gap = max(abs(g.epsilon_pld - g.epsilon_gdp) for g in (
-        composition_guarantee([calibrate_zcdp_noise(e, d, L)] * L, d) for e, d, L in PPM_ROWS))
-    return f"The PLD is within `{_up(gap)}` of the exact GDP value here."
-
-
-def ppm_replace_one() -> str:
-    """docs/ppm.md, Section 4: the PLD accountant under REPLACE_ONE counts a replacement twice."""
-    from dp_accounting import GaussianDpEvent, NeighboringRelation, get_epsilon_gaussian
-    from dp_accounting.pld import PLDAccountant
-
-    acc = PLDAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE,
-                        value_discretization_interval=1e-4)
-    acc.compose(GaussianDpEvent(noise_multiplier=2.0))
-    wrong, right = float(acc.get_epsilon(1e-5)), float(get_epsilon_gaussian(2.0, 1e-5))
-    return (f"at `sigma = 2`, `delta = 1e-5` it gives {format_upper(wrong, 4)} where the right value is "
-            f"{format_upper(right, 4)}.")  # epsilons of guarantees: rounded up
-
-
-def ppm_paper_limit() -> str:
-    """docs/ppm.md, Section 5, item 1: Nicolas et al.'s calibration holds only up to the corrected
-    threshold."""
-    from dpgossip.privacy.accountant import (
-        paper_epsilon_limit,
-        paper_noise_multiplier,
-        zcdp_rho,
-        zcdp_to_epsilon,
-    )
-
-    eps = 4 * math.log(1e4)
-    reached = zcdp_to_epsilon(zcdp_rho([paper_noise_multiplier(eps, 1e-4, 3)] * 3), 1e-4)
-    return (f"`eps <= 8 (1 - 1/sqrt(2)) ln(1/delta)`, about `{8 * (1 - 1 / math.sqrt(2)):.2f} ln(1/delta)` "
-            f"({paper_epsilon_limit(1e-4):.2f} at `delta = 1e-4`), not when `eps <= 4 ln(1/delta)`, the "
-            f"condition stated as `delta <= exp(-eps/4)`. Between the two thresholds the paper's noise does "
-            f"not give the claimed guarantee. At `eps = 4 ln(1/delta) = {eps:.1f}`, for example, it gives "
-            f"`eps' = {_ceil(reached, 1)}` (tested).")
-
-
-def ppm_search() -> str:
-    """docs/ppm.md, Section 3: the seeded random search of tests/protocols/ppm/test_central.py."""
-    from dpgossip.protocols.ppm.sensitivity import replacement_change
-
-    rng = np.random.default_rng(4)
-    d, p = 6, 3
-    V, _ = np.linalg.qr(rng.standard_normal((d, p)))  # as tests/protocols/ppm/test_central.py's _stiefel
-    best = 0.0
-    for _ in range(4000):
-        a, b = V @ rng.standard_normal(p), V @ rng.standard_normal(p)
-        a = a + 0.05 * rng.standard_normal(d)
-        b = b + 0.05 * rng.standard_normal(d)
-        best = max(best, replacement_change(a / np.linalg.norm(a), b / np.linalg.norm(b), V))
-    return (f"A seeded random search over unit vectors near `range(V)` (`d = 6`, `p = 3`, 4,000 pairs) "
-            f"reaches `{best:.4f}`, against `sqrt(2) = {math.sqrt(2):.4f}`, and never goes above it")
-
-
-GOSSIP_ROUNDS, GOSSIP_MASKS = (1, 4, 8, 30), (0.0, 1.0, 10.0, 100.0)
-
-
-def ppm_gossip_table() -> str:
-    """docs/ppm.md, ppm-gossip: the worst single-agent leakage on a 16-agent ring, over the central one."""
-    import networkx as nx
-
-    from dpgossip.data.partition import PartitionedData
-    from dpgossip.protocols.ppm.central import PpmParams
-    from dpgossip.protocols.ppm.gossip import PpmGossipParams, run_ppm_gossip
-    from dpgossip.protocols.ppm.gossip_audit import audit_ppm_gossip, coalition_view
-    from dpgossip.topology.mixing import metropolis_weights
-    from dpgossip.topology.network import Network
-
-    s, sigma, L = 16, 2.0, 3
-    graph = nx.cycle_graph(s)
-    network = Network(graph=graph, W=metropolis_weights(graph), name="ring", mixing="metropolis")
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((4 * s, 6))
-    data = PartitionedData(X=X / np.linalg.norm(X, axis=1).max(), sizes=(4,) * s)
-    ppm = PpmParams(p=3, k=2, iterations=L, noise_multiplier=sigma)
-    central = math.sqrt(L) / sigma
-    lines = ["| c | " + " | ".join(f"tau = {t:g}" for t in GOSSIP_MASKS) + " |",
-             "|---|" + "---|" * len(GOSSIP_MASKS)]
-    for c in GOSSIP_ROUNDS:
-        cells = []
-        for tau in GOSSIP_MASKS:
-            run = run_ppm_gossip(data, network, PpmGossipParams(ppm=ppm, consensus_steps=c, mask_std=tau), 1)
-            worst = max(audit_ppm_gossip(run, coalition_view(network, c, v)).worst.mu for v in range(s))
-            cells.append(f"{worst / central:.4f}")
-        lines.append(f"| {c} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def ppm_gossip_limits() -> str:
-    """docs/ppm.md, ppm-gossip: the two closed forms the table approaches, for s = 16."""
-    s = 16
-    limit = math.sqrt(s / (s - 1))
-    return (f"`sqrt(s) = {math.sqrt(s):.4f}` without masks, and `sqrt(s/(s-1)) = {limit:.4f}` once a "
-            "single agent's view contains the sum")
-
-
-def ppm_texts() -> list[str]:
-    return [ppm_table(), ppm_pld_gap(), ppm_replace_one(), ppm_paper_limit(), ppm_search(),
-            ppm_gossip_table(), ppm_gossip_limits()]
-
-
-# -------------------------------------------------------------------------------------------- cape.md
-
-def cape_table() -> str:
-    """docs/cape.md, Section 5: exact epsilons of one release and of the aggregator's joint view."""
-    from dpgossip.protocols.cape.guarantee import cape_guarantee
-    from dpgossip.protocols.cape.star import CapeParams
-
-    lines = ["| eps (classical calibration) | S | site, Imtiaz and Sarwate's `1/N` "
-             "| aggregator, Imtiaz and Sarwate's `1/N` | site, row replacement "
-             "| aggregator, row replacement |", "|---|---|---|---|---|---|"]
-    for eps, S in CAPE_ROWS:
-        params = CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
-                            sensitivity="paper")
-        sizes = (CAPE_ROWS_PER_SITE,) * S
-        paper = cape_guarantee(sizes, params, CAPE_DELTA, adjacency="paper")
-        row = cape_guarantee(sizes, params, CAPE_DELTA)
-        lines.append(f"| {eps:g} | {S} | {_ceil(paper.epsilon_site, 4)} "
-                     f"| {_ceil(paper.epsilon_aggregator, 4)} | {_ceil(row.epsilon_site, 4)} "
-                     f"| {_ceil(row.epsilon_aggregator, 4)} |")
-    return "\n".join(lines)
-
-
-def cape_factors() -> str:
-    """docs/cape.md, Section 5: the joint view's factor ``2S/(S+1)``."""
-    from fractions import Fraction
-
-    from dpgossip.protocols.cape.guarantee import view_factor
-
-    two, four = view_factor(2), view_factor(4)
-    return (f"`2S/(S+1)`: `{Fraction(two).limit_denominator(10)}` for `S = 2`, `{four:g}` for `S = 4`, "
-            f"and towards `2` for many sites.")
-
-
-def _cape_paper_params(eps: float):
-    from dpgossip.protocols.cape.star import CapeParams
-
-    return CapeParams(k=1, noise_multiplier=math.sqrt(2 * math.log(1.25 / CAPE_DELTA)) / eps,
-                      sensitivity="paper")
-
-
-def cape_nominal_limit(eps: float) -> float:
-    """The aggregator's exact epsilon as ``S`` grows (joint factor ``2S/(S+1) -> 2``), at Imtiaz and
-    Sarwate's ``1/N`` sensitivity and Imtiaz and Sarwate's classical calibration for ``eps``."""
-    from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon
-
-    site = cape_guarantee((CAPE_ROWS_PER_SITE,) * 2, _cape_paper_params(eps), CAPE_DELTA,
-                          adjacency="paper").mu_site
-    return gaussian_epsilon(math.sqrt(2.0) * site, CAPE_DELTA)
-
-
-def cape_nominal_sites(eps: float) -> int | None:
-    """The smallest number of sites ``S`` at which the aggregator's exact epsilon (Imtiaz and
-    Sarwate's sensitivity and calibration) exceeds ``eps``, or None when it never does.
-
-    The joint factor ``2S/(S+1)`` grows with ``S`` towards 2, so the aggregator's epsilon grows too: it
-    passes ``eps`` at some ``S`` exactly when its limit :func:`cape_nominal_limit` is above ``eps``, and
-    stays above from there on.
-    """
-    from dpgossip.protocols.cape.guarantee import cape_guarantee
-
-    if cape_nominal_limit(eps) <= eps:
-        return None
-    S = 2
-    while cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA,
-                         adjacency="paper").epsilon_aggregator <= eps:
-        S += 1
-    return S
-
-
-def cape_nominal() -> str:
-    """docs/cape.md, Section 5: where the aggregator's exact epsilon passes the nominal one (Imtiaz
-    and Sarwate's sensitivity), for each ``eps`` of the table."""
-    from dpgossip.protocols.cape.guarantee import cape_guarantee
-
-    below, above = [], []
-    for eps in dict.fromkeys(e for e, _ in CAPE_ROWS):
-        first = cape_nominal_sites(eps)
-        if first is None:
-            below.append(f"at `eps = {eps:g}` it stays below `{eps:g}` for every `S` (it tends to "
-                         f"`{_ceil(cape_nominal_limit(eps), 4)}` as `S` grows)")
-        else:
-            above.append(f"`eps = {eps:g}` from `S = {first}`")
-    eps, S = CAPE_ROWS[-1]
-    last = cape_guarantee((CAPE_ROWS_PER_SITE,) * S, _cape_paper_params(eps), CAPE_DELTA, adjacency="paper")
-    return (f"At Imtiaz and Sarwate's own sensitivity that slack absorbs the joint factor only for "
-            f"few sites: "
-            f"{'; '.join(below)}; but it exceeds the nominal epsilon at {' and at '.join(above)} on "
-            f"({_ceil(last.epsilon_aggregator, 4)} against {eps:g} at `S = {S}` in the table).")
-
-
-def cape_texts() -> list[str]:
-    return [cape_table(), cape_factors(), cape_nominal()]
-
-
 # -------------------------------------------------------------------------------------- network-dp.md
-
-def network_grid() -> str:
-    """docs/network-dp.md, Section 2: the literal message matrix underestimates on the 8 x 8 grid."""
-    from dpgossip.protocols.gossip.audit import audit_gossip
-    from dpgossip.protocols.gossip.linear import LinearGossip
-    from dpgossip.topology import make_network
-
-    network = make_network("grid", agents=64, params={"rows": 8, "cols": 8})
-    spec = LinearGossip(rounds=20, sigma=1.0)
-    krylov = {r.target: r.mu ** 2 for r in audit_gossip(network, spec, 0)}
-    literal = {r.target: r.mu ** 2 for r in audit_gossip(network, spec, 0, basis="messages")}
-    under = max(krylov[u] - literal[u] for u in krylov)
-    corner = {r.target: r.mu ** 2 for r in audit_gossip(network, LinearGossip(rounds=40, sigma=1.0), 0,
-                                                       basis="messages")}[63]
-    return (f"the literal matrix gives `mu^2` too small by up to `{under:.2f}`, and at `T = 40` it reports "
-            f"`{corner:.2f}` at the far corner")
-
-
-def network_erdos_renyi() -> str:
-    """docs/network-dp.md, Section 3: per-round inputs of a neighbour on the Erdos-Renyi graph."""
-    from dpgossip.privacy.linear_audit import box_maximum, dual_certificate, whiten
-    from dpgossip.protocols.gossip.linear import LinearGossip, observe
-    from dpgossip.topology import make_network
-
-    network = make_network("erdos_renyi", agents=100, seed=42)
-    spec = LinearGossip(protocol="gossip-noisy", rounds=10, sigma=1.0, inputs="per-round")
-    view = observe(network, spec, 0)
-    cu = whiten(view.J, view.B).C[:, view.columns_of[9]]
-    M = cu.T @ cu
-    box = box_maximum(M)
-    assert box.exact
-    return (f"the all-equal shift gives `mu^2 = {float(np.ones(10) @ M @ np.ones(10)):.2f}`, the exact "
-            f"supremum over the box ({2 ** 10:,} vertices up to sign) is `{box.lower:.2f}`, "
-            f"the absolute-value bound `{float(np.abs(M).sum()):.2f}` and the dual certificate "
-            f"`{dual_certificate(M):.2f}`.")
-
-
-def network_cycle() -> str:
-    """docs/network-dp.md, Section 3: the 5-cycle Laplacian, scalar box against planar shifts."""
-    from dpgossip.privacy.linear_audit import box_maximum
-
-    M = 2 * np.eye(5) - np.roll(np.eye(5), 1, axis=1) - np.roll(np.eye(5), -1, axis=1)
-    angles = 4 * np.pi * np.arange(5) / 5
-    S = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    planar = float(np.trace(M @ S @ S.T))
-    return f"on the 5-cycle Laplacian the box gives {box_maximum(M).lower:g} and planar shifts {planar:.2f}"
-
 
 def _hypercube_network(d: int):
     from dpgossip.topology import Network, build_graph, mixing_matrix
@@ -361,27 +62,6 @@ def hypercube_table(columns: dict[int, dict[int, str]] | None = None) -> str:
         cells = [columns[d].get(hops, "") for d in (8, 11)]
         lines.append(f"| {hops} | {cells[0]} | {cells[1]} |".replace("|  |", "| |"))
     return "\n".join(lines)
-
-
-def hypercube_closed_form() -> str:
-    """docs/network-dp.md, Section 4: the two worked examples of ``min(d, C(d, h)) / C(d, h)``."""
-    a, b = math.comb(8, 2), math.comb(11, 5)
-    return (f"`8 / {a} = {8 / a:.3g}` at `h = 2` for `d = 8`, `11 / {b} = {11 / b:.3g}` at `h = 5` "
-            f"for `d = 11`")
-
-
-def hypercube_antipode() -> str:
-    """docs/network-dp.md, Section 4: the authors' sum at the antipode of the 2,048-node hypercube."""
-    from dpgossip.protocols.gossip.bounds import muffliato_per_message
-    from dpgossip.protocols.gossip.linear import LinearGossip
-
-    network = _hypercube_network(11)
-    spec = LinearGossip(rounds=19, sigma=1.0)
-    theirs = float(muffliato_per_message(network, spec, 2047, order=2.0, rounds=range(1, 20))[0])
-    ours = float(muffliato_per_message(network, spec, 2047, order=2.0)[0])
-    return (f"`{theirs:.3g}` for `d = 11`, `T = 19` (reproduced to eight digits by the tests), "
-            f"{round(1 / theirs)} times below the exact value; with this project's rounds `t = 0..T-1` it is "
-            f"`{ours:.3g}`.")
 
 
 def _bound_cell(bound: np.ndarray, exact: np.ndarray) -> str:
@@ -455,20 +135,12 @@ def muffliato_forms_reading(rows: list[dict[str, object]] | None = None) -> str:
 
 def network_texts() -> list[str]:
     rows = muffliato_forms_rows()
-    return [network_grid(), network_erdos_renyi(), network_cycle(), hypercube_table(),
-            hypercube_closed_form(), hypercube_antipode(), muffliato_forms_table(rows),
-            muffliato_forms_reading(rows)]
+    return [hypercube_table(), muffliato_forms_table(rows), muffliato_forms_reading(rows)]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for page in ("ppm", "cape", "network"):
-        parser.add_argument(f"--{page}", action="store_true", help=f"print the numbers of docs/{page}.md")
-    args = parser.parse_args(argv)
-    every = not (args.ppm or args.cape or args.network)
-    for flag, texts in (("ppm", ppm_texts), ("cape", cape_texts), ("network", network_texts)):
-        if every or getattr(args, flag):
-            print("\n\n".join(texts()) + "\n")
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    print("\n\n".join(network_texts()) + "\n")
     return 0
 
 

@@ -53,3 +53,17 @@ def test_shipped_scenarios_pass_the_size_checks(monkeypatch, path):
     points = sc.points()
     assert sweep_point_count(sc.config)[0] == len(points)
     check_point_sizes(points, sc.base, audit=True)
+
+
+def test_the_pair_audit_s_view_factor_counts_only_for_a_kind_audited_pair_by_pair(monkeypatch):
+    """10,000 rows: the dense view factor of the pair audit (about 3 GiB) refuses a ddppm point under
+    ``audit``; a capepca point, audited by its own exact guarantee, builds no such factor and passes."""
+    from dpgossip.scenario.sizes import point_needs
+
+    monkeypatch.setenv("DPGOSSIP_MEMORY_LIMIT", "512MiB")
+    sc = load_scenario(SCENARIOS[0].parent / "cape-classical-calibration.toml")
+    point = next(p for p in sc.points() if p.config["network"]["agents"] == 100)
+    factor = "the privacy audit"
+    assert not any(n.what.startswith(factor) for n in point_needs(point.config, audit=True)[0])
+    ddppm = {**point.config, "protocol": {**point.config["protocol"], "kind": "ddppm"}}
+    assert any(n.what.startswith(factor) for n in point_needs(ddppm, audit=True)[0])

@@ -131,11 +131,21 @@ def point_needs(config: Mapping[str, Any], base: Path | None = None, *,
         if m is not None:
             needs.append(Need(f"protocol.consensus_steps = {c} keeps every gossip round: "
                               f"{c + 1} x {m} x {d} numbers", FLOAT * (c + 1) * m * d))
-        if audit or _audited(config):
+        if (audit or _audited(config)) and _pair_audited(config):
             N, K = n * (T + 1), T * d + n
             needs.append(Need(f"the privacy audit with protocol.iterations = {T} and {n} rows needs "
                               f"a dense {N} x {K} view factor at least", FLOAT * (N * K + 2 * K * K)))
     return needs, POINT_BYTES + rows_held * ROW_BYTES
+
+
+def _pair_audited(config: Mapping[str, Any]) -> bool:
+    """Whether the point's kind is audited pair by pair (``ProtocolKind.pair_audit``), the audit whose
+    dense view factor :func:`point_needs` counts; a kind with its own accountant and auditor (``ppm*``,
+    ``capepca*``, ...) builds no such factor. An unknown kind keeps the estimate (it is refused later)."""
+    from dpgossip.protocols.registry import find_kind
+
+    kind = find_kind(config["protocol"].get("kind"))
+    return kind is None or kind.pair_audit
 
 
 def _audited(config: Mapping[str, Any]) -> bool:

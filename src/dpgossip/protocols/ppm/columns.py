@@ -17,6 +17,11 @@
 The server of ``ppm-federated`` sees only the sums, which are the central releases (Nicolas et al.,
 Theorem 5.2), so both kinds have the same audited view.
 
+Every row also carries the guarantee's other accountings of the same multipliers
+(:func:`accounting_columns`): ``zcdp_rho`` and ``zcdp_epsilon`` (the exact zCDP conversion),
+``rdp_epsilon`` with its ``rdp_order`` (the RDP accountant) and ``gdp_epsilon`` (the exact Gaussian
+composition, the tight value the PLD accountant approaches from above).
+
 ``ppm-gossip`` has no server. Its ``guaranteed_epsilon`` is Nicolas et al.'s claim for Algorithm 2
 (the central guarantee, which covers a party that sees only the sum); ``audited_epsilon`` is the
 exact audit of the
@@ -24,7 +29,9 @@ sum's view, and ``audited_epsilon_beyond`` the worst single agent's view
 (:func:`dpgossip.protocols.ppm.gossip_audit.coalition_view` of every agent, every target). Both are
 exact for the row-replacement adjacencies, conditional on the realised trajectory
 (:mod:`dpgossip.protocols.ppm.gossip_audit`). An agent knows its own share of the noise, so once the sum
-reaches it, it sees more than a server would (docs/ppm.md, ppm-gossip).
+reaches it, it sees more than a server would (docs/ppm.md, ppm-gossip). With the audit its row also
+carries the ``mu`` of both views (``audited_mu`` of the sum, ``audited_mu_beyond`` of the worst single
+agent): the Gaussian ``mu`` whose exact ``epsilon(delta)`` the two epsilons are.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpgossip.data.partition import PartitionedData
+from dpgossip.privacy.accountant import Guarantee
 from dpgossip.protocols.ppm.audit import audit_ppm
 from dpgossip.protocols.ppm.central import PpmResult
 from dpgossip.protocols.ppm.gossip import PpmGossipParams, PpmGossipResult, ppm_mixing
@@ -46,7 +54,8 @@ from dpgossip.protocols.ppm.guarantee import ppm_guarantee, realised_guarantee
 from dpgossip.topology.network import Network
 from dpgossip.topology.schedules import MixingSchedule
 
-__all__ = ["AUDIT_NEIGHBOURS", "BEYOND", "exceeds", "central_columns", "GossipAudit"]
+__all__ = ["AUDIT_NEIGHBOURS", "BEYOND", "exceeds", "accounting_columns", "central_columns",
+           "GossipAudit"]
 
 AUDIT_NEIGHBOURS: dict[str, str] = {"row-replacement": "replace-one",
                                     "bounded-row-replacement": "bounded", "element": "element"}
@@ -61,6 +70,24 @@ def exceeds(audited: float, guaranteed: float) -> bool:
     return bool(audited > guaranteed * (1 + 1e-6))
 
 
+def accounting_columns(guarantee: Guarantee) -> dict[str, Any]:
+    """The accountings of ``guarantee`` besides the PLD's ``guaranteed_epsilon`` (module docstring).
+
+    Parameters
+    ----------
+    guarantee
+        The composed guarantee of the run's (or the claim's) noise multipliers.
+
+    Returns
+    -------
+    dict
+        ``zcdp_rho``, ``zcdp_epsilon``, ``rdp_epsilon``, ``rdp_order``, ``gdp_epsilon``.
+    """
+    return {"zcdp_rho": guarantee.rho, "zcdp_epsilon": guarantee.epsilon_zcdp,
+            "rdp_epsilon": guarantee.epsilon_rdp, "rdp_order": guarantee.rdp_order,
+            "gdp_epsilon": guarantee.epsilon_gdp}
+
+
 def central_columns(data: PartitionedData, result: PpmResult, ppm: Mapping[str, Any],
                     repeat: int) -> dict[str, Any]:
     """The columns of a ``ppm`` or ``ppm-federated`` run (module docstring); ``ppm`` is the point's
@@ -68,7 +95,8 @@ def central_columns(data: PartitionedData, result: PpmResult, ppm: Mapping[str, 
     delta, adjacency = ppm["delta"], ppm["adjacency"]
     guarantee = realised_guarantee(result, delta, adjacency=adjacency)
     row: dict[str, Any] = {"guarantee_delta": delta, "guaranteed_epsilon": guarantee.epsilon_pld,
-                           "guarantee_accountant": "pld", "adjacency": adjacency}
+                           "guarantee_accountant": "pld", "adjacency": adjacency,
+                           **accounting_columns(guarantee)}
     if ppm["audit"]:
         audit = audit_ppm(data, result, delta=delta, neighbours=AUDIT_NEIGHBOURS[adjacency], seed=repeat)
         row["audited_epsilon"] = audit.epsilon
@@ -112,15 +140,16 @@ class GossipAudit:
         row: dict[str, Any] = {"guarantee_delta": delta, "guaranteed_epsilon": claim.epsilon_pld,
                                "guarantee_accountant": "pld (Nicolas et al.'s claim: a server seeing "
                                                        "the sum)",
-                               "adjacency": ppm["adjacency"]}
+                               "adjacency": ppm["adjacency"], **accounting_columns(claim)}
         if ppm["audit"]:
             worst = max((audit_ppm_gossip(result, v, delta=delta).worst for v in self.views),
                         key=lambda t: t.mu)
             summed = audit_ppm_gossip(result, self.summed, delta=delta).worst
-            row.update({"audited_epsilon": summed.epsilon, "audit_neighbours": "row-replacement (exact)",
+            row.update({"audited_epsilon": summed.epsilon, "audited_mu": summed.mu,
+                        "audit_neighbours": "row-replacement (exact)",
                         "audit_view": "the sum (what Nicolas et al.'s claim covers)",
                         "audit_exceeds_guarantee": exceeds(summed.epsilon, claim.epsilon_pld),
-                        "audited_epsilon_beyond": worst.epsilon,
+                        "audited_epsilon_beyond": worst.epsilon, "audited_mu_beyond": worst.mu,
                         "audit_beyond": "worst single agent (knows its own noise share)",
                         "beyond_exceeds_guarantee": exceeds(worst.epsilon, claim.epsilon_pld)})
         return row
