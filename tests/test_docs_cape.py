@@ -26,6 +26,7 @@ import pytest
 
 from dpgossip.protocols.cape.guarantee import cape_guarantee, gaussian_epsilon, view_factor
 from dpgossip.protocols.cape.star import CapeParams
+from tests.stored_results import assert_run_writes_stored
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "cape-classical-calibration"
@@ -193,9 +194,4 @@ def test_one_point_is_what_the_run_computes(tmp_path):
 def test_the_scenario_rerun_writes_the_stored_files(tmp_path):
     """The whole scenario again with the command the page names (seconds): the stored files byte for
     byte."""
-    from dpgossip.cli import main
-
-    out = tmp_path / NAME
-    assert main(["run", str(SCENARIO), "--out", str(out), "--no-plots", "-q"]) == 0
-    for name in STORED:
-        assert (out / name).read_bytes() == (RESULTS / name).read_bytes(), name
+    assert_run_writes_stored(SCENARIO, tmp_path / NAME, RESULTS, STORED)

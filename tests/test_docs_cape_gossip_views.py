@@ -23,6 +23,7 @@ import pytest
 from dpgossip.privacy.mechanism import gaussian_mechanism_epsilon
 from dpgossip.protocols.cape.guarantee import calibrate_cape_noise
 from dpgossip.rounding import format_upper
+from tests.stored_results import assert_run_writes_stored
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "cape-gossip-views"
@@ -185,9 +186,4 @@ def test_the_16_ring_point_with_ten_rounds_is_what_the_run_computes(tmp_path):
 def test_the_scenario_rerun_writes_the_stored_files(tmp_path):
     """The whole scenario again with the command the page names (seconds): the stored files byte for
     byte."""
-    from dpgossip.cli import main
-
-    out = tmp_path / NAME
-    assert main(["run", str(SCENARIO), "--out", str(out), "--no-plots", "-q"]) == 0
-    for name in STORED:
-        assert (out / name).read_bytes() == (RESULTS / name).read_bytes(), name
+    assert_run_writes_stored(SCENARIO, tmp_path / NAME, RESULTS, STORED)

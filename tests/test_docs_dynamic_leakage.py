@@ -29,6 +29,7 @@ from dpgossip.protocols.gossip.schedule_mixture import averaging_steps
 from dpgossip.scenario.dynamic_gossip import mode_record
 from dpgossip.scenario.dynamic_gossip_config import load_dynamic_gossip
 from dpgossip.scenario.dynamic_gossip_runs import build_setting, realise, trace_run
+from tests.stored_results import assert_rows_match
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "dynamic-leakage.md").read_text(encoding="utf-8")
@@ -186,14 +187,7 @@ def test_the_random_matchings_mode_is_recomputed():
     fresh = mode_record(config, build_setting(config), 1, config.modes[1])["tables"]
     for name in STORED_CSVS:
         stored = [r for r in read_rows(name) if r["mode"] == "random-matchings"]
-        assert len(stored) == len(fresh[name.removesuffix(".csv")])
-        for s, f in zip(stored, fresh[name.removesuffix(".csv")], strict=True):
-            assert list(s) == list(f)
-            for key, value in f.items():
-                if isinstance(value, float):
-                    assert float(s[key]) == pytest.approx(value, rel=1e-12, abs=1e-300), key
-                else:
-                    assert s[key] == str(value), key
+        assert_rows_match(stored, fresh[name.removesuffix(".csv")])
 
 
 def test_a_target_five_hops_away_can_be_solved_for_exactly():

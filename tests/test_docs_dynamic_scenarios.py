@@ -26,6 +26,7 @@ import pytest
 from dpgossip.scenario.dynamic_gossip import mode_record
 from dpgossip.scenario.dynamic_gossip_config import load_dynamic_gossip
 from dpgossip.scenario.dynamic_gossip_runs import build_setting
+from tests.stored_results import assert_rows_match
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = {"modes": ROOT / "docs" / "results" / "dynamic-gossip-modes",
@@ -171,19 +172,6 @@ def _recomputed(name: str, label: str) -> dict[str, list[dict]]:
     return mode_record(config, build_setting(config), index, config.modes[index])["tables"]
 
 
-def _compare(stored: list[dict[str, str]], fresh: list[dict[str, object]]) -> None:
-    """Every stored cell of the mode against the recomputed one: integers and text equal, floats to
-    1e-12 relative."""
-    assert len(stored) == len(fresh)
-    for s, f in zip(stored, fresh, strict=True):
-        assert list(s) == list(f)
-        for key, value in f.items():
-            if isinstance(value, float):
-                assert float(s[key]) == pytest.approx(value, rel=1e-12, abs=1e-300), key
-            else:
-                assert s[key] == str(value), key
-
-
 @pytest.mark.parametrize(("name", "label"), [("modes", "synchronous"), ("churn", "pairwise-golf")])
 def test_one_mode_of_each_scenario_is_recomputed(name, label):
     """The synchronous mode (deterministic, well under a second) and the GoLF-like pairwise mode (20
@@ -191,7 +179,7 @@ def test_one_mode_of_each_scenario_is_recomputed(name, label):
     fresh = _recomputed(name, label)
     for table in STORED_CSVS[name]:
         stored = [r for r in read_rows(RESULTS[name] / table) if r["mode"] == label]
-        _compare(stored, fresh[table.removesuffix(".csv")])
+        assert_rows_match(stored, fresh[table.removesuffix(".csv")])
 
 
 def test_the_example_file_of_the_page_is_a_valid_scenario():

@@ -1,0 +1,30 @@
+"""Helpers of the tests that check a page against a stored results folder (docs/results/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def assert_rows_match(stored: list[dict[str, str]], fresh: list[dict[str, object]]) -> None:
+    """Every stored CSV cell against the recomputed one: the same columns in the same order, integers and
+    text equal, floats to 1e-12 relative."""
+    assert len(stored) == len(fresh)
+    for s, f in zip(stored, fresh, strict=True):
+        assert list(s) == list(f)
+        for key, value in f.items():
+            if isinstance(value, float):
+                assert float(s[key]) == pytest.approx(value, rel=1e-12, abs=1e-300), key
+            else:
+                assert s[key] == str(value), key
+
+
+def assert_run_writes_stored(scenario: Path, out: Path, results: Path, names: tuple[str, ...]) -> None:
+    """``dpgossip run SCENARIO --out OUT --no-plots -q`` writes each of ``names`` byte for byte as stored
+    in ``results``."""
+    from dpgossip.cli import main
+
+    assert main(["run", str(scenario), "--out", str(out), "--no-plots", "-q"]) == 0
+    for name in names:
+        assert (out / name).read_bytes() == (results / name).read_bytes(), name
