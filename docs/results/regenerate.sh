@@ -33,6 +33,7 @@ declare -A COMMAND=(
   [network-dp-decor]="run scenarios/network-dp-decor.toml --no-plots"
   [paper-fig2-wine]="run scenarios/paper-fig2-wine.toml --workers 2"
   [paper-fig2-diabetes]="run scenarios/paper-fig2-diabetes.toml --workers 2"
+  [paper-fig2-breast_cancer]="run scenarios/paper-fig2-breast_cancer.toml --workers 2"
 )
 
 here="docs/results"
