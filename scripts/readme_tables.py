@@ -9,11 +9,6 @@
 
     python scripts/readme_tables.py --print                  # the tables of the stored numbers
 
-    dpgossip run scenarios/pairwise-leakage.toml --workers 2
-    python scripts/readme_tables.py --leakage results/pairwise-leakage
-        # writes docs/numbers/pairwise-leakage.csv (epsilon and its certified upper bound by hop
-        # distance) and docs/numbers/pairwise-leakage-pairs.csv (every pair) and prints the sentences
-
     dpgossip run scenarios/paper-fig3.toml
     python scripts/readme_tables.py --fig3 results/paper-fig3
         # writes docs/numbers/paper-fig3.csv (worst delta at epsilon = 5 and mean error per dataset and T)
@@ -80,64 +75,6 @@ def table(rows: list[dict[str, str]]) -> str:
     for r in rows:
         lines.append("| " + " | ".join(r.get(k, "") for k in TABLE_COLUMNS) + " |")
     return "\n".join(lines)
-
-
-def leakage_pairs(folder: Path) -> list[dict[str, str]]:
-    """Every pair of a pairwise-leakage results folder: its epsilon (the lower estimate) and its
-    certified upper bound; full precision."""
-    return [{"observer": r["observer"], "target": r["target"], "hops": r["hops"],
-             "epsilon": r["epsilon"], "epsilon_upper": r["epsilon_upper"]}
-            for r in _read(folder / "leakage.csv")]
-
-
-def published_lower(r: dict[str, str]) -> float:
-    """A pair's published lower estimate: the epsilon of the worst neighbour the scenario's own search
-    found (its ``leakage.csv``, stored as ``epsilon``)."""
-    return float(r["epsilon"])
-
-
-def leakage_by_hops(pairs: list[dict[str, str]]) -> list[dict[str, str]]:
-    """By hop distance: the pairs' published lower estimates (:func:`published_lower`; mean, min, max,
-    to nearest), their certified upper bounds (min, max) and the largest ratio upper / lower, these
-    three rounded up (an upper bound printed is never below the bound; the ratio is printed as "at
-    most")."""
-    groups: dict[int, list[dict[str, str]]] = {}
-    for r in pairs:
-        groups.setdefault(int(r["hops"]), []).append(r)
-    out = []
-    for h, rs in sorted(groups.items()):
-        v = [published_lower(r) for r in rs]
-        up = [float(r["epsilon_upper"]) for r in rs]
-        out.append({"hops": str(h), "pairs": str(len(v)), "mean": f"{fmean(v):.3g}",
-                    "min": f"{min(v):.3g}", "max": f"{max(v):.3g}", "upper_min": format_upper(min(up), 3),
-                    "upper_max": format_upper(max(up), 3),
-                    "gap_max": format_upper(max(u / e for u, e in zip(up, v, strict=True)), 3)})
-    return out
-
-
-def leakage_sentence(rows: list[dict[str, str]], reach: int) -> str:
-    """The README's sentence on the pairwise-leakage scenario (``reach`` = c)."""
-    near = [r for r in rows if int(r["hops"]) <= reach]
-    far = [r for r in rows if int(r["hops"]) > reach]
-    worst = max(rows, key=lambda r: float(r["max"]))
-    means_near = sorted(float(r["mean"]) for r in near)
-    means_far = sorted(float(r["mean"]) for r in far)
-    def span(v: list[float]) -> str:
-        return f"{v[0]:.3g}" if f"{v[0]:.3g}" == f"{v[-1]:.3g}" else f"{v[0]:.3g} to {v[-1]:.3g}"
-
-    return (f"mean {span(means_near)} for observers within c = {reach} hops of "
-            f"the target and {span(means_far)} beyond (worst pair "
-            f"{float(worst['max']):.3g}, at {worst['hops']} hop{'s' if worst['hops'] != '1' else ''})")
-
-
-def upper_sentence(rows: list[dict[str, str]]) -> str:
-    """The sentence on the certified side of the pairwise-leakage scenario (the bounds and the ratio as
-    :func:`leakage_by_hops` rounded them up)."""
-    low = min(float(r["upper_min"]) for r in rows)
-    high = max(float(r["upper_max"]) for r in rows)
-    gap = max(float(r["gap_max"]) for r in rows)
-    return (f"the certified upper bounds of the pairs range from {format_upper(low, 3)} to "
-            f"{format_upper(high, 3)} (rounded up; upper / lower at most {format_upper(gap, 3)})")
 
 
 FIG3_DATASETS = (("wine", "Wine"), ("breast_cancer", "Breast Cancer"), ("diabetes", "Diabetes"))
@@ -227,16 +164,6 @@ def stored_fig3() -> list[dict[str, str]]:
     return _read(NUMBERS / "paper-fig3.csv")
 
 
-def stored_leakage() -> list[dict[str, str]]:
-    """The stored epsilon-by-hops numbers of the pairwise-leakage scenario."""
-    return _read(NUMBERS / "pairwise-leakage.csv")
-
-
-def stored_leakage_pairs() -> list[dict[str, str]]:
-    """The stored per-pair numbers of the pairwise-leakage scenario."""
-    return _read(NUMBERS / "pairwise-leakage-pairs.csv")
-
-
 def stored() -> dict[str, list[dict[str, str]]]:
     """The stored numbers by scenario name."""
     return {p.stem: _read(p) for p in sorted(NUMBERS.glob("paper-fig2-*.csv"))}
@@ -254,25 +181,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="*", type=Path, help="results/paper-fig2-<dataset> folders")
     ap.add_argument("--print", action="store_true", help="print the tables of the stored numbers")
-    ap.add_argument("--leakage", type=Path, default=None, metavar="FOLDER",
-                    help="a results/pairwise-leakage folder: store its epsilon by hop distance")
     ap.add_argument("--fig3", type=Path, default=None, metavar="FOLDER",
                     help="a results/paper-fig3 folder: store its worst delta and error by T")
     args = ap.parse_args()
-    if not args.folders and not args.print and args.leakage is None and args.fig3 is None:
-        ap.error("give results folders, --leakage FOLDER, --fig3 FOLDER, or --print")
+    if not args.folders and not args.print and args.fig3 is None:
+        ap.error("give results folders, --fig3 FOLDER, or --print")
     if args.fig3 is not None:
         rows = fig3_rows(args.fig3)
         _write(NUMBERS / "paper-fig3.csv", rows)
         print("\n".join(fig3_sentences(rows)))
         print("(run python scripts/upper_numbers.py for the certified upper bounds)")
-    if args.leakage is not None:
-        pairs = leakage_pairs(args.leakage)
-        rows = leakage_by_hops(pairs)
-        _write(NUMBERS / "pairwise-leakage.csv", rows)
-        _write(NUMBERS / "pairwise-leakage-pairs.csv", pairs)
-        print(leakage_sentence(rows, 3))
-        print(upper_sentence(rows))
     for folder in args.folders:
         if not (folder / "calibration.csv").exists():
             print(f"{folder}: no calibration.csv (run the paper-fig2 scenario first)", file=sys.stderr)

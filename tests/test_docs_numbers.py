@@ -1,9 +1,10 @@
 """The numbers printed in README.md and docs/ are those the shipped scenarios' stored results hold.
 
 ``docs/numbers/`` holds what ``scripts/readme_tables.py`` wrote from the shipped scenarios' results
-(paper-fig2, paper-fig3, pairwise-leakage); ``docs/results/`` holds results folders the commands wrote
-(the quickstart's audit, paper-fig2's runs). These tests fail when the printed tables differ from them;
-docs/privacy.md's example is checked by tests/test_docs_privacy_example.py.
+(paper-fig2, paper-fig3); ``docs/results/`` holds results folders the commands wrote (the quickstart's
+audit, paper-fig2's runs). These tests fail when the printed tables differ from them; docs/privacy.md's
+example is checked by tests/test_docs_privacy_example.py, the pairwise-leakage numbers by
+tests/test_docs_pairwise_leakage.py.
 """
 
 import json
@@ -44,66 +45,6 @@ def test_the_stored_paper_fig2_table_is_the_stored_run_of_its_scenario(name):
     stored = tables.stored()[name]
     lower = [k for k in tables.COLUMNS if k in tables.from_results(folder)[0]]
     assert [{k: r[k] for k in lower} for r in stored] == tables.from_results(folder)
-
-
-def test_readme_and_docs_print_the_stored_pairwise_leakage():
-    tables = load_script("readme_tables")
-    rows = tables.stored_leakage()
-    pairs = tables.stored_leakage_pairs()
-    assert rows == tables.leakage_by_hops(pairs)  # the table by hops summarises the stored pairs
-    assert [int(r["hops"]) for r in rows] == list(range(1, 9))  # the 16-ring: hops 1..8
-    assert sum(int(r["pairs"]) for r in rows) == 16 * 15 == len(pairs)
-    # every pair bracketed: the scenario's value below its target's bound, one bound per target
-    assert all(tables.published_lower(p) == float(p["epsilon"]) < float(p["epsilon_upper"]) for p in pairs)
-    assert all(len({p["epsilon_upper"] for p in pairs if p["target"] == t}) == 1
-               for t in {p["target"] for p in pairs})
-    sentence = tables.leakage_sentence(rows, 3)
-    upper = tables.upper_sentence(rows)
-    readme = " ".join((ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
-    assert sentence in readme and upper in readme
-    doc = " ".join((ROOT / "docs" / "privacy.md").read_text(encoding="utf-8").split())
-    assert sentence.replace(" for observers within c = 3 hops of the target", " within 3 hops") in doc
-    assert upper in doc
-    # the step at hop c + 1 that both texts describe
-    assert min(float(r["mean"]) for r in rows[:3]) > 1.5 * max(float(r["mean"]) for r in rows[3:])
-
-
-def test_the_stored_upper_bounds_are_what_the_code_certifies():
-    """The certified bounds of docs/numbers/pairwise-leakage-pairs.csv, recomputed from the shipped
-    scenario (every target, well under a second)."""
-    from dpgossip.protocols.ddppm.audit import upper_bounds
-    from dpgossip.scenario import load_scenario
-    from dpgossip.scenario.problem import build_structure, resolve_problem
-
-    sc = load_scenario(ROOT / "scenarios" / "pairwise-leakage.toml")
-    point = sc.points()[0]
-    problem = resolve_problem(point.config, build_structure(point.config, sc.base))
-    bounds = upper_bounds(problem.data, problem.network, problem.params,
-                          point.config["privacy"]["delta"], point.config["privacy"]["neighbours"])
-    stored = {int(p["target"]): float(p["epsilon_upper"])
-              for p in load_script("readme_tables").stored_leakage_pairs()}
-    # to 1e-12 relative: the last bits move with the numpy release (its summation order), and every
-    # published bound is rounded up to 4 significant digits
-    assert stored.keys() == bounds.keys()
-    for j, b in bounds.items():
-        assert stored[j] == pytest.approx(b.epsilon, rel=1e-12, abs=0)
-
-
-@pytest.mark.slow
-def test_the_stored_pairwise_leakage_of_one_target_is_what_the_shared_search_finds():
-    """Target 0's 15 pairs, searched again as the shipped scenario says: the stored values, bit for
-    bit (about a minute)."""
-    from dpgossip.scenario import load_scenario
-    from dpgossip.scenario.privacy_section import audit_config
-    from dpgossip.scenario.problem import build_structure, resolve_problem
-
-    sc = load_scenario(ROOT / "scenarios" / "pairwise-leakage.toml")
-    point = sc.points()[0]
-    problem = resolve_problem(point.config, build_structure(point.config, sc.base))
-    audit = audit_config(point.config, problem, targets=[0])
-    stored = {(int(p["observer"]), int(p["target"])): float(p["epsilon"])
-              for p in load_script("readme_tables").stored_leakage_pairs() if p["target"] == "0"}
-    assert stored == {k: r.epsilon["rdp"] for k, r in audit.results.items()}
 
 
 QUICKSTART_RESULTS = ROOT / "docs" / "results" / "quickstart-audit"
