@@ -59,12 +59,12 @@ def test_topology_comparison_runs_and_the_grid_mixes_faster_than_the_ring(tmp_pa
 
 def test_pairwise_leakage_runs_reduced(tmp_path, smallest_search):
     sc = load_scenario(SCENARIOS / "pairwise-leakage.toml").with_overrides(
-        {"repeats": 1, "network.agents": 8, "privacy.search": "quick",
-         "data.synthetic": {"n": 256, "d": 4, "spectrum": [1.0, 0.9, 0.8, 0.7]}})
+        {"repeats": 1, "network.agents": 6, "privacy.search": "quick",
+         "data.synthetic": {"n": 192, "d": 4, "spectrum": [1.0, 0.9, 0.8, 0.7]}})
     run_scenario(sc, tmp_path, quiet=True)
     with open(tmp_path / "leakage.csv", newline="") as fh:
         leak = list(csv.DictReader(fh))
-    assert len(leak) == 8 * 7
+    assert len(leak) == 6 * 5
     assert all(float(r["epsilon"]) > 0 for r in leak)
 
 
