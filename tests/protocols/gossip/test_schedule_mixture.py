@@ -28,7 +28,6 @@ from dpgossip.protocols.gossip.schedule_mixture import (
     mixture_epsilon,
     mixture_rdp,
     muffliato_schedule_charge,
-    sampled_spread,
     spread_by_distance,
 )
 from dpgossip.protocols.gossip.scheduled import observe_schedule
@@ -36,6 +35,24 @@ from dpgossip.topology import make_network, schedule_samplers
 from dpgossip.topology.schedule_backend import apply_schedule
 from dpgossip.topology.schedules import REPLY_LOST, MixingSchedule
 from tests.protocols.gossip.dynamic_schedules import random_matchings
+
+
+def sampled_spread(schedules, spec, observer, graph, settings=None):
+    """:func:`spread_by_distance` of the exact known-schedule leakage of every target to ``observer``
+    over the given schedules, beside :func:`muffliato_schedule_charge` (as the dynamic-gossip
+    scenario's leakage table computes them)."""
+    s = settings or LinearAuditSettings()
+    mus, charges, targets, hops = [], [], None, None
+    for given in schedules:
+        sched = averaging_steps(given) if isinstance(given, MixingSchedule) else given
+        rows = dynamic_leakage(sched, spec, observer, s, graph=graph)
+        mus.append([r.mu_upper for r in rows])
+        targets = np.array([r.target for r in rows])
+        hops = np.array([r.hops for r in rows])
+        charges.append(muffliato_schedule_charge(sched, spec, observer, order=s.orders[0],
+                                                 sensitivity=s.sensitivity)[targets])
+    return spread_by_distance(np.array(mus), hops, s, bound=np.array(charges), targets=targets)
+
 
 # three equally likely schedules: the target's shift a_k and the noise scale s_k of a 1-D view
 SHIFTS, SCALES = np.array([0.4, 1.5, 0.9]), np.array([1.0, 0.7, 1.6])

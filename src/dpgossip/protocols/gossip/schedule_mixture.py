@@ -28,7 +28,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_ndtr, logsumexp, ndtr
@@ -39,7 +38,6 @@ from dpgossip.privacy.linear_audit import LinearAuditSettings
 from dpgossip.protocols.gossip.dynamic_release import (
     check_dynamic_spec,
     check_schedule,
-    dynamic_leakage,
     message_coefficients,
     pairwise_matrix,
     received_messages,
@@ -48,14 +46,8 @@ from dpgossip.protocols.gossip.linear import LinearGossip
 from dpgossip.topology.schedules import AVERAGED, MixingSchedule
 
 __all__ = ["gaussian_deltas", "mixture_delta", "mixture_epsilon", "mixture_rdp",
-           "muffliato_schedule_charge", "DistanceSpread", "spread_by_distance", "sampled_spread",
-           "averaging_steps", "SAMPLED_NOTE"]
-
-SAMPLED_NOTE = ("every column is over SAMPLED schedules: the max columns are estimates, from below, of "
-                "the maximum over all schedules, and the mean, quantile and mixture columns are "
-                "estimates of expectations over all schedules; none is a certified bound")
-"""Said with every table of sampled schedules."""
-
+           "muffliato_schedule_charge", "DistanceSpread", "spread_by_distance",
+           "averaging_steps"]
 
 def gaussian_deltas(eps: float, mu: np.ndarray) -> np.ndarray:
     """``delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)`` of a Gaussian mechanism for each
@@ -282,30 +274,3 @@ def spread_by_distance(mu: np.ndarray, hops: np.ndarray, settings: LinearAuditSe
 
 def _epsilons(mu: np.ndarray, delta: float) -> np.ndarray:
     return gaussian_epsilons(mu.ravel(), delta).reshape(mu.shape)
-
-
-def sampled_spread(schedules: Iterable[MixingSchedule | Iterable[object]], spec: LinearGossip,
-                   observer: int, graph: nx.Graph,
-                   settings: LinearAuditSettings | None = None) -> list[DistanceSpread]:
-    """:func:`spread_by_distance` of the exact known-schedule leakage of every target to ``observer``
-    over the given schedules (sequences of matrices, or sampled
-    :class:`~dpgossip.topology.schedules.MixingSchedule` through :func:`averaging_steps`; distances
-    in ``graph``), beside :func:`muffliato_schedule_charge` at ``settings.orders[0]`` for
-    ``gossip-average`` with one ``sigma`` (no bound column otherwise)."""
-    s = settings or LinearAuditSettings()
-    mus, charges, hops = [], [], None
-    compare = spec.protocol == "gossip-average" and isinstance(spec.sigma, float)
-    for given in schedules:
-        sched = averaging_steps(given) if isinstance(given, MixingSchedule) else given
-        rows = dynamic_leakage(sched, spec, observer, s, graph=graph)
-        mus.append([r.mu_upper for r in rows])
-        if hops is None:
-            targets = np.array([r.target for r in rows])
-            hops = np.array([r.hops for r in rows])
-        if compare:
-            charges.append(muffliato_schedule_charge(sched, spec, observer, order=s.orders[0],
-                                                     sensitivity=s.sensitivity)[targets])
-    if hops is None:
-        raise ConfigError("schedules must hold at least one schedule, got none", field="schedules")
-    return spread_by_distance(np.array(mus), hops, s, bound=np.array(charges) if compare else None,
-                              targets=targets)
