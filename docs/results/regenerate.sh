@@ -31,6 +31,7 @@ declare -A COMMAND=(
   [ppm-gossip-masks]="run scenarios/ppm-gossip-masks.toml --no-plots"
   [network-dp-gossip]="run scenarios/network-dp-gossip.toml"
   [network-dp-decor]="run scenarios/network-dp-decor.toml --no-plots"
+  [network-dp-bounds]="run scenarios/network-dp-bounds.toml --no-plots"
   [paper-fig2-wine]="run scenarios/paper-fig2-wine.toml --workers 2"
   [pairwise-leakage]="run scenarios/pairwise-leakage.toml --no-plots --workers 2"
   [protocol-comparison]="run scenarios/protocol-comparison.toml --no-plots"

@@ -13,9 +13,13 @@ import pytest
 
 from dpgossip.cli import main
 from dpgossip.errors import ConfigError
-from dpgossip.protocols.gossip.bounds import mfdl_abs_sum
+from dpgossip.protocols.gossip.bounds import (
+    mfdl_abs_sum,
+    muffliato_corrected,
+    muffliato_per_message,
+)
 from dpgossip.protocols.gossip.linear import LinearGossip
-from dpgossip.scenario.network_dp import build_network, choose_observers, run_network_dp
+from dpgossip.scenario.network_dp import audit_case, build_network, choose_observers, run_network_dp
 from dpgossip.scenario.network_dp_config import (
     is_network_dp_file,
     load_network_dp,
@@ -68,6 +72,8 @@ def _with(path: str, value: object) -> dict:
     ("network_dp.graphs.0.sigma_cor", 1.0, "network_dp.graphs[0].sigma_cor"),   # not gossip-decor
     ("network_dp.graphs.3.sigma_cor", -1.0, "network_dp.graphs[3].sigma_cor"),
     ("network_dp.graphs.0.setting", "mfdl", "network_dp.graphs[0].setting"),
+    ("network_dp.graphs.0.muffliato_rounds", "all", "network_dp.graphs[0].muffliato_rounds"),
+    ("network_dp.graphs.3.muffliato_rounds", "steps", "network_dp.graphs[3].muffliato_rounds"),  # noisy
     ("network_dp.graphs.1.target", 2, "network_dp.graphs[1].observer"),
     ("network_dp.graphs.0.colour", "red", "network_dp.graphs[0].colour"),
     ("network_dp.graphs.2.observers", {"per_distance": 0}, "network_dp.graphs[2].observers.per_distance"),
@@ -148,9 +154,20 @@ def test_tiny_run_matches_dense_oracles_and_resumes(tmp_path):
     mfdl_case = config.graphs[3]
     spec = LinearGossip(protocol="gossip-noisy", rounds=4, sigma=0.7, inputs="per-round")
     bound = mfdl_abs_sum(build_network(mfdl_case), spec, 0, order=3.0)
+    corrected = {(p, clip): muffliato_corrected(build_network(mfdl_case), spec, 0, order=3.0,
+                                                entry_power=p, clip=clip)
+                 for p, clip in ((1, True), (2, True), (1, False))}
     for r in (r for r in rows if r["topology"] == "mfdl"):
-        assert float(r["mfdl_bound"]) == pytest.approx(bound[int(r["target"])], rel=1e-12)
+        u = int(r["target"])
+        assert float(r["mfdl_bound"]) == pytest.approx(bound[u], rel=1e-12)
         assert float(r["mfdl_bound"]) >= float(r["rdp"]) * (1 - 1e-12)
+        for column, key in (("corrected_bound", (1, True)), ("corrected_p2_bound", (2, True)),
+                            ("corrected_unclipped_bound", (1, False))):
+            assert float(r[column]) == pytest.approx(corrected[key][u], rel=1e-12), column
+        assert r["corrected_below_exact"] == r["corrected_p2_below_exact"] == "False"
+    for r in (r for r in rows if r["topology"] != "mfdl"):
+        assert r["corrected_bound"] == r["corrected_unclipped_bound"] == "nan"
+        assert r["corrected_below_exact"] == ""
     first = (out / "leakage.csv").read_text()
     changed = parse_network_dp(_with("network_dp.graphs.0.rounds", 5))
     run_network_dp(changed, out, quiet=True)
@@ -158,6 +175,27 @@ def test_tiny_run_matches_dense_oracles_and_resumes(tmp_path):
     assert [g["resumed"] for g in summary["graphs"]] == [False, True, True, True]
     run_network_dp(config, out, quiet=True)
     assert (out / "leakage.csv").read_text() == first
+
+
+def test_muffliato_rounds_steps_sums_the_authors_gossip_steps():
+    """``muffliato_rounds = "steps"``: Muffliato's sum over ``t = 1..T`` (the authors' code), the default
+    over the message rounds ``t = 0..T-1``; the exact values do not depend on it."""
+    raw = {"name": "steps", "network_dp": {"rounds": 4, "observer": 0, "graphs": [
+        {"label": "messages", "topology": "hypercube", "agents": 16},
+        {"label": "steps", "topology": "hypercube", "agents": 16, "muffliato_rounds": "steps"}]}}
+    config = parse_network_dp(raw)
+    assert [g.muffliato_rounds for g in config.graphs] == ["messages", "steps"]
+    assert config.to_row()["graphs"][1]["muffliato_rounds"] == "steps"
+    spec = LinearGossip(rounds=4, sigma=1.0)
+    network = build_network(config.graphs[0])
+    for case, rounds in zip(config.graphs, (range(4), range(1, 5)), strict=True):
+        rows, _ = audit_case(case, alpha=2.0, delta=1e-5, sensitivity=1.0)
+        want = muffliato_per_message(network, spec, 0, rounds=rounds)
+        assert [r.muffliato_bound for r in rows] == pytest.approx([want[r.target] for r in rows],
+                                                                  rel=1e-12)
+    messages, steps = (audit_case(c, alpha=2.0, delta=1e-5, sensitivity=1.0)[0] for c in config.graphs)
+    assert [r.rdp for r in messages] == [r.rdp for r in steps]
+    assert [r.muffliato_bound for r in messages] != [r.muffliato_bound for r in steps]
 
 
 def test_sampled_observers_per_distance():

@@ -47,7 +47,8 @@ def test_defaults_and_registration():
     assert c["privacy"] == {
         "view": "observer", "neighbours": "bounded", "delta": 1e-5, "epsilon": [1.0],
         "methods": ["exact", "rdp", "chernoff"],
-        "audit": False, "calibrate": None, "rank_by": "epsilon", "search": "standard",
+        "audit": False, "delta_upper": False, "calibrate": None, "rank_by": "epsilon",
+        "search": "standard",
         "epsilon_cap": 1000.0,
     }
 
@@ -171,6 +172,7 @@ def test_leakage_rows_one_per_pair():
     r = rows[0]
     assert r["epsilon"] == r["epsilon_rdp"] and r["method"] == "rdp" and r["tag"] == 1
     assert {"delta_rdp_at_eps_1", "delta_rdp_at_eps_10", "hops", "row", "view"} <= set(r)
+    assert not any(k.startswith("delta_upper") for k in r)  # only with privacy.delta_upper
 
 
 def test_prepare_calibrates_and_reports_an_unreachable_target(smallest_search):
@@ -214,3 +216,26 @@ def test_an_epsilon_cap_that_would_be_ignored_is_refused():
         check_privacy("privacy", {"epsilon_cap": 50.0, **other})
     assert check_privacy("privacy", other)["epsilon_cap"] == 1000.0  # the default is no setting
     assert check_privacy("privacy", {"epsilon_cap": 50.0})["epsilon_cap"] == 50.0
+
+
+def test_delta_upper_adds_the_proven_delta_beside_the_lower_one(smallest_search):
+    """``delta_upper = true``: every leakage row carries the delta its target's certified bound proves
+    at each epsilon, the same for every pair of the target, and the bound recomputed there is at most
+    that epsilon (without the key the columns are absent: test_leakage_rows_one_per_pair; soundness
+    against brute force: tests/privacy/test_delta_from_bound.py)."""
+    from dpgossip.protocols.ddppm.audit import upper_bounds
+    from dpgossip.scenario.privacy_section import audit_with_store
+
+    cfg = expand(validate(scenario(audit=True, search="quick", methods=["rdp"], epsilon=[4],
+                                   delta_upper=True)))[0].config
+    problem = build_problem(cfg)
+    rows = leakage_rows(audit_with_store(cfg, problem, None))
+    proven = {}
+    for r in rows:
+        assert proven.setdefault(r["target"], r["delta_upper_at_eps_4"]) == r["delta_upper_at_eps_4"]
+    assert sorted(proven) == [0, 1, 2, 3] and all(0 < d <= 1 for d in proven.values())
+    j, d = min(proven.items(), key=lambda kv: kv[1])
+    assert d < 1.0  # this problem's bound proves something at epsilon = 4
+    assert upper_bounds(problem.data, problem.network, problem.params, d, "bounded", [j])[j].epsilon <= 4
+    with pytest.raises(ConfigError, match=r"privacy\.delta_upper must be true or false, got 'yes'"):
+        validate(scenario(delta_upper="yes"))

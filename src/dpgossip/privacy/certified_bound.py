@@ -45,17 +45,18 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dpgossip.errors import ConfigError
 from dpgossip.privacy.conversions import rdp_to_epsilon_batch
+from dpgossip.privacy.delta_from_bound import SMALLEST, delta_upper
 from dpgossip.privacy.tilted_mean import TiltFacts, averaged_mean_term
 
 __all__ = ["ADJACENCIES", "COVERS", "MEAN_TERMS", "CertifiedBound", "NoisyPowerIteration",
-           "averaged_renyi_bound", "certified_upper_bounds", "chernoff_radius"]
+           "averaged_renyi_bound", "certified_delta_upper", "certified_upper_bounds", "chernoff_radius"]
 
 ADJACENCIES = ("bounded", "replace-one")
 MEAN_TERMS = ("best", "truncated", "averaged")
@@ -610,6 +611,34 @@ def averaged_renyi_bound(model: NoisyPowerIteration, row: int, orders: np.ndarra
     return _averaged_curve(rows, model.T, model.alpha, forward, model.d)(a)[0]
 
 
+def _prepared(model: NoisyPowerIteration, adjacency: str, targets: Sequence[int] | None,
+              mean_terms: str) -> tuple[Callable[[np.ndarray], np.ndarray], _UCovariances,
+                                        list[_TargetFacts]]:
+    """What the bound needs at every delta, the settings checked: the norm factor ``rho`` of a
+    replacement row, the covariances of the ``u_t`` and each target's facts."""
+    if adjacency not in ADJACENCIES:
+        raise ConfigError(f"adjacency must be one of {', '.join(ADJACENCIES)}, got {adjacency!r}",
+                          field="adjacency")
+    if mean_terms not in MEAN_TERMS:
+        raise ConfigError(f"mean_terms must be one of {', '.join(MEAN_TERMS)}, got {mean_terms!r}",
+                          field="mean_terms")
+    targets = list(range(model.m)) if targets is None else [int(j) for j in targets]
+    for j in targets:
+        if not 0 <= j < model.m:
+            raise ConfigError(f"targets: agent {j} does not exist (m = {model.m})", field="targets")
+    norms = np.linalg.norm(model.X, axis=1)
+    if adjacency == "bounded":
+        def rho_of(x: np.ndarray) -> np.ndarray:
+            return np.ones(x.shape[0])
+        rho_all = np.ones(model.m)
+    else:
+        def rho_of(x: np.ndarray) -> np.ndarray:
+            return 1.0 + np.linalg.norm(x, axis=1)
+        rho_all = np.array([1.0 + (norms[model.offsets[i]:model.offsets[i + 1]].max(initial=0.0))
+                            for i in range(model.m)])
+    return rho_of, _u_covariances(model, rho_all), [_target_facts(model, j) for j in targets]
+
+
 def certified_upper_bounds(model: NoisyPowerIteration, delta: float, *, adjacency: str = "bounded",
                            targets: Sequence[int] | None = None,
                            mean_terms: str = "best") -> dict[int, CertifiedBound]:
@@ -641,34 +670,56 @@ def certified_upper_bounds(model: NoisyPowerIteration, delta: float, *, adjacenc
     dict
         ``{j: CertifiedBound}``.
     """
-    if adjacency not in ADJACENCIES:
-        raise ConfigError(f"adjacency must be one of {', '.join(ADJACENCIES)}, got {adjacency!r}",
-                          field="adjacency")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ConfigError(f"delta must be in (0, 1), got {delta!r}", field="delta")
-    if mean_terms not in MEAN_TERMS:
-        raise ConfigError(f"mean_terms must be one of {', '.join(MEAN_TERMS)}, got {mean_terms!r}",
-                          field="mean_terms")
-    targets = list(range(model.m)) if targets is None else [int(j) for j in targets]
-    for j in targets:
-        if not 0 <= j < model.m:
-            raise ConfigError(f"targets: agent {j} does not exist (m = {model.m})", field="targets")
-    norms = np.linalg.norm(model.X, axis=1)
-    if adjacency == "bounded":
-        def rho_of(x: np.ndarray) -> np.ndarray:
-            return np.ones(x.shape[0])
-        rho_all = np.ones(model.m)
-    else:
-        def rho_of(x: np.ndarray) -> np.ndarray:
-            return 1.0 + np.linalg.norm(x, axis=1)
-        rho_all = np.array([1.0 + (norms[model.offsets[i]:model.offsets[i + 1]].max(initial=0.0))
-                            for i in range(model.m)])
-    cov = _u_covariances(model, rho_all)
-    facts = [_target_facts(model, j) for j in targets]
+    rho_of, cov, facts = _prepared(model, adjacency, targets, mean_terms)
     fwd = _direction(model, facts, cov, delta, rho_of, True, mean_terms)
     rev = _direction(model, facts, cov, delta, rho_of, False, mean_terms)
     return {tf.target: _assemble(tf, f, r, delta, adjacency) for tf, f, r in zip(facts, fwd, rev,
                                                                                   strict=True)}
+
+
+def certified_delta_upper(model: NoisyPowerIteration, epsilons: Sequence[float], *,
+                          adjacency: str = "bounded", targets: Sequence[int] | None = None,
+                          mean_terms: str = "best", lowest: Mapping[int, Sequence[float]] | None = None
+                          ) -> dict[int, tuple[float, ...]]:
+    """The delta the bound proves at each epsilon, per target: ``inf {delta : b_j(delta) <= epsilon}``.
+
+    ``b_j(delta)`` is :func:`certified_upper_bounds`'s epsilon of target ``j`` at ``delta``; it is
+    inverted by :func:`~dpgossip.privacy.delta_from_bound.delta_upper` (a bisection whose every answer
+    is a delta at which the bound was computed and found ``<= epsilon``, or the trivial 1). The
+    delta-free parts of the bound (the covariances of the ``u_t``, the targets' facts) are computed once.
+
+    Parameters
+    ----------
+    model, adjacency, targets, mean_terms
+        As :func:`certified_upper_bounds`.
+    epsilons : sequence of float
+        The epsilons at which a delta is wanted.
+    lowest : mapping, optional
+        ``{j: (delta_1, ...)}``: per target and epsilon a delta the bound cannot prove less than (the
+        exact delta of a neighbour found at that epsilon); it narrows the bisection.
+
+    Returns
+    -------
+    dict
+        ``{j: (delta_upper at epsilons[0], ...)}``, each in ``(0, 1]``.
+    """
+    rho_of, cov, facts = _prepared(model, adjacency, targets, mean_terms)
+    out: dict[int, tuple[float, ...]] = {}
+    for tf in facts:
+        seen: dict[float, float] = {}
+
+        def bound_at(delta: float, tf: _TargetFacts = tf, seen: dict[float, float] = seen) -> float:
+            if delta not in seen:
+                fwd = _direction(model, [tf], cov, delta, rho_of, True, mean_terms)[0]
+                rev = _direction(model, [tf], cov, delta, rho_of, False, mean_terms)[0]
+                seen[delta] = _assemble(tf, fwd, rev, delta, adjacency).epsilon
+            return seen[delta]
+        low = (lowest or {}).get(tf.target) or (SMALLEST,) * len(epsilons)
+        out[tf.target] = tuple(delta_upper(bound_at, float(e), float(lo))
+                               for e, lo in zip(epsilons, low, strict=True))
+    return out
 
 
 def _assemble(tf: _TargetFacts, fwd: tuple, rev: tuple, delta: float,

@@ -7,8 +7,13 @@ and ``epsilon`` at ``delta``.  Beside it, where they apply:
 
 * Muffliato's per-message sum (:func:`~dpgossip.protocols.gossip.bounds.muffliato_per_message`) for
   ``gossip-average``, summed over the same messages the exact audit sees (rounds ``0..T-1``);
+  or over the authors' gossip steps ``1..T`` (``muffliato_rounds = "steps"``);
 * MFDL's absolute-value bound (:func:`~dpgossip.protocols.gossip.bounds.mfdl_abs_sum`) for
   ``gossip-noisy``;
+* Muffliato's corrected form for noisy decentralized GD (arXiv:2206.05091, Theorem 11;
+  :func:`~dpgossip.protocols.gossip.bounds.muffliato_corrected`) for ``gossip-noisy`` with per-round
+  inputs: ``p = 1`` clipped at ``T`` (``corrected_*``, as MFDL's code computes it), ``p = 2`` clipped
+  (``corrected_p2_*``) and ``p = 1`` unclipped (``corrected_unclipped_bound``);
 
 each with the ratio exact / bound and a flag where the published value is below the exact one
 (:func:`~dpgossip.protocols.gossip.bounds.compare_to_bound`).
@@ -61,7 +66,7 @@ __all__ = ["LeakageRow", "PreparedCase", "build_network", "choose_observers", "p
            "audit_case", "run_network_dp",
            "graph_file", "FORMAT"]
 
-FORMAT = 1
+FORMAT = 2
 """Version of the stored per-graph files (part of their key: a new format recomputes them)."""
 
 
@@ -92,6 +97,16 @@ class LeakageRow:
     mfdl_bound: float
     mfdl_ratio: float
     mfdl_below_exact: bool | None
+    corrected_bound: float
+    """Muffliato's corrected form, ``p = 1``, clipped at ``T``."""
+    corrected_ratio: float
+    corrected_below_exact: bool | None
+    corrected_p2_bound: float
+    """The corrected form with the entry squared (``p = 2``), clipped at ``T``."""
+    corrected_p2_ratio: float
+    corrected_p2_below_exact: bool | None
+    corrected_unclipped_bound: float
+    """The corrected form, ``p = 1``, without the clip."""
 
     def to_row(self) -> dict[str, object]:
         """Tidy row of every field."""
@@ -144,6 +159,10 @@ def _check_agent(network: Network, v: int | None, path: str) -> int:
     return v
 
 
+_FULL_BOUNDS = ("muffliato", "mfdl", "corrected", "corrected_p2")
+"""Bounds written with their ratio and flag; ``corrected_unclipped`` is written as its value only."""
+
+
 def _rows(pairs: list[PairLeakage], bounds: dict[str, np.ndarray], label: str,
           alpha: float) -> list[LeakageRow]:
     nan = math.nan
@@ -151,15 +170,28 @@ def _rows(pairs: list[PairLeakage], bounds: dict[str, np.ndarray], label: str,
     out = []
     for k, p in enumerate(pairs):
         cols: dict[str, Any] = {}
-        for name in ("muffliato", "mfdl"):
+        for name in _FULL_BOUNDS:
             c = side[name][k] if name in side else None
             cols[f"{name}_bound"] = c.bound if c else nan
             cols[f"{name}_ratio"] = c.ratio if c else nan
             cols[f"{name}_below_exact"] = c.bound_below_exact if c else None
+        unclipped = side.get("corrected_unclipped")
+        cols["corrected_unclipped_bound"] = unclipped[k].bound if unclipped else nan
         out.append(LeakageRow(topology=label, observer=int(p.observer), target=p.target,
                               distance=p.hops, mu2=p.mu_upper ** 2, exact=p.exact, rdp=p.rdp[0],
                               epsilon=p.epsilon, **cols))
     return out
+
+
+def _bounds(prepared: PreparedCase, case: GraphCase, observer: int, alpha: float,
+            sensitivity: float) -> dict[str, np.ndarray]:
+    """The published bounds of ``observer``'s view
+    (:func:`~dpgossip.protocols.gossip.kinds.published_bounds`), Muffliato's sum over the
+    rounds of ``case.muffliato_rounds``."""
+    T = prepared.spec.rounds
+    rounds = range(1, T + 1) if case.muffliato_rounds == "steps" else None
+    return published_bounds(prepared.network, prepared.spec, observer, alpha, sensitivity,
+                            muffliato_rounds=rounds)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -213,11 +245,11 @@ def audit_case(case: GraphCase, *, alpha: float, delta: float, sensitivity: floa
     if case.observer is not None:
         v = observers[0]
         pairs = audit_gossip(network, spec, v, settings)
-        rows = _rows(pairs, published_bounds(network, spec, v, alpha, sensitivity), case.label, alpha)
+        rows = _rows(pairs, _bounds(prepared, case, v, alpha, sensitivity), case.label, alpha)
     else:
         for v in observers:
             pairs = audit_gossip(network, spec, v, settings, targets=[case.target])
-            bounds = published_bounds(network, spec, v, alpha, sensitivity)
+            bounds = _bounds(prepared, case, v, alpha, sensitivity)
             rows.extend(_rows(pairs, bounds, case.label, alpha))
     info = {**network.to_row(), "label": case.label, "rounds": spec.rounds,
             "observers": len(observers), "pairs": len(rows), "protocol": case.protocol,

@@ -26,6 +26,7 @@ from dpgossip.topology.builders import TOPOLOGIES
 from dpgossip.topology.mixing import MIXING_RULES
 
 __all__ = ["SECTION", "network_dp_kinds", "CASE_KEYS", "GRAPH_KEYS", "SETTINGS", "MIXING_TIME",
+           "MUFFLIATO_ROUNDS",
            "ObserverChoice", "GraphCase", "NetworkDpConfig", "parse_network_dp", "is_network_dp",
            "is_network_dp_file", "load_network_dp"]
 
@@ -34,10 +35,14 @@ SECTION = "network_dp"
 MIXING_TIME = "mixing-time"
 """``rounds = "mixing-time"``: Muffliato's rule
 (:func:`~dpgossip.protocols.gossip.bounds.muffliato_mixing_rounds`)."""
+MUFFLIATO_ROUNDS: tuple[str, ...] = ("messages", "steps")
+"""The powers ``W^t`` summed by Muffliato's per-message bound (``muffliato_rounds``): ``"messages"``,
+this project's message rounds ``t = 0..T-1`` (the messages the exact audit sees); ``"steps"``, the
+gossip steps ``t = 1..T`` that the authors' code sums."""
 SETTINGS: tuple[str, ...] = ("dpgossip", "mfdl")
 """How a graph is built: by the project's builders, or as MFDL's code builds it."""
 CASE_KEYS: tuple[str, ...] = ("protocol", "inputs", "sigma", "sigma_cor", "rounds", "target",
-                              "observer", "observers")
+                              "observer", "observers", "muffliato_rounds")
 """Keys of ``[network_dp]`` that a graph may override."""
 GRAPH_KEYS: tuple[str, ...] = ("label", "topology", "agents", "seed", "params", "mixing",
                                "setting") + CASE_KEYS
@@ -114,6 +119,9 @@ class GraphCase:
     target: int | None = 0
     observer: int | None = None
     observers: ObserverChoice = ObserverChoice()
+    muffliato_rounds: str = "messages"
+    """Which rounds Muffliato's per-message sum adds (:data:`MUFFLIATO_ROUNDS`; ``gossip-average``
+    only)."""
 
     def to_row(self) -> dict[str, object]:
         """Every setting of the case (JSON-able)."""
@@ -121,7 +129,8 @@ class GraphCase:
                 "seed": self.seed, "params": dict(self.params), "mixing": self.mixing,
                 "setting": self.setting, "protocol": self.protocol, "inputs": self.inputs,
                 "sigma": self.sigma, "sigma_cor": self.sigma_cor, "rounds": self.rounds,
-                "target": self.target, "observer": self.observer, "observers": self.observers.to_row()}
+                "target": self.target, "observer": self.observer, "observers": self.observers.to_row(),
+                "muffliato_rounds": self.muffliato_rounds}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,7 +235,19 @@ def _graph(path: str, raw: Any, defaults: Mapping[str, Any]) -> GraphCase:
         rounds=_rounds(f"{path}.rounds", merged.get("rounds", MIXING_TIME)),
         target=_agent(f"{path}.target", merged.get("target", 0)) if "observer" not in merged else None,
         observer=_agent(f"{path}.observer", merged["observer"]) if "observer" in merged else None,
-        observers=_observers(f"{path}.observers", merged.get("observers", "all")))
+        observers=_observers(f"{path}.observers", merged.get("observers", "all")),
+        muffliato_rounds=_muffliato_rounds(f"{path}.muffliato_rounds", merged, protocol))
+
+
+def _muffliato_rounds(path: str, merged: Mapping[str, Any], protocol: str) -> str:
+    """``muffliato_rounds``: one of :data:`MUFFLIATO_ROUNDS`, other than the default only where
+    Muffliato's per-message sum applies (``gossip-average``)."""
+    value = check_choice(merged.get("muffliato_rounds", "messages"), path, MUFFLIATO_ROUNDS)
+    if value != "messages" and protocol != "gossip-average":
+        raise ConfigError(f"{path}: Muffliato's per-message sum applies to protocol 'gossip-average' "
+                          f"only, got muffliato_rounds = {value!r} with protocol {protocol!r}",
+                          field=path)
+    return value
 
 
 def _label(path: str, value: Any) -> str:

@@ -170,6 +170,7 @@ class PrivacySpec:
     rank_by: str
     calibrate: CalibrateSpec | None
     epsilon_cap: float = EPSILON_CAP
+    delta_upper: bool = False
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> PrivacySpec:
@@ -188,7 +189,8 @@ class PrivacySpec:
                    epsilon=tuple(float(e) for e in table["epsilon"]), search=table["search"],
                    methods=tuple(table["methods"]),
                    audit=bool(table["audit"]), rank_by=table.get("rank_by", "epsilon"),
-                   calibrate=calibrate, epsilon_cap=float(table.get("epsilon_cap", EPSILON_CAP)))
+                   calibrate=calibrate, epsilon_cap=float(table.get("epsilon_cap", EPSILON_CAP)),
+                   delta_upper=bool(table.get("delta_upper", False)))
 
 
 def kind_settings(config: Mapping[str, Any]) -> dict[str, Any]:

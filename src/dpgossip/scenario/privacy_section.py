@@ -61,6 +61,7 @@ from dpgossip.protocols.ddppm.audit import (
     audit_neighbours,
     audit_pairs,
     upper_bounds,
+    with_delta_upper,
 )
 from dpgossip.protocols.ddppm.calibrate import (
     CALIBRATION_FAMILIES,
@@ -131,6 +132,10 @@ PRIVACY_FIELDS: dict[str, Field] = {
                          doc="a pair whose worst neighbour found has an epsilon above this has no "
                          "meaningful privacy: its search stops there and it reports \"at least\" the "
                          "cap, beside its certified upper bound (ranking by epsilon only)"),
+    "delta_upper": Field(kind=bool, default=False, sweep=False,
+                         doc="also report, per target, the delta the certified upper bound proves at "
+                         "each epsilon of `epsilon` (delta_upper_at_eps_<e>; a search over delta, "
+                         "about ten bound evaluations per target and epsilon)"),
     "rank_by": Field(kind=str, default="epsilon", choices=("epsilon", "delta"), sweep=False,
                      doc="rank pairs by epsilon at delta, or by delta at epsilon[0] (no epsilon "
                      "is solved: faster)"),
@@ -292,6 +297,10 @@ def check_privacy(path: str, value: Any) -> dict[str, Any]:
     if not isinstance(audit, bool):
         raise ConfigError(f"{path}.audit must be true or false, got {audit!r}")
     out["audit"] = audit
+    delta_up = value.get("delta_upper", _D["delta_upper"])
+    if not isinstance(delta_up, bool):
+        raise ConfigError(f"{path}.delta_upper must be true or false, got {delta_up!r}")
+    out["delta_upper"] = delta_up
     out["rank_by"] = _choice(f"{path}.rank_by", value.get("rank_by", _D["rank_by"]), ("epsilon", "delta"))
     out["epsilon_cap"] = check_number(value.get("epsilon_cap", _D["epsilon_cap"]),
                                       f"{path}.epsilon_cap", low=0, low_open=True,
@@ -369,7 +378,8 @@ def calibrate_point(config: Mapping[str, Any], structure: Structure,
             epsilon=cal.epsilon, delta=cal.delta, family=cal.family,
             base_values=None if values is None else list(values),
             audit=AuditSettings(view=priv.view, neighbours=priv.neighbours, method=cal.method,
-                                seed=spec.seed, search=priv.search, on_level=on_level),
+                                seed=spec.seed, search=priv.search, on_level=on_level,
+                                delta_upper=priv.delta_upper),
             protocol=FixedProtocol(alpha=alpha, sigma_q=proto.sigma_q),
             scale_search=ScaleSearchOptions(rel_tol=cal.rel_tol),
         )
@@ -482,7 +492,18 @@ def audit_with_store(config: Mapping[str, Any], problem: Problem, store: TargetS
     computed for every target: the same bits as an audit of every target at once (each target's search
     reseeds its streams with ``(seed, target)``)."""
     if store is None:
-        return audit_config(config, problem, **progress)
+        audit = audit_config(config, problem, **progress)
+    else:
+        audit = _stored_audit(config, problem, store, **progress)
+    if not PointSpec.from_config(config).privacy.delta_upper:
+        return audit
+    return with_delta_upper(audit, problem.data, problem.network, problem.params,
+                            config["privacy"]["neighbours"])
+
+
+def _stored_audit(config: Mapping[str, Any], problem: Problem, store: TargetStore,
+                  **progress: Any) -> PairAudit:
+    """:func:`audit_with_store` with a store: the targets it holds read back, the others searched."""
     data = problem.data
     done = store.done(range(data.m))
     audit = audit_config(config, problem, targets=[j for j in range(data.m) if j not in done],

@@ -186,6 +186,10 @@ NETWORK_DP_KEYS: dict[str, tuple[str, str, str, str]] = {
                   "observers of the fixed target: every other agent, a list, or at most per_distance "
                   "(default 1) drawn by numpy.random.default_rng(seed) (default seed 0) at each of "
                   "distances graph distances spread evenly over 1..max (default every distance)"),
+    "muffliato_rounds": ("string", _value(_CASE["muffliato_rounds"]), _choices(ndp.MUFFLIATO_ROUNDS),
+                         "the powers W^t Muffliato's per-message sum adds (gossip-average only): "
+                         "messages, t = 0..T-1 (the messages audited); steps, t = 1..T (the authors' "
+                         "code)"),
     "label": ("string", "the topology", "letters, digits, -, _, .",
               "names the graph's curve, rows and stored file; distinct across graphs"),
     "topology": ("string", "*required*", _choices(TOPOLOGIES), "the graph builder (dpgossip.topology)"),

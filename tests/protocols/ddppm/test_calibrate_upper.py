@@ -58,6 +58,29 @@ def test_upper_calibration_meets_the_bound_and_is_the_smallest_scale(problem):
     assert "certified upper bound proves epsilon <= the target" in cal.meaning
     assert "not a DP guarantee over all datasets" in cal.meaning
     assert cal.to_row()["calibration_method"] == "upper" and cal.audit is None
+    assert cal.epsilon_upper == cal.epsilon and math.isnan(cal.delta_upper)  # delta_upper not asked
+
+
+def test_a_calibration_carries_the_certified_side_at_its_scale(problem):
+    """Every calibration's record holds the certified bound at the target delta at the scale it chose,
+    and, when asked, the delta the bound proves at the target epsilon (recomputed here: the bound at
+    that delta is at most the target epsilon, and at a slightly smaller delta it is not). One target."""
+    data, network = problem
+    floor, _ = largest_bound(data, network, 64.0)
+    target = 1.5 * floor
+    cal = calibrate_noise(data, network, iterations=T, consensus_steps=C, epsilon=target, delta=DELTA,
+                          family="constant",
+                          audit=AuditSettings(method="upper", delta_upper=True, targets=[1]),
+                          scale_search=ScaleSearchOptions(rel_tol=0.05))
+    _, params = largest_bound(data, network, cal.scale)
+    model = NoisyPowerIteration(X=data.X, offsets=data.offsets, W=network.dense_W(), consensus_steps=C,
+                                alpha=params.alpha[0], sigma_q=params.sigma_q, sigma_p=params.sigma_p[0])
+    assert cal.epsilon_upper == certified_upper_bounds(model, DELTA, targets=[1])[1].epsilon
+    row = cal.to_row()
+    assert row["calibrated_epsilon_upper"] == cal.epsilon_upper
+    assert row["calibrated_delta_upper"] == cal.delta_upper <= DELTA  # the scale meets (target, DELTA)
+    assert certified_upper_bounds(model, cal.delta_upper, targets=[1])[1].epsilon <= target
+    assert certified_upper_bounds(model, cal.delta_upper * 0.99, targets=[1])[1].epsilon > target
     # the bracket: the search's lower estimate at that scale is below the bound
     audit = audit_pairs(data, network, params, delta=DELTA, methods=("rdp",), search="quick",
                         options=AuditOptions(targets=[cal.worst["target"]], observers=[0, 2]))

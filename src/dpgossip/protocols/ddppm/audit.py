@@ -45,6 +45,7 @@ from dpgossip.errors import ConfigError, check_choice, check_int, check_number
 from dpgossip.privacy.certified_bound import (
     CertifiedBound,
     NoisyPowerIteration,
+    certified_delta_upper,
     certified_upper_bounds,
 )
 from dpgossip.privacy.gaussian_pair import METHODS, GaussianPair, rdp_deltas
@@ -76,7 +77,8 @@ __all__ = ["EPSILON_CAP", "value_kind", "AuditOptions", "PairAudit", "audit_proc
            "result_pair",
            "view_pair",
            "view_gaussian",
-           "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds", "upper_gap"]
+           "component_model", "rank_audit_note", "PAIR_VIEWS", "upper_bounds", "upper_deltas",
+           "upper_gap", "with_delta_upper"]
 
 PAIR_VIEWS = ("observer", "paper", "all-but-one", "eavesdropper")
 _T = TypeVar("_T")
@@ -217,6 +219,9 @@ class PairAudit:
     upper: dict[int, CertifiedBound] = field(default_factory=dict)
     """Per target, the certified upper bound on epsilon at ``delta`` (docs/upper-bound.md): every
     neighbour of this ``X``, every observer; empty for rank ``r > 1`` (not derived)."""
+    delta_upper: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    """Per target, the delta the certified bound proves at each of ``epsilons`` (:func:`with_delta_upper`;
+    1 where it proves nothing below 1); empty unless asked for."""
 
     def bracket(self, observer: int, target: int, method: str = "exact") -> tuple[float, float]:
         """``[lower, upper]`` epsilon at ``delta`` of a pair: the search's value (a lower estimate) and
@@ -248,12 +253,15 @@ class PairAudit:
         """The certified side of a pair of ``target`` whose lower estimate is ``lower``:
         ``epsilon_upper``, ``upper_reason`` and ``gap_upper_lower`` (``upper / lower``; NaN where the
         lower value is infinite or not solved: no privacy (mutually singular laws), or
-        ``rank_by = "delta"``); ``{}`` when no bound was computed."""
+        ``rank_by = "delta"``), and ``delta_upper_at_eps_<e>`` where :attr:`delta_upper` holds the
+        target; ``{}`` when no bound was computed."""
         up = self.upper.get(target)
+        deltas = {f"delta_upper_at_eps_{e:g}": d
+                  for e, d in zip(self.epsilons, self.delta_upper.get(target, ()), strict=False)}
         if up is None:
-            return {}
+            return deltas
         return {"epsilon_upper": up.epsilon, "upper_reason": up.reason or "",
-                "gap_upper_lower": upper_gap(up.epsilon, lower)}
+                "gap_upper_lower": upper_gap(up.epsilon, lower), **deltas}
 
     def rows(self) -> list[dict[str, object]]:
         """Tidy rows: one per (observer, target, method), with the certified side
@@ -361,20 +369,60 @@ def result_pair(audit: PairAudit, data: PartitionedData, network: Network, param
     return RunAuditor(data, network, params, {"v": view}, run=audit.run).pairs(nb, ["v"])["v"]
 
 
+def _bound_model(data: PartitionedData, network: Network, params: ProtocolParams
+                 ) -> NoisyPowerIteration | None:
+    """The mechanism of the certified bound (docs/upper-bound.md), or None where no bound is computed:
+    rank ``r > 1`` (not derived), rows outside the unit ball (the neighbour relation assumes them
+    inside) and above ``UPPER_MAX_COORDS`` coordinates ``m d`` (dense ``md x md`` products)."""
+    if (params.rank > 1 or data.m * data.d > UPPER_MAX_COORDS
+            or np.max(np.linalg.norm(data.X, axis=1), initial=0.0) > 1 + 1e-9):
+        return None
+    return NoisyPowerIteration(X=data.X, offsets=data.offsets, W=network.dense_W(),
+                               consensus_steps=params.consensus_steps, alpha=params.alpha[0],
+                               sigma_q=params.sigma_q, sigma_p=params.sigma_p[0])
+
+
 def upper_bounds(data: PartitionedData, network: Network, params: ProtocolParams, delta: float,
                  neighbours: str = "bounded", targets: Sequence[int] | None = None
                  ) -> dict[int, CertifiedBound]:
     """The certified upper bound of every target (docs/upper-bound.md), rank 1; ``{}`` (not computed)
-    for rank ``r > 1`` (not derived), for rows outside the unit ball (the neighbour relation assumes
-    them inside) and above ``UPPER_MAX_COORDS`` coordinates ``m d`` (dense ``md x md`` products)."""
-    if (params.rank > 1 or data.m * data.d > UPPER_MAX_COORDS
-            or np.max(np.linalg.norm(data.X, axis=1), initial=0.0) > 1 + 1e-9):
+    where :func:`_bound_model` defines none."""
+    model = _bound_model(data, network, params)
+    if model is None:
         return {}
-    model = NoisyPowerIteration(X=data.X, offsets=data.offsets, W=network.dense_W(),
-                                consensus_steps=params.consensus_steps, alpha=params.alpha[0],
-                                sigma_q=params.sigma_q, sigma_p=params.sigma_p[0])
     with blas_threads(1):
         return certified_upper_bounds(model, delta, adjacency=neighbours, targets=targets)
+
+
+def upper_deltas(data: PartitionedData, network: Network, params: ProtocolParams,
+                 epsilons: Sequence[float], neighbours: str = "bounded",
+                 targets: Sequence[int] | None = None,
+                 lowest: Mapping[int, Sequence[float]] | None = None) -> dict[int, tuple[float, ...]]:
+    """Per target, the delta the certified bound proves at each of ``epsilons``
+    (:func:`~dpgossip.privacy.certified_bound.certified_delta_upper`, ``lowest`` as there); ``{}``
+    where :func:`_bound_model` defines no bound."""
+    model = _bound_model(data, network, params)
+    if model is None:
+        return {}
+    with blas_threads(1):
+        return certified_delta_upper(model, epsilons, adjacency=neighbours, targets=targets,
+                                     lowest=lowest)
+
+
+def with_delta_upper(audit: PairAudit, data: PartitionedData, network: Network,
+                     params: ProtocolParams, neighbours: str = "bounded") -> PairAudit:
+    """``audit`` with :attr:`PairAudit.delta_upper` (:func:`upper_deltas` at its ``epsilons``). The
+    largest exact delta of a target's pairs at each epsilon, a delta its bound cannot prove less than,
+    narrows the search."""
+    targets = sorted({j for _, j in audit.results})
+    lowest = None
+    if "exact" in audit.methods:
+        lowest = {j: tuple(max((d for (_, t), r in audit.results.items() if t == j
+                                for d in (r.delta["exact"][k],) if math.isfinite(d)), default=0.0)
+                           for k in range(len(audit.epsilons)))
+                  for j in targets}
+    return replace(audit, delta_upper=upper_deltas(data, network, params, audit.epsilons, neighbours,
+                                                   targets, lowest))
 
 
 def _view_key(kind: str, o: int, j: int, m: int) -> tuple[Hashable, View]:

@@ -101,6 +101,7 @@ from dpgossip.protocols.ddppm.audit import (
     audit_pairs,
     result_pair,
     upper_bounds,
+    upper_deltas,
 )
 from dpgossip.protocols.ddppm.params import NoiseSchedule, ProtocolParams, resolve_params
 from dpgossip.protocols.ddppm.search import DEFAULT_SEARCH, SearchSettings
@@ -178,6 +179,13 @@ class Calibration:
     notes: tuple[str, ...] = ()
     search: str = DEFAULT_SEARCH
     """The effort of the final search (:mod:`~dpgossip.protocols.ddppm.search`), or ``certified``."""
+    epsilon_upper: float = math.nan
+    """The certified side at ``scale``: the largest target's upper bound on epsilon at
+    ``target_delta`` (docs/upper-bound.md; NaN where no bound is defined)."""
+    delta_upper: float = math.nan
+    """The largest delta the targets' certified bounds prove at ``target_epsilon`` at ``scale`` (1 where
+    nothing below 1 is proven; NaN where no bound is defined or it was not asked for,
+    :attr:`AuditSettings.delta_upper`)."""
 
     @property
     def bound(self) -> str:
@@ -211,6 +219,8 @@ class Calibration:
             "noise_scale": self.scale,
             "calibrated_epsilon": self.epsilon,
             "calibrated_delta": self.delta,
+            "calibrated_epsilon_upper": self.epsilon_upper,
+            "calibrated_delta_upper": self.delta_upper,
             "calibration_met": self.met,
             "calibration_meaning": self.meaning,
             "calibration_search": self.search,
@@ -341,6 +351,9 @@ class AuditSettings:
     """Observers audited (default: all)."""
     seed: int = 0
     """Seed of the search and the range finders, the same at every scale."""
+    delta_upper: bool = False
+    """Also find the delta the certified bound proves at the target epsilon at the calibrated scale
+    (:attr:`Calibration.delta_upper`; about ten bound evaluations per target)."""
     on_level: Callable[[LevelEvent], None] | None = None
     """Progress only (it does not change the result): called when an audit at a noise scale starts,
     after each of its targets, and when it ends (:class:`LevelEvent`)."""
@@ -583,7 +596,7 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
                       audit=audit if audit is not None else AuditSettings(), options=options,
                       protocol=protocol if protocol is not None else FixedProtocol())
     if cal.audit.method == UPPER_METHOD:
-        return _calibrate_upper(cal)
+        return _with_upper(cal, _calibrate_upper(cal))
     options = replace(options, escalations=options.escalations + 2)  # module docstring
     found = search_scale(cal.worst, cal.check, target=cal.delta, options=options)
     assert found.check.payload is not None
@@ -595,7 +608,26 @@ def calibrate_noise(data: PartitionedData, network: Network, *, iterations: int,
     if not found.met:
         warnings.warn(f"calibrate_noise: {notes[-1] if notes else 'target not met'}",
                       RuntimeWarning, stacklevel=2)
-    return _calibration(cal, found, eps_check, notes)
+    return _with_upper(cal, _calibration(cal, found, eps_check, notes))
+
+
+def _with_upper(cal: _Calibrator, record: Calibration) -> Calibration:
+    """``record`` with the certified side at its scale: ``epsilon_upper``, the largest target's bound
+    at the target delta, and (with :attr:`AuditSettings.delta_upper`) ``delta_upper``, the largest
+    delta the targets' bounds prove at the target epsilon
+    (:func:`~dpgossip.protocols.ddppm.audit.upper_deltas`, narrowed by the record's own delta where it
+    is a lower estimate). Unchanged where no bound is defined."""
+    bounds = upper_bounds(cal.data, cal.network, record.params, cal.delta, cal.audit.neighbours,
+                          cal.audit.targets)
+    if not bounds:
+        return record
+    record = replace(record, epsilon_upper=max(float(b.epsilon) for b in bounds.values()))
+    if not cal.audit.delta_upper:
+        return record
+    low = record.delta if record.method != UPPER_METHOD and math.isfinite(record.delta) else 0.0
+    deltas = upper_deltas(cal.data, cal.network, record.params, [cal.epsilon], cal.audit.neighbours,
+                          sorted(bounds), {j: (low,) for j in bounds})
+    return replace(record, delta_upper=max(v[0] for v in deltas.values()))
 
 
 def _upper_at(cal: _Calibrator, s: float) -> Worst[CertifiedBound]:

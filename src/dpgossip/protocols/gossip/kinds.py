@@ -13,11 +13,16 @@ here once, for the network-DP scenario: :func:`default_inputs`, :func:`draws_edg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dpgossip.protocols.gossip.bounds import mfdl_abs_sum, muffliato_per_message
+from dpgossip.protocols.gossip.bounds import (
+    mfdl_abs_sum,
+    muffliato_corrected,
+    muffliato_per_message,
+)
 from dpgossip.protocols.gossip.linear import PROTOCOLS, LinearGossip
 from dpgossip.protocols.registry import ProtocolKind, register
 from dpgossip.topology.network import Network
@@ -42,16 +47,30 @@ def draws_edge_secrets(protocol: str) -> bool:
 
 
 def published_bounds(network: Network, spec: LinearGossip, observer: int, alpha: float,
-                     sensitivity: float) -> dict[str, np.ndarray]:
-    """The published bounds that apply to ``observer``'s view, by name: Muffliato's per-message sum
-    for noise once, MFDL's absolute-value bound for noise every round; none for ``gossip-decor``
-    (DECOR's closed form is about one round seen whole, not an observer's view)."""
+                     sensitivity: float, *, muffliato_rounds: Sequence[int] | None = None
+                     ) -> dict[str, np.ndarray]:
+    """The published bounds that apply to ``observer``'s view, by name.
+
+    Muffliato's per-message sum (``"muffliato"``, over the powers ``muffliato_rounds``: default
+    ``0..T-1``) for noise once; MFDL's absolute-value bound (``"mfdl"``) for noise every round, and
+    with a new input every round also Muffliato's corrected form (arXiv Theorem 11): ``"corrected"``
+    (``p = 1``, clipped at ``T``, as MFDL's code computes it), ``"corrected_p2"`` (``p = 2``, clipped)
+    and ``"corrected_unclipped"`` (``p = 1``); none for ``gossip-decor`` (DECOR's closed form is about
+    one round seen whole, not an observer's view).  Each is an array of Renyi values, one per target
+    (:mod:`~dpgossip.protocols.gossip.bounds`).
+    """
     if spec.protocol == _DECOR:
         return {}
     if spec.protocol == _AVERAGE:
         return {"muffliato": muffliato_per_message(network, spec, observer, order=alpha,
-                                                   sensitivity=sensitivity)}
-    return {"mfdl": mfdl_abs_sum(network, spec, observer, order=alpha, sensitivity=sensitivity)}
+                                                   sensitivity=sensitivity, rounds=muffliato_rounds)}
+    out = {"mfdl": mfdl_abs_sum(network, spec, observer, order=alpha, sensitivity=sensitivity)}
+    if spec.inputs == "per-round":
+        for name, power, clip in (("corrected", 1, True), ("corrected_p2", 2, True),
+                                  ("corrected_unclipped", 1, False)):
+            out[name] = muffliato_corrected(network, spec, observer, order=alpha,
+                                            sensitivity=sensitivity, entry_power=power, clip=clip)
+    return out
 
 
 def view_size(network: Network, spec: LinearGossip) -> tuple[int, int, int]:
