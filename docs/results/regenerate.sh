@@ -34,6 +34,7 @@ declare -A COMMAND=(
   [network-dp-bounds]="run scenarios/network-dp-bounds.toml --no-plots"
   [paper-fig2-wine]="run scenarios/paper-fig2-wine.toml --workers 2"
   [pairwise-leakage]="run scenarios/pairwise-leakage.toml --no-plots --workers 2"
+  [protocol-comparison]="run scenarios/protocol-comparison.toml --no-plots"
   [paper-fig2-diabetes]="run scenarios/paper-fig2-diabetes.toml --workers 2"
   [paper-fig2-breast_cancer]="run scenarios/paper-fig2-breast_cancer.toml --workers 2"
 )
