@@ -310,17 +310,28 @@ def _ddppm_worst(rows: list[dict[str, str]]) -> dict[int, dict[str, str]]:
 
 
 def sweep_sentence(rows: list[dict[str, str]], cap: float) -> str:
-    """docs/protocol-frontier.md, Section 4: at how many finite D-DP-PM points the worst neighbour was
-    found at another point of the sweep (``found_at_point``), the range of the values printed there,
-    and how many worst pairs are the cap (their own search stopped there)."""
+    """docs/protocol-frontier.md, Section 4: what the pass over the sweep's neighbours changed at the
+    finite D-DP-PM points (every number from leakage.csv): at how many the worst neighbour was found at
+    another point (``found_at_point``) and the range of the values printed there; at how many some pairs
+    kept their own search's value and how many of those all stopped at the cap; at how many the pass
+    raised every pair."""
+    by_point: dict[int, list[dict[str, str]]] = {}
+    for r in rows:
+        by_point.setdefault(int(r["point"]), []).append(r)
     worst = _ddppm_worst(rows)
-    finite = {p: r for p, r in worst.items() if math.isfinite(float(r["epsilon"]))}
-    moved = sorted(float(r["epsilon"]) for r in finite.values() if r["found_at_point"])
-    capped = [r for r in finite.values() if r.get("stopped_at_cap") == "True"]
-    return (f"at {len(moved)} of the {len(finite)} finite D-DP-PM points the worst neighbour was found "
-            f"at another point of the sweep, so the table prints its value ({_fmt(moved[0])} to "
-            f"{_fmt(moved[-1])}; the column `found_at_point` of `leakage.csv` names where each was "
-            f"found); {len(capped)} print \"at least {cap:g}\"")
+    finite = [p for p in by_point if math.isfinite(float(worst[p]["epsilon"]))]
+    moved = sorted(float(worst[p]["epsilon"]) for p in finite if worst[p]["found_at_point"])
+    own = {p: [r for r in by_point[p] if not r["found_at_point"]] for p in finite}
+    kept = [p for p in finite if own[p]]
+    capped = [p for p in kept if all(r.get("stopped_at_cap") == "True" and float(r["epsilon"]) == cap
+                                     for r in own[p])]
+    at_least = sum(worst[p].get("stopped_at_cap") == "True" for p in finite)
+    return (f"at {len(moved)} of the {len(finite)} finite points the worst neighbour was found at another "
+            f"point, so the table prints its value ({_fmt(moved[0])} to {_fmt(moved[-1])}; the column "
+            f"`found_at_point` of `leakage.csv` names where each was found), and {at_least} print \"at "
+            f"least {cap:g}\". At {len(capped)} of the {len(kept)} points where some pairs kept their own "
+            f"search's value every such pair stopped at the cap (without the pass the table would print "
+            f"\"at least {cap:g}\" there); at the other {len(finite) - len(kept)} the pass raised every pair")
 
 
 # --- the tests ---------------------------------------------------------------------------------------
