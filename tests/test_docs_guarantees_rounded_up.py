@@ -1,13 +1,11 @@
-"""Guarantees printed by the pages (docs/ppm.md, docs/cape.md), by scripts/protocol_frontier.py and by the
-protocol comparison's rendering (tests/test_docs_protocol_comparison.py) read back at or above the values
-computed, and less than one unit of their last printed digit above (rounded up, not to nearest). The
-values are recomputed here by the accountants and guarantees themselves, not taken from the pages' stored
-results or from the scripts."""
+"""Guarantees printed by the pages (docs/ppm.md, docs/cape.md) and by the protocol comparison's rendering
+(tests/test_docs_protocol_comparison.py; the protocol frontier's: tests/test_docs_protocol_frontier.py)
+read back at or above the values computed, and less than one unit of their last printed digit above
+(rounded up, not to nearest). The values are recomputed here by the accountants and guarantees
+themselves, not taken from the pages' stored results."""
 
 import math
 from pathlib import Path
-
-from tests.repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,10 +74,10 @@ def test_cape_table_prints_every_exact_epsilon_rounded_up():
             assert _rounded_up(text, value), (eps, S, text, value)
 
 
-def test_frontier_and_comparison_round_a_guarantee_up():
-    from tests.test_docs_protocol_comparison import fmt_upper as comparison
+def test_comparison_rounds_a_guarantee_up():
+    from tests.test_docs_protocol_comparison import fmt_upper
 
-    for fmt in (load_script("protocol_frontier")._fmt_upper, comparison):
+    for fmt in (fmt_upper,):
         assert fmt(0.74163701) == "0.742" and fmt(0.742) == "0.742" and fmt(8.5600001) == "8.57"
         assert fmt(math.nan) == "" and fmt(math.inf) == "inf"
 

@@ -29,6 +29,7 @@ declare -A COMMAND=(
   [cape-gossip-views]="run scenarios/cape-gossip-views.toml --no-plots"
   [ppm-accountants]="run scenarios/ppm-accountants.toml --no-plots"
   [ppm-gossip-masks]="run scenarios/ppm-gossip-masks.toml --no-plots"
+  [protocol-frontier]="run scenarios/protocol-frontier.toml"
   [network-dp-gossip]="run scenarios/network-dp-gossip.toml"
   [network-dp-decor]="run scenarios/network-dp-decor.toml --no-plots"
   [network-dp-bounds]="run scenarios/network-dp-bounds.toml --no-plots"
