@@ -13,19 +13,18 @@ minutes. It writes:
 * ``docs/numbers/paper-fig2-<dataset>.csv``: ``epsilon_upper_at_paper_delta`` (the largest target bound
   at the paper's delta) and ``delta_upper_at_epsilon`` (a delta the bound proves at the budget's
   epsilon, :func:`delta_upper`), at the calibrated ``sigma_p`` of the row (the calibration doubles the
-  scenario's scale 1 until the audited value levels off, so the printed 4 is exact);
-* ``docs/numbers/paper-fig3.csv``: ``delta_upper_at_5`` and ``epsilon_upper_at_delta`` (the bound's
-  epsilon at the printed lower delta, so that both sides are at one delta: the neighbour found has
-  epsilon about 5 there);
-* ``docs/numbers/protocol-frontier.csv``: ``audited_upper`` of the D-DP-PM rows (the largest target bound
-  at delta = 1e-5; it covers the eavesdropper the audit takes).
+  scenario's scale 1 until the audited value levels off, so the printed 4 is exact).
+
+paper-fig3's and the protocol frontier's bounds are their runs' own output (tests/test_docs_paper_fig3.py,
+tests/test_docs_protocol_frontier.py); a paper-fig2 run now writes its own too
+(``calibrated_epsilon_upper``, ``calibrated_delta_upper`` with ``[privacy] delta_upper = true``), and
+this script goes when the three paper-fig2 scenarios are run again.
 
 Then it rewrites, in docs/, every table and sentence that prints these numbers (:func:`doc_fragments`:
 each is rendered from the stored files before and after, and the old text replaced by the new). A bound
 that is infinite says why (``upper_reason``); where no bound is defined (rank ``r > 1``) the value is
-empty and the reason says so. Run it after the scripts that write the lower numbers
-(scripts/readme_tables.py, scripts/protocol_frontier.py), which rewrite those
-files without the upper columns. tests/test_docs_upper_numbers.py recomputes a sample and checks that the
+empty and the reason says so. Run it after scripts/readme_tables.py, which rewrites those files
+without the upper columns. tests/test_docs_upper_numbers.py recomputes a sample and checks that the
 docs print the stored values.
 """
 
@@ -37,7 +36,7 @@ import csv
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +47,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = ROOT / "docs" / "numbers"
 SCENARIOS = ROOT / "scenarios"
 FIG2 = ("wine", "diabetes", "breast_cancer")
-FIG3_EPSILON = 5.0
-FRONTIER_DELTA = 1e-5
 NEAR_ONE = 1.0 - 1e-9
 """The largest delta tried when inverting the bound for a delta at a given epsilon."""
 UNDEFINED = "no bound is derived for rank r > 1 or for views conditioned on the observer's noise"
@@ -118,7 +115,7 @@ def delta_upper(bound_at: Callable[[float], float], epsilon: float, lowest: floa
 
 
 def fmt(v: float) -> str:
-    """Three significant digits (as scripts/protocol_frontier.py prints a noise scale)."""
+    """Three significant digits."""
     return f"{v:.3g}"
 
 
@@ -130,11 +127,6 @@ def upper_fmt(v: float) -> str:
 def delta_fmt(v: float) -> str:
     """A proven delta: ``1`` (nothing below 1 proven) or three digits rounded up."""
     return "1" if v >= 1.0 else round_up(v, 3)
-
-
-def printed_delta(text: str) -> float:
-    """The value of a delta as scripts/readme_tables.py prints it (``0.529`` or ``1 - 3.0e-04``)."""
-    return 1.0 - float(text.split("-", 1)[1]) if text.startswith("1 - ") else float(text)
 
 
 # --- paper-fig2 --------------------------------------------------------------------------------
@@ -149,49 +141,6 @@ def fig2_row(dataset: str, index: int, row: dict[str, str]) -> dict[str, str]:
                        float(row["delta_at_epsilon"]), screen=bound_function(problem, nb, [j]))
     return {"epsilon_upper_at_paper_delta": upper_fmt(eps_up), "delta_upper_at_epsilon": delta_fmt(d_up),
             "upper_reason": why}
-
-
-# --- paper-fig3 --------------------------------------------------------------------------------
-def fig3_index(dataset: str, T: int) -> int:
-    """The point of scenarios/paper-fig3.toml with this dataset and T."""
-    from dpgossip.scenario import load_scenario
-
-    for p in load_scenario(SCENARIOS / "paper-fig3.toml").points():
-        if p.axes["data.source"] == dataset and int(p.axes["protocol.iterations"]) == T:
-            return p.index
-    raise KeyError((dataset, T))
-
-
-def fig3_row(row: dict[str, str]) -> dict[str, str]:
-    """The upper columns of one (dataset, T) of paper-fig3."""
-    cfg, problem = scenario_point("paper-fig3", fig3_index(row["dataset"], int(row["T"])))
-    nb = cfg["privacy"]["neighbours"]
-    low = printed_delta(row["worst_delta_at_5"])
-    eps_up, why, j = worst_bound(problem, low, nb)
-    d_up = delta_upper(bound_function(problem, nb), FIG3_EPSILON, low,
-                       screen=bound_function(problem, nb, [j]))
-    return {"delta_upper_at_5": delta_fmt(d_up), "epsilon_upper_at_delta": upper_fmt(eps_up),
-            "upper_reason": why}
-
-
-# --- the protocol frontier's D-DP-PM rows -------------------------------------------------------
-def frontier_points() -> Iterator[tuple[str, str, str, int]]:
-    """``(dataset, topology, noise scale as printed, point index)`` of every D-DP-PM point of
-    scenarios/protocol-frontier.toml."""
-    from dpgossip.scenario import load_scenario
-
-    for p in load_scenario(SCENARIOS / "protocol-frontier.toml").points():
-        if p.config["protocol"]["kind"] == "ddppm":
-            yield (p.axes["data.source"], p.axes["network.topology"],
-                   fmt(float(p.config["protocol"]["noise"]["scale"])), p.index)
-
-
-def frontier_row(index: int) -> dict[str, str]:
-    """The upper columns of one D-DP-PM point of the frontier (eavesdropper, every target)."""
-    cfg, problem = scenario_point("protocol-frontier", index)
-    assert cfg["privacy"]["delta"] == FRONTIER_DELTA
-    eps_up, why, _ = worst_bound(problem, FRONTIER_DELTA, cfg["privacy"]["neighbours"])
-    return {"audited_upper": upper_fmt(eps_up), "upper_reason": why}
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -220,33 +169,8 @@ def fig2_table(dataset: str) -> list[dict[str, str]]:
     return rows
 
 
-def fig3_table() -> list[dict[str, str]]:
-    """``paper-fig3.csv`` with its upper columns recomputed."""
-    rows = []
-    for r in read_csv(NUMBERS / "paper-fig3.csv"):
-        _say(f"paper-fig3: {r['dataset']}, T = {r['T']}")
-        rows.append({**r, **fig3_row(r)})
-    return rows
-
-
-def frontier_table() -> list[dict[str, str]]:
-    """``protocol-frontier.csv`` with the upper columns of its D-DP-PM rows recomputed (empty for the
-    other series)."""
-    index = {k[:3]: k[3] for k in frontier_points()}
-    rows = []
-    for r in read_csv(NUMBERS / "protocol-frontier.csv"):
-        up = {"audited_upper": "", "upper_reason": ""}
-        if r["series"] == "D-DP-PM":
-            _say(f"protocol-frontier: {r['dataset']}, {r['topology']}, scale {r['noise_scale']}")
-            up = frontier_row(index[(r["dataset"], r["topology"], r["noise_scale"])])
-        rows.append({**r, **up})
-    return rows
-
-
 PARTS: dict[str, tuple[Path, Callable[[], Any]]] = {
     **{f"fig2-{ds}": (NUMBERS / f"paper-fig2-{ds}.csv", lambda ds=ds: fig2_table(ds)) for ds in FIG2},
-    "fig3": (NUMBERS / "paper-fig3.csv", fig3_table),
-    "frontier": (NUMBERS / "protocol-frontier.csv", frontier_table),
 }
 """What the script writes: a name, the file and the function that recomputes its contents."""
 
@@ -258,20 +182,11 @@ DOCS = ROOT / "docs"
 def doc_fragments() -> list[tuple[Path, str]]:
     """Every table and sentence of docs/ that prints a stored upper bound, rendered from the stored files
     by the functions the tests check the pages with: ``(page, text)``."""
-    import protocol_frontier as frontier
     import readme_tables as tables
 
-    paper, results = DOCS / "paper.md", DOCS / "results.md"
+    paper = DOCS / "paper.md"
     out = [(paper, tables.table(rows)) for rows in tables.stored().values()]
     out.append((paper, tables.fig2_upper_sentence(tables.stored())))
-    fig3 = tables.stored_fig3()
-    out.append((paper, tables.fig3_upper_sentence(fig3)))
-    (w1,) = [r for r in fig3 if r["dataset"] == "wine" and r["T"] == "1"]
-    out.append((DOCS / "audit-scale.md", f"proves no delta below {w1['delta_upper_at_5']} at epsilon = 5, "
-                f"and epsilon at most {w1['epsilon_upper_at_delta']} at delta = {w1['worst_delta_at_5']}"))
-    rows = frontier.stored()
-    out += [(DOCS / "protocol-frontier.md", frontier.page(rows)),
-            (results, frontier.table(rows, "ring")), (results, frontier.conclusion(rows, "ring"))]
     return out
 
 

@@ -1,7 +1,7 @@
 """The numbers printed in README.md and docs/ are those the shipped scenarios' stored results hold.
 
 ``docs/numbers/`` holds what ``scripts/readme_tables.py`` wrote from the shipped scenarios' results
-(paper-fig2, paper-fig3); ``docs/results/`` holds results folders the commands wrote (the quickstart's
+(paper-fig2); ``docs/results/`` holds results folders the commands wrote (the quickstart's
 audit, paper-fig2's runs). These tests fail when the printed tables differ from them; docs/privacy.md's
 example is checked by tests/test_docs_privacy_example.py, the pairwise-leakage numbers by
 tests/test_docs_pairwise_leakage.py.
@@ -87,24 +87,6 @@ def test_the_pages_print_the_stored_quickstart_audit():
     results = " ".join((ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
     assert audit in paper and delta in results
     assert "stops 12 of its 12 pairs at the epsilon cap" in audit
-
-
-def test_readme_prints_the_stored_paper_fig3_numbers():
-    import tomllib
-
-    tables = load_script("readme_tables")
-    rows = tables.stored_fig3()
-    scenario = tomllib.loads((ROOT / "scenarios" / "paper-fig3.toml").read_text(encoding="utf-8"))
-    ts = scenario["protocol"]["iterations"]
-    assert [(r["dataset"], int(r["T"])) for r in rows] == [
-        (ds, t) for ds in scenario["data"]["source"] for t in ts]
-    assert scenario["privacy"]["search"] == "standard"  # the numbers rest on the default search
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    page = " ".join((ROOT / "docs" / "paper.md").read_text(encoding="utf-8").split())
-    deltas, errors = tables.fig3_sentences(rows)
-    assert deltas in page and errors in page
-    assert ("| `paper-fig3.toml` | Campbell et al., Fig. 3: worst delta at epsilon = 5 and the error "
-            "against the number of iterations T, three datasets (standard search) |") in readme
 
 
 def test_the_pages_sentences_on_breast_cancer_epsilons_match_the_table():

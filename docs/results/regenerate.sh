@@ -38,6 +38,7 @@ declare -A COMMAND=(
   [protocol-comparison]="run scenarios/protocol-comparison.toml --no-plots"
   [paper-fig2-diabetes]="run scenarios/paper-fig2-diabetes.toml --workers 2"
   [paper-fig2-breast_cancer]="run scenarios/paper-fig2-breast_cancer.toml --workers 2"
+  [paper-fig3]="run scenarios/paper-fig3.toml --workers 2"
 )
 
 here="docs/results"
