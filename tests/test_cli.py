@@ -333,6 +333,10 @@ def test_calibrate_prints_toml_and_writes_json(tmp_path, capsys):
     assert lower and float(lower[1]) == pytest.approx(scale, rel=1e-5) and upper
     if upper[1].startswith("scale "):
         assert float(upper[1].split()[1]) >= scale
+    # the certified side at the scale chosen, printed rounded up and stored in the record
+    bound = re.search(r"# certified at this scale \(upper bound, every neighbour of this X, every "
+                      r"observer\): epsilon <= (\S+) at delta = 1e-05", printed)
+    assert bound and float(bound[1]) >= record["calibrated_epsilon_upper"] > 0
 
 
 @pytest.mark.parametrize(

@@ -418,6 +418,9 @@ def _print_calibration(cal: Calibration, epsilon: float, delta: float) -> None:
         print(f"# achieved ({cal.bound}, {cal.search} search at this scale): epsilon = "
               f"{_num(cal.epsilon)} at delta = {delta:g}; delta = {cal.delta:.3g} at epsilon = "
               f"{epsilon:g}: {status}")
+        if not math.isnan(cal.epsilon_upper):
+            print(f"# certified at this scale (upper bound, every neighbour of this X, every observer): "
+                  f"epsilon <= {_upper(cal.epsilon_upper)} at delta = {delta:g}")
     print(f"# sigma_q = {cal.params.sigma_q:.6g}, sigma_p(1..T) = "
           + ", ".join(f"{v:.4g}" for v in cal.params.sigma_p[0])
           + f"; {len(cal.history)} audits, monotone in s: {'yes' if cal.monotone_ok else 'NO'}")
