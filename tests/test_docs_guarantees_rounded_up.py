@@ -75,7 +75,7 @@ def test_cape_table_prints_every_exact_epsilon_rounded_up():
 
 
 def test_comparison_rounds_a_guarantee_up():
-    from tests.test_docs_protocol_comparison import fmt_upper
+    from tests.stored_results import fmt_upper
 
     for fmt in (fmt_upper,):
         assert fmt(0.74163701) == "0.742" and fmt(0.742) == "0.742" and fmt(8.5600001) == "8.57"

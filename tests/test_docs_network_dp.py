@@ -34,6 +34,7 @@ from dpgossip._threads import single_blas_thread
 from dpgossip.report.network_dp import DistancePoint, distance_summary
 from dpgossip.scenario.network_dp import audit_case, prepare_case
 from dpgossip.scenario.network_dp_config import NetworkDpConfig, load_network_dp
+from tests.stored_results import assert_rows_match
 
 ROOT = Path(__file__).resolve().parents[1]
 GOSSIP = ROOT / "docs" / "results" / "network-dp-gossip"
@@ -293,23 +294,6 @@ def test_the_page_prints_the_stored_decor_table_and_secrets_protect():
 # ------------------------------------------------------------------- recomputed with the product
 
 
-def _cell(value: object) -> str:
-    """A value as ``leakage.csv`` writes it (``None``: an empty cell)."""
-    return "" if value is None else str(value)
-
-
-def _compare(stored: list[dict[str, str]], fresh: list[dict[str, object]]) -> None:
-    """Every stored cell against the recomputed one: floats to 1e-12 relative, the rest equal."""
-    assert len(stored) == len(fresh) > 0
-    for s, f in zip(stored, fresh, strict=True):
-        assert list(s) == list(f)
-        for key, value in f.items():
-            if isinstance(value, float):
-                assert float(s[key]) == pytest.approx(value, rel=1e-12, abs=1e-300, nan_ok=True), key
-            else:
-                assert s[key] == _cell(value), key
-
-
 def _recompute(folder: Path, label: str,
                distances: set[int] | None = None) -> tuple[list[dict[str, object]], dict[str, object]]:
     """The rows and facts of graph ``label`` by the product's :func:`audit_case`, with only the
@@ -343,7 +327,7 @@ def test_sampled_graphs_recomputed(label, distances):
         (graph["rounds"], graph["edges"], graph["observers"])
     mine = [r for r in stored if r["topology"] == label
             and (distances is None or int(r["distance"]) in distances)]
-    _compare(mine, fresh)  # every stored row of the graph (at those distances), in the stored order
+    assert_rows_match(mine, fresh)  # every stored row of the graph (at those distances), in the stored order
     if distances:
         assert {int(r["distance"]) for r in mine} == distances
 
@@ -361,7 +345,8 @@ def test_the_whole_decor_scenario_recomputed():
     """Every graph of the DECOR scenario (about a second): every stored row."""
     stored = read_rows(DECOR / "leakage.csv")
     for graph in scenario(DECOR).graphs:
-        _compare([r for r in stored if r["topology"] == graph.label], _recompute(DECOR, graph.label)[0])
+        assert_rows_match([r for r in stored if r["topology"] == graph.label],
+                          _recompute(DECOR, graph.label)[0])
 
 
 @pytest.mark.slow

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from dpgossip.rounding import format_upper
-from tests.stored_results import assert_run_writes_stored
+from tests.stored_results import assert_run_writes_stored, fmt, fmt_upper
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "protocol-comparison.toml"
@@ -41,20 +39,6 @@ HEADER = ("| protocol | budget epsilon | error | guaranteed epsilon | audited ep
 
 def _flat(text: str) -> str:
     return " ".join(text.split())
-
-
-def _fmt(v: float, digits: int = 3) -> str:
-    if math.isnan(v):
-        return ""
-    if math.isinf(v):
-        return "inf"
-    return f"{v:.{digits}g}"
-
-
-def fmt_upper(v: float, digits: int = 3) -> str:
-    """A guarantee (an upper bound on epsilon) to ``digits`` significant digits rounded **up**
-    (:func:`dpgossip.rounding.format_upper`); empty for NaN (no guarantee)."""
-    return "" if math.isnan(v) else format_upper(v, digits)
 
 
 def stored_folder(folder: Path = RESULTS):
@@ -84,11 +68,11 @@ def comparison_rows(res) -> list[dict[str, str]]:
         noise = run.get("protocol_noise") or {}
         dd = f.series == "D-DP-PM"
         rows.append({"series": f.series, "point": str(f.point),
-                     "budget": "" if dd else _fmt(float(budget)),
-                     "noise_scale": _fmt(float(noise["scale"])) if dd else "",
-                     "error": _fmt(f.error), "guaranteed_epsilon": fmt_upper(f.guaranteed_epsilon),
-                     "audited_epsilon": _fmt(f.audited_epsilon),
-                     "audited_beyond": _fmt(f.audited_beyond),
+                     "budget": "" if dd else fmt(float(budget)),
+                     "noise_scale": fmt(float(noise["scale"])) if dd else "",
+                     "error": fmt(f.error), "guaranteed_epsilon": fmt_upper(f.guaranteed_epsilon),
+                     "audited_epsilon": fmt(f.audited_epsilon),
+                     "audited_beyond": fmt(f.audited_beyond),
                      "audited_at_least": "true" if f.at_least else ""})
     return rows
 
@@ -304,7 +288,7 @@ def test_one_ppm_point_is_what_the_run_computes(tmp_path):
     mean = [sum(float(r[k]) for r in fresh) / 3 for k in ("subspace_distance", "guaranteed_epsilon")]
     (row,) = [r for r in comparison_rows(stored_folder()) if r["series"] == "ppm (improved, row-replacement)"
               and r["budget"] == f"{SAMPLED['epsilon']:g}"]
-    assert (row["error"], row["guaranteed_epsilon"]) == (_fmt(mean[0]), fmt_upper(mean[1]))
+    assert (row["error"], row["guaranteed_epsilon"]) == (fmt(mean[0]), fmt_upper(mean[1]))
     assert float(row["guaranteed_epsilon"]) >= mean[1]  # a guarantee printed rounded up
 
 

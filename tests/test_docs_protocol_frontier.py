@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpgossip.rounding import format_upper
-from tests.stored_results import assert_run_writes_stored
+from tests.stored_results import assert_run_writes_stored, fmt, fmt_upper
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "protocol-frontier.toml"
@@ -113,20 +112,6 @@ def certified_upper(rows: list[dict[str, str]]) -> dict[int, tuple[float, str]]:
 
 
 # --- the rows of the tables ------------------------------------------------------------------------
-def _fmt(v: float, digits: int = 3) -> str:
-    if math.isnan(v):
-        return ""
-    if math.isinf(v):
-        return "inf"
-    return f"{v:.{digits}g}"
-
-
-def fmt_upper(v: float, digits: int = 3) -> str:
-    """A guarantee or a certified bound (an upper bound on epsilon) to ``digits`` significant digits
-    rounded **up** (:func:`dpgossip.rounding.format_upper`); empty for NaN (none)."""
-    return "" if math.isnan(v) else format_upper(v, digits)
-
-
 def _claimed(res, point: int) -> float:
     vals = [float(r["claimed_epsilon"]) for r in res.runs
             if int(r["point"]) == point and r.get("claimed_epsilon") is not None]
@@ -148,12 +133,12 @@ def frontier_rows(folder: Path = RESULTS) -> list[dict[str, str]]:
         budget = axes.get("ppm.epsilon") if f.series != "LDP" else f.guaranteed_epsilon
         bound, reason = upper[f.point] if dd else (math.nan, "")
         rows.append({"dataset": f.dataset, "topology": f.topology, "series": f.series,
-                     "budget": "" if dd else _fmt(float(budget)),
-                     "noise_scale": _fmt(float(noise.get("scale", math.nan))) if dd else "",
-                     "error": _fmt(f.error), "guaranteed_epsilon": fmt_upper(f.guaranteed_epsilon),
-                     "claimed": _fmt(_claimed(res, f.point)) if f.point >= 0 else "",
-                     "audited_epsilon": _fmt(f.audited_epsilon),
-                     "audited_beyond": _fmt(f.audited_beyond),
+                     "budget": "" if dd else fmt(float(budget)),
+                     "noise_scale": fmt(float(noise.get("scale", math.nan))) if dd else "",
+                     "error": fmt(f.error), "guaranteed_epsilon": fmt_upper(f.guaranteed_epsilon),
+                     "claimed": fmt(_claimed(res, f.point)) if f.point >= 0 else "",
+                     "audited_epsilon": fmt(f.audited_epsilon),
+                     "audited_beyond": fmt(f.audited_beyond),
                      "audit": AT_LEAST if f.at_least else AUDIT[f.series],
                      "audited_upper": fmt_upper(bound), "upper_reason": reason})
     return rows
@@ -219,7 +204,7 @@ def _dd_floor(rows: list[dict[str, str]], topology: str) -> tuple[str, str, str]
         low = min((r for r in dd if r["dataset"] == d), key=lambda r: float(r["audited_epsilon"]))
         parts.append(f"{low['audited_epsilon']} on {NAMES.get(d, d)}")
     errs = sorted(float(r["error"]) for r in dd)
-    return _and(parts), _fmt(errs[0]), _fmt(errs[-1])
+    return _and(parts), fmt(errs[0]), fmt(errs[-1])
 
 
 def _dd_upper(rows: list[dict[str, str]], topology: str) -> str:
@@ -341,7 +326,7 @@ def sweep_sentence(rows: list[dict[str, str]], cap: float) -> str:
                                      for r in own[p])]
     at_least = sum(worst[p].get("stopped_at_cap") == "True" for p in finite)
     return (f"at {len(moved)} of the {len(finite)} finite points the worst neighbour was found at another "
-            f"point, so the table prints its value ({_fmt(moved[0])} to {_fmt(moved[-1])}; the column "
+            f"point, so the table prints its value ({fmt(moved[0])} to {fmt(moved[-1])}; the column "
             f"`found_at_point` of `leakage.csv` names where each was found), and {at_least} print \"at "
             f"least {cap:g}\". At {len(capped)} of the {len(kept)} points where some pairs kept their own "
             f"search's value every such pair stopped at the cap (without the pass the table would print "
@@ -442,7 +427,7 @@ def test_the_stored_capepca_row_is_what_the_code_computes():
         sc["seed"], spawn_key=(k,))).components) for k in range(sc["repeats"])]
     g = cape_guarantee(data, params, 1e-5)
     assert (row["error"], row["guaranteed_epsilon"], row["claimed"]) == (
-        _fmt(float(np.mean(err))), fmt_upper(g.epsilon_aggregator), _fmt(g.epsilon_paper))
+        fmt(float(np.mean(err))), fmt_upper(g.epsilon_aggregator), fmt(g.epsilon_paper))
     assert float(row["guaranteed_epsilon"]) >= g.epsilon_aggregator  # a guarantee printed rounded up
 
 
@@ -484,7 +469,7 @@ def test_the_readme_and_audit_search_quote_the_stored_range_of_the_raised_points
     D-DP-PM points (every one of them: Breast Cancer and Diabetes)."""
     rows = leakage_rows()
     moved = _moved(rows)
-    span = f"{_fmt(moved[0])} to {_fmt(moved[-1])}"
+    span = f"{fmt(moved[0])} to {fmt(moved[-1])}"
     finite = [r for r in _ddppm_worst(rows).values() if math.isfinite(float(r["epsilon"]))]
     assert len(moved) == len(finite) == 24
     assert f"now print {span}" in _flat((ROOT / "README.md").read_text(encoding="utf-8"))
