@@ -47,6 +47,28 @@ def test_the_stored_paper_fig2_table_is_the_stored_run_of_its_scenario(name):
     assert [{k: r[k] for k in lower} for r in stored] == tables.from_results(folder)
 
 
+@pytest.mark.parametrize("name", ["paper-fig2-wine", "paper-fig2-diabetes"])
+def test_the_run_s_own_certified_columns_are_the_published_ones(name):
+    """The paper-fig2 runs stored with ``[privacy] delta_upper = true`` write the certified side of every
+    calibration (``calibrated_epsilon_upper`` at the paper's delta, ``calibrated_delta_upper`` at the
+    budget's epsilon, at the calibrated scale): the same numbers, as printed, that
+    scripts/upper_numbers.py computed for the published table (Breast Cancer's run predates them)."""
+    import csv
+
+    from dpgossip.rounding import format_upper
+
+    with open(ROOT / "docs" / "results" / name / "calibration.csv", newline="", encoding="utf-8") as fh:
+        calibration = sorted(csv.DictReader(fh), key=lambda r: float(r["target_epsilon"]))
+    published = load_script("readme_tables").stored()[name]
+    assert len(calibration) == len(published) == 7
+    for c, r in zip(calibration, published, strict=True):
+        assert f"{float(c['target_epsilon']):g}" == r["epsilon"]
+        assert format_upper(float(c["calibrated_epsilon_upper"]), 3) == r["epsilon_upper_at_paper_delta"]
+        proven = float(c["calibrated_delta_upper"])
+        assert ("1" if proven >= 1.0 else format_upper(proven, 3)) == r["delta_upper_at_epsilon"]
+        assert float(c["calibrated_epsilon"]) <= float(c["calibrated_epsilon_upper"])
+
+
 QUICKSTART_RESULTS = ROOT / "docs" / "results" / "quickstart-audit"
 """The stored output of `dpgossip audit scenarios/quickstart.toml --out DIR --no-plots`; a rerun writes
 the same bytes (tests/test_cli.py::test_the_quickstart_audit_stops_at_the_epsilon_cap_and_says_so)."""
