@@ -47,8 +47,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = ROOT / "docs" / "numbers"
 SCENARIOS = ROOT / "scenarios"
 FIG2 = ("wine", "diabetes", "breast_cancer")
-NEAR_ONE = 1.0 - 1e-9
-"""The largest delta tried when inverting the bound for a delta at a given epsilon."""
 UNDEFINED = "no bound is derived for rank r > 1 or for views conditioned on the observer's noise"
 
 
@@ -86,32 +84,17 @@ def bound_function(problem, neighbours: str, targets: list[int] | None = None
 
 
 def delta_upper(bound_at: Callable[[float], float], epsilon: float, lowest: float,
-                screen: Callable[[float], float] | None = None, steps: int = 40) -> float:
-    """A delta the bound proves at ``epsilon``: ``1`` when ``bound_at(NEAR_ONE) > epsilon`` (nothing
-    below 1 is proven), else the upper end of a bisection on ``ln(1 - delta)`` between ``lowest`` and
-    ``NEAR_ONE``.
+                screen: Callable[[float], float] | None = None) -> float:
+    """A delta the bound proves at ``epsilon``: the product's inversion
+    (:func:`dpgossip.privacy.delta_from_bound.delta_upper`, to 1e-9 in ``logit(delta)``), after a
+    ``screen``, the bound of one of the targets: when it exceeds ``epsilon`` at ``NEAR_ONE`` so does the
+    largest, and the answer is 1 without the other targets."""
+    from dpgossip.privacy.delta_from_bound import NEAR_ONE
+    from dpgossip.privacy.delta_from_bound import delta_upper as invert
 
-    ``bound_at(delta)`` is the certified epsilon at ``delta`` (the largest over the targets): whenever it
-    is ``<= epsilon`` the pair ``(epsilon, delta)`` holds (a larger epsilon only weakens the statement),
-    so every value returned is one at which the bound was computed and found ``<= epsilon``, or the
-    trivial 1. ``screen``, the bound of one of the targets, is tried first: when it exceeds ``epsilon``
-    at ``NEAR_ONE`` so does the largest, and the answer is 1 without the other targets.
-    """
     if screen is not None and not screen(NEAR_ONE) <= epsilon:
         return 1.0
-    if not bound_at(NEAR_ONE) <= epsilon:
-        return 1.0
-    hi = NEAR_ONE
-    lo = min(max(lowest, 1e-300), NEAR_ONE)
-    if bound_at(lo) <= epsilon:
-        return lo
-    for _ in range(steps):  # bound_at(lo) > epsilon >= bound_at(hi)
-        mid = 1.0 - math.sqrt((1.0 - lo) * (1.0 - hi))
-        if bound_at(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return invert(bound_at, epsilon, lowest, rel_tol=1e-9)
 
 
 def fmt(v: float) -> str:

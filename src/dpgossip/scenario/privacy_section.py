@@ -490,7 +490,8 @@ def audit_with_store(config: Mapping[str, Any], problem: Problem, store: TargetS
     """The point's pair audit (:func:`audit_config`); with a ``store``, the targets it holds are read
     back, the others searched and each stored as soon as it is done, and the certified upper bounds
     computed for every target: the same bits as an audit of every target at once (each target's search
-    reseeds its streams with ``(seed, target)``)."""
+    reseeds its streams with ``(seed, target)``). With ``privacy.delta_upper``, the delta each target's
+    bound proves at each epsilon too (:func:`~dpgossip.protocols.ddppm.audit.with_delta_upper`)."""
     if store is None:
         audit = audit_config(config, problem, **progress)
     else:

@@ -417,10 +417,10 @@ def with_delta_upper(audit: PairAudit, data: PartitionedData, network: Network,
     targets = sorted({j for _, j in audit.results})
     lowest = None
     if "exact" in audit.methods:
-        lowest = {j: tuple(max((d for (_, t), r in audit.results.items() if t == j
-                                for d in (r.delta["exact"][k],) if math.isfinite(d)), default=0.0)
-                           for k in range(len(audit.epsilons)))
-                  for j in targets}
+        found = np.zeros((audit.m, len(audit.epsilons)))
+        for (_, j), r in audit.results.items():
+            found[j] = np.fmax(found[j], np.nan_to_num(r.delta["exact"], nan=0.0, posinf=0.0))
+        lowest = {j: tuple(found[j].tolist()) for j in targets}
     return replace(audit, delta_upper=upper_deltas(data, network, params, audit.epsilons, neighbours,
                                                    targets, lowest))
 

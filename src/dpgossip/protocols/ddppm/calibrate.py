@@ -617,16 +617,21 @@ def _with_upper(cal: _Calibrator, record: Calibration) -> Calibration:
     delta the targets' bounds prove at the target epsilon
     (:func:`~dpgossip.protocols.ddppm.audit.upper_deltas`, narrowed by the record's own delta where it
     is a lower estimate). Unchanged where no bound is defined."""
-    bounds = upper_bounds(cal.data, cal.network, record.params, cal.delta, cal.audit.neighbours,
-                          cal.audit.targets)
-    if not bounds:
-        return record
-    record = replace(record, epsilon_upper=max(float(b.epsilon) for b in bounds.values()))
+    if record.method == UPPER_METHOD:  # its epsilon is that bound already (no bound: it raised)
+        record = replace(record, epsilon_upper=record.epsilon)
+        targets = list(range(cal.data.m)) if cal.audit.targets is None else list(cal.audit.targets)
+    else:
+        bounds = upper_bounds(cal.data, cal.network, record.params, cal.delta, cal.audit.neighbours,
+                              cal.audit.targets)
+        if not bounds:
+            return record
+        record = replace(record, epsilon_upper=max(float(b.epsilon) for b in bounds.values()))
+        targets = sorted(bounds)
     if not cal.audit.delta_upper:
         return record
     low = record.delta if record.method != UPPER_METHOD and math.isfinite(record.delta) else 0.0
     deltas = upper_deltas(cal.data, cal.network, record.params, [cal.epsilon], cal.audit.neighbours,
-                          sorted(bounds), {j: (low,) for j in bounds})
+                          targets, {j: (low,) for j in targets})
     return replace(record, delta_upper=max(v[0] for v in deltas.values()))
 
 
